@@ -10,7 +10,10 @@ application iterating `agent.iter()` may leave before the calls of a reply run. 
 and no request follows. Before, they read as calls that ran and returned nothing (no result, no error), and the stopped
 `iter()` run as a run that ended well with no answer. Now each is failed as not run, naming the run's error when it has one,
 and the stopped run's error says it ended before its calls ran. A run whose calls all ran before the limit stopped its next
-request (`request_limit`) reads as before.
+request (`request_limit`) reads as before. An `iter()` run the application left once its calls ran, before the request that
+would send their results (`iter_after_tools`), or an `agent.run_stream_events()` run it left at its first tool result
+(`events_stopped`), read as a run that answered with the words beside its calls; now it answers nothing, its calls ran, and
+its error says it ended after them. `run_stream_events()` iterated to its end (`events`) reads as the run it was.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from typing import Any
 import pytest
 from framework_truth import only_case
 from tracejudge.core.records import Case
-from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import STOPPED, unrun
+from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import STOPPED, STOPPED_AFTER, unrun
 
 DATA = Path(__file__).parent / "data" / "pydantic-ai-unrun"
-SCENARIOS = ("tool_limit", "iter_stopped", "request_limit")
+SCENARIOS = ("tool_limit", "iter_stopped", "request_limit", "iter_after_tools", "events_stopped")
 NAMES = [f"{s}-{i}" for s in SCENARIOS for i in ("v5", "oi")]
 
 
@@ -49,9 +52,13 @@ def test_every_call_the_model_made_reads_as_it_ran_or_as_not_run(name: str) -> N
     assert case.trace is not None
     run_error = case.metadata.get("run_error")
     expected = []
+    ran = [(r["name"], r["arguments"]) for r in want["tools_ran"]]
     for response in want["responses"]:
         for c in response["calls"]:
-            if c["returned"] is not None:  # it ran: what the tool returned, no error
+            if c["returned"] is None and (c["name"], c["arguments"]) in ran:  # it ran; no request sent its return
+                result = want["tools_ran"][ran.index((c["name"], c["arguments"]))]["result"]
+                expected.append((c["id"], c["name"], c["arguments"], result, None))
+            elif c["returned"] is not None:  # it ran: what the tool returned, no error
                 assert {"name": c["name"], "arguments": c["arguments"], "result": c["returned"]["content"]} in want["tools_ran"]
                 expected.append((c["id"], c["name"], c["arguments"], c["returned"]["content"], None))
             else:  # the run ended before it ran
@@ -96,3 +103,31 @@ def test_calls_that_ran_before_a_request_limit_are_no_unrun_calls(inst: str) -> 
     assert case.trace is not None
     assert all(c.error is None and c.result is not None for c in case.trace.tool_calls())
     assert case.metadata["run_error"].startswith("pydantic_ai.exceptions.UsageLimitExceeded: The next request would exceed")
+
+
+@pytest.mark.parametrize("name", [f"{s}-{i}" for s in ("iter_after_tools", "events_stopped") for i in ("v5", "oi")])
+def test_a_run_the_application_stopped_after_its_calls_ran_says_so(name: str) -> None:
+    want = truth(name)
+    assert want["raised"] is None and want["output"] is None and want["requests"] == 1
+    [ran] = want["tools_ran"]
+    case = reading(name)
+    assert case.trace is not None and case.trace.output is None  # (not the words beside the call)
+    [call] = case.trace.tool_calls()
+    assert (call.name, call.arguments, call.result, call.error) == (ran["name"], ran["arguments"], ran["result"], None)
+    assert case.metadata["run_error"] == STOPPED_AFTER.format(names="get_weather")
+    [turn] = case.metadata["otel"]["turns"]
+    assert turn["final_text"] is None and turn["intermediate_texts"] == [want["responses"][0]["text"]]
+
+
+@pytest.mark.parametrize("inst", ["v5", "oi"])
+def test_a_run_streamed_as_events_to_its_end_reads_as_it_ran(inst: str) -> None:
+    want = truth(f"events-{inst}")
+    assert want["raised"] is None and want["output"] == "Paris is sunny, 21 C."
+    case = reading(f"events-{inst}")
+    assert case.trace is not None
+    assert (case.input, case.trace.output, case.metadata.get("run_error")) == (want["input"], want["output"], None)
+    assert [(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == [
+        (c["id"], c["name"], c["arguments"], c["returned"]["content"], None) for r in want["responses"] for c in r["calls"]]
+    assert len(case.trace.steps) == want["requests"] == case.trace.usage.requests
+    [turn] = case.metadata["otel"]["turns"]
+    assert turn["intermediate_texts"] == [want["responses"][0]["text"]]

@@ -12,11 +12,18 @@ same memory that raised had the first run's `final_answer` as its answer (the an
 task is the run's user text, the failed step's exception (a failed planning request's, which smolagents lets through as it
 is) is `metadata.run_error`, and a run that raised answers nothing. The memory records no error for such a run (smolagents
 re-raises before setting one), so format `smolagents` has no run error; its last run has no answer either.
+
+A run that raised in its first step (`first-step`) leaves that one step under its lost agent span: no stand-in is made, the
+step is the trace's root, and its user text was smolagents' `New task:` framing; it now reads as the other runs that raised.
+
+The trace's warning about its lost span blamed a dropped batch; it now says the run raised and the instrumentation never
+ended its agent span. A run whose agent span was really lost (its steps all ended well) keeps the dropped-batch warning.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,7 +33,8 @@ from framework_truth import only_case
 from tracejudge.core.records import Case
 
 DATA = Path(__file__).parent / "data" / "smolagents-raised"
-SCENARIOS = ("tool", "code", "planning", "second-run")
+SCENARIOS = ("tool", "code", "planning", "second-run", "first-step")
+LOST_ROOT = ("tool", "code", "planning", "second-run")  # (in `first-step` one span names the lost agent span: no stand-in)
 FORMATS = {"oi": "otel", "memory": "smolagents"}
 # the module the exceptions the runs raised are defined in, as the spans' `exception.type` names them
 MODULES = {"AgentGenerationError": "smolagents.utils", "InternalServerError": "openai"}
@@ -82,3 +90,38 @@ def test_an_earlier_runs_answer_stays_that_runs() -> None:
     first, _ = truth("second-run")["runs"]
     assert case.trace.steps[0].output == first["returned"]
     assert case.metadata["otel"]["turns"][0]["final_text"] == first["returned"] and "error" not in case.metadata["otel"]["turns"][0]
+
+
+LOST = "lost a span several of their spans hang from (not exported: a dropped batch"
+RAISED = "hold a smolagents run that raised, whose agent span was never exported"
+
+
+def warnings_reading(path: Path, caplog: pytest.LogCaptureFixture) -> tuple[Case, list[str]]:
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        case = only_case(path, "otel")
+    return case, [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("name", LOST_ROOT)
+def test_the_warning_says_the_run_raised_not_that_a_batch_was_dropped(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    case, said = warnings_reading(DATA / f"{name}.oi.jsonl", caplog)
+    [lost] = [m for m in said if "agent span" in m or "lost a span" in m]
+    assert RAISED in lost and "no batch was dropped" in lost and LOST not in lost
+    assert case.metadata["otel"]["traces"][-1] in lost  # (the trace of the run that raised)
+
+
+def test_a_run_whose_agent_span_was_dropped_keeps_the_dropped_batch_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A run that ended well (its step 2's code failed, the run went on and answered), its `CodeAgent.run` span left out of
+    # the export as a dropped batch would: its steps hang from a lost parent, none after the last one failed.
+    recorded = Path(__file__).parent / "data" / "framework-outputs" / "oi-smol-code-fail.jsonl"
+    docs = [json.loads(line) for line in recorded.read_text().splitlines()]
+    for doc in docs:
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                ss["spans"] = [sp for sp in ss["spans"] if sp["name"] != "CodeAgent.run"]
+    damaged = tmp_path / "noroot.jsonl"
+    damaged.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    case, said = warnings_reading(damaged, caplog)
+    assert [m for m in said if LOST in m] and not [m for m in said if RAISED in m]
+    assert "run_error" not in case.metadata

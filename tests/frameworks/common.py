@@ -20,7 +20,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from fake_openai import FakeOpenAI
 
-__all__ = ["MODEL", "otel_provider", "write_jsonl", "write_otlp", "write_truth"]
+__all__ = ["MODEL", "calls_reply", "instrumented", "otel_provider", "pydantic_ai_recording", "record_per_instrumentation",
+           "smolagents_recording", "step_errors", "text_reply", "weather_tool", "write_jsonl", "write_memory", "write_otlp", "write_truth"]
 
 MODEL = "gpt-4o-mini"  # the model name the clients ask for; the fake server answers to any
 
@@ -67,6 +68,89 @@ def pydantic_ai_provider(fake: FakeOpenAI, oi: bool) -> TracerProvider:
         provider.add_span_processor(OpenInferenceSpanProcessor())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
     return provider
+
+
+def text_reply(content: str | None) -> dict[str, Any]:
+    """A scripted chat reply saying `content`."""
+    return {"role": "assistant", "content": content}
+
+
+def calls_reply(*calls: dict[str, Any]) -> dict[str, Any]:
+    """A scripted chat reply making `calls` (`record_oi_faults.call`) and saying nothing."""
+    return {"role": "assistant", "content": None, "tool_calls": list(calls)}
+
+
+@contextmanager
+def smolagents_recording(server: FakeOpenAI, out: Path, name: str) -> Iterator[Any]:
+    """`server` started with openinference-instrumentation-smolagents exporting to it; yields an `OpenAIServerModel` on it
+    that does not retry (`max_retries=0`). On leaving, the spans go to `out/<name>.oi.jsonl` (OTLP/JSON) and the provider is
+    shut down; `server.n` still counts the requests it answered."""
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+    from smolagents import OpenAIServerModel
+
+    with server as fake:
+        provider = otel_provider(fake, "smolagents")
+        SmolagentsInstrumentor().instrument(tracer_provider=provider)
+        yield OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
+        write_otlp(provider, fake, out / f"{name}.oi.jsonl")
+        provider.shutdown()
+
+
+def weather_tool(weather: dict[str, str], runs: list[dict[str, Any]]) -> Any:
+    """The smolagents tool `get_weather(city)`: `weather[city]`, each call it ran appended to `runs` (name, arguments, result)."""
+    from smolagents import tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather in a city.
+
+        Args:
+            city: the city
+        """
+        runs.append({"name": "get_weather", "arguments": {"city": city}, "result": weather[city]})
+        return weather[city]
+
+    return get_weather
+
+
+def write_memory(out: Path, name: str, agent: Any) -> list[dict[str, Any]]:
+    """`out/<name>.memory.jsonl`: `{"id", "steps": agent.memory.get_full_steps()}` (format `smolagents`); returns the steps."""
+    steps = agent.memory.get_full_steps()
+    write_jsonl(out / f"{name}.memory.jsonl", [{"id": name, "steps": steps}])
+    return steps
+
+
+def step_errors(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The errors a smolagents memory's steps kept, each with its step's number."""
+    return [{"step": s.get("step_number"), **s["error"]} for s in steps if isinstance(s.get("error"), dict)]
+
+
+@contextmanager
+def pydantic_ai_recording(server: FakeOpenAI, path: Path, oi: bool) -> Iterator[tuple[Any, TracerProvider]]:
+    """`server` started, warnings silenced (old data-format versions are deprecated: recording them is the point), and
+    `pydantic_ai_provider(server, oi)` exporting to it; yields `(model, provider)`: an `OpenAIChatModel` on the server and the
+    provider to instrument the agent with. On leaving, the spans go to `path` (OTLP/JSON) and the provider is shut down."""
+    import warnings
+
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    with server as fake, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        provider = pydantic_ai_provider(fake, oi=oi)
+        yield OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake")), provider
+        write_otlp(provider, fake, path)
+        provider.shutdown()
+
+
+def instrumented(provider: TracerProvider, version: int | None = None) -> list[Any]:
+    """The `capabilities=` of a pydantic-ai agent instrumented by its own `Instrumentation` into `provider`, at data-format
+    `version` (None: pydantic-ai's default)."""
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    given = {} if version is None else {"version": version}
+    return [Instrumentation(settings=InstrumentationSettings(tracer_provider=provider, **given))]
 
 
 def write_otlp(provider: TracerProvider, fake: FakeOpenAI, path: Path) -> int:
@@ -145,6 +229,15 @@ def agents_recording(fake: Any, out: Path, name: str, api: str = "chat_completio
         write_jsonl(out / files[1].format(name), export.done)
         OpenAIAgentsInstrumentor().uninstrument()
         provider.shutdown()
+
+
+def record_per_instrumentation(script: str, argv: list[str], default_out: Path, record: Callable[[Path, str, str], Any],
+                               scenarios: Any, instrumentations: Any) -> int:
+    """A recorder's `main` whose recordings are `<scenario>-<instrumentation>`: `record(outdir, scenario, instrumentation)` for each
+    one named in `argv[1:]` (default: all) into the folder `argv[0]` (default: `default_out`), each in a subprocess of `script`
+    of its own (`record_each_in_subprocess`); returns how many failed."""
+    recordings = {f"{s}-{i}": (lambda out, s=s, i=i: record(out, s, i)) for s in scenarios for i in instrumentations}
+    return record_each_in_subprocess(script, argv or [str(default_out)], recordings)
 
 
 def record_each_in_subprocess(script: str, argv: list[str], scenarios: dict[str, Callable[[Path], Any]]) -> int:

@@ -22,16 +22,12 @@ FRAMEWORKS = Path(__file__).resolve().parent  # tests/frameworks: the fake serve
 OUT = FRAMEWORKS.parent / "data" / "pydantic-ai-answers"
 sys.path.insert(0, str(FRAMEWORKS))
 
-from common import otel_provider, record_scenarios, write_otlp, write_outcome  # noqa: E402
+from common import calls_reply as _chat, instrumented, otel_provider, record_scenarios, write_otlp, write_outcome  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 WEATHER = {"Paris": {"sky": "sunny", "temp_c": 21}, "Tokyo": {"sky": "rainy", "temp_c": 14}}
 PARIS = {"city": "Paris", "temp_c": 21, "summary": "Sunny"}
 TOKYO = {"city": "Tokyo", "temp_c": 14, "summary": "Rainy"}
-
-
-def _chat(*calls: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": list(calls)}
 
 
 # scenario: (instrumentation version, output type, user prompts (one run each), replies)
@@ -55,8 +51,6 @@ SCENARIOS: dict[str, tuple[int, str, list[str], list[Any]]] = {
 def _agent(kind: str, model: Any, provider: Any, version: int) -> Any:
     from pydantic import BaseModel
     from pydantic_ai import Agent, ModelRetry
-    from pydantic_ai.capabilities.instrumentation import Instrumentation
-    from pydantic_ai.models.instrumented import InstrumentationSettings
 
     class Weather(BaseModel):
         city: str
@@ -64,8 +58,7 @@ def _agent(kind: str, model: Any, provider: Any, version: int) -> Any:
         summary: str
 
     output: Any = int if kind == "int" else Weather
-    agent = Agent(model, output_type=output, instructions="You report weather.",
-                  capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider, version=version))])
+    agent = Agent(model, output_type=output, instructions="You report weather.", capabilities=instrumented(provider, version))
 
     @agent.tool_plain
     def get_weather(city: str) -> dict[str, Any]:

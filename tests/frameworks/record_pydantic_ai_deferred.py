@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import instrumented, pydantic_ai_recording, record_per_instrumentation, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 OUT = HERE.parent / "data" / "pydantic-ai-deferred"
@@ -82,8 +81,6 @@ INSTRUMENTATIONS = ("v5", "oi")
 def _agent(kind: str, model: Any, provider: Any, ran: list[dict[str, Any]]) -> Any:
     from pydantic import BaseModel
     from pydantic_ai import Agent, DeferredToolRequests
-    from pydantic_ai.capabilities.instrumentation import Instrumentation
-    from pydantic_ai.models.instrumented import InstrumentationSettings
 
     class Weather(BaseModel):
         city: str
@@ -92,8 +89,7 @@ def _agent(kind: str, model: Any, provider: Any, ran: list[dict[str, Any]]) -> A
 
     output: Any = {"weather": Weather, "weather_early": Weather, "approval": [str, DeferredToolRequests]}[kind]
     extra = {"end_strategy": "early"} if kind == "weather_early" else {}
-    agent = Agent(model, output_type=output, instructions="You help.",
-                  capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))], **extra)
+    agent = Agent(model, output_type=output, instructions="You help.", capabilities=instrumented(provider), **extra)
 
     @agent.tool_plain
     def get_weather(city: str) -> str:
@@ -143,16 +139,12 @@ def _truth(messages: list[dict[str, Any]], outputs: list[Any], ran: list[dict[st
 def record(out: Path, scenario: str, inst: str) -> Any:
     """Run `scenario` under instrumentation `inst` (see the module doc); write the recording and its truth."""
     from pydantic_ai import DeferredToolResults
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
     kind, runs, replies = SCENARIOS[scenario]
     name = f"{scenario}-{inst}"
     ran: list[dict[str, Any]] = []
-    with ScriptedOpenAI(replies) as fake, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        provider = pydantic_ai_provider(fake, oi=inst == "oi")
-        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake"))
+    server = ScriptedOpenAI(replies)
+    with pydantic_ai_recording(server, out / f"{name}.jsonl", oi=inst == "oi") as (model, provider):
         agent = _agent(kind, model, provider, ran)
         history, outputs, result = None, [], None
         for run in runs:
@@ -165,21 +157,10 @@ def record(out: Path, scenario: str, inst: str) -> Any:
                 result = agent.run_sync(run, message_history=history)
             history = result.all_messages()
             outputs.append(_output(result.output))
-        assert fake.n == len(replies), (name, fake.n)
-        write_otlp(provider, fake, out / f"{name}.jsonl")
-        provider.shutdown()
+    assert server.n == len(replies), (name, server.n)
     write_truth(out, name, _truth(json.loads(result.all_messages_json()), outputs, ran))  # type: ignore[union-attr]
     return outputs
 
 
-RECORDINGS = {f"{s}-{i}": (lambda out, s=s, i=i: record(out, s, i)) for s in SCENARIOS for i in INSTRUMENTATIONS}
-
-
-def main(argv: list[str]) -> int:
-    """Record the recordings named in `argv[1:]` (default: all) into `argv[0]` (default: `tests/data/pydantic-ai-deferred`), each
-    in a subprocess of its own; returns how many failed."""
-    return record_each_in_subprocess(__file__, argv or [str(OUT)], RECORDINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(record_per_instrumentation(__file__, sys.argv[1:], OUT, record, SCENARIOS, INSTRUMENTATIONS))

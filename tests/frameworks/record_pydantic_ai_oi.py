@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import instrumented, pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
 from fake_anthropic import RESPONSE_MODEL, ScriptedAnthropic  # noqa: E402
 from record_anthropic import MODEL, QUESTION, REPLIES, SYSTEM  # noqa: E402
 
@@ -63,16 +63,14 @@ def _truth(bodies: list[dict[str, Any]], answer: str) -> dict[str, Any]:
 def record(out: Path, run: str) -> Any:
     """Run the agent once (`run`: `tools` with OpenInference's processor, `plain-tools` without); write the recording and truth."""
     from pydantic_ai import Agent, ModelRetry
-    from pydantic_ai.capabilities.instrumentation import Instrumentation
     from pydantic_ai.models.anthropic import AnthropicModel
-    from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
     with ScriptedAnthropic(REPLIES) as fake, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         provider = pydantic_ai_provider(fake, oi=run == "tools")
         model = AnthropicModel(MODEL, provider=AnthropicProvider(base_url=fake.url, api_key="sk-ant-fake"))
-        agent = Agent(model, instructions=SYSTEM, capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))],
+        agent = Agent(model, instructions=SYSTEM, capabilities=instrumented(provider),
                       model_settings={"anthropic_thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096})
 
         @agent.tool_plain

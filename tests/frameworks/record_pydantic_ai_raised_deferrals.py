@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import pydantic_ai_recording, record_per_instrumentation, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 from record_pydantic_ai_deferred import _output, _reply, _truth  # noqa: E402
 from pydantic_ai import RunContext  # noqa: E402  (at module level: the tools' annotations are read from the module's names)
@@ -134,17 +133,13 @@ def record(out: Path, scenario: str, inst: str) -> Any:
     """Run `scenario` under instrumentation `inst` (see the module doc); write the recording and its truth."""
     from pydantic_ai import Agent
     from pydantic_ai.models.instrumented import InstrumentationSettings
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
     resumes, replies = SCENARIOS[scenario]
     name = f"{scenario}-{inst}"
     ran: list[dict[str, Any]] = []
-    with ScriptedOpenAI(replies) as fake, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        provider = pydantic_ai_provider(fake, oi=inst == "oi")
+    server = ScriptedOpenAI(replies)
+    with pydantic_ai_recording(server, out / f"{name}.jsonl", oi=inst == "oi") as (model, provider):
         Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
-        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake"))
         agent = _agent(model, ran)
         result = agent.run_sync(PROMPT)
         outputs, held, sent = [_output(result.output)], [_held(result.output)], []
@@ -155,22 +150,11 @@ def record(out: Path, scenario: str, inst: str) -> Any:
             sent.append({"approvals": {k: v.message if hasattr(v, "message") else v for k, v in results.approvals.items()}, "calls": results.calls})
             result = agent.run_sync(message_history=result.all_messages(), deferred_tool_results=results)
             outputs.append(_output(result.output))
-        assert fake.n == len(replies), (name, fake.n)
-        write_otlp(provider, fake, out / f"{name}.jsonl")
-        provider.shutdown()
+    assert server.n == len(replies), (name, server.n)
     truth = _truth(json.loads(result.all_messages_json()), outputs, ran) | {"held": held, "resumed_with": sent}
     write_truth(out, name, truth)
     return outputs
 
 
-RECORDINGS = {f"{s}-{i}": (lambda out, s=s, i=i: record(out, s, i)) for s in SCENARIOS for i in INSTRUMENTATIONS}
-
-
-def main(argv: list[str]) -> int:
-    """Record the recordings named in `argv[1:]` (default: all) into `argv[0]` (default: `tests/data/pydantic-ai-raised-deferrals`),
-    each in a subprocess of its own; returns how many failed."""
-    return record_each_in_subprocess(__file__, argv or [str(OUT)], RECORDINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(record_per_instrumentation(__file__, sys.argv[1:], OUT, record, SCENARIOS, INSTRUMENTATIONS))

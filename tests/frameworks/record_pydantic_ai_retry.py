@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +37,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import calls_reply as _calls, instrumented, pydantic_ai_recording, record_per_instrumentation  # noqa: E402
+from common import text_reply as _text, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 OUT = HERE.parent / "data" / "pydantic-ai-retry"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C"}
-
-
-def _text(content: str | None) -> dict[str, Any]:
-    return {"role": "assistant", "content": content}
-
-
-def _calls(*calls: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": list(calls)}
-
 
 # scenario: (output kind, user prompts (one run each), replies)
 SCENARIOS: dict[str, tuple[str, list[str], list[dict[str, Any]]]] = {
@@ -68,16 +59,13 @@ INSTRUMENTATIONS = {"v5": None, "v2": 2, "v6": 6, "oi": None}  # name -> data-fo
 def _agent(kind: str, model: Any, provider: Any, version: int | None) -> Any:
     from pydantic import BaseModel
     from pydantic_ai import Agent, ModelRetry, NativeOutput
-    from pydantic_ai.capabilities.instrumentation import Instrumentation
-    from pydantic_ai.models.instrumented import InstrumentationSettings
 
     class Weather(BaseModel):
         city: str
         temp_c: int
 
-    settings = InstrumentationSettings(tracer_provider=provider) if version is None else InstrumentationSettings(tracer_provider=provider, version=version)
     agent = Agent(model, output_type=NativeOutput(Weather) if kind == "native" else str, instructions="You report the weather.",
-                  capabilities=[Instrumentation(settings=settings)])
+                  capabilities=instrumented(provider, version))
 
     if kind == "native":
         @agent.tool_plain
@@ -128,35 +116,18 @@ def _truth(messages: list[dict[str, Any]], outputs: list[str]) -> dict[str, Any]
 
 def record(out: Path, scenario: str, inst: str) -> Any:
     """Run `scenario` under instrumentation `inst` (see the module doc); write the recording and its truth."""
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
-
     kind, prompts, replies = SCENARIOS[scenario]
     name = f"{scenario}-{inst}"
-    with ScriptedOpenAI(replies) as fake, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # versions 2 to 4 are deprecated formats: recording them is the point
-        provider = pydantic_ai_provider(fake, oi=inst == "oi")
-        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake"))
+    with pydantic_ai_recording(ScriptedOpenAI(replies), out / f"{name}.jsonl", oi=inst == "oi") as (model, provider):
         agent = _agent(kind, model, provider, INSTRUMENTATIONS[inst])
         history, outputs = None, []
         for prompt in prompts:
             result = agent.run_sync(prompt, message_history=history)
             history = result.all_messages()
             outputs.append(_output(result.output))
-        write_otlp(provider, fake, out / f"{name}.jsonl")
-        provider.shutdown()
     write_truth(out, name, _truth(json.loads(result.all_messages_json()), outputs))
     return outputs
 
 
-RECORDINGS = {f"{s}-{i}": (lambda out, s=s, i=i: record(out, s, i)) for s in SCENARIOS for i in INSTRUMENTATIONS}
-
-
-def main(argv: list[str]) -> int:
-    """Record the recordings named in `argv[1:]` (default: all) into `argv[0]` (default: `tests/data/pydantic-ai-retry`), each in
-    a subprocess of its own; returns how many failed."""
-    return record_each_in_subprocess(__file__, argv or [str(OUT)], RECORDINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(record_per_instrumentation(__file__, sys.argv[1:], OUT, record, SCENARIOS, INSTRUMENTATIONS))

@@ -4,13 +4,19 @@
 
 writes `OUTDIR/<scenario>-<instrumentation>.jsonl` (OTLP/JSON, format `otel`) and `<…>.truth.json`. A real
 `pydantic_ai.Agent` (`str` output, tool `get_weather`) on `OpenAIChatModel` talks to the project's scripted loopback server
-(`record_oi_faults.ScriptedOpenAI`: request n gets reply n; no network). Scenarios:
+(`record_oi_faults.ScriptedOpenAI`: request n gets reply n; no network; `record_smolagents_streams.Streaming`, the same
+streaming its replies, for the `events` scenarios). Scenarios:
 
 - `tool_limit`: `run(..., usage_limits=UsageLimits(tool_calls_limit=2))`; the first reply calls `get_weather` (Paris), which
   runs; the second calls it for Tokyo and Oslo: pydantic-ai checks the limit before running them and raises
   `UsageLimitExceeded` ("The next tool call(s) would exceed the tool_calls_limit of 2 (tool_calls=3)…"): neither runs;
 - `iter_stopped`: the application iterates `agent.iter(...)` and leaves the loop when it reaches the `CallToolsNode` of the
   first reply (which calls `get_weather` for Paris): the call never runs, nothing is raised, the run has no result;
+- `iter_after_tools`: the same application leaves the loop one node later, at the `ModelRequestNode` that would send the
+  first reply's call results: `get_weather` (Paris) ran, no request followed, nothing is raised, the run has no result;
+- `events_stopped`: the application iterates `agent.run_stream_events(...)` (inside its `async with`) and leaves at the
+  first `FunctionToolResultEvent`: `get_weather` (Paris) ran, no request followed, nothing is raised, the run has no result;
+- `events` (for comparison): the same events iterated to the end: the run answers "Paris is sunny, 21 C.";
 - `request_limit` (for comparison): `UsageLimits(request_limit=2)`; both replies' calls run, then the third request would
   exceed the limit: `UsageLimitExceeded` with every call run.
 
@@ -28,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +41,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import instrumented, pydantic_ai_recording, record_per_instrumentation, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 from record_pydantic_ai_deferred import _reply, _truth  # noqa: E402
+from record_smolagents_streams import Streaming  # noqa: E402
 
 OUT = HERE.parent / "data" / "pydantic-ai-unrun"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C", "Oslo": "snow, -2 C"}
@@ -49,16 +55,17 @@ SCENARIOS: dict[str, tuple[str, dict[str, int], str, list[dict[str, Any]]]] = {
     "tool_limit": ("run", {"tool_calls_limit": 2}, "Weather in Paris, Tokyo and Oslo?", [_reply(None, PARIS), TWO]),
     "iter_stopped": ("iter", {}, "Weather in Paris?", [_reply("Let me check.", PARIS), _reply("Paris is sunny, 21 C.")]),
     "request_limit": ("run", {"request_limit": 2}, "Weather in Paris, Tokyo and Oslo?", [_reply(None, PARIS), TWO, _reply("unused")]),
+    "iter_after_tools": ("iter_after", {}, "Weather in Paris?", [_reply("Let me check.", PARIS), _reply("Paris is sunny, 21 C.")]),
+    "events_stopped": ("events_after", {}, "Weather in Paris?", [_reply("Let me check.", PARIS), _reply("Paris is sunny, 21 C.")]),
+    "events": ("events", {}, "Weather in Paris?", [_reply("Let me check.", PARIS), _reply("Paris is sunny, 21 C.")]),
 }
 INSTRUMENTATIONS = ("v5", "oi")
 
 
 def _agent(model: Any, provider: Any, ran: list[dict[str, Any]]) -> Any:
     from pydantic_ai import Agent
-    from pydantic_ai.capabilities.instrumentation import Instrumentation
-    from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    agent = Agent(model, instructions="You report the weather.", capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))])
+    agent = Agent(model, instructions="You report the weather.", capabilities=instrumented(provider))
 
     @agent.tool_plain
     def get_weather(city: str) -> str:
@@ -73,10 +80,23 @@ async def _drive(how: str, agent: Any, prompt: str, limits: Any) -> Any:
     """Run `agent` as `how` says; its output (None: it has none)."""
     if how == "run":
         return (await agent.run(prompt, usage_limits=limits)).output
+    if how.startswith("events"):  # (2.x: an async context manager, its events iterated inside it)
+        async with agent.run_stream_events(prompt, usage_limits=limits) as events:
+            async for event in events:
+                if how == "events_after" and type(event).__name__ == "FunctionToolResultEvent":
+                    return None  # the application stops here: the call ran, its result is never sent
+                if type(event).__name__ == "AgentRunResultEvent":
+                    return event.result.output
+        return None
     async with agent.iter(prompt, usage_limits=limits) as run:
+        tools_ran = False
         async for node in run:
             if type(node).__name__ == "CallToolsNode":
-                return None  # the application stops here: the reply's calls never run
+                if how == "iter":
+                    return None  # the application stops here: the reply's calls never run
+                tools_ran = True
+            elif type(node).__name__ == "ModelRequestNode" and tools_ran:
+                return None  # `iter_after`: the application stops here: the calls ran, their results are never sent
     return run.result.output if run.result else None
 
 
@@ -84,39 +104,23 @@ def record(out: Path, scenario: str, inst: str) -> Any:
     """Run `scenario` under instrumentation `inst` (see the module doc); write the recording and its truth."""
     from pydantic_ai import UsageLimits, capture_run_messages
     from pydantic_ai.messages import ModelMessagesTypeAdapter
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
     how, limits, prompt, replies = SCENARIOS[scenario]
     name = f"{scenario}-{inst}"
     ran: list[dict[str, Any]] = []
     raised = output = None
-    with ScriptedOpenAI(replies) as fake, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        provider = pydantic_ai_provider(fake, oi=inst == "oi")
-        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake"))
+    server = (Streaming if how.startswith("events") else ScriptedOpenAI)(replies)  # (`run_stream_events` streams its requests)
+    with pydantic_ai_recording(server, out / f"{name}.jsonl", oi=inst == "oi") as (model, provider):
         agent = _agent(model, provider, ran)
         with capture_run_messages() as messages:
             try:
                 output = asyncio.run(_drive(how, agent, prompt, UsageLimits(**limits)))
             except Exception as e:  # noqa: BLE001 (what the application saw is the truth)
                 raised = f"{type(e).__name__}: {e}"
-        write_otlp(provider, fake, out / f"{name}.jsonl")
-        provider.shutdown()
-        requests = fake.n
     truth = _truth(json.loads(ModelMessagesTypeAdapter.dump_json(messages)), [output], ran)
-    write_truth(out, name, {**truth, "raised": raised, "requests": requests})
+    write_truth(out, name, {**truth, "raised": raised, "requests": server.n})
     return [output, raised]
 
 
-RECORDINGS = {f"{s}-{i}": (lambda out, s=s, i=i: record(out, s, i)) for s in SCENARIOS for i in INSTRUMENTATIONS}
-
-
-def main(argv: list[str]) -> int:
-    """Record the recordings named in `argv[1:]` (default: all) into `argv[0]` (default: `tests/data/pydantic-ai-unrun`), each
-    in a subprocess of its own; returns how many failed."""
-    return record_each_in_subprocess(__file__, argv or [str(OUT)], RECORDINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(record_per_instrumentation(__file__, sys.argv[1:], OUT, record, SCENARIOS, INSTRUMENTATIONS))

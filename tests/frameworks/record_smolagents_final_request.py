@@ -39,7 +39,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
+from common import MODEL, calls_reply as _calls, record_each_in_subprocess, smolagents_recording, step_errors  # noqa: E402
+from common import weather_tool, write_memory, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 OUT = HERE.parent / "data" / "smolagents-final-request"
@@ -47,10 +48,6 @@ WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C"}
 ASK = "Keep checking the weather in Paris and Tokyo."
 SERVER_ERROR = {"status": 500, "body": {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}}
 NO_CHOICES = {"status": 200, "body": {"id": "chatcmpl-x", "object": "chat.completion", "created": 1767225600, "model": MODEL}}
-
-
-def _calls(*cs: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": list(cs)}
 
 
 def _code(city: str) -> dict[str, Any]:
@@ -81,40 +78,21 @@ class FailingOpenAI(ScriptedOpenAI):
 
 
 def run(out: Path, name: str) -> Any:
-    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
-    from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent, tool
+    from smolagents import CodeAgent, ToolCallingAgent
 
     runs: list[dict[str, Any]] = []
-
-    @tool
-    def get_weather(city: str) -> str:
-        """Weather in a city.
-
-        Args:
-            city: the city
-        """
-        runs.append({"name": "get_weather", "arguments": {"city": city}, "result": WEATHER[city]})
-        return WEATHER[city]
-
-    with FailingOpenAI(REPLIES[name]) as fake:
-        provider = otel_provider(fake, "smolagents")
-        SmolagentsInstrumentor().instrument(tracer_provider=provider)
-        model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
+    server = FailingOpenAI(REPLIES[name])
+    with smolagents_recording(server, out, name) as model:
         kind = CodeAgent if name.startswith("code") else ToolCallingAgent
-        agent = kind(tools=[get_weather], model=model, max_steps=2, verbosity_level=0)
+        agent = kind(tools=[weather_tool(WEATHER, runs)], model=model, max_steps=2, verbosity_level=0)
         full = name.endswith("-full")
         returned = agent.run(ASK, return_full_result=full)
-        write_otlp(provider, fake, out / f"{name}.oi.jsonl")
-        provider.shutdown()
-        requests = fake.n
-    steps = agent.memory.get_full_steps()
-    write_jsonl(out / f"{name}.memory.jsonl", [{"id": name, "steps": steps}])
-    errors = [{"step": s.get("step_number"), **s["error"]} for s in steps if isinstance(s.get("error"), dict)]
+    steps = write_memory(out, name, agent)
     output = returned.output if full else returned
     state = returned.state if full else "max_steps_error" if type(agent.memory.steps[-1].error).__name__ == "AgentMaxStepsError" else "success"
     write_truth(out, name, {"asked": ASK, "returned": json.loads(json.dumps(output, default=str)), "state": state,
-                            "step_errors": errors, "last_action_output": json.loads(json.dumps(steps[-1].get("action_output"), default=str)),
-                            "tool_runs": runs, "requests": requests})
+                            "step_errors": step_errors(steps), "last_action_output": json.loads(json.dumps(steps[-1].get("action_output"), default=str)),
+                            "tool_runs": runs, "requests": server.n})
     return output
 
 

@@ -15,11 +15,13 @@ Scenarios (in each, a model request gets HTTP 500 and smolagents re-raises it as
 - `tool`: `ToolCallingAgent`; `get_weather` (Paris), then the second request fails;
 - `code`: `CodeAgent`; step 1's code calls `get_weather` (Paris) and prints, then the second request fails;
 - `planning`: `ToolCallingAgent(planning_interval=1)`: a plan, `get_weather` (Paris), then the second plan's request fails;
+- `first-step`: `ToolCallingAgent`; the first request fails;
 - `second-run`: `ToolCallingAgent`; a first run answers at once ("Paris is sunny."); a second run on the same memory
   (`reset=False`, "And Tokyo?") calls `get_weather` (Tokyo), then its next request fails.
 
 openinference-instrumentation-smolagents (0.1.43) records the exception on a run's agent span and re-raises without ending
-the span: a run that raised has no agent span in the export; its steps name it as their parent.
+the span: a run that raised has no agent span in the export; its steps name it as their parent (in `first-step` one step
+does: the trace's root is that step).
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
+from common import calls_reply as _calls, record_each_in_subprocess, smolagents_recording, text_reply as _text  # noqa: E402
+from common import weather_tool, write_memory, write_truth  # noqa: E402
 from record_oi_faults import call  # noqa: E402
-from record_smolagents_streams import SERVER_ERROR, Streaming, _calls, _text  # noqa: E402
+from record_smolagents_streams import SERVER_ERROR, Streaming  # noqa: E402
 
 OUT = HERE.parent / "data" / "smolagents-raised"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C"}
@@ -46,6 +49,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[str], list[dict[str, Any]]]
     "code": ("code", {}, ["What is the weather in Paris?"],
              [_text('Thought: check Paris.\n<code>\nw = get_weather(city="Paris")\nprint(w)\n</code>'), SERVER_ERROR]),
     "planning": ("tool", {"planning_interval": 1}, ["What is the weather in Paris?"], [_text(PLAN), _calls(PARIS), SERVER_ERROR]),
+    "first-step": ("tool", {}, ["What is the weather in Paris?"], [SERVER_ERROR]),
     "second-run": ("tool", {}, ["What is the weather in Paris?", "And Tokyo?"],
                    [_calls(call("c0", "final_answer", {"answer": "Paris is sunny."})), _calls(call("c2", "get_weather", {"city": "Tokyo"})),
                     SERVER_ERROR]),
@@ -53,28 +57,14 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[str], list[dict[str, Any]]]
 
 
 def run(out: Path, name: str) -> Any:
-    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
-    from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent, tool
+    from smolagents import CodeAgent, ToolCallingAgent
 
     kind, kwargs, tasks, replies = SCENARIOS[name]
     runs: list[dict[str, Any]] = []
-
-    @tool
-    def get_weather(city: str) -> str:
-        """Weather in a city.
-
-        Args:
-            city: the city
-        """
-        runs.append({"name": "get_weather", "arguments": {"city": city}, "result": WEATHER[city]})
-        return WEATHER[city]
-
     ran: list[dict[str, Any]] = []
-    with Streaming(replies) as fake:
-        provider = otel_provider(fake, "smolagents")
-        SmolagentsInstrumentor().instrument(tracer_provider=provider)
-        model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
-        agent = (CodeAgent if kind == "code" else ToolCallingAgent)(tools=[get_weather], model=model, verbosity_level=0, **kwargs)
+    server = Streaming(replies)
+    with smolagents_recording(server, out, name) as model:
+        agent = (CodeAgent if kind == "code" else ToolCallingAgent)(tools=[weather_tool(WEATHER, runs)], model=model, verbosity_level=0, **kwargs)
         for i, task in enumerate(tasks):
             entry: dict[str, Any] = {"task": task, "returned": None, "raised": None}
             try:
@@ -82,11 +72,8 @@ def run(out: Path, name: str) -> Any:
             except Exception as e:  # noqa: BLE001 (what the application saw is the truth)
                 entry["raised"] = f"{type(e).__name__}: {e}"
             ran.append(entry)
-        write_otlp(provider, fake, out / f"{name}.oi.jsonl")
-        provider.shutdown()
-        requests = fake.n
-    write_jsonl(out / f"{name}.memory.jsonl", [{"id": name, "steps": agent.memory.get_full_steps()}])
-    write_truth(out, name, {"runs": ran, "tool_runs": runs, "requests": requests})
+    write_memory(out, name, agent)
+    write_truth(out, name, {"runs": ran, "tool_runs": runs, "requests": server.n})
     return ran
 
 

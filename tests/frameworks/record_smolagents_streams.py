@@ -41,22 +41,14 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
+from common import MODEL, calls_reply as _calls, record_each_in_subprocess, smolagents_recording, step_errors  # noqa: E402
+from common import text_reply as _text, weather_tool, write_memory, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 OUT = HERE.parent / "data" / "smolagents-streams"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C"}
 TASK = "What is the weather in Paris and Tokyo?"
 SERVER_ERROR = {"status": 500, "body": {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}}
-
-
-def _text(t: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": t}
-
-
-def _calls(*cs: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": list(cs)}
-
 
 PARIS = call("c1", "get_weather", {"city": "Paris"})
 # scenario: (agent kind, agent keyword arguments, replies)
@@ -115,46 +107,27 @@ class Streaming(ScriptedOpenAI):
 
 
 def run(out: Path, name: str) -> Any:
-    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
-    from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent, tool
+    from smolagents import CodeAgent, ToolCallingAgent
 
     kind, kwargs, replies = SCENARIOS[name]
     runs: list[dict[str, Any]] = []
-
-    @tool
-    def get_weather(city: str) -> str:
-        """Weather in a city.
-
-        Args:
-            city: the city
-        """
-        runs.append({"name": "get_weather", "arguments": {"city": city}, "result": WEATHER[city]})
-        return WEATHER[city]
-
     events: list[Any] = []
     raised = None
-    with Streaming(replies) as fake:
-        provider = otel_provider(fake, "smolagents")
-        SmolagentsInstrumentor().instrument(tracer_provider=provider)
-        model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
-        agent = (CodeAgent if kind == "code" else ToolCallingAgent)(tools=[get_weather], model=model, verbosity_level=0, **kwargs)
+    server = Streaming(replies)
+    with smolagents_recording(server, out, name) as model:
+        agent = (CodeAgent if kind == "code" else ToolCallingAgent)(tools=[weather_tool(WEATHER, runs)], model=model, verbosity_level=0, **kwargs)
         try:
             for event in agent.run(TASK, stream=True):
                 events.append(event)
         except Exception as e:  # noqa: BLE001 (what the application saw is the truth)
             raised = f"{type(e).__name__}: {e}"
-        write_otlp(provider, fake, out / f"{name}.oi.jsonl")
-        provider.shutdown()
-        requests = fake.n
-    steps = agent.memory.get_full_steps()
-    write_jsonl(out / f"{name}.memory.jsonl", [{"id": name, "steps": steps}])
+    steps = write_memory(out, name, agent)
     last = events[-1] if events else None
     returned = last.output if type(last).__name__ == "FinalAnswerStep" else None
-    errors = [{"step": s.get("step_number"), **s["error"]} for s in steps if isinstance(s.get("error"), dict)]
     kinds = [type(e).__name__ for e in events]
     write_truth(out, name, {"task": TASK, "events": [k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k or k != "ChatMessageStreamDelta"],
                             "deltas": kinds.count("ChatMessageStreamDelta"), "returned": returned, "raised": raised,
-                            "step_errors": errors, "tool_runs": runs, "requests": requests})
+                            "step_errors": step_errors(steps), "tool_runs": runs, "requests": server.n})
     return returned
 
 

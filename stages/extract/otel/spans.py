@@ -22,6 +22,7 @@ from tracejudge.stages.extract.otel.dropped import dropped_count
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.keys import split_trace
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
+from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.view import whole_text
 from tracejudge.stages.load import RawRecord
@@ -312,7 +313,7 @@ class Collector:
         """
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
-        rootless: list[str] = []
+        rootless: list[tuple[str, list[Span], list[Span]]] = []
         for trace_id, delivered in self.spans.items():
             spans = once_spans(delivered)
             break_cycles(spans)
@@ -320,7 +321,7 @@ class Collector:
             stand_ins = stand_in_parents(spans)
             if stand_ins:
                 spans = [*spans, *stand_ins]
-                rootless.append(trace_id)
+                rootless.append((trace_id, stand_ins, spans))
             spans.sort(key=lambda s: (s.start, s.span_id))
             unplaced = self.logs.get(f"trace:{trace_id}", [])
             owner = lone_request(spans) if unplaced else None
@@ -333,12 +334,7 @@ class Collector:
             for key, part in split:
                 by_key[key].extend(part)
                 traces[key].append(trace_id)
-        if rootless:
-            # The lost span's own input and output (a graph's question and answer) are gone: said once, not guessed silently.
-            log.warning(f"otel: {len(rootless)} trace(s) lost a span several of their spans hang from (not exported: a dropped batch, "
-                        "most often the root): its children are read as one run under it, and that run's user text and answer are "
-                        f"taken from its model requests, since its own input and output were lost: {', '.join(rootless[:5])}"
-                        f"{', …' if len(rootless) > 5 else ''}")
+        warn_lost_roots(rootless)  # (said once, by cause: a dropped batch, or a smolagents run that raised)
         return _in_order(by_key, traces)
 
 

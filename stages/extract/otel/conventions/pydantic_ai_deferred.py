@@ -50,6 +50,11 @@ Shapes, and how they read:
   iterating `agent.iter()` may stop before the calls run (no error at all). They read as calls that ran and returned
   nothing; they stay calls (the model made them), failed as not run (`unrun`: the run's error named, or none
   recorded), and a run that recorded no error gets one saying it ended there (`STOPPED`), as it returned no answer.
+  An application may as well leave `agent.iter()` one node later (at the `ModelRequestNode` that would send the calls'
+  results), or `agent.run_stream_events()` once it saw the calls' results: the calls ran (their tool spans; a call
+  still running when the consumer left is cancelled, its span says so), but no request follows, no answer, no error.
+  The words beside the calls then read as the run's answer; such a run gets an error saying it ended after its calls
+  (`STOPPED_AFTER`), so that its words stay the step's and the run answered nothing, as it did.
   (A tool that raised ends the run too, but the calls beside it have spans of their own, cancelled: they are read so.)
 
 Nothing is read when content is not recorded (no `all_messages`, no `final_result`, no messages): a paused run then
@@ -65,7 +70,7 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, unjson
 
-__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "STOPPED", "held", "read_deferrals", "skipped", "unrun"]
+__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "STOPPED", "STOPPED_AFTER", "held", "read_deferrals", "skipped", "unrun"]
 
 SKIPPED = "Tool not executed"  # how pydantic-ai's note on a function call it did not run starts (1.x and 2.x)
 DENIED = ("not run: the application denied its approval (a `requires_approval` call pydantic-ai deferred; the run that "
@@ -79,6 +84,9 @@ PAUSED = ("Run paused for {what} of the tool calls of its last model request ({n
 STOPPED = ("Run ended before the tool calls of its last model request ran ({names}): no tool span records them, no model "
            "request followed, and pydantic-ai recorded no answer and no error, as for a run the application stopped (leaving "
            "`agent.iter()` before its end)")
+STOPPED_AFTER = ("Run ended after the tool calls of its last model request ({names}), before a model request sent their "
+                 "results: pydantic-ai recorded no answer and no error, as for a run the application stopped (leaving "
+                 "`agent.iter()` or `agent.run_stream_events()` once the calls were made)")
 _INDEX_KEY = "pydantic_ai.new_message_index"
 _APPROVAL = "ApprovalRequired"  # (a tool span's deferral: the exception the tool raised; `CallDeferred` asks for a result)
 
@@ -240,7 +248,12 @@ def _ended_before_calls(agent: Span, last: Span, spans: list[Span], views: dict[
     nameless = {t.tool_name for t in tools if not t.call_id}  # (a span that kept no call id ran a call of its tool)
     pending = [p for p in parts if isinstance(p.get("name"), str) and "not_run" not in p and p["name"] not in mv.deferred_tools
                and p["name"] not in nameless and (p.get("id") in (None, "") or str(p["id"]) not in ids)]
-    if not pending or any(p.get("id") in (None, "") for p in pending):
+    if not pending:
+        ran = [p["name"] for p in parts if isinstance(p.get("name"), str) and "not_run" not in p and p["name"] not in mv.deferred_tools]
+        if ran and av.error is None:  # (every call ran, and no request sent their results: the application stopped there)
+            av.error = STOPPED_AFTER.format(names=", ".join(dict.fromkeys(ran)))
+        return
+    if any(p.get("id") in (None, "") for p in pending):
         return  # (a call with no id cannot be told from the spans that ran)
     for p in pending:
         p["not_run"] = unrun(av.error)

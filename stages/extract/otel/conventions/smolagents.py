@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
-from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, max_steps, step_errors, stored_results
+from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, given_answers, max_steps, step_errors, stored_results
 from tracejudge.stages.extract.otel.conventions.smolagents_raised import raised_runs
 from tracejudge.stages.extract.otel.conventions.smolagents_streams import streamed_runs
 from tracejudge.stages.extract.otel.spans import Span
@@ -42,7 +42,8 @@ def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
     (`smolagents_plans.plans`: a plan is never an output), then what a run iterated as a stream answered and raised
     (`smolagents_streams.streamed_runs`) and a run that raised, whose agent span was never exported
     (`smolagents_raised.raised_runs`), then each run's answer (`smolagents_steps.answers`:
-    a managed agent's answer is its call's result), and last the failed steps' errors, once the calls of each
+    a managed agent's answer is its call's result) and the answer a `final_answer` call was given as text
+    (`smolagents_steps.given_answers`), and last the failed steps' errors, once the calls of each
     step are known (`smolagents_steps.step_errors`: a failed managed agent's call holds its step's failure).
     Before the managed calls it also marks the request a run made when its steps ran out (`smolagents_steps.max_steps`)
     and gives a tool that returned an image or audio the result its model saw (`smolagents_steps.stored_results`).
@@ -51,6 +52,7 @@ def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
     streamed_runs(spans, views)  # (a run iterated as a stream recorded every event as its output)
     raised_runs(spans, views)  # (a run that raised: its agent span never ended, a stand-in in its place)
     answers(spans, views)
+    given_answers(spans, views)  # (a `final_answer` given a value that is no text: its JSON is the step's answer)
     max_steps(spans, views)
     stored_results(spans, views)
     _managed_calls(spans, views)

@@ -14,7 +14,14 @@ request words the task in its own template), and when its last child is a failed
 exception is the run's error (`"<exception.type>: <exception.message>"`, as a failed agent span reads), and it has no
 answer (`turns` gives a turn that ended in an error no answer tool's text either: an earlier run's `final_answer`
 is not this one's). A run whose step failed and that went on has a later step or request, so a caught step error
-(the model was told and tried again) is no run error. The trace's warning about its lost root stays.
+(the model was told and tried again) is no run error. `unended_run` tells such a stand-in from the spans alone, so that
+the trace's warning about its lost root (`otel.lost_roots`) says what happened: not a dropped batch, a run that raised.
+
+A run that raised in its first step (its first model request failed: an API key refused, a rate limit) left one span
+under its lost agent span, the failed `Step 1`, and a parent only one span names gets no stand-in: that step is the
+trace's root, and its request's `New task:` message was read as the user's text. Such a step (a smolagents `CHAIN`
+span whose parent is not in the trace, failed) is read as the run in the same way: its task, and its exception as the
+run's error; its model request keeps its own error.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["raised_runs"]
+__all__ = ["raised_runs", "unended_run"]
 
 _NEW_TASK = "New task:\n"
+_KIND = "openinference.span.kind"
 
 
 def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
@@ -36,7 +44,7 @@ def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
         v = views.get(stand_in.span_id)
         if not stand_in.stand_in or v is None or v.role is not None:
             continue
-        kids = sorted((s for s in spans if s.parent_id == stand_in.span_id), key=lambda s: (s.start, s.span_id))
+        kids = _children(stand_in, spans)
         if not kids or not all((s.scope or "").startswith(SCOPE) for s in kids):
             continue
         below = [s for s in spans if _under(s, stand_in.span_id, index)]
@@ -45,10 +53,39 @@ def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
         if task is None:
             continue
         v.role, v.request = "agent", task
-        last = kids[-1]
-        lv = views[last.span_id]
-        if lv.role in ("chain", "model") and (lv.error or last.status_error) and not any(m.start >= last.end for m in models):
-            v.error = raised(last) or lv.error
+        if unended_run(stand_in, spans, index):
+            v.error = raised(kids[-1]) or views[kids[-1].span_id].error
+    for step in spans:  # (a run that raised in its first step: that step is all that hangs from the lost agent span)
+        v = views.get(step.span_id)
+        if v is None or v.role != "chain" or step.parent_id is None or step.parent_id in index or step.stand_in \
+                or not (step.scope or "").startswith(SCOPE) or not _failed(step):
+            continue
+        models = sorted((s for s in spans if views[s.span_id].role == "model" and _under(s, step.span_id, index)), key=lambda s: (s.start, s.span_id))
+        task = next((t for m in models if (t := _task(views[m.span_id])) is not None), None)
+        if task is not None:
+            v.role, v.request, v.error = "agent", task, raised(step) or v.error
+
+
+def unended_run(stand_in: Span, spans: list[Span], index: dict[str, Span] | None = None) -> bool:
+    """Whether `stand_in` (a trace's stand-in for a lost parent, `links.stand_in_parents`) stands for the agent span of a
+    smolagents run that raised: its children are smolagents spans, the last a step (`CHAIN`) or planning request (`LLM`)
+    that failed, with no model request under the stand-in after it (module docstring)."""
+    kids = _children(stand_in, spans)
+    if not kids or not all((s.scope or "").startswith(SCOPE) for s in kids):
+        return False
+    last = kids[-1]
+    if last.attrs.get(_KIND) not in ("CHAIN", "LLM") or not _failed(last):
+        return False
+    index = index if index is not None else {s.span_id: s for s in spans}
+    return not any(s.attrs.get(_KIND) == "LLM" and s.start >= last.end and _under(s, stand_in.span_id, index) for s in spans)
+
+
+def _failed(span: Span) -> bool:
+    return span.status_error or raised(span) is not None
+
+
+def _children(parent: Span, spans: list[Span]) -> list[Span]:
+    return sorted((s for s in spans if s.parent_id == parent.span_id), key=lambda s: (s.start, s.span_id))
 
 
 def _task(request: View) -> str | None:

@@ -8,7 +8,15 @@ step as a `Step n` `CHAIN` span under it holding the step's model request (`LLM`
   value that is not text (`final_answer({"city": "Paris"})`) is its Python `repr`, no JSON. The run's
   `final_answer` span recorded the value itself (as JSON, `output.mime_type` `application/json`): when the agent's
   output is that value's `repr`, the answer is the value as JSON text — as format `smolagents` (the same run's
-  memory) writes it, so the same run reads the same in both.
+  memory) writes it, so the same run reads the same in both. A value whose `str()` is JSON too (`final_answer(21)`,
+  `final_answer([1, 2])`) decoded to no text, and the run read as answering its model's code: its JSON text too.
+- `given_answers`: the step that gave it. A `CodeAgent`'s code calls `final_answer(value)`; its `final_answer` span
+  records the call's Python arguments (`{"args": [value], "kwargs": {}, …}`). A string is the step's output (the
+  model's words and code its thought: `assemble._code_answers`), but another value was read as the model's
+  arguments (a mapping's keys) or as its Python `str()`: the step answered nothing, its code its output, or the
+  answer in Python's notation. The rule: whatever the value, the step's output is the answer, text as it is and any
+  other value as JSON — the run's answer (`answers`), the `final_answer` span's own `output.value` and format
+  `smolagents`' step output (the memory's `action_output`) say the same; the code stays the step's thought.
 - `step_errors`: a step that failed. smolagents raises inside the step and catches it in the run (the model is
   told the error, and tries again); the instrumentation records that on the `Step n` span only: status ERROR, an
   `exception` event. A `CodeAgent`'s code that raised (`AgentExecutionError: Code execution failed at line …`)
@@ -47,7 +55,7 @@ from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "max_steps", "step_errors", "stored_results"]
+__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "given_answers", "max_steps", "step_errors", "stored_results"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -104,9 +112,25 @@ def answers(spans: list[Span], views: dict[str, View]) -> None:
     for agent_id, final in finals.items():
         v = views[agent_id]
         value = _final_value(final)
-        if isinstance(value, (dict, list)) and isinstance(v.answer, str) and len(v.answer) < _MAX_TEXT \
-                and python_literal(v.answer, None) == value:
+        said = v.answer if isinstance(v.answer, str) else index[agent_id].attrs.get("output.value") if v.answer is None else None
+        if isinstance(value, (dict, list, int, float)) and isinstance(said, str) and len(said) < _MAX_TEXT \
+                and value_text(python_literal(said, None)) == value_text(value):  # (`True` is no `1`: compared as JSON)
             v.answer = value_text(value)
+
+
+def given_answers(spans: list[Span], views: dict[str, View]) -> None:
+    """Make the arguments of each smolagents `final_answer` span given a value that is no text `{"answer": <its JSON>}`, the
+    answer the step gave (module docstring)."""
+    for span in spans:
+        v = views[span.span_id]
+        if v.role != "tool" or v.tool_name != _FINAL or not _ours(span):
+            continue
+        given = unjson(span.attrs.get("input.value"))
+        if not isinstance(given, dict) or not isinstance(given.get("args"), list) or not isinstance(given.get("kwargs"), dict):
+            continue  # (not the `Tool.__call__` arguments the instrumentation records)
+        values = [*given["args"], *given["kwargs"].values()]
+        if len(values) == 1 and values[0] is not None and not isinstance(values[0], str):
+            v.args = {"answer": value_text(values[0])}
 
 
 def _run_result_output(text: str) -> Any:
