@@ -7,7 +7,8 @@ Field names are those of the API (camelCase), as the `langfuse` SDK's
 `langfuse.api` models read them. A line may instead hold one page of the v2
 observations API for one trace (`GET /api/public/v2/observations?traceId=…`:
 `{"data": [...], "meta": {...}}`); the trace's fields then come from its root
-observation.
+observation. What a trace was fetched without (a v2 page's field groups, refused
+without `io` or `basic`) is told from what is null: see `langfuse_fields`.
 
 Each observation becomes a span of the `otel` model carrying the
 `langfuse.observation.*` attributes Langfuse's OTel SDK writes (`type`,
@@ -84,10 +85,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
+from tracejudge.stages.extract.common import JsonLine, build_case, decode_line, fail, maybe_json, read_lines
 from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Refused, Seen, conversation_parts, group_lines, join_spans,
                                                            key_of, merged, total)
 from tracejudge.stages.extract.errors import AdapterError
+from tracejudge.stages.extract.langfuse_fields import missing_groups, no_list, warn_missing
 from tracejudge.stages.extract.langfuse_ties import untied
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
@@ -255,15 +257,17 @@ def _thread(metadata: Any) -> str | None:
     return key if problem is None else None
 
 
-def _checked(record: dict[str, Any], default_id: str) -> tuple[dict[str, Any], str, list[Any]]:
-    """`(trace record, case id, observations)` of a decoded line, or the `AdapterError` naming what makes it no trace."""
+def _checked(record: dict[str, Any], default_id: str) -> tuple[dict[str, Any], str, list[Any], list[str]]:
+    """`(trace record, case id, observations, field groups it was fetched without)` of a decoded line, or the `AdapterError`
+    naming what makes it no trace (`langfuse_fields.missing_groups`)."""
+    line = record
     if "observations" not in record and isinstance(record.get("data"), list):
         record = _from_observations(record["data"], default_id)
     cid = str(record.get("id") or default_id)
     observations = record.get("observations")
     if not isinstance(observations, list):
-        fail("observations: required list of observations is missing (fetch the trace with GET /api/public/traces/{id})",
-             field="observations", case_id=cid)
+        no_list(record, cid)
+    missing = missing_groups(line, observations, cid)  # (first: a page without `basic` has no tool names either)
     for i, obs in enumerate(observations):
         if not isinstance(obs, dict) or not isinstance(obs.get("type"), str) or obs.get("id") is None:
             fail("expected an observation with `id` and `type`", field=f"observations[{i}].type", case_id=cid)
@@ -271,7 +275,7 @@ def _checked(record: dict[str, Any], default_id: str) -> tuple[dict[str, Any], s
             fail("a tool observation has no name", field=f"observations[{i}].name", case_id=cid)
     if not observations and record.get("input") is None and record.get("output") is None:
         fail("observations: the trace recorded no step: no observation and no input or output", field="observations", case_id=cid)
-    return record, cid, observations
+    return record, cid, observations, missing
 
 
 def adapt(payload: Any, options: Any = None) -> Case:
@@ -283,8 +287,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
     if isinstance(payload, Refused):
         payload.fail()
     if not isinstance(payload, Conversation):
-        return _case([_part(payload)])
-    return _case(conversation_parts(payload, _part), payload)
+        return _case([_part(payload, payload.default_id if isinstance(payload, JsonLine) else None)])
+    places = iter(payload.places)  # (`conversation_parts` builds the traces in the order of their places)
+    return _case(conversation_parts(payload, lambda data: _part(data, "%s:%d" % next(places))), payload)
 
 
 @dataclass
@@ -302,13 +307,15 @@ class _Part:
     latency: float | None
 
 
-def _part(payload: Any) -> _Part:
-    """One API trace (a `JsonLine`, its bytes, or a decoded mapping) as a `_Part`; `AdapterError` naming the field it cannot read."""
+def _part(payload: Any, place: str | None = None) -> _Part:
+    """One API trace (a `JsonLine`, its bytes, or a mapping; read at `place`) as a `_Part`; `AdapterError` naming the field it cannot read."""
     record, default_id = decode_line(payload)
-    record, cid, observations = _checked(record, default_id)
+    paged = "observations" not in record
+    record, cid, observations, missing = _checked(record, default_id)
     # An observation fetched twice (a page read again, pages concatenated) is read once; see `once`.
     kept, differed = once(observations, key=lambda o: (str(o.get("traceId")), str(o["id"])), ended=lambda o: o.get("endTime") is not None)
     observations = [observations[i] for i in kept]
+    warn_missing(place, cid, missing, observations, paged)
     asked = {p.get("name") for o in observations if o["type"] == "GENERATION"
              for m in generation_outputs(maybe_json(o.get("output"))) or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"}
     spans, errors, costs = [], [], []
@@ -345,6 +352,8 @@ def _part(payload: Any) -> _Part:
         info["errors"] = errors
     if differed:
         info["duplicates"] = [k[1] for k in differed]
+    if missing:
+        info["missing_fields"] = missing
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
     return _Part(cid, spans, info, tags, total_cost if total_cost is not None else (sum(known) if known else None), unpriced, requests,
                  _number(record.get("latency")))
@@ -366,6 +375,8 @@ def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
         built = native_case(part.cid, part.spans, "langfuse", part.info, tags=part.tags, usage=usage)
     else:
         info = {**merged([p.info for p in parts]), "traces": [p.cid for p in parts]}
+        if "missing_fields" in info:
+            info["missing_fields"] = list(dict.fromkeys(info["missing_fields"]))
         if conversation.left_out:
             info["left_out"] = conversation.left_out
         tags = list(dict.fromkeys(t for p in parts for t in p.tags))

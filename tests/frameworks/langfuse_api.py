@@ -60,12 +60,14 @@ What that gives:
 Not modelled (no recording has them): spans of other instrumentations' own input/output and type conventions, tool
 definitions the server moves from metadata into the input (`normalizeToolMetadataForObservation`), prompts, model
 prices. `trace_with_full_details` gives `GET /api/public/traces/{id}`; `observations_v2` gives `GET
-/api/public/v2/observations?traceId=…&fields=core,basic,time,io,metadata,model,usage,prompt,metrics,trace_context`,
-read through the installed SDK's `ObservationsV2Response` model.
+/api/public/v2/observations?traceId=…&fields=core,basic,time,io,metadata,model,usage,prompt,metrics,trace_context`
+(or the field groups, `expandMetadata` and `limit` asked: what `getObservationsV2FromEventsTableForPublicApi` selects
+for them, `FIELD_GROUPS`), read through the installed SDK's `ObservationsV2Response` model.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from langfuse_spans import PROJECT, Span, decoded, iso, js, metadata_of, ms, read_spans, reduced, truthy
@@ -78,17 +80,20 @@ def _stored(metadata: dict[str, Any]) -> dict[str, Any]:
     return {k: decoded(v) for k, v in metadata.items()}
 
 
-def _flattened(metadata: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`flattenJsonToPathArrays` as the v2 API reads it back: nested objects as dotted paths, each leaf JSON-decoded."""
+def _flattened(metadata: dict[str, Any], prefix: str = "", cut: int | None = None) -> dict[str, Any]:
+    """`flattenJsonToPathArrays` as the v2 API reads it back: nested objects as dotted paths, each leaf JSON-decoded.
+
+    `cut`: each stored text cut to its first `cut` characters first (`events_core`'s `leftUTF8(v, 200)`: no mark of the cut;
+    a JSON text cut short reads back as text)."""
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         path = f"{prefix}.{key}" if prefix else key
         if isinstance(value, dict):
-            out.update(_flattened(value, path))
+            out.update(_flattened(value, path, cut))
         elif value is None:
             out[path] = ""  # (the table's text column keeps a null as "", which reads back as itself)
         else:
-            out[path] = decoded(value if isinstance(value, str) else js(value))
+            out[path] = decoded((value if isinstance(value, str) else js(value))[:cut])
     return out
 
 
@@ -221,8 +226,9 @@ def trace_with_full_details(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _row(s: Span, arrived: int) -> dict[str, Any]:
-    """One observation as `GET /api/public/v2/observations` gives it (events table, every field group)."""
+def _row(s: Span, arrived: int, cut: int | None = None) -> dict[str, Any]:
+    """One observation as `GET /api/public/v2/observations` gives it (events table, every field group; `cut`: metadata values
+    cut as `events_core` keeps them, `_flattened`)."""
     usage, costs, (u_in, u_out, u_total), (c_in, c_out, c_total) = _costed(s)
     raw_in, raw_out = s.io()
     completion = s.completion_start()
@@ -237,7 +243,7 @@ def _row(s: Span, arrived: int) -> dict[str, Any]:
         "version": s.either("langfuse.version", "service.version") or "", "environment": s.environment(), "bookmarked": False,
         "public": bool(s.public()), "userId": s.user() or "", "sessionId": s.session() or "", "isRootObservation": is_root,
         "completionStartTime": iso(completion), "createdAt": iso(arrived), "updatedAt": iso(arrived),
-        "input": raw_in if raw_in else None, "output": raw_out if raw_out else None, "metadata": _flattened(meta),
+        "input": raw_in if raw_in else None, "output": raw_out if raw_out else None, "metadata": _flattened(meta, cut=cut),
         "model": s.model() or "", "internalModelId": "", "modelParameters": s.model_parameters(), "usageDetails": usage,
         "inputUsage": u_in or 0, "outputUsage": u_out or 0, "totalUsage": u_total, "costDetails": costs, "inputCost": c_in,
         "outputCost": c_out, "totalCost": c_total, "usagePricingTierId": None, "usagePricingTierName": None, "promptId": "",
@@ -248,18 +254,65 @@ def _row(s: Span, arrived: int) -> dict[str, Any]:
     }
 
 
-def observations_v2(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One `GET /api/public/v2/observations?traceId=…` body per trace (`start_time` DESC, span id DESC), through the installed
-    SDK's models."""
+# The v2 API's field groups (`OBSERVATION_FIELD_GROUPS_PUBLIC_API`) and the keys of `_row` each brings: `FIELD_SETS` of
+# `event-query-builder.ts` as `convertEventsObservation` names them (`usage_details` also gives `inputUsage`…, `cost_details`
+# `inputCost`…). `latency` and `timeToFirstToken` come with any start time (the converter computes them, `metrics` or not),
+# `modelId` and the prices with every row (`enrichObservationsWithModelData`: null unless `model` is asked for).
+FIELD_GROUPS = {
+    "core": ("id", "traceId", "startTime", "endTime", "projectId", "parentObservationId", "type"),
+    "basic": ("name", "level", "statusMessage", "version", "environment", "bookmarked", "public", "userId", "sessionId", "isRootObservation"),
+    "time": ("completionStartTime", "createdAt", "updatedAt"),
+    "io": ("input", "output"),
+    "metadata": ("metadata",),
+    "model": ("model", "internalModelId", "modelParameters"),
+    "usage": ("usageDetails", "inputUsage", "outputUsage", "totalUsage", "costDetails", "inputCost", "outputCost", "totalCost",
+              "usagePricingTierId", "usagePricingTierName"),
+    "prompt": ("promptId", "promptName", "promptVersion"),
+    "metrics": ("latency", "timeToFirstToken"),
+    "trace_context": ("tags", "release", "traceName"),
+}
+_ALWAYS = ("latency", "timeToFirstToken", "modelId", "inputPrice", "outputPrice", "totalPrice")
+EVERY_GROUP = ",".join(FIELD_GROUPS)
+
+
+def _projected(row: dict[str, Any], groups: list[str]) -> dict[str, Any]:
+    """`row` with the keys of the asked field groups only (`core` always: the base query selects it whatever is asked)."""
+    keep = {k for g in ["core", *groups] for k in FIELD_GROUPS[g]} | set(_ALWAYS)
+    out = {k: v for k, v in row.items() if k in keep}
+    if "model" not in groups:
+        out.update(modelId=None, inputPrice=None, outputPrice=None, totalPrice=None)
+    return out
+
+
+def observations_v2(docs: list[dict[str, Any]], fields: str | None = EVERY_GROUP, expand_metadata: str | None = None,
+                    limit: int = 1000) -> list[dict[str, Any]]:
+    """One `GET /api/public/v2/observations?traceId=…&fields=<fields>&expandMetadata=<expand_metadata>&limit=<limit>` body per
+    trace (`start_time` DESC, span id DESC): its first page, through the installed SDK's models.
+
+    `fields=None` is the request without `fields`: the server's default `core,basic` (`getObservationsV2FromEventsTableForPublicApi`;
+    unknown names are dropped, `commaSeparatedEnumArray(…, {unknownValues: "filter"})`). Metadata comes whole from `events_full`
+    when `io` is asked for too or `expandMetadata` names any key (the split query's io CTE reads the whole map), else from
+    `events_core`, each value cut to 200 characters with no mark of it. A trace of more than `limit` observations: the page's
+    `meta.cursor` is `encodeCursor` of its last row (the server reads `limit + 1` rows to know that more follow).
+    """
     from langfuse.api.core.pydantic_utilities import parse_obj_as
     from langfuse.api.observations.types.observations_v2response import ObservationsV2Response
 
+    groups = ["core", "basic"] if fields is None else [g for g in (f.strip() for f in fields.split(",")) if g in FIELD_GROUPS]
+    keys = [k for k in (expand_metadata or "").split(",") if k.strip()]
+    cut = None if "io" in groups or keys else 200
     spans = read_spans(docs)
     arrivals = _arrivals(spans)
     out = []
     for trace in dict.fromkeys(s.trace for s in spans):
         mine = sorted((s for s in spans if s.trace == trace), key=lambda s: (ms(s.start), s.id), reverse=True)
+        rows = [_projected(_row(s, arrivals[s.doc], cut), groups) for s in mine]
+        meta = {}
+        if len(rows) > limit:
+            rows, last = rows[:limit], rows[limit - 1]
+            cursor = js({"lastStartTimeTo": last["startTime"], "lastTraceId": last["traceId"], "lastId": last["id"]})
+            meta = {"cursor": base64.b64encode(cursor.encode()).decode()}
         # parsed by alias and dumped by alias, as the SDK's client reads the API's body
-        response = parse_obj_as(ObservationsV2Response, {"data": [_row(s, arrivals[s.doc]) for s in mine], "meta": {}})
+        response = parse_obj_as(ObservationsV2Response, {"data": rows, "meta": meta})
         out.append(response.model_dump(mode="json", by_alias=True))
     return out

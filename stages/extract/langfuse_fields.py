@@ -1,0 +1,132 @@
+"""Format `langfuse`: what a trace was fetched without, told from what it recorded as null.
+
+`GET /api/public/v2/observations` returns only the field groups its `fields` parameter names, and `core,basic` when it
+names none (Langfuse's `getObservationsV2FromEventsTableForPublicApi`); a group left out is left out of every
+observation as keys (`convertEventsObservation` sets only the keys of the columns it selected), where a value the trace
+holds as null is a key with `null`. So a page whose observations all lack a group's keys was fetched without it:
+
+- without `io` (`input`, `output`) the run's input and answer, the model's messages and the calls' arguments and
+  results are unknown, and without `basic` (`name`, `level`, …) the tools' names and the errors: read, it is a run with
+  nothing to judge, which a sweep would score as an empty run. The record is refused (`invalid_input`, naming the
+  group and the query that fetches it): a run of many traces then fails visibly instead of scoring empty runs.
+- a page whose `meta.cursor` says more observations follow (`limit`, default 50, per page, newest first) is refused
+  too: alone it is the run's last observations, without its start.
+- without `metadata`: LangGraph's node "agent", which Langfuse's LangChain `CallbackHandler` types `AGENT`, is told from
+  an agent run of its own only by its `metadata.langgraph_node`, a LangGraph `thread_id` (`metadata.thread_id`) joins a
+  thread's traces into one conversation, and `metadata.tool_call_id` pairs a tool with the model's call (else name and
+  arguments do); without `usage` tokens and cost are unknown; without `trace_context` the trace's tags. The case is
+  read, said once per file (`warn_missing`), and lists those groups in `metadata.langfuse.missing_fields`. So is a
+  trace of `GET /api/public/traces/{id}` none of whose observations has `metadata` (null or absent: the server gives
+  at least `{}`).
+
+`metadata` asked for without `io` and without `expandMetadata` comes from `events_core`, each value cut to its first
+200 characters with no mark of the cut; the keys this reader looks at (`langgraph_node`, `tool_call_id`, `thread_id`:
+names and ids) are whole in it, and the query `QUERY` asks for `io`, with which the server reads metadata whole
+(`events_full`), and names them in `expandMetadata` (its list of keys to return whole).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NoReturn
+
+from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.common import fail, json_type
+from tracejudge.stages.extract.said_once import first_time
+
+__all__ = ["QUERY", "missing_groups", "no_list", "query", "warn_missing"]
+
+log = get_logger("tracejudge.extract.langfuse")
+
+# The metadata keys the reader looks at (`langfuse_api._META_ATTRS`, a root's `thread_id`).
+_EXPAND = "langgraph_node,tool_call_id,thread_id"
+QUERY = f"fields=core,basic,io,metadata,usage,trace_context&expandMetadata={_EXPAND}&limit=1000"
+# A field group's keys (Langfuse's `FIELD_SETS` of the public v2 API, as the converter names them); a page has the group
+# when any observation has one of them.
+_GROUPS = {
+    "basic": ("name", "level", "statusMessage", "version", "environment", "userId", "sessionId", "isRootObservation"),
+    "io": ("input", "output"),
+    "metadata": ("metadata",),
+    "usage": ("usageDetails", "costDetails", "totalCost", "inputUsage", "outputUsage", "totalUsage"),
+    "trace_context": ("tags", "release", "traceName"),
+}
+_REFUSED = ("basic", "io")  # without them a run has nothing to judge: refused
+_LOST = {
+    "basic": "the tools' names, the levels that mark errors and their messages",
+    "io": "the run's input and answer, the model's messages and the calls' arguments and results",
+    "usage": "tokens and cost (none in the case's usage; its requests counted in `metadata.requests_without_usage`)",
+    "trace_context": "the trace's tags (the case's tags)",
+}
+
+
+def query(trace_id: Any) -> str:
+    """The request that fetches a trace's observations whole."""
+    return f"GET /api/public/v2/observations?traceId={trace_id if trace_id not in (None, '') else '…'}&{QUERY}"
+
+
+def missing_groups(record: dict[str, Any], observations: list[Any], cid: str) -> list[str]:
+    """The field groups a trace was fetched without (module docstring); raises `AdapterError` for a page without `io` or
+    `basic`, or one of more pages.
+
+    `record` is the line as read: a v2 page (`{"data": [...], "meta": {...}}`) or a `GET /api/public/traces/{id}` trace.
+    """
+    obs = [o for o in observations if isinstance(o, dict)]
+    if "observations" in record or not obs:
+        # a trace of the v1 API: every observation has `metadata` (at least `{}`), unless it was left out
+        return ["metadata"] if obs and all(o.get("metadata") is None for o in obs) else []
+    tid = next((o.get("traceId") for o in obs if o.get("traceId") not in (None, "")), None)
+    lacking = [g for g, keys in _GROUPS.items() if not any(k in o for o in obs for k in keys)]
+    refused = [g for g in _REFUSED if g in lacking]
+    if refused:
+        keys = " or ".join(f"`{k}`" for g in refused for k in _GROUPS[g][:2])
+        fail(f"this page of GET /api/public/v2/observations was fetched without the {_groups(refused)} field group"
+             f"{'s' if len(refused) > 1 else ''}: none of its {len(obs)} observations has {keys} (the API returns only `core,basic` "
+             f"unless `fields` asks for more), so {' and '.join(_LOST[g] for g in refused)} are unknown; read, it would be a run "
+             f"with nothing to judge. Fetch it with {query(tid)}", field=f"data[0].{_GROUPS[refused[0]][0]}",
+             case_id=cid)
+    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    cursor = meta.get("cursor")
+    if isinstance(cursor, str) and cursor:
+        fail(f"this page of GET /api/public/v2/observations is not the trace's last: its `meta.cursor` says more observations "
+             f"follow (the API lists `limit` of them per page, 50 unless asked, newest first), so alone it lacks the run's start. "
+             f"Fetch every page ({query(tid)}, then `&cursor=<meta.cursor>` until the page has none) and put their `data` in one "
+             "line", field="meta.cursor", case_id=cid)
+    return lacking
+
+
+def no_list(record: dict[str, Any], cid: str) -> NoReturn:
+    """Raise the `AdapterError` of a record whose observations are no list: what it holds instead (a string, an object), or
+    that it holds none."""
+    field = "data" if "observations" not in record and "data" in record else "observations"
+    got = record.get(field)
+    fail(f"{field}: expected a list of observations, got {json_type(got)}" if got is not None else
+         "observations: required list of observations is missing (fetch the trace with GET /api/public/traces/{id})",
+         field=field, case_id=cid)
+
+
+def _groups(names: list[str]) -> str:
+    return " and ".join(f"`{n}`" for n in names)
+
+
+def warn_missing(place: str | None, cid: str, missing: list[str], observations: list[dict[str, Any]], page: bool) -> None:
+    """Say, once per file (`place`: `file:line`), what a trace read without `missing` field groups lacks (module docstring)."""
+    if not missing or place is None or not first_time("langfuse_missing_fields", Path(place.rpartition(":")[0]).name):
+        return
+    lost = []
+    if "metadata" in missing:
+        agents = sum(1 for o in observations if o.get("type") == "AGENT")
+        lost.append("without `metadata` the LangGraph node heuristics cannot apply: a LangGraph node that Langfuse's LangChain "
+                    "`CallbackHandler` typed `AGENT` (the node \"agent\") is told from an agent run only by `metadata.langgraph_node`, "
+                    + (f"so each of this trace's {agents} `AGENT` observations reads as an agent run of its own (if it is a node, the "
+                       "graph's calls are read again, in steps of no model request)" if agents else "else it reads as an agent run of its own")
+                    + (", a trace without `sessionId` is not joined with the other invokes of its LangGraph thread "
+                       "(`metadata.thread_id`)" if page else "")
+                    + ", and a tool result is paired with the model's call by name and arguments, not `metadata.tool_call_id`")
+    lost += [f"without `{g}` {_LOST[g]} are unknown" for g in missing if g in _LOST]
+    what = (f"was fetched without the {_groups(missing)} field group{'s' if len(missing) > 1 else ''} of GET /api/public/v2/observations "
+            f"(none of its {len(observations)} observations has {'their' if len(missing) > 1 else 'its'} keys; the API returns only `core,basic` "
+            "unless `fields` asks for more)" if page else
+            f"has no observation with `metadata` (null or absent, where Langfuse's GET /api/public/traces/{{id}} gives at least `{{}}`)")
+    fetch = f"fetch it with {query(cid)}" if page else "fetch it again with GET /api/public/traces/{id} and keep each observation's `metadata`"
+    log.warning(f"langfuse: {place}: trace {cid} {what}: {'; '.join(lost)}. Read as it is; each such case lists them in "
+                f"`metadata.langfuse.missing_fields` (said once per file). To read it whole, {fetch}")
