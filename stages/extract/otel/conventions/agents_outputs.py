@@ -15,6 +15,9 @@ tool returned as each writer turned it into text:
 `tool_output` reads each back as what the model was shown: the text (the texts of several, one a line, as a tool
 message's text parts read anywhere), else the items as mappings of the fields they set (an image or a file among
 them). Anything else is left as it is: only a value the SDK itself would take for a structured output is read so.
+Python text is parsed only when its first item is one (`_may_be_outputs`, a regular expression over that item alone,
+its values nested at most two deep), and items are read until one is not: a large tool output that is other data
+(a long list's `repr`) costs a glance, not a parse.
 
 A function tool given a `timeout` that ran out returns, under the default `timeout_behavior="error_as_result"` and
 no `timeout_error_function`, the SDK's message `Tool '<name>' timed out after <seconds> seconds.` as its output (what
@@ -23,7 +26,9 @@ and `timeout_error` says so, the message its error. A custom message (`timeout_e
 from an output; `timeout_behavior="raise_exception"` records the error on the span itself.
 
 `read_tool_outputs` applies both to the tool spans of a group recorded by OpenInference's or OpenLLMetry's
-instrumentation of the SDK; format `openai-agents` applies them as it reads a `function` span.
+instrumentation of the SDK; format `openai-agents` applies them as it reads a `function` span. A call whose tool span
+is not in the trace (an exporter dropped it) has as its result the tool message the next request sent: when that is
+the timeout message for the call's tool, `read_tool_outputs` marks it failed there too (`is_error`, under all three).
 """
 
 from __future__ import annotations
@@ -49,6 +54,15 @@ _MODEL_STR = re.compile(rf"type=(?:'(?:text|image|file)')(?: {_FIELD})*")
 _PAIR = re.compile(rf"([a-z_]+)=('(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|None)")
 _TIMEOUT = re.compile(r"Tool '(.+)' timed out after (?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf) seconds\.")
 _LIMIT = 1_000_000  # longer text is never parsed as Python (an output that long is data, kept as it is)
+# One structured output item in Python text: a mapping or one of the SDK's models, its values literals, or brackets
+# nested at most two deep (`_may_be_outputs`); strings are skipped whole, so a bracket inside one does not count.
+# (possessive: a run of plain characters is taken whole and never given back, so a match fails or succeeds in one pass)
+_STR = r"'(?:[^'\\\n]++|\\.)*+'|" + r'"(?:[^"\\\n]++|\\.)*+"'
+_FLAT = rf"""(?:{_STR}|[^{{}}\[\]()'"]++)*+"""
+_NEST1 = rf"""(?:{_STR}|[^{{}}\[\]()'"]++|\{{{_FLAT}\}}|\[{_FLAT}\]|\({_FLAT}\))*+"""
+_NEST2 = rf"""(?:{_STR}|[^{{}}\[\]()'"]++|\{{{_NEST1}\}}|\[{_NEST1}\]|\({_NEST1}\))*+"""
+_TYPED = re.compile(r"""(['"])type\1\s*:\s*(['"])(?:text|image|file)\2|\(type='(?:text|image|file)'""")  # (its `type`, as a mapping or a model's repr writes it)
+_FIRST_ITEM = re.compile(rf"""\[?\s*(\{{{_NEST2}\}}|(?:{'|'.join(_MODELS)})\({_NEST2}\))""")
 
 
 def tool_output(value: Any) -> Any:
@@ -56,9 +70,13 @@ def tool_output(value: Any) -> Any:
     output: its text, or its items as mappings; else `value` unchanged (module docstring)."""
     parsed = _parsed(value) if isinstance(value, str) else value
     items = parsed if isinstance(parsed, list) else [parsed]
-    found = [_item(i) for i in items]
-    got = [g for g in found if g is not None]
-    if not got or len(got) < len(found):
+    got = []
+    for i in items:
+        item = _item(i)
+        if item is None:
+            return value  # (the first item that is none ends the look: a long list of data is not read through)
+        got.append(item)
+    if not got:
         return value
     if all(g["type"] == "text" for g in got):
         return "\n".join(g["text"] for g in got)
@@ -77,7 +95,9 @@ def timeout_error(name: Any, output: Any) -> str | None:
 def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
     """Read the tool spans of `spans` (a group) that OpenInference's or OpenLLMetry's instrumentation of the Agents SDK
     recorded: a structured output as what the model was shown (`tool_output`), a timed-out call's message as its error
-    too (`timeout_error`). In place; running it twice changes nothing more."""
+    too (`timeout_error`); and in the Agents SDK's model requests (all three of its conventions: the export's reader is
+    `openai-agents`), a tool message that is such a message `is_error` (module docstring). In place; running it twice
+    changes nothing more."""
     for span in spans:
         v = views[span.span_id]
         if v.role != "tool" or not _agents_tool(span):
@@ -85,6 +105,43 @@ def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
         if v.result is not MISSING:
             v.result = tool_output(v.result)
         v.error = v.error or timeout_error(v.tool_name, v.result)
+    models = [v for span in spans if (v := views[span.span_id]).role == "model" and (_agents_scope(span) or "openai-agents" in v.conventions)]
+    if not any(isinstance(p.get("response"), str) and "timed out after" in p["response"]
+               for v in models for m in v.inputs or [] for p in _parts(m, "tool_call_response")):
+        return  # (the cheap test first)
+    # the tool each call id named, wherever a request asked for it or replayed it (OpenLLMetry replays a Responses API
+    # call under its item id, `fc_…`, its output under the call id: the request that asked has the call id)
+    names: dict[str, set[str]] = {}
+    for v in models:
+        for m in [*(v.inputs or []), *(v.outputs or [])]:
+            for p in _parts(m, "tool_call"):
+                if p.get("id") is not None and isinstance(p.get("name"), str):
+                    names.setdefault(str(p["id"]), set()).add(p["name"])
+    for v in models:
+        if v.inputs:
+            v.inputs = _timed_out_replies(v.inputs, names)
+
+
+def _timed_out_replies(inputs: list[dict[str, Any]], names: dict[str, set[str]]) -> list[dict[str, Any]]:
+    """`inputs` (a request's messages) with each tool message that is the SDK's timeout message for the call it
+    answers (`names`: the tools each call id named) marked `is_error`: the call failed (module docstring)."""
+    out = []
+    for m in inputs:
+        hit = [id(p) for p in _parts(m, "tool_call_response") if p.get("id") is not None and not p.get("is_error")
+               and any(timeout_error(n, p.get("response")) for n in names.get(str(p["id"]), ()))]
+        # (copies: a message list may be shared with another view)
+        out.append({**m, "parts": [{**p, "is_error": True} if id(p) in hit else p for p in m["parts"]]} if hit else m)
+    return out
+
+
+def _parts(msg: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    parts = msg.get("parts")
+    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind] if isinstance(parts, list) else []
+
+
+def _agents_scope(span: Span) -> bool:
+    """Whether `span` comes from OpenInference's or OpenLLMetry's instrumentation of the Agents SDK (its scope)."""
+    return any(span.scope == s or (span.scope or "").startswith(s + ".") for s in (_OI_SCOPE, _TL_SCOPE))
 
 
 def _agents_tool(span: Span) -> bool:
@@ -106,6 +163,8 @@ def _parsed(text: str) -> Any:
         decoded = maybe_json(text)
         if decoded is not text:
             return decoded
+        if not _may_be_outputs(text):
+            return None
         try:
             node = ast.parse(text, mode="eval").body
         except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -113,6 +172,23 @@ def _parsed(text: str) -> Any:
         got = _node(node)
         return None if got is MISSING else got
     return _model_str(text)
+
+
+def _may_be_outputs(text: str) -> bool:
+    """Whether Python text (a mapping or a list) starts with a structured output item (`_FIRST_ITEM`), read as one.
+
+    Parsing the whole text takes time in proportion to its length however little of it is an output: a tool that
+    returned a long list (`['a', 'b', …]`, a megabyte of it) is refused here at its first item, which alone is parsed.
+    """
+    found = _FIRST_ITEM.match(text)
+    if found is None or _TYPED.search(found.group(1)) is None:
+        return False
+    try:
+        node = ast.parse(found.group(1), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    got = _node(node)
+    return got is not MISSING and _item(got) is not None
 
 
 def _node(node: ast.AST) -> Any:

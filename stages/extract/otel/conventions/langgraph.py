@@ -15,6 +15,15 @@ instrumentations records the exchange as messages; what counts here:
 - a handoff: a tool returning `Command(goto=agent, graph=Command.PARENT)` makes LangGraph raise `ParentCommand`
   through the subgraph's node spans up to the parent graph, which goes on at `agent`; OpenLLMetry and MLflow give
   those spans an ERROR status (OpenInference only the `exception` event). That error is cleared too: nothing failed.
+  Such a tool span records the Command as its output (`read_handoffs`): one carrying the handoff's reply reads as that
+  reply (`payloads.command_message`); the "task description" form of LangGraph's multi-agent docs,
+  `Command(goto=[Send(agent, input)], graph=Command.PARENT)`, answers the call with no message (the model that asked
+  gets nothing back; `agent` starts from `input`), so its result is where it sent what: each `Send` as `{"node",
+  "arg"}` (as Langfuse records it; the others write its `repr`, read as Python literals: nothing is run), one alone
+  as itself, not the Command around it. The other calls of the reply that asked for a handoff ran, but LangGraph
+  goes on in the parent graph with only what the Command carries: their `ToolMessage`s reach no model. Such a call
+  keeps its result and fails with an error saying so (the judge must not take a later answer as built on it), unless
+  a later request or the Command itself holds a reply to it.
 - a resume: a span whose input is a `Command` that carries a `resume` (its fields `graph`, `update`, `resume`,
   `goto`, as every one of those instrumentations serialises it; OpenLLMetry's under `inputs`). `View.resume`
   gets the value as recorded.
@@ -25,6 +34,8 @@ instrumentations records the exchange as messages; what counts here:
 from __future__ import annotations
 
 import ast
+import json
+import re
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
@@ -32,7 +43,7 @@ from tracejudge.stages.extract.otel.conventions.graph_state import lift_answers
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
-__all__ = ["read_pauses"]
+__all__ = ["read_handoffs", "read_pauses"]
 
 _INTERRUPT_TYPES = ("GraphInterrupt", "NodeInterrupt")  # (`NodeInterrupt`: the deprecated one a node raised itself, a `GraphInterrupt`)
 _COMMAND_FIELDS = frozenset({"graph", "update", "resume", "goto"})
@@ -46,9 +57,10 @@ def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
     """Fill `interrupts` and `resume` of the views of `spans` (see the module docstring).
 
     Also gives an agent span wrapping a graph run the answer the run's final state holds (`graph_state.lift_answers`:
-    the group pass for LangGraph runs is this one).
+    the group pass for LangGraph runs is this one), and reads handoffs' results and the calls they lost (`read_handoffs`).
     """
     lift_answers(spans, views)
+    read_handoffs(spans, views)
     for span in spans:
         v = views[span.span_id]
         asked = _interrupts(span)
@@ -61,6 +73,108 @@ def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
         resume = _resume(span)
         if resume is not MISSING:
             v.resume = resume
+
+
+_PARENT = "__parent__"  # `Command.PARENT`, as every instrumentation writes it
+_SEND_FIELDS = frozenset({"node", "arg", "timeout"})  # LangGraph's `Send` (its `repr` leaves out a `timeout` of None)
+_TOOL_OUTPUTS = ("output.value", "traceloop.entity.output", "mlflow.spanOutputs", "langfuse.observation.output")
+_LOST = ("ran, but its result reached no model: {name}, a handoff asked for in the same reply, went on to {to} with only what "
+         "its Command carried (LangGraph keeps no other call's reply)")
+
+
+def read_handoffs(spans: list[Span], views: dict[str, View]) -> None:
+    """A handoff's result when it is `Send`s, and the calls its reply lost (module docstring). In place."""
+    handoffs = [(s, c) for s in spans if views[s.span_id].role == "tool" and (c := _parent_command(s)) is not None]
+    for span, command in handoffs:
+        v = views[span.span_id]
+        sends = _sends(command.get("goto"))
+        if sends and isinstance(v.result, dict) and "goto" in v.result and set(v.result) <= _COMMAND_FIELDS:
+            v.result = sends[0] if len(sends) == 1 else sends  # (no message answered the call: where it went, with what)
+    if handoffs:
+        _lost_replies(spans, views, handoffs)
+
+
+def _parent_command(span: Span) -> dict[str, Any] | None:
+    """The `Command(graph=Command.PARENT)` a tool span recorded as its output (OpenLLMetry's in its `{"output", "kwargs"}`), else None."""
+    for key in _TOOL_OUTPUTS:
+        raw = span.attrs.get(key)
+        if not isinstance(raw, str) or _PARENT not in raw:
+            continue  # (the cheap test first: most tools hand nothing off)
+        value = unjson(raw)
+        if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs", "tags", "metadata"}:
+            value = unjson(value["output"])
+        if isinstance(value, dict) and "goto" in value and set(value) <= _COMMAND_FIELDS and value.get("graph") == _PARENT:
+            return value
+    return None
+
+
+def _sends(goto: Any) -> list[dict[str, Any]]:
+    """The `Send`s of a Command's `goto` as `{"node", "arg"}` (Langfuse's mapping, or the `repr` the others write); `[]` unless all are."""
+    out = []
+    for item in goto if isinstance(goto, list) else []:
+        send = item if isinstance(item, dict) and {"node", "arg"} <= set(item) <= _SEND_FIELDS else _send_repr(item)
+        if send is None or not isinstance(send["node"], str):
+            return []
+        out.append({"node": send["node"], "arg": unjson(send["arg"])} | ({"timeout": send["timeout"]} if send.get("timeout") is not None else {}))
+    return out
+
+
+def _send_repr(text: Any) -> dict[str, Any] | None:
+    """`Send(node='weather', arg={…})` as `{"node", "arg"}`: literals read as such (nothing is run), an `arg` that is none kept as its text."""
+    if not isinstance(text, str) or not text.startswith("Send(") or len(text) > _MAX_TEXT:
+        return None
+    try:
+        call = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Send" and len(call.args) <= 2):
+        return None
+    fields = dict(zip(("node", "arg"), call.args)) | {k.arg: k.value for k in call.keywords if k.arg in _SEND_FIELDS}
+    if not {"node", "arg"} <= set(fields):
+        return None
+    read = {k: python_literal(node, MISSING) for k, node in fields.items()}
+    return {"node": read["node"]} | {k: ast.get_source_segment(text, fields[k]) if read[k] is MISSING else read[k] for k in fields if k != "node"}
+
+
+def _lost_replies(spans: list[Span], views: dict[str, View], handoffs: list[tuple[Span, dict[str, Any]]]) -> None:
+    """Fail the calls whose reply a handoff of the same model reply lost (module docstring)."""
+    models = sorted(((s, views[s.span_id]) for s in spans if views[s.span_id].role == "model"), key=lambda m: m[0].start)
+    answered = {str(p["id"]) for _, mv in models for m in mv.inputs or [] for p in m.get("parts") or []
+                if p.get("type") == "tool_call_response" and p.get("id") is not None}
+    names = {views[s.span_id].tool_name for s, _ in handoffs}
+    tools: dict[str, list[View]] = {}
+    for s in spans:
+        tv = views[s.span_id]
+        if tv.role == "tool" and tv.call_id is not None and tv.tool_name not in names:
+            tools.setdefault(tv.call_id, []).append(tv)
+    for span, command in handoffs:
+        hv = views[span.span_id]
+        calls = _asking_reply(span, hv, models)
+        if not calls:
+            continue
+        carried = json.dumps(command, default=str)
+        sends = _sends(command.get("goto"))
+        goto = command.get("goto")
+        to = " and ".join(repr(s["node"]) for s in sends) if sends else repr(goto) if isinstance(goto, str) else "the parent graph"
+        for part in calls:
+            cid = str(part.get("id"))
+            if part.get("id") is None or part.get("name") in names or cid in answered or re.search(r"tool_call_id\W{1,8}" + re.escape(cid) + r"(?!\w)", carried):
+                continue  # (no id to tell its tool span by, a handoff itself, or a call whose reply some request or the Command holds)
+            for tv in tools.get(cid, []):
+                if tv.error is None and tv.result is not MISSING:
+                    tv.error = _LOST.format(name=hv.tool_name, to=to)
+
+
+def _asking_reply(span: Span, view: View, models: list[tuple[Span, View]]) -> list[dict[str, Any]]:
+    """The tool-call parts of the model reply that asked for the handoff `span` ran: the last request before it whose
+    output holds its call (by id, else by its tool's name); `[]` when none does."""
+    for ms, mv in reversed(models):
+        if ms.start > span.start:
+            continue
+        calls = [p for m in mv.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"]
+        if any((str(p.get("id")) == view.call_id) if view.call_id is not None else p.get("name") == view.tool_name for p in calls):
+            return calls
+    return []
 
 
 def _handed_off(span: Span) -> bool:
