@@ -1,7 +1,7 @@
 """Format `phoenix`: traces pulled from a running Phoenix (REST API, `arize-phoenix-client`), read as OpenInference spans.
 
 `dataset.options`: `url` (default `PHOENIX_COLLECTOR_ENDPOINT`), `project` (default
-`default`), `start` / `end` (ISO 8601 bounds on the root span's start; `start: last_run`
+`default`), `start` / `end` (ISO 8601 bounds on the trace's start; `start: last_run`
 reads only what arrived since the last finished run in the same run directory, see
 `tracejudge.stages.extract.remote`), `overlap_s`, `filter` (root span attributes that
 must equal the given values, e.g. `{"metadata.env": "prod"}`), `max_traces`,
@@ -9,19 +9,23 @@ must equal the given values, e.g. `{"metadata.env": "prod"}`), `max_traces`,
 …). `dataset.path` is not used. `PHOENIX_API_KEY` is sent as a bearer token and never
 written.
 
-Streaming: root spans are listed a page at a time (`parent_id=null`), oldest first
-(`sort=start_time`), and the spans of each page's traces are fetched together
-(`trace_id=…`), so memory holds one page of traces (and the ids of the traces read: a trace
-with two root spans, on two pages, is read once) whatever the size of the project.
-`max_traces` (and `dataset.limit`) stop the read after that many traces, the oldest of the
-window; with `start: last_run` it counts only traces the run directory has no result for,
-and the next run goes on where the cap stopped this one (`sweep`). A cut window is warned
-about; a Phoenix that lists roots out of order (one that ignores `sort`) is refused under a
-cap, which would otherwise skip traces. Each trace becomes one `otel` `Group` of
-`Span`s (flat OpenInference attributes; `openinference.span.kind` from Phoenix's span
-kind) and one case, adapted by the `otel` format (a span listed twice is read once, as the
-`otel` format reads one exported twice: `trace_group`); the case id is the trace id and
-`metadata.phoenix` = `{project, trace_id, root_span_id}`, which `tracejudge export --to
+Streaming: the project's traces are listed a page at a time (`v1/projects/…/traces`; with a
+`filter`, its root spans, `parent_id=null`), oldest first (`sort=start_time`), and the spans
+of each page's traces are fetched together (`trace_id=…`), so memory holds one page of traces
+(and the ids of the traces read: a trace with two root spans, on two pages, is read once)
+whatever the size of the project. A trace whose root span never reached Phoenix (a dropped
+batch; a smolagents run that raised, whose agent span is never ended) is read as `otel` reads
+it, once its last span ended `overlap_s` ago: until then, rootless, it is most likely still
+running, and is skipped and held for the next `start: last_run` window as MLflow's
+`IN_PROGRESS` traces are (`sweep`). `max_traces` (and `dataset.limit`) stop the read after
+that many traces, the oldest of the window; with `start: last_run` it counts only traces the
+run directory has no result for, and the next run goes on where the cap stopped this one
+(`sweep`). A cut window is warned about; a Phoenix that lists out of order (one that ignores
+`sort`) is refused under a cap, which would otherwise skip traces. Each trace becomes one
+`otel` `Group` of `Span`s, their attributes as the exporter sent them where Phoenix's changes
+can be undone (`to_span`), hung together as `otel` hangs a trace's (`trace_group`), and one
+case adapted by `otel` (a trace of set-up spans only is none, as in `otel`); the case id is
+the trace id and `metadata.phoenix` = `{project, trace_id, root_span_id}`, which `tracejudge export --to
 phoenix` annotates. A Phoenix that is down, refuses the key or answers an error ends the
 run with `Unreachable` naming the URL (exit 3): never a run of zero cases that passes.
 """
@@ -38,12 +42,17 @@ from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, register_format
 from tracejudge.core.urls import http_url
 from tracejudge.stages.extract import otel
+from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, stand_in_parents
+from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.spans import Group, Span, once_spans
+from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["Options", "Refused", "adapt", "client", "get", "project_path", "project_ref", "read", "to_span", "trace_group"]
+__all__ = ["Options", "Refused", "adapt", "client", "get", "json_texts", "project_path", "project_ref", "read", "to_span", "trace_group",
+           "unsynthesized"]
 
 
 class Options(BaseModel):
@@ -145,10 +154,15 @@ def _nanos(text: Any) -> int:
 
 
 def to_span(raw: dict[str, Any], where: str, line: int) -> Span:
-    """One span of Phoenix's REST API (`v1.Span`) as the otel `Span` model (attributes flat, as OTLP carries them)."""
+    """One span of Phoenix's REST API (`v1.Span`) as the otel `Span` model: `openinference.span.kind` only when the span
+    had one (Phoenix says `UNKNOWN` for none), JSON text Phoenix parsed put back (`json_texts`), the OpenInference keys it
+    made up from `gen_ai.*` ones taken away (`unsynthesized`). Scope, resource, kind and dropped counts are not kept."""
     ctx = raw.get("context") or {}
     attrs = dict(raw.get("attributes") or {})
-    attrs.setdefault("openinference.span.kind", raw.get("span_kind"))
+    kind = raw.get("span_kind")
+    if isinstance(kind, str) and kind and kind.upper() != "UNKNOWN":
+        attrs.setdefault("openinference.span.kind", kind)
+    attrs = unsynthesized(json_texts(attrs))
     problem = None
     try:
         start, end = _nanos(raw.get("start_time")), _nanos(raw.get("end_time"))
@@ -162,13 +176,15 @@ def to_span(raw: dict[str, Any], where: str, line: int) -> Span:
                 service=None, file=where, line=line, problem=problem)
 
 
-def _pages(px: Any, url: str, path: str, params: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+def _pages(px: Any, url: str, path: str, params: dict[str, Any], key: str = "context") -> Iterator[list[dict[str, Any]]]:
+    """Every page of a listing of spans (each with its `context`) or of traces (`key` `trace_id`), by Phoenix's cursor."""
     cursor = None
     while True:
         page = get(px, url, path, {**params, **({"cursor": cursor} if cursor else {})})
         data = page.get("data") or []
-        if not isinstance(data, list) or not all(isinstance(s, dict) and isinstance(s.get("context"), dict) for s in data):
-            raise Unreachable(f"{safe_url(url)} answered GET {path} with something that is not a list of spans: is it Phoenix?")
+        if not isinstance(data, list) or not all(isinstance(s, dict) and isinstance(s.get(key), dict if key == "context" else str) for s in data):
+            raise Unreachable(f"{safe_url(url)} answered GET {path} with something that is not a list of "
+                              f"{'spans' if key == 'context' else 'traces'}: is it Phoenix?")
         yield data
         cursor = page.get("next_cursor")
         if not cursor or not page.get("data"):
@@ -181,42 +197,52 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     opts = Options.model_validate(options)
     px, url = client(opts.url)
     where = f"{safe_url(url)}/projects/{opts.project}"
-    path = project_path(project_ref(px, url, opts.project), "spans")
-    params: dict[str, Any] = {"limit": opts.page_size, "parent_id": "null", "sort": "start_time", "order": "asc"}
+    ref = project_ref(px, url, opts.project)
+    path = project_path(ref, "spans")
+    params: dict[str, Any] = {"limit": opts.page_size, "sort": "start_time", "order": "asc"}
     for key in ("start", "end"):
         when = parse_time(getattr(opts, key), f"dataset.options.{key}")
         if when is not None:
             params[f"{key}_time"] = when.isoformat()
-    if opts.filter:
+    if opts.filter:  # attributes of the root span: its root spans are listed
         from phoenix.client.resources.spans import _serialize_attributes
 
-        params["attribute"] = _serialize_attributes(opts.filter)
+        params.update(parent_id="null", attribute=_serialize_attributes(opts.filter))
+        listed = ([(str(r["context"]["trace_id"]), _when(r.get("start_time"))) for r in page] for page in _pages(px, url, path, params))
+    else:  # its traces, those whose root span never reached Phoenix too
+        listed = ([(str(t["trace_id"]), _when(t.get("start_time"))) for t in page]
+                  for page in _pages(px, url, project_path(ref, "traces"), params, "trace_id"))
+    settled = (datetime.now(UTC).timestamp() - opts.overlap_s) * 1e9  # a rootless trace's last span ended before: not running
     taken: set[str] = set()  # a trace's second root span (page_size 1, or a later page) is not a second case
     count, previous = 0, None
-    for roots in _pages(px, url, path, params):
+    for page in listed:
         starts: dict[str, datetime | None] = {}
-        for root in roots:
-            trace_id, started = str(root["context"]["trace_id"]), _when(root.get("start_time"))
+        for trace_id, started in page:
             if sweep.cap is not None and started is not None and previous is not None and started < previous:
-                raise ConfigError(f"dataset.options.max_traces: {where} lists root spans newest first (a Phoenix without "
+                raise ConfigError(f"dataset.options.max_traces: {where} lists traces newest first (a Phoenix without "
                                   "sort=start_time): a capped read would skip the older traces for good; upgrade Phoenix or drop the cap")
             previous = started or previous
-            if trace_id in taken or trace_id in starts:
+            if trace_id not in taken:
+                starts.setdefault(trace_id, started)
+        spans: dict[str, list[Span]] = {t: [] for t in starts}
+        for got in _pages(px, url, path, {"limit": 1000, "trace_id": list(starts)}) if starts else ():
+            for raw in got:
+                span = to_span(raw, where, count + 1)
+                spans.setdefault(span.trace_id, []).append(span)
+        for trace_id, started in starts.items():
+            if spans[trace_id] and all(s.parent_id for s in spans[trace_id]) and max(s.end for s in spans[trace_id]) > settled:
+                taken.add(trace_id)
+                sweep.hold(trace_id, started)  # no root span yet, its last span just ended: most likely still running
                 continue
             if sweep.full(trace_id):
                 break
-            starts[trace_id] = started
+            taken.add(trace_id)
             sweep.took(trace_id, started)
-        if starts:
-            spans: dict[str, list[Span]] = {t: [] for t in starts}
-            for page in _pages(px, url, path, {"limit": 1000, "trace_id": list(starts)}):
-                for raw in page:
-                    span = to_span(raw, where, count + 1)
-                    spans.setdefault(span.trace_id, []).append(span)
-            for trace_id in starts:
-                count += 1
-                taken.add(trace_id)
-                yield RawRecord(where, count, trace_group(trace_id, spans[trace_id], count))
+            group = trace_group(trace_id, spans[trace_id], count + 1)
+            if not any(v.role for v in group_views(group).values()):
+                continue  # set-up spans only (OpenLLMetry's `create_agent`): nothing ran, no case, as format `otel` reads it
+            count += 1
+            yield RawRecord(where, count, group)
         if sweep.cut:
             break
     sweep.finish(where, "max_traces")
@@ -231,9 +257,18 @@ def _when(text: Any) -> datetime | None:
 
 
 def trace_group(trace_id: str, spans: list[Span], line: int) -> Group:
-    """The `Group` of one trace's spans as listed by Phoenix: each span id once (`spans.once_spans`), in order of start,
-    every span placed at `line` (the trace's number in the sweep)."""
-    group = sorted(once_spans(spans), key=lambda s: (s.start, s.span_id))
+    """The `Group` of one trace's spans as listed by Phoenix, hung together as format `otel` hangs a trace's spans
+    (`Collector.groups`): each span id once (`spans.once_spans`), parent loops broken, a span whose parent never reached
+    Phoenix hung from the trace's root, or the spans naming one lost parent from a stand-in of it (`links`, warned
+    about as `otel` warns), in order of start, every span placed at `line` (the trace's number in the sweep)."""
+    group = once_spans(spans)
+    break_cycles(group)
+    adopt_orphans(group)
+    stand_ins = stand_in_parents(group)
+    if stand_ins:
+        group = [*group, *stand_ins]
+        warn_lost_roots([(trace_id, stand_ins, group)])
+    group.sort(key=lambda s: (s.start, s.span_id))
     for s in group:
         s.line = line
     return Group(key=trace_id, key_attr=None, traces=[trace_id], spans=group)
@@ -244,13 +279,14 @@ def _prepare(dataset: Any) -> Any:
 
 
 def adapt(group: Group, options: Any = None) -> Any:
-    """One trace's `Group` → `Case` by the `otel` adapter, with `metadata.phoenix` naming its root span."""
+    """One trace's `Group` → `Case` by the `otel` adapter, with `metadata.phoenix` naming its root span: a span Phoenix holds
+    (a trace whose root was lost: its earliest top span, not the stand-in `trace_group` made, and no latency)."""
     case = otel.adapt(group, options)
-    ids = {s.span_id for s in group.spans}
-    root = next((s for s in group.spans if not s.parent_id or s.parent_id not in ids), None)
+    ids = {s.span_id for s in group.spans if not s.stand_in}
+    root = next((s for s in group.spans if not s.stand_in and (not s.parent_id or s.parent_id not in ids)), None)
     case.metadata["phoenix"] = {"project": group.spans[0].file.rsplit("/projects/", 1)[-1] if group.spans else None,
                                 "trace_id": group.key, "root_span_id": root.span_id if root else None}
-    return _with_latency(case, root).model_copy(update={"id": group.key})
+    return _with_latency(case, root if root is not None and not root.parent_id else None).model_copy(update={"id": group.key})
 
 
 def _with_latency(case: Any, root: Span | None) -> Any:
