@@ -91,11 +91,11 @@ from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversatio
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.langfuse_fields import missing_groups, no_list, warn_missing
 from tracejudge.stages.extract.langfuse_ties import untied
+from tracejudge.stages.extract.langfuse_usage import number, observation_cost, page_cost, pricing, tokens
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import as_int
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
@@ -114,47 +114,6 @@ class Options(BaseModel):
 
 _META_KEYS = ("name", "sessionId", "userId", "release", "version", "environment", "metadata")
 _META_ATTRS = ("tool_call_id", "langgraph_node")  # observation metadata the `langfuse` convention reads
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _tokens(obs: dict[str, Any]) -> dict[str, Any] | None:
-    """Input and output tokens of a generation: `usageDetails`, else the older `usage`, else `promptTokens`/`completionTokens`."""
-    for key in ("usageDetails", "usage"):
-        usage = obs.get(key)
-        if isinstance(usage, dict):
-            ins = next((as_int(usage[k]) for k in ("input", "prompt_tokens", "input_tokens") if as_int(usage.get(k)) is not None), None)
-            outs = next((as_int(usage[k]) for k in ("output", "completion_tokens", "output_tokens") if as_int(usage.get(k)) is not None), None)
-            if ins is not None or outs is not None:
-                return {"input": ins, "output": outs}
-    ins, outs = as_int(obs.get("promptTokens")), as_int(obs.get("completionTokens"))
-    return {"input": ins, "output": outs} if ins is not None or outs is not None else None
-
-
-def _cost(obs: dict[str, Any]) -> float | None:
-    """An observation's own cost: `costDetails.total`, else (an API without `costDetails`) `totalCost` / `calculatedTotalCost`.
-
-    Langfuse's server lists `costDetails: {}` for an observation it has no cost for, and then `calculatedTotalCost: 0` (the
-    `total` of no details, `reduceUsageOrCostDetails`): that 0 is no cost, or a request Langfuse could not price would
-    read as free.
-    """
-    details = obs.get("costDetails")
-    if isinstance(details, dict) and details:
-        total = _number(details.get("total"))
-        if total is not None:
-            return total
-    elif isinstance(details, dict):
-        return None
-    return next((c for c in (_number(obs.get("totalCost")), _number(obs.get("calculatedTotalCost"))) if c is not None), None)
-
-
-def _page_cost(observations: list[dict[str, Any]]) -> float | None:
-    """What `totalCost` of `GET /api/public/traces/{id}` would be for a v2 page: the sum of its observations' costs as the
-    server gives them (`totalCost`: 0 for one it has none for), `None` when none says."""
-    listed = [c for c in (_number(o.get("totalCost", o.get("calculatedTotalCost"))) for o in observations) if c is not None]
-    return sum(listed) if listed else None
 
 
 def _error(obs: dict[str, Any]) -> str | None:
@@ -176,7 +135,7 @@ def _from_observations(data: list[Any], default_id: str) -> dict[str, Any]:
     root = next((o for o in obs if o.get("isRootObservation")), next((o for o in obs if not o.get("parentObservationId")), {}))
     record = {"id": next(iter(traces), None) or default_id, "name": root.get("traceName") or root.get("name"), "observations": data,
               "sessionId": root.get("sessionId"), "userId": root.get("userId"), "environment": root.get("environment"), "tags": root.get("tags"),
-              "latency": root.get("latency"), "totalCost": _page_cost(obs)}
+              "latency": root.get("latency"), "totalCost": page_cost(obs)}
     # (the v2 API gives `""` for a text its events table has none of: no session, user, release)
     return {k: v for k, v in record.items() if v is not None and v != ""}
 
@@ -190,7 +149,7 @@ def _attrs(obs: dict[str, Any], kind: str) -> dict[str, Any]:
             # The SDK sends input and output as JSON text, which is what the conventions read: a LangGraph chain's
             # output (the graph's state, a ToolNode's messages) is only looked into as such (`payloads.failed_tool_messages`).
             attrs[f"langfuse.observation.{name}"] = json.dumps(value) if key != "statusMessage" and isinstance(value, (dict, list)) else value
-    usage = _tokens(obs) if kind == "GENERATION" else None
+    usage = tokens(obs) if kind == "GENERATION" else None
     if usage is not None:
         attrs["langfuse.observation.usage_details"] = usage
     meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
@@ -329,7 +288,7 @@ def _part(payload: Any, place: str | None = None) -> _Part:
             fail("a tool observation has no name", field=f"observations[{len(spans) - 1}].name", case_id=cid)
         if kind != "TOOL" and _error(obs):
             errors.append({"observation": str(obs["id"]), "type": obs["type"], "name": name, "error": _error(obs)})
-        costs.append(_cost(obs))
+        costs.append(observation_cost(obs))
     # Times are in milliseconds and the API's list order is no running order: ties are put in the order the times allow.
     ends = [nanos(o.get("endTime")) for o in observations]
     for span, start in zip(spans, untied(observations, in_order([nanos(o.get("startTime")) for o in observations]), ends)):
@@ -345,8 +304,8 @@ def _part(payload: Any, place: str | None = None) -> _Part:
         spans.append(native_span(cid, f"trace:{cid}", None, record.get("name"), min(s.start for s in spans) - 1 if spans else 0, 0, trace_io))
         for span in roots:
             span.parent_id = f"trace:{cid}"
-    total_cost, known = _number(record.get("totalCost")), [c for c in costs if c is not None]
-    unpriced, requests = _pricing(observations, costs)
+    total_cost, known = number(record.get("totalCost")), [c for c in costs if c is not None]
+    unpriced, requests = pricing(observations, costs)
     info = {k: record[k] for k in _META_KEYS if record.get(k) is not None}
     if errors:
         info["errors"] = errors
@@ -356,7 +315,7 @@ def _part(payload: Any, place: str | None = None) -> _Part:
         info["missing_fields"] = missing
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
     return _Part(cid, spans, info, tags, total_cost if total_cost is not None else (sum(known) if known else None), unpriced, requests,
-                 _number(record.get("latency")))
+                 number(record.get("latency")))
 
 
 def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
@@ -385,21 +344,6 @@ def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
     if unpriced:
         built["metadata"]["requests_without_cost"] = unpriced
     return build_case(built)
-
-
-def _pricing(observations: list[dict[str, Any]], costs: list[float | None]) -> tuple[int, int]:
-    """`(requests without a cost while another has one, requests)` of one trace's model requests (0 unpriced when all or none
-    have one; module docstring)."""
-    gens = {str(o["id"]): c for o, c in zip(observations, costs) if o["type"] == "GENERATION"}
-    parents = {str(o["id"]): str(o.get("parentObservationId")) for o in observations if o["type"] == "GENERATION"}
-    priced: dict[str, bool] = {}
-    for gid, cost in gens.items():
-        top, hops = gid, 0
-        while parents.get(top) in gens and hops < len(gens):  # a generation nested in another is the same request
-            top, hops = parents[top], hops + 1
-        priced[top] = priced.get(top, False) or cost is not None
-    lacking = sum(1 for p in priced.values() if not p)
-    return (lacking if lacking < len(priced) else 0), len(priced)
 
 
 register_format(Format("langfuse", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options or {}), options=Options))

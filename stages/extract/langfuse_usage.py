@@ -1,0 +1,70 @@
+"""The tokens and dollars of Langfuse's API observations (`langfuse_api`): a generation's usage, an observation's cost as
+the server lists it, a v2 page's total, and which model requests of a trace went unpriced.
+
+Moved out of `langfuse_api` (which reads the traces) as one job: the figures a case's `usage` and its
+`metadata.requests_without_cost` are built from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.view import as_int
+
+__all__ = ["number", "observation_cost", "page_cost", "pricing", "tokens"]
+
+
+def number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def tokens(obs: dict[str, Any]) -> dict[str, Any] | None:
+    """Input and output tokens of a generation: `usageDetails`, else the older `usage`, else `promptTokens`/`completionTokens`."""
+    for key in ("usageDetails", "usage"):
+        usage = obs.get(key)
+        if isinstance(usage, dict):
+            ins = next((as_int(usage[k]) for k in ("input", "prompt_tokens", "input_tokens") if as_int(usage.get(k)) is not None), None)
+            outs = next((as_int(usage[k]) for k in ("output", "completion_tokens", "output_tokens") if as_int(usage.get(k)) is not None), None)
+            if ins is not None or outs is not None:
+                return {"input": ins, "output": outs}
+    ins, outs = as_int(obs.get("promptTokens")), as_int(obs.get("completionTokens"))
+    return {"input": ins, "output": outs} if ins is not None or outs is not None else None
+
+
+def observation_cost(obs: dict[str, Any]) -> float | None:
+    """An observation's own cost: `costDetails.total`, else (an API without `costDetails`) `totalCost` / `calculatedTotalCost`.
+
+    Langfuse's server lists `costDetails: {}` for an observation it has no cost for, and then `calculatedTotalCost: 0` (the
+    `total` of no details, `reduceUsageOrCostDetails`): that 0 is no cost, or a request Langfuse could not price would
+    read as free.
+    """
+    details = obs.get("costDetails")
+    if isinstance(details, dict) and details:
+        total = number(details.get("total"))
+        if total is not None:
+            return total
+    elif isinstance(details, dict):
+        return None
+    return next((c for c in (number(obs.get("totalCost")), number(obs.get("calculatedTotalCost"))) if c is not None), None)
+
+
+def page_cost(observations: list[dict[str, Any]]) -> float | None:
+    """What `totalCost` of `GET /api/public/traces/{id}` would be for a v2 page: the sum of its observations' costs as the
+    server gives them (`totalCost`: 0 for one it has none for), `None` when none says."""
+    listed = [c for c in (number(o.get("totalCost", o.get("calculatedTotalCost"))) for o in observations) if c is not None]
+    return sum(listed) if listed else None
+
+
+def pricing(observations: list[dict[str, Any]], costs: list[float | None]) -> tuple[int, int]:
+    """`(requests without a cost while another has one, requests)` of one trace's model requests (0 unpriced when all or none
+    have one; module docstring)."""
+    gens = {str(o["id"]): c for o, c in zip(observations, costs) if o["type"] == "GENERATION"}
+    parents = {str(o["id"]): str(o.get("parentObservationId")) for o in observations if o["type"] == "GENERATION"}
+    priced: dict[str, bool] = {}
+    for gid, cost in gens.items():
+        top, hops = gid, 0
+        while parents.get(top) in gens and hops < len(gens):  # a generation nested in another is the same request
+            top, hops = parents[top], hops + 1
+        priced[top] = priced.get(top, False) or cost is not None
+    lacking = sum(1 for p in priced.values() if not p)
+    return (lacking if lacking < len(priced) else 0), len(priced)
