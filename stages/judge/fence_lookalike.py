@@ -48,8 +48,14 @@ _LOOKALIKE = str.maketrans({
 _ASCII_DIGITS = "0123456789"
 
 
+# (What is made Latin in a line written in Cyrillic, Greek, … (`skeleton`): the signs, and Latin letters of another
+# shape; that script's own letters are read as written.)
+_SIGNS = {k: v for k, v in _LOOKALIKE.items() if k < 0x370 or not chr(k).isalpha()}
+_SCRIPTS = ("Cyrillic", "Greek", "Armenian", "Cherokee", "Lisu")
+
+
 @lru_cache(maxsize=1)
-def _patterns() -> tuple[Any, Any, Any, Any]:
+def _patterns() -> tuple[Any, Any, Any, Any, Any]:
     import regex  # here: only text with a character outside ASCII needs it (its import costs a few milliseconds, once)
 
     lookalikes = "".join(f"\\U{k:08x}" for k in sorted(_LOOKALIKE))
@@ -59,17 +65,24 @@ def _patterns() -> tuple[Any, Any, Any, Any]:
     # about 1.5 ns a character, a tenth of a scan for the properties alone.)
     changed = regex.compile(rf"(?V1)[[^\x00-\x7f]&&[\p{{Default_Ignorable_Code_Point}}\p{{Cf}}\p{{Mn}}\p{{Me}}\p{{NFKC_QC=N}}"
                             rf"\p{{NFKC_QC=M}}[\p{{Nd}}--[0-9]]{lookalikes}]]")
+    # (A letter of a script with lookalikes that looks like no Latin one: `з`, `θ`. A line holding one is written in
+    # that script, and its `ТО1:` or `ΑΒ1:` is read as written.)
+    scripts = "".join(f"\\p{{sc={name}}}" for name in _SCRIPTS)
+    native = regex.compile(rf"(?V1)[[{scripts}]&&\p{{L}}--[{lookalikes}]]")
     return (regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]+"), regex.compile(r"[\p{Mn}\p{Me}]+"),
-            regex.compile(r"(?![0-9])\p{Nd}"), changed)
+            regex.compile(r"(?![0-9])\p{Nd}"), changed, native)
 
 
 def skeleton(line: str) -> str:
     """`line` as a reader takes it (module doc): invisible characters dropped, NFKC, lookalike letters and signs made
-    Latin (ASCII) ones, combining marks dropped, digits made ASCII. An ASCII line is its own skeleton."""
+    Latin (ASCII) ones, combining marks dropped, digits made ASCII. An ASCII line is its own skeleton; in a line
+    written in Cyrillic, Greek or another script with lookalikes (one holding a letter of it that looks like no Latin
+    letter: `ТО1: замена масла`) that script's letters are read as written."""
     if line.isascii():
         return line
-    invisible, marks, digits, _ = _patterns()
-    text = unicodedata.normalize("NFKC", invisible.sub("", line)).translate(_LOOKALIKE)
+    invisible, marks, digits, _, native = _patterns()
+    text = unicodedata.normalize("NFKC", invisible.sub("", line))
+    text = text.translate(_LOOKALIKE if native.search(text) is None else _SIGNS)
     if text.isascii():
         return text
     text = marks.sub("", text)

@@ -44,8 +44,8 @@ import re
 from typing import Any
 
 from tracejudge.core.records import Step
-from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_headings, neutralise_labels, neutralise_lines, neutralise_markers,
-                                                 neutralise_section, neutralise_structure, unify_breaks)
+from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_claims, neutralise_headings, neutralise_labels, neutralise_lines,
+                                                 neutralise_markers, neutralise_section, neutralise_structure, unify_breaks)
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
@@ -255,9 +255,12 @@ def fence(sections: list[tuple[str, str]]) -> str:
     # only `\n` breaks is unchanged, so its prompt and cache key are as before.
     kept = [(title, unify_breaks(text)) for title, text in cut_sections(sections)]
     titles = tuple(title for title, _ in kept)
-    claims = "Claims" in titles  # (Faithfulness: a `Claim 2:` line outside its Claims section forges one of the claims asked about)
-    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_section(text, titles, claims and title != 'Claims')}"
-                                                      for title, text in kept)))
+    # (Faithfulness: a `Claim 2:` line outside its Claims section forges one of the claims asked about, and so does a
+    # claim whose own text starts `Claim 3:` inside it: `neutralise_claims`)
+    if claims := "Claims" in titles:
+        kept = [(title, neutralise_claims(text) if title == "Claims" else text) for title, text in kept]
+    body = "\n\n".join(f"## {title}\n{neutralise_section(text, titles, claims and title != 'Claims')}" for title, text in kept)
+    body = whole_text(neutralise_markers(body, lookalikes=False))  # (each section's skeletons were read: `neutralise_section`)
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
 
