@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.otel.conventions.scopeless import OI_AGENTS, agents_sdk_group, agents_sdk_span, from_instrumentation
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -119,13 +120,14 @@ def _mcp_tools(spans: list[Span], model: Span, names: set[str]) -> dict[str, str
     `mcp_tools` spans under the same turn: the export's `span_data` with `server` and `result`, OpenInference's CHAIN
     span named so with the names as its `output.value`, no server); `None` for a server the span does not name."""
     out: dict[str, str | None] = {}
+    loose = agents_sdk_group(spans)  # (spans read without their scope: the Agents SDK's group, `scopeless`)
     for span in sorted(spans, key=lambda s: (s.start, s.span_id)):
         if span.parent_id != model.parent_id or span.start > model.start:
             continue
         data = span.attrs.get("openai_agents.span_data")
         if isinstance(data, dict) and data.get("type") == "mcp_tools":
             server, listed = data.get("server"), data.get("result")
-        elif span.name == "mcp_tools" and (span.scope or "").startswith("openinference.instrumentation.openai_agents"):
+        elif span.name == "mcp_tools" and from_instrumentation(span, OI_AGENTS, lambda s: loose and agents_sdk_span(s)):
             server, listed = None, unjson(span.attrs.get("output.value"))
         else:
             continue

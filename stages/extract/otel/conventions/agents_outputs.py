@@ -38,6 +38,7 @@ import re
 from typing import Any
 
 from tracejudge.stages.extract.common import maybe_json, python_literal
+from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_group, agents_sdk_span, from_instrumentation
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View
 
@@ -98,14 +99,15 @@ def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
     too (`timeout_error`); and in the Agents SDK's model requests (all three of its conventions: the export's reader is
     `openai-agents`), a tool message that is such a message `is_error` (module docstring). In place; running it twice
     changes nothing more."""
+    loose = agents_sdk_group(spans)  # (spans read without their scope: the Agents SDK's group, `scopeless`)
     for span in spans:
         v = views[span.span_id]
-        if v.role != "tool" or not _agents_tool(span):
+        if v.role != "tool" or not _agents_tool(span, loose):
             continue
         if v.result is not MISSING:
             v.result = tool_output(v.result)
         v.error = v.error or timeout_error(v.tool_name, v.result)
-    models = [v for span in spans if (v := views[span.span_id]).role == "model" and (_agents_scope(span) or "openai-agents" in v.conventions)]
+    models = [v for span in spans if (v := views[span.span_id]).role == "model" and (_agents_scope(span, loose) or "openai-agents" in v.conventions)]
     if not any(isinstance(p.get("response"), str) and "timed out after" in p["response"]
                for v in models for m in v.inputs or [] for p in _parts(m, "tool_call_response")):
         return  # (the cheap test first)
@@ -139,14 +141,17 @@ def _parts(msg: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [p for p in parts if isinstance(p, dict) and p.get("type") == kind] if isinstance(parts, list) else []
 
 
-def _agents_scope(span: Span) -> bool:
-    """Whether `span` comes from OpenInference's or OpenLLMetry's instrumentation of the Agents SDK (its scope)."""
-    return any(span.scope == s or (span.scope or "").startswith(s + ".") for s in (_OI_SCOPE, _TL_SCOPE))
+def _agents_scope(span: Span, loose: bool = False) -> bool:
+    """Whether `span` comes from OpenInference's or OpenLLMetry's instrumentation of the Agents SDK (its scope; without
+    one, OpenInference's as it writes its spans, in a group `loose` says is its: `scopeless.agents_sdk_group`)."""
+    return from_instrumentation(span, lambda sc: any(sc == s or sc.startswith(s + ".") for s in (_OI_SCOPE, _TL_SCOPE)),
+                                lambda s: loose and agents_sdk_span(s))
 
 
-def _agents_tool(span: Span) -> bool:
-    """Whether `span` is a tool span of the Agents SDK's OpenInference or OpenLLMetry instrumentation."""
-    if span.scope == _OI_SCOPE or (span.scope or "").startswith(_OI_SCOPE + "."):
+def _agents_tool(span: Span, loose: bool = False) -> bool:
+    """Whether `span` is a tool span of the Agents SDK's OpenInference or OpenLLMetry instrumentation (without a scope,
+    OpenInference's as it writes its spans, in a group `loose` says is its: `scopeless.agents_sdk_group`)."""
+    if from_instrumentation(span, lambda sc: sc == _OI_SCOPE or sc.startswith(_OI_SCOPE + "."), lambda s: loose and agents_sdk_span(s)):
         return True
     # here: openllmetry_agents imports agents_sdk and openai_agents, which import this module
     from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own

@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
+from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_group, agents_sdk_span, from_instrumentation
 from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
@@ -123,15 +125,17 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
     Only spans of the Agents instrumentation count; an anchor that recorded an answer keeps it. Views are changed
     in place and only filled, so running it twice on a group changes nothing more.
     """
+    ours = _ours(spans)
+
     def kind(span: Span) -> str | None:
-        if not (span.scope or "").startswith(_AGENTS_SCOPE):
+        if not ours(span):
             return None
         if handoff_span(span):
             return "handoff"
         role = views[span.span_id].role
         return "turn" if role == "chain" and span.name == "turn" else role  # the SDK's turn span, a CHAIN named so
 
-    if not any((s.scope or "").startswith(_AGENTS_SCOPE) for s in spans):
+    if not any(ours(s) for s in spans):
         return
     # here: `openai_agents` imports langfuse, which imports openinference, which imports this module
     from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_results, missing_tools, run_errors, stopped_runs
@@ -174,11 +178,19 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
 def oi_errors(spans: list[Span], views: dict[str, View]) -> None:
     """Give each span of OpenInference's Agents SDK instrumentation whose error is its raw status text (`"<message>:
     <data repr>"`) the error the SDK's export reads for it (`repr_error`; module docstring). Another error is kept."""
+    ours = _ours(spans)
     for span in spans:
         v = views[span.span_id]
-        if not (span.scope or "").startswith(_AGENTS_SCOPE) or not span.status_error or not span.status_message or v.error != span.status_message:
+        if not ours(span) or not span.status_error or not span.status_message or v.error != span.status_message:
             continue
         v.error = repr_error(span.status_message) or v.error
+
+
+def _ours(spans: list[Span]) -> Callable[[Span], bool]:
+    """A test of whether a span of `spans` (a group) is OpenInference's Agents SDK instrumentation's: its scope, else (a
+    format that keeps none) what the instrumentation writes, in a group that holds its own spans (`scopeless`)."""
+    loose = agents_sdk_group(spans)
+    return lambda span: from_instrumentation(span, _AGENTS_SCOPE, lambda s: loose and agents_sdk_span(s))
 
 
 _SPLIT = re.compile(r": (?=[{N])")  # where the data's repr may start: a mapping, or None

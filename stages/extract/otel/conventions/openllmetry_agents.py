@@ -51,6 +51,7 @@ from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_r
 from tracejudge.stages.extract.otel.conventions.openai_agents import asking_request, error_text, handoff_tool_name
 from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_results as agents_handoff_results
 from tracejudge.stages.extract.otel.conventions.openllmetry_replays import FROM_REPLAY, replayed_replies
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation
 from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELOOP
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Group, Span
@@ -185,13 +186,14 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
     their ids, arguments and results, and the text beside them); the last one's, the run's final output, never is.
     A request that recorded no input either is content capture turned off, which the format says on its own.
     """
-    blank = [s for s in group.spans if _unrecorded(s, views[s.span_id])]
+    loose = _scopeless(group.spans)
+    blank = [s for s in group.spans if _unrecorded(s, views[s.span_id], loose)]
     if not blank:
         return
     first = blank[0]
     if not first_time("openllmetry_agents_unrecorded", first.file):
         return
-    asked = sum(1 for s in group.spans if views[s.span_id].role == "model" and (s.scope == SCOPE))
+    asked = sum(1 for s in group.spans if views[s.span_id].role == "model" and _request(s, loose))
     log.warning(f"otel: {first.file}:{first.line}: conversation {group.case_id}: {len(blank)} of its {asked} model requests recorded "
                 "by OpenLLMetry's openai-agents instrumentation hold their input but no output and no token usage (it reads "
                 "them off a Responses API response only, so a Chat Completions model's requests lack them): a request's "
@@ -201,11 +203,11 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
                 "per file). Record with the Responses API (the SDK's default) or another instrumentation to read them")
 
 
-def _unrecorded(span: Span, v: View) -> bool:
+def _unrecorded(span: Span, v: View, loose: bool = False) -> bool:
     """Whether `span` is a request of this instrumentation recorded with its input alone (a handoff call `handoff_results`
     read off the handoff span, a reply read off the next request's replay of it, is no output it recorded)."""
     kept = [p for m in v.outputs or [] for p in m.get("parts") or [] if not (isinstance(p, dict) and (p.get(_FROM_SPAN) or p.get(FROM_REPLAY)))]
-    return span.scope == SCOPE and v.role == "model" and bool(v.inputs) and not kept and v.usage_in is None and v.usage_out is None \
+    return _request(span, loose) and v.role == "model" and bool(v.inputs) and not kept and v.usage_in is None and v.usage_out is None \
         and v.error is None
 
 
@@ -213,7 +215,9 @@ def read_group(spans: list[Span], views: dict[str, View]) -> None:
     """Read what this instrumentation's spans of a group say only together: a Chat Completions request's reply its next
     request replays (`openllmetry_replays`), every span's error as the export reads it (`mend_span_errors`), then a
     handoff's call and reply (`handoff_results`). In place; running it twice changes nothing more."""
-    replayed_replies([s for s in spans if s.scope == SCOPE and views[s.span_id].role == "model"], views, _unrecorded)
+    loose = _scopeless(spans)
+    replayed_replies([s for s in spans if _request(s, loose) and views[s.span_id].role == "model"], views,
+                     lambda s, v: _unrecorded(s, v, loose))
     mend_span_errors(spans, views)
     handoff_results(spans, views)
 
@@ -248,6 +252,7 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
     """
     if not any(_handoff(s) for s in spans):
         return
+    loose = _scopeless(spans)
 
     def kind(span: Span) -> str | None:
         if _handoff(span):
@@ -281,7 +286,7 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
     replies: list[tuple[Span, str, str]] = []
     for h in sorted((s for s in spans if _handoff(s)), key=lambda s: (s.start, s.span_id)):
         model, to = asker(h), target(h)
-        if model is None or not to or not _unrecorded(model, view(model)):
+        if model is None or not to or not _unrecorded(model, view(model), loose):
             continue
         name, v = handoff_tool_name(to), view(model)
         if any(isinstance(p, dict) and p.get("name") == name for m in v.outputs or [] for p in m.get("parts") or []):
@@ -290,6 +295,18 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
         replies.append((model, name, json.dumps({"assistant": to})))
     for model, name, output in replies + agents_handoff_results(spans, kind, view, target):
         give_handoff_results(views[model.span_id].outputs, {name: json.loads(output)})
+
+
+def _request(span: Span, loose: bool) -> bool:
+    """Whether `span` is this instrumentation's model request: its scope names it; without one (an export that drops it),
+    a request as it writes one (`openai.response`, `gen_ai.operation.name` `chat`) in a group `loose` says is its."""
+    return from_instrumentation(span, lambda sc: sc == SCOPE,
+                                lambda s: loose and s.name == "openai.response" and s.attrs.get("gen_ai.operation.name") == "chat")
+
+
+def _scopeless(spans: list[Span]) -> bool:
+    """Whether `spans` (a group) hold this instrumentation's agent spans without a scope (`own`: as it writes them)."""
+    return any(not s.scope and own(s, "agent") for s in spans)
 
 
 def _handoff(span: Span) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
 from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, given_answers, max_steps, step_errors, stored_results
 from tracejudge.stages.extract.otel.conventions.smolagents_raised import raised_runs
@@ -64,7 +65,7 @@ def _managed_calls(spans: list[Span], views: dict[str, View]) -> None:
     models = [v for v in views.values() if v.role == "model"]
     for span in spans:
         v = views.get(span.span_id)
-        if v is None or v.role != "agent" or not (span.scope or "").startswith(_SCOPE) or not _inside_agent(span, index, views):
+        if v is None or v.role != "agent" or not from_instrumentation(span, _SCOPE, smolagents_span) or not _inside_agent(span, index, views):
             continue
         agent = span.attrs.get("agent.name")
         name = agent if isinstance(agent, str) and agent else span.name[:-4] if span.name.endswith(".run") else span.name

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 
@@ -34,7 +35,7 @@ def memory_inputs(msgs: list[dict[str, Any]] | None, span: Span) -> list[dict[st
     not by its wording (the template can be changed); a user message giving a new task (`New task:`, a later
     run with `reset=False`) is the user.
     """
-    if not msgs or not (span.scope or "").startswith(SCOPE):
+    if not msgs or not from_instrumentation(span, SCOPE, smolagents_span):
         return msgs
     out = [dict(m) for m in msgs]
     for prev, msg in zip(out, out[1:]):

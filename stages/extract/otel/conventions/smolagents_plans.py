@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import SCOPE
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
@@ -40,7 +41,7 @@ def plans(spans: list[Span], views: dict[str, View]) -> None:
     """
     for span in spans:
         v = views.get(span.span_id)
-        if v is None or v.role != "model" or not v.outputs or not (span.scope or "").startswith(SCOPE) or not _planning(span.attrs.get("input.value")):
+        if v is None or v.role != "model" or not v.outputs or not from_instrumentation(span, SCOPE, smolagents_span) or not _planning(span.attrs.get("input.value")):
             continue
         v.outputs = [_as_reasoning(m) for m in v.outputs]
 

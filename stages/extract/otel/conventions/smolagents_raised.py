@@ -26,6 +26,7 @@ run's error; its model request keeps its own error.
 
 from __future__ import annotations
 
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_streams import SCOPE, raised
 from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
@@ -45,7 +46,7 @@ def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
         if not stand_in.stand_in or v is None or v.role is not None:
             continue
         kids = _children(stand_in, spans)
-        if not kids or not all((s.scope or "").startswith(SCOPE) for s in kids):
+        if not kids or not all(from_instrumentation(s, SCOPE, smolagents_span) for s in kids):
             continue
         below = [s for s in spans if _under(s, stand_in.span_id, index)]
         models = sorted((s for s in below if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
@@ -58,7 +59,7 @@ def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
     for step in spans:  # (a run that raised in its first step: that step is all that hangs from the lost agent span)
         v = views.get(step.span_id)
         if v is None or v.role != "chain" or step.parent_id is None or step.parent_id in index or step.stand_in \
-                or not (step.scope or "").startswith(SCOPE) or not _failed(step):
+                or not from_instrumentation(step, SCOPE, smolagents_span) or not _failed(step):
             continue
         models = sorted((s for s in spans if views[s.span_id].role == "model" and _under(s, step.span_id, index)), key=lambda s: (s.start, s.span_id))
         task = next((t for m in models if (t := _task(views[m.span_id])) is not None), None)
@@ -71,7 +72,7 @@ def unended_run(stand_in: Span, spans: list[Span], index: dict[str, Span] | None
     smolagents run that raised: its children are smolagents spans, the last a step (`CHAIN`) or planning request (`LLM`)
     that failed, with no model request under the stand-in after it (module docstring)."""
     kids = _children(stand_in, spans)
-    if not kids or not all((s.scope or "").startswith(SCOPE) for s in kids):
+    if not kids or not all(from_instrumentation(s, SCOPE, smolagents_span) for s in kids):
         return False
     last = kids[-1]
     if last.attrs.get(_KIND) not in ("CHAIN", "LLM") or not _failed(last):

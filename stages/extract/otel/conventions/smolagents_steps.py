@@ -51,6 +51,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.graph_state import value_text
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -70,7 +71,7 @@ _AUDIO = (".wav", ".mp3", ".ogg", ".flac", ".m4a", ".aac", ".opus")
 
 
 def _ours(span: Span) -> bool:
-    return (span.scope or "").startswith(SCOPE)
+    return from_instrumentation(span, SCOPE, smolagents_span)  # (without a scope: what the instrumentation writes)
 
 
 def _below(span: Span, index: dict[str, Span], views: dict[str, View], stop: set[str]) -> bool:

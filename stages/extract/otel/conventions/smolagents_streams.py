@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.genai import typed
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
@@ -36,7 +37,7 @@ def streamed_runs(spans: list[Span], views: dict[str, View]) -> None:
     """Give each smolagents agent run iterated as a stream its answer and its error (module docstring)."""
     for span in spans:
         v = views[span.span_id]
-        if v.role != "agent" or not (span.scope or "").startswith(SCOPE) or not _streamed(span):
+        if v.role != "agent" or not from_instrumentation(span, SCOPE, smolagents_span) or not _streamed(span):
             continue
         v.answer = _final_output(v.answer) if isinstance(v.answer, str) else v.answer
         if v.error is None and not span.status_error:
