@@ -187,6 +187,8 @@ _NO_OUTPUT = frozenset("Please " + " or ".join(x for x in chosen if x) + "."
                        for chosen in product(("", "return text"), ("", "include your response in a tool call", "call a tool"), ("", "return an image"))
                        if any(chosen))
 _OWN_KEYS = ("model_request_parameters", "pydantic_ai.all_messages")
+# (pydantic-ai 1.x+ writes neither on its `execute_tool` spans: there, its run's call id beside logfire's schema key)
+_OWN_PAIR = ("gen_ai.agent.call.id", "logfire.json_schema")
 
 
 def feedback(text: Any) -> str | None:
@@ -213,7 +215,7 @@ def feedback(text: Any) -> str | None:
 
 def ours(span: Span) -> bool:
     """A span of pydantic-ai's instrumentation: its scope, or (a format that keeps no scope) one of its own keys."""
-    return span.scope == SCOPE or (not span.scope and any(k in span.attrs for k in _OWN_KEYS))
+    return span.scope == SCOPE or (not span.scope and (any(k in span.attrs for k in _OWN_KEYS) or all(k in span.attrs for k in _OWN_PAIR)))
 
 
 def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
