@@ -55,7 +55,7 @@ def test_extract_and_run_read_mlflows_pretty_json_as_one_trace(tmp_path: Path) -
     cfg = _config(tmp_path, data, "mlflow")
     done = _tj(tmp_path, "extract", str(cfg), "-o", str(tmp_path / "cases.jsonl"))
     assert done.returncode == 0, done.stderr
-    assert "invalid" not in done.stderr and "wrote 1 cases" in done.stderr, done.stderr
+    assert "invalid" not in done.stderr and "wrote 1 case to" in done.stderr, done.stderr
     case = json.loads((tmp_path / "cases.jsonl").read_text())
     assert case["input"].startswith("Book the cheapest JFK to SFO flight")
     done = _tj(tmp_path, "run", str(cfg), "--no-progress")
