@@ -70,3 +70,41 @@ def test_the_tool_the_code_called_before_answering_stays_its_call() -> None:
     assert case.trace is not None
     assert [(c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == [
         (r["name"], r["arguments"], r["result"], None) for r in want["tool_runs"]]
+
+
+# A string the run returned that reads as JSON (a number, an object, an array, a quoted string), the empty string, and
+# `None`. The instrumentation records the string as it is (the `final_answer` span's output, `text/plain`; the agent span's
+# output the same text). Before, the run's answer was that text decoded as JSON: no text for a number, an object or an
+# array (the run read as answering its model's whole reply, code and all), `Paris` for `"Paris"`; and `final_answer(None)`
+# answered `None` (its `str()`), `final_answer("")` the model's reply, which was also the step's output.
+STRINGS = ("str-number", "str-json", "str-list", "str-quoted")
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+@pytest.mark.parametrize("name", STRINGS)
+def test_a_string_that_reads_as_json_is_the_answer_as_it_is(name: str, kind: str) -> None:
+    want = truth(name)
+    assert isinstance(want["returned"], str) and want["returned_type"] == "AgentText"
+    case = reading(name, kind)
+    assert case.trace is not None
+    [step] = case.trace.steps
+    assert step.thought == want["reply"]
+    assert step.output == want["returned"] == case.trace.output
+    assert case.input == want["task"] and "run_error" not in case.metadata
+
+
+@pytest.mark.parametrize("name", ("str-empty", "none"))
+def test_no_answer_text_is_no_output_and_the_reply_is_the_thought(name: str) -> None:
+    want = truth(name)
+    assert want["returned"] in ("", None)
+    case = reading(name, "oi")
+    assert case.trace is not None
+    [step] = case.trace.steps
+    assert step.thought == want["reply"]  # (the model's words and code: never what the agent said)
+    assert not step.output and not case.trace.output
+    assert case.input == want["task"] and "run_error" not in case.metadata
+
+
+@pytest.mark.parametrize("name", (*STRINGS, "none"))
+def test_both_formats_read_the_same_string_answers(name: str) -> None:
+    test_both_formats_read_the_same_steps(name)

@@ -15,6 +15,8 @@ re-raises before setting one), so format `smolagents` has no run error; its last
 
 A run that raised in its first step (`first-step`) leaves that one step under its lost agent span: no stand-in is made, the
 step is the trace's root, and its user text was smolagents' `New task:` framing; it now reads as the other runs that raised.
+A planning run whose first plan's request failed (`planning-first`) leaves only that request: it read as a lone request,
+its user text the whole planning prompt and no run error; it now reads as the other runs that raised too.
 
 The trace's warning about its lost span blamed a dropped batch; it now says the run raised and the instrumentation never
 ended its agent span. A run whose agent span was really lost (its steps all ended well) keeps the dropped-batch warning.
@@ -33,7 +35,7 @@ from framework_truth import only_case
 from tracejudge.core.records import Case
 
 DATA = Path(__file__).parent / "data" / "smolagents-raised"
-SCENARIOS = ("tool", "code", "planning", "second-run", "first-step")
+SCENARIOS = ("tool", "code", "planning", "second-run", "first-step", "planning-first")
 LOST_ROOT = ("tool", "code", "planning", "second-run")  # (in `first-step` one span names the lost agent span: no stand-in)
 FORMATS = {"oi": "otel", "memory": "smolagents"}
 # the module the exceptions the runs raised are defined in, as the spans' `exception.type` names them

@@ -18,6 +18,9 @@ Scenarios (one step each; its code ends in `final_answer(...)`):
 - `number`: `final_answer(21)`;
 - `list`: `final_answer([21, 14])` (its `str()` is JSON too);
 - `dict-after-tool`: `w = get_weather(city="Paris")`, then `final_answer({"city": "Paris", "weather": w})` in the same code.
+- `str-number`, `str-json`, `str-list`, `str-quoted`, `str-empty`: a string that reads as JSON (`final_answer("21")`,
+  `final_answer('{"city": "Paris", "temp_c": 21}')`, `"[21, 14]"`, `'"Paris"'`, `""`): the run returned that string;
+- `none`: `final_answer(None)`: the run returned `None`.
 
 openinference-instrumentation-smolagents (0.1.43) records the `final_answer` call's Python arguments as its span's `input.value`
 (`{"args": [value], "kwargs": {}, ...}`, or the value under `kwargs`), the value as its `output.value` (JSON when it is no
@@ -48,6 +51,12 @@ CODE = {
     "number": "final_answer(21)",
     "list": "final_answer([21, 14])",
     "dict-after-tool": 'w = get_weather(city="Paris")\nfinal_answer({"city": "Paris", "weather": w})',
+    "str-number": 'final_answer("21")',
+    "str-json": "final_answer('{\"city\": \"Paris\", \"temp_c\": 21}')",
+    "str-list": 'final_answer("[21, 14]")',
+    "str-quoted": "final_answer('\"Paris\"')",
+    "str-empty": 'final_answer("")',
+    "none": "final_answer(None)",
 }
 
 

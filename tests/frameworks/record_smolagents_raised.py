@@ -16,6 +16,7 @@ Scenarios (in each, a model request gets HTTP 500 and smolagents re-raises it as
 - `code`: `CodeAgent`; step 1's code calls `get_weather` (Paris) and prints, then the second request fails;
 - `planning`: `ToolCallingAgent(planning_interval=1)`: a plan, `get_weather` (Paris), then the second plan's request fails;
 - `first-step`: `ToolCallingAgent`; the first request fails;
+- `planning-first`: `ToolCallingAgent(planning_interval=1)`; the first request, the first plan's, fails;
 - `second-run`: `ToolCallingAgent`; a first run answers at once ("Paris is sunny."); a second run on the same memory
   (`reset=False`, "And Tokyo?") calls `get_weather` (Tokyo), then its next request fails.
 
@@ -50,6 +51,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], list[str], list[dict[str, Any]]]
              [_text('Thought: check Paris.\n<code>\nw = get_weather(city="Paris")\nprint(w)\n</code>'), SERVER_ERROR]),
     "planning": ("tool", {"planning_interval": 1}, ["What is the weather in Paris?"], [_text(PLAN), _calls(PARIS), SERVER_ERROR]),
     "first-step": ("tool", {}, ["What is the weather in Paris?"], [SERVER_ERROR]),
+    "planning-first": ("tool", {"planning_interval": 1}, ["What is the weather in Paris?"], [SERVER_ERROR]),
     "second-run": ("tool", {}, ["What is the weather in Paris?", "And Tokyo?"],
                    [_calls(call("c0", "final_answer", {"answer": "Paris is sunny."})), _calls(call("c2", "get_weather", {"city": "Tokyo"})),
                     SERVER_ERROR]),

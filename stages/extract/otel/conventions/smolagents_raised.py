@@ -22,11 +22,21 @@ under its lost agent span, the failed `Step 1`, and a parent only one span names
 trace's root, and its request's `New task:` message was read as the user's text. Such a step (a smolagents `CHAIN`
 span whose parent is not in the trace, failed) is read as the run in the same way: its task, and its exception as the
 run's error; its model request keeps its own error.
+
+A planning run (`planning_interval`) whose first plan's request failed left only that request (an `LLM` span, failed)
+under its lost agent span: it read as a lone request, its user text the whole planning prompt, no run error. Such a
+request gets the stand-in `links.stand_in_parents` gives a parent several spans name (`_lone_plans`, added to the
+group's spans), and reads as the runs above: its task is the one the planning prompt gives (smolagents' `initial_plan`
+templates: "Here is your task:\n```\n<task>\n```"; with another wording the run has none and reads as before), its
+exception the run's error.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
+from tracejudge.stages.extract.otel.conventions.smolagents_plans import _planning
 from tracejudge.stages.extract.otel.conventions.smolagents_streams import SCOPE, raised
 from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
@@ -35,11 +45,14 @@ from tracejudge.stages.extract.otel.view import View
 __all__ = ["raised_runs", "unended_run"]
 
 _NEW_TASK = "New task:\n"
+_PLAN_TASK = "Here is your task:\n```\n"  # smolagents' `initial_plan` templates (1.12+): "…\n```\nFirst in part 1, …"
+_FENCE = "\n```"
 _KIND = "openinference.span.kind"
 
 
 def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
     """Read each stand-in for a smolagents run's lost agent span as that run (module docstring)."""
+    _lone_plans(spans, views)
     index = {s.span_id: s for s in spans}
     for stand_in in spans:
         v = views.get(stand_in.span_id)
@@ -51,6 +64,7 @@ def raised_runs(spans: list[Span], views: dict[str, View]) -> None:
         below = [s for s in spans if _under(s, stand_in.span_id, index)]
         models = sorted((s for s in below if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
         task = next((t for m in models if (t := _task(views[m.span_id])) is not None), None)  # (a planning request has none)
+        task = task if task is not None else next((t for m in models if (t := _plan_task(m, views[m.span_id])) is not None), None)
         if task is None:
             continue
         v.role, v.request = "agent", task
@@ -79,6 +93,40 @@ def unended_run(stand_in: Span, spans: list[Span], index: dict[str, Span] | None
         return False
     index = index if index is not None else {s.span_id: s for s in spans}
     return not any(s.attrs.get(_KIND) == "LLM" and s.start >= last.end and _under(s, stand_in.span_id, index) for s in spans)
+
+
+def _lone_plans(spans: list[Span], views: dict[str, View]) -> None:
+    """Hang each failed smolagents planning request that is the only span under its lost parent from a stand-in of that
+    parent, added to `spans` and `views` (module docstring: a run whose first plan's request failed)."""
+    ids = {s.span_id for s in spans}
+    named: dict[str, int] = {}
+    for span in spans:
+        if span.parent_id is not None and span.parent_id not in ids:
+            named[span.parent_id] = named.get(span.parent_id, 0) + 1
+    for at, span in reversed(list(enumerate(spans))):
+        v = views.get(span.span_id)
+        if span.parent_id is None or named.get(span.parent_id) != 1 or span.stand_in or v is None or v.role != "model" \
+                or not from_instrumentation(span, SCOPE, smolagents_span) or not _planning(span.attrs.get("input.value")) or not _failed(span):
+            continue
+        made = f"{span.parent_id}@{span.trace_id}"  # (as `links.stand_in_parents` names a stand-in)
+        if made in ids:
+            continue
+        spans.insert(at, replace(span, span_id=made, parent_id=None, name="", kind=0, attrs={}, status_error=False, status_message=None,
+                                 events=[], problem=None, logs=[], copies_differ=False, scope=None, stand_in=True))
+        views[made] = View()
+        span.parent_id = made
+
+
+def _plan_task(span: Span, request: View) -> str | None:
+    """The task a planning request's prompt gives, as smolagents' initial-plan templates word it (`None` otherwise)."""
+    if not _planning(span.attrs.get("input.value")):
+        return None
+    said = ["\n".join(text_parts(m)) for m in request.inputs or [] if m.get("role") == "user"]
+    text = said[-1] if said else ""
+    start = text.rfind(_PLAN_TASK)
+    end = text.rfind(_FENCE, start + len(_PLAN_TASK)) if start != -1 else -1
+    task = text[start + len(_PLAN_TASK):end] if end != -1 else None
+    return task if task and task.strip() else None
 
 
 def _failed(span: Span) -> bool:

@@ -10,13 +10,17 @@ step as a `Step n` `CHAIN` span under it holding the step's model request (`LLM`
   output is that value's `repr`, the answer is the value as JSON text — as format `smolagents` (the same run's
   memory) writes it, so the same run reads the same in both. A value whose `str()` is JSON too (`final_answer(21)`,
   `final_answer([1, 2])`) decoded to no text, and the run read as answering its model's code: its JSON text too.
+  A string the run returned is that text as it is, even when it reads as JSON (`final_answer("21")`,
+  `final_answer('"Paris"')`): the `final_answer` span recorded it as `text/plain`, and the agent span's output is
+  the same text, which decoded as JSON was no text (the run read as answering its model's code) or lost its quotes.
 - `given_answers`: the step that gave it. A `CodeAgent`'s code calls `final_answer(value)`; its `final_answer` span
   records the call's Python arguments (`{"args": [value], "kwargs": {}, …}`). A string is the step's output (the
   model's words and code its thought: `assemble._code_answers`), but another value was read as the model's
   arguments (a mapping's keys) or as its Python `str()`: the step answered nothing, its code its output, or the
   answer in Python's notation. The rule: whatever the value, the step's output is the answer, text as it is and any
   other value as JSON — the run's answer (`answers`), the `final_answer` span's own `output.value` and format
-  `smolagents`' step output (the memory's `action_output`) say the same; the code stays the step's thought.
+  `smolagents`' step output (the memory's `action_output`) say the same; the code stays the step's thought. `None` and
+  `""` are no output (`_no_text_answer`): the request's words and code are its thought, and the run answered nothing.
 - `step_errors`: a step that failed. smolagents raises inside the step and catches it in the run (the model is
   told the error, and tries again); the instrumentation records that on the `Step n` span only: status ERROR, an
   `exception` event. A `CodeAgent`'s code that raised (`AgentExecutionError: Code execution failed at line …`)
@@ -117,6 +121,14 @@ def answers(spans: list[Span], views: dict[str, View]) -> None:
         if isinstance(value, (dict, list, int, float)) and isinstance(said, str) and len(said) < _MAX_TEXT \
                 and value_text(python_literal(said, None)) == value_text(value):  # (`True` is no `1`: compared as JSON)
             v.answer = value_text(value)
+        given = final.attrs.get("output.value")
+        raw = index[agent_id].attrs.get("output.value")
+        if given == "null" and final.attrs.get("output.mime_type") == "application/json" and raw == "None":
+            v.answer = None  # `final_answer(None)`: the run returned `None`, no answer (its `str()` is no text it said)
+        if final.attrs.get("output.mime_type") == "text/plain" and isinstance(given, str) and given and raw == given:
+            # a string answer (`final_answer("21")`, `'{"city": …}'`, `'"Paris"'`) is the agent span's output as it is:
+            # decoded as JSON it was no text (the model's code read as the answer) or lost its quotes
+            v.answer = given
 
 
 def given_answers(spans: list[Span], views: dict[str, View]) -> None:
@@ -132,6 +144,24 @@ def given_answers(spans: list[Span], views: dict[str, View]) -> None:
         values = [*given["args"], *given["kwargs"].values()]
         if len(values) == 1 and values[0] is not None and not isinstance(values[0], str):
             v.args = {"answer": value_text(values[0])}
+        elif len(values) == 1 and values[0] in (None, ""):
+            _no_text_answer(span, spans, views)
+
+
+def _no_text_answer(final: Span, spans: list[Span], views: dict[str, View]) -> None:
+    """The request whose code gave `final_answer(None)` or `final_answer("")` said no answer: its words and code are its
+    thought, as format `smolagents` reads its memory step (the model's reply, no output), not the step's output."""
+    asked = [s for s in spans if s.parent_id is not None and s.parent_id == final.parent_id and s.start <= final.start
+             and views[s.span_id].role == "model" and _ours(s)]
+    if not asked:
+        return
+    mv = views[max(asked, key=lambda s: (s.start, s.span_id)).span_id]
+    parts = [p for m in mv.outputs or [] for p in m.get("parts") or [] if isinstance(p, dict)]
+    if not parts or any(p.get("type") == "tool_call" for p in parts):
+        return  # (a `ToolCallingAgent` called the tool itself: its call is the answer)
+    mv.outputs = [{**m, "parts": [{"type": "reasoning", "content": p.get("content")} if isinstance(p, dict) and p.get("type") == "text" else p
+                                  for p in m.get("parts") or []]} if m.get("role") == "assistant" and isinstance(m.get("parts"), list) else m
+                  for m in mv.outputs or []]
 
 
 def _run_result_output(text: str) -> Any:
