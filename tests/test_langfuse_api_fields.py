@@ -115,3 +115,21 @@ def test_observations_that_are_no_list_are_named_so(tmp_path: Path, record: dict
     path.write_text(json.dumps(record) + "\n")
     ((_, error),) = extract(path)
     assert error.field == field and f"{field}: expected a list of observations, {said_}" in error.message and "missing" not in error.message
+
+
+def test_an_otlp_file_given_as_langfuse_says_which_format_reads_it_and_names_its_field_once(tmp_path: Path) -> None:
+    """`tracejudge extract` named the field twice (`observations: observations: required list …`: the place names it and
+    the message began with it) and did not say that the line is OTLP, which format `otel` reads."""
+    import subprocess
+
+    otlp = tmp_path / "spans.jsonl"
+    otlp.write_text('{"resourceSpans": []}\n{"id": "t2", "observations": "abc"}\n', encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {otlp}, format: langfuse}}\nmetrics: [{{type: MaxToolCalls, max_calls: 5}}]\n", encoding="utf-8")
+    got = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(cfg), "-o", str(tmp_path / "out.jsonl")],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 1, got.stderr
+    assert "observations: observations" not in got.stderr, got.stderr
+    assert f"{otlp}:1: observations: required list of observations is missing: this line is an OTLP export request" in got.stderr
+    assert "format `otel` reads" in got.stderr
+    assert f"{otlp}:2: observations (t2): expected a list of observations, got a string" in got.stderr, got.stderr

@@ -99,6 +99,9 @@ def no_list(record: dict[str, Any], cid: str) -> NoReturn:
     that it holds none."""
     field = "data" if "observations" not in record and "data" in record else "observations"
     got = record.get(field)
+    if got is None and ("resourceSpans" in record or "resource_spans" in record):
+        fail("observations: required list of observations is missing: this line is an OTLP export request "
+             "(`resourceSpans`), which format `otel` reads", field=field, case_id=cid)
     fail(f"{field}: expected a list of observations, got {json_type(got)}" if got is not None else
          "observations: required list of observations is missing (fetch the trace with GET /api/public/traces/{id})",
          field=field, case_id=cid)

@@ -67,7 +67,10 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                 where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
                 # A record without a readable id goes by its place (`FILE:LINE`): named once, not twice.
                 named = "" if cid in (f"{info.file}:{info.line}", f"{Path(str(info.file)).name}:{info.line}") else f" ({cid})"
-                err.print(f"invalid input {where}{named}: {info.message}", highlight=False, markup=False)
+                message = info.message
+                if info.field and message.startswith(f"{info.field}: "):  # (said once: the place already names the field)
+                    message = message[len(info.field) + 2:]
+                err.print(f"invalid input {where}{named}: {message}", highlight=False, markup=False)
         finally:
             if out is not sys.stdout:
                 out.close()
