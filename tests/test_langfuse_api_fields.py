@@ -133,3 +133,19 @@ def test_an_otlp_file_given_as_langfuse_says_which_format_reads_it_and_names_its
     assert f"{otlp}:1: observations: required list of observations is missing: this line is an OTLP export request" in got.stderr
     assert "format `otel` reads" in got.stderr
     assert f"{otlp}:2: observations (t2): expected a list of observations, got a string" in got.stderr, got.stderr
+
+
+def test_a_page_joining_observations_fetched_with_and_without_io_is_refused(tmp_path: Path) -> None:
+    """One line holding the observations of two fetches, one with `io` and one without: the group check looked for its
+    keys on any observation, so the others' input, output and results read as unknown, silently."""
+    (whole,) = observations_v2(DOCS, WHOLE, None, 1000)
+    (bare,) = observations_v2(DOCS, None, None, 1000)
+    keep = len(whole["data"]) // 2
+    mixed = {**whole, "data": whole["data"][:keep] + bare["data"][keep:]}
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(mixed) + "\n")
+    (result,) = extract(path)
+    assert not isinstance(result, Case), result
+    _, error = result
+    assert error.kind == "invalid_input" and error.field == f"data[{keep}].input", error
+    assert "fetched with different field groups" in error.message and QUERY in error.message

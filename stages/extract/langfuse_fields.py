@@ -84,6 +84,13 @@ def missing_groups(record: dict[str, Any], observations: list[Any], cid: str) ->
              f"unless `fields` asks for more), so {' and '.join(_LOST[g] for g in refused)} are unknown; read, it would be a run "
              f"with nothing to judge. Fetch it with {query(tid)}", field=f"data[0].{_GROUPS[refused[0]][0]}",
              case_id=cid)
+    for g in _REFUSED:  # (a line joining observations fetched with and without a group: the others read as unknown, silently)
+        without = next((i for i, o in enumerate(obs) if not any(k in o for k in _GROUPS[g])), None)
+        if without is not None:
+            fail(f"this page's observations were fetched with different field groups: data[{without}] has none of "
+                 f"{' or '.join(f'`{k}`' for k in _GROUPS[g][:2])} where others have them (the `{g}` group): what it "
+                 f"holds of {_LOST[g]} would read as unknown. Fetch the trace's observations in one query: {query(tid)}",
+                 field=f"data[{without}].{_GROUPS[g][0]}", case_id=cid)
     meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
     cursor = meta.get("cursor")
     if isinstance(cursor, str) and cursor:
