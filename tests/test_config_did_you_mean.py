@@ -74,7 +74,8 @@ def test_a_case_with_a_mistyped_key_names_the_key_it_meant(tmp_path: Path) -> No
     (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "a", "expected_tool_call": [], "trace": {"steps": []}}) + "\n")
     (tmp_path / "eval.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
     proc = cli("extract", "eval.yaml", "-o", "out.jsonl", cwd=tmp_path)
-    assert "expected_tool_call: Extra inputs are not permitted; did you mean expected_tool_calls?" in " ".join(proc.stderr.split())
+    # (the field once: the place names it, `expected_tool_call (a): expected_tool_call: …` said it twice)
+    assert "cases.jsonl:1: expected_tool_call (a): Extra inputs are not permitted; did you mean expected_tool_calls?" in " ".join(proc.stderr.split())
 
 
 @pytest.mark.parametrize("typed,choices,expected", [
@@ -168,7 +169,7 @@ def test_a_case_s_unknown_key_where_a_required_one_is_missing_is_one_problem(tmp
     (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
     (tmp_path / "eval.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
     proc = cli("extract", "eval.yaml", "-o", "out.jsonl", cwd=tmp_path)
-    assert proc.stderr.splitlines()[0].endswith(f"trace.steps[0].tool_calls[0].{key}: {expected}"), proc.stderr
+    assert proc.stderr.splitlines()[0].endswith(f":1: trace.steps[0].tool_calls[0].{key} (a): {expected}"), proc.stderr
 
 
 @pytest.mark.parametrize("kind, meant", [("trajectory:tool-usd", "trajectory:tool-used"), ("Trajectory:tool-used", "trajectory:tool-used"),
