@@ -17,34 +17,15 @@ as `sends`):
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
-from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
+from test_langgraph_handoff import extract, truth  # (the same folder, read the same way)
 
-DATA = Path(__file__).parent / "data" / "langgraph-handoff"
 VARIANTS = ("send", "parallel", "send-parallel")
 READINGS = [(f"{k}-{v}", f"{k}-{v}{ext}", fmt) for v in VARIANTS
             for k, ext, fmt in (("oi", ".jsonl", "otel"), ("tl", ".jsonl", "otel"), ("lf", ".jsonl", "otel"), ("ml", ".otlp.jsonl", "otel"), ("ml", ".mlflow.jsonl", "mlflow"))]
 IDS = [f"{f}:{fmt}" for _, f, fmt in READINGS]
-
-
-def extract(file: str, fmt_name: str) -> Case:
-    fmt = registry.format_for(fmt_name)
-    ds = DatasetConfig(path=DATA / file, format=fmt_name, options={})
-    ctx = fmt.prepare(ds)
-    cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
-    assert len(cases) == 1 and isinstance(cases[0], Case), cases
-    return cases[0]
-
-
-def truth(name: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{name}.truth.json").read_text())
 
 
 def sent_results(want: dict[str, Any]) -> dict[str, Any]:
