@@ -167,6 +167,7 @@ from tracejudge.stages.extract.conversation_groups import Refused
 from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.conventions.agents_sdk import unanswered_usage
 from tracejudge.stages.extract.otel.dropped import warn_lost
 from tracejudge.stages.extract.otel.item_ids import link_item_ids
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
@@ -368,7 +369,9 @@ def adapt(group: Group | Refused, options: Options | None = None) -> Case:
     if not isinstance(group, Group):
         fail(f"expected a group of spans, got {type(group).__name__}")
     try:
-        case = build_case(assemble(group, opts))
+        built = assemble(group, opts)
+        unanswered_usage(built, group.spans)  # an Agents SDK run that made no model request: tokens unknown, as its export reads it
+        case = build_case(built)
     except AdapterError as exc:
         exc.case_id = exc.case_id or group.case_id
         raise

@@ -30,6 +30,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.conventions.agents_hidden import SDK_HID, sdk_hid
 from tracejudge.stages.extract.otel.conventions.genai import DETAILS
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
@@ -196,6 +197,8 @@ def _unread_text(found: list[Unread], total: int) -> str:
         said.append(f"{len(empty)} of {total} model request(s) hold a {roles} message whose content parts were all dropped "
                     f"(`\"parts\": []` in `{_EMPTY_KEY}`; instrumentation scope {_scopes(empty)}): what it said is unknown (a "
                     "first user message's text is the case's input)")
+    if not empty and sdk_hid(u.span for u in none):  # the Agents SDK's own setting, not OpenInference's (`agents_hidden`)
+        return f"{'; '.join(said)}. {SDK_HID}"
     return (f"{'; '.join(said)}. The instrumentation did not write them: content capture of inputs off ({HIDDEN_INPUTS}), or it "
             "gave up on the request (OpenLLMetry's opentelemetry-instrumentation-openai 0.62 writes no input message for a request "
             "with a base64 image; opentelemetry-instrumentation-openai-v2 2.4b0 writes a user message of content parts as "

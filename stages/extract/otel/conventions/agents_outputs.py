@@ -25,6 +25,14 @@ the model is shown), and the SDK records no error on its span: the call failed a
 and `timeout_error` says so, the message its error. A custom message (`timeout_error_function`) cannot be told apart
 from an output; `timeout_behavior="raise_exception"` records the error on the span itself.
 
+An MCP server's tool that failed answers `isError` with text, which the SDK passes on as the tool's output, recording
+no error (nor the flag) on its span. The MCP Python SDK's server (`mcp` 2.x `MCPServer`; FastMCP alike) words every
+such failure of a tool that raised `Error executing tool <name>` (then `: <the ToolError's text>`): `mcp_error` reads
+that text, on a call of an MCP tool (the export's `mcp_data`; under OpenInference a tool an `mcp_tools` span of the
+trace lists), as the call's error. Any other `isError` result (a tool returning `CallToolResult(is_error=True)` of its
+own text, another server's wording) is in no trace and reads as the tool's output; OpenLLMetry records no `mcp_tools`
+span, so there the call is not known to be an MCP tool's.
+
 `read_tool_outputs` applies both to the tool spans of a group recorded by OpenInference's or OpenLLMetry's
 instrumentation of the SDK; format `openai-agents` applies them as it reads a `function` span. A call whose tool span
 is not in the trace (an exporter dropped it) has as its result the tool message the next request sent: when that is
@@ -42,7 +50,7 @@ from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_grou
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View
 
-__all__ = ["read_tool_outputs", "timeout_error", "tool_output"]
+__all__ = ["mcp_error", "read_tool_outputs", "timeout_error", "tool_output"]
 
 _OI_SCOPE = "openinference.instrumentation.openai_agents"
 _TL_SCOPE = "opentelemetry.instrumentation.openai_agents"
@@ -54,6 +62,7 @@ _FIELD = r"""[a-z_]+=(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|None)"""
 _MODEL_STR = re.compile(rf"type=(?:'(?:text|image|file)')(?: {_FIELD})*")
 _PAIR = re.compile(rf"([a-z_]+)=('(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|None)")
 _TIMEOUT = re.compile(r"Tool '(.+)' timed out after (?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf) seconds\.")
+_MCP_FAILED = re.compile(r"Error executing tool (\S+?)(?:: .*)?", re.S)  # the MCP Python SDK server's isError text
 _LIMIT = 1_000_000  # longer text is never parsed as Python (an output that long is data, kept as it is)
 # One structured output item in Python text: a mapping or one of the SDK's models, its values literals, or brackets
 # nested at most two deep (`_may_be_outputs`); strings are skipped whole, so a bracket inside one does not count.
@@ -93,6 +102,26 @@ def timeout_error(name: Any, output: Any) -> str | None:
     return output if said == name or name.endswith("." + said) else None  # (a namespaced tool's span may name its namespace)
 
 
+def mcp_error(name: Any, output: Any) -> str | None:
+    """`output` when it is the MCP Python SDK server's text for a call of its tool `name` that failed (`isError`), else
+    None (module docstring: only for a tool known to be an MCP server's)."""
+    found = _MCP_FAILED.fullmatch(output) if isinstance(output, str) and len(output) < _LIMIT else None
+    if found is None or not isinstance(name, str) or not name:
+        return None
+    said = found.group(1)
+    return output if said == name or name.endswith("." + said) or name.endswith("__" + said) else None
+
+
+def _mcp_tools(spans: list[Span], loose: bool) -> set[str]:
+    """The tools the `mcp_tools` spans of OpenInference's Agents instrumentation list (`output.value`, a JSON list)."""
+    names: set[str] = set()
+    for span in spans:
+        listed = maybe_json(span.attrs.get("output.value")) if span.name == "mcp_tools" and _agents_scope(span, loose) else None
+        if isinstance(listed, list):
+            names.update(n for n in listed if isinstance(n, str))
+    return names
+
+
 def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
     """Read the tool spans of `spans` (a group) that OpenInference's or OpenLLMetry's instrumentation of the Agents SDK
     recorded: a structured output as what the model was shown (`tool_output`), a timed-out call's message as its error
@@ -100,6 +129,7 @@ def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
     `openai-agents`), a tool message that is such a message `is_error` (module docstring). In place; running it twice
     changes nothing more."""
     loose = agents_sdk_group(spans)  # (spans read without their scope: the Agents SDK's group, `scopeless`)
+    mcp: set[str] | None = None
     for span in spans:
         v = views[span.span_id]
         if v.role != "tool" or not _agents_tool(span, loose):
@@ -107,6 +137,10 @@ def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
         if v.result is not MISSING:
             v.result = tool_output(v.result)
         v.error = v.error or timeout_error(v.tool_name, v.result)
+        if not v.error and isinstance(v.result, str) and v.result.startswith("Error executing tool "):
+            mcp = _mcp_tools(spans, loose) if mcp is None else mcp
+            # an MCP server's failed tool: its `isError` text, passed on as the output with no error recorded
+            v.error = mcp_error(v.tool_name, v.result) if v.tool_name in mcp else None
     models = [v for span in spans if (v := views[span.span_id]).role == "model" and (_agents_scope(span, loose) or "openai-agents" in v.conventions)]
     if not any(isinstance(p.get("response"), str) and "timed out after" in p["response"]
                for v in models for m in v.inputs or [] for p in _parts(m, "tool_call_response")):

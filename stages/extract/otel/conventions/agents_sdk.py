@@ -32,6 +32,12 @@ Under OpenInference, `stop_answers` runs on a whole group (the spans of one trac
   `transfer_to_<agent>` call's result, which no request's input holds, from its `handoff to <agent>` span: the SDK's
   transfer message `{"assistant": "<agent>"}` (`openai_agents.handoff_results`).
 
+`unanswered_usage` runs on the case a group of the SDK's spans (OpenInference's or OpenLLMetry's instrumentation)
+assembles: a run that failed before any model request was answered (a tripped input guardrail; one at the first
+request's provider error reads so already) has unknown token counts, not 0 and 0, as the SDK's own export reads the
+same run (an input guardrail runs beside the first request by default: a request the tripwire cut short recorded
+nothing, yet may have been sent).
+
 No import of the other conventions at load time: `openai_agents` imports `langfuse`, which imports `openinference`,
 which imports this module.
 """
@@ -52,7 +58,7 @@ from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
 
 __all__ = ["FAKE_ID", "give_handoff_results", "handoff_span", "handoff_target", "mark_not_run", "oi_errors", "repr_error", "response_calls",
-           "stop_answers"]
+           "stop_answers", "unanswered_usage"]
 
 FAKE_ID = "__fake_id__"  # the SDK's placeholder item id (`agents.models.fake_id.FAKE_RESPONSES_ID`): no call's id
 
@@ -184,6 +190,21 @@ def oi_errors(spans: list[Span], views: dict[str, View]) -> None:
         if not ours(span) or not span.status_error or not span.status_message or v.error != span.status_message:
             continue
         v.error = repr_error(span.status_message) or v.error
+
+
+def unanswered_usage(built: dict[str, Any], spans: list[Span]) -> None:
+    """`built` (the case mapping of `spans`) with unknown token counts when it is an Agents SDK run (OpenInference's or
+    OpenLLMetry's spans) with no model request: nothing was answered, and the export reads the same run so (module
+    docstring). In place."""
+    usage = built.get("trace", {}).get("usage")
+    if not isinstance(usage, dict) or usage.get("requests") != 0:
+        return
+    # here: openllmetry_agents imports this module
+    from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own
+
+    ours = _ours(spans)
+    if any(ours(s) or own(s, "agent") for s in spans):
+        usage["input_tokens"] = usage["output_tokens"] = None
 
 
 def _ours(spans: list[Span]) -> Callable[[Span], bool]:

@@ -64,7 +64,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_results, mark_not_run, response_calls
-from tracejudge.stages.extract.otel.conventions.agents_outputs import timeout_error, tool_output
+from tracejudge.stages.extract.otel.conventions.agents_outputs import mcp_error, timeout_error, tool_output
 from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
@@ -102,6 +102,8 @@ def read(span: Span) -> View | None:
             v.result = tool_output(data["output"])  # the SDK's structured output (an MCP tool's) is `str()` of it: what the model got
         unrun = span.attrs.get(NOT_FINISHED) or span.attrs.get(AWAITING_APPROVAL)  # (why it did not finish, or run)
         v.error = error or (unrun if isinstance(unrun, str) else None) or timeout_error(v.tool_name, v.result)  # (no error recorded)
+        if not v.error and data.get("mcp_data"):  # an MCP server's failed tool: its `isError` text is the output, no error recorded
+            v.error = mcp_error(v.tool_name, v.result)
     elif v.role == "model":
         if kind == "generation":
             v.inputs = normalise(data.get("input"))
