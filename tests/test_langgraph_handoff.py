@@ -31,17 +31,17 @@ READINGS = [("oi-handoff", "oi-handoff.jsonl", "otel"), ("tl-handoff", "tl-hando
             ("ml-handoff", "ml-handoff.otlp.jsonl", "otel"), ("ml-handoff", "ml-handoff.mlflow.jsonl", "mlflow")]
 
 
-def extract(file: str, fmt_name: str) -> Case:
+def extract(file: str, fmt_name: str, data: Path = DATA) -> Case:
     fmt = registry.format_for(fmt_name)
-    ds = DatasetConfig(path=DATA / file, format=fmt_name, options={})
+    ds = DatasetConfig(path=data / file, format=fmt_name, options={})
     ctx = fmt.prepare(ds)
     cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
     assert len(cases) == 1 and isinstance(cases[0], Case), cases
     return cases[0]
 
 
-def truth(name: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{name}.truth.json").read_text())
+def truth(name: str, data: Path = DATA) -> dict[str, Any]:
+    return json.loads((data / f"{name}.truth.json").read_text())
 
 
 @pytest.mark.parametrize("name, file, fmt", READINGS, ids=[f"{f}:{fmt}" for _, f, fmt in READINGS])

@@ -24,6 +24,13 @@ instrumentations records the exchange as messages; what counts here:
   goes on in the parent graph with only what the Command carries: their `ToolMessage`s reach no model. Such a call
   keeps its result and fails with an error saying so (the judge must not take a later answer as built on it), unless
   a later request or the Command itself holds a reply to it.
+  A Command with neither a reply nor `update`, `Command(goto=agent, graph=Command.PARENT)`, answers the call with no
+  message either: its result is where it went, `{"node": agent}` (a list of them for several), not the Command.
+  Several handoffs in one reply: create_react_agent runs each call as a task of its own, and LangGraph takes the
+  first `ParentCommand` to reach the parent graph (not always the first asked for) and drops the others (ToolNode run
+  once for all the calls joins their `Send`s instead). A handoff none of whose destinations a node span of the graph
+  started after it (with the `Send`'s input, when the span recorded one), when another handoff of the same reply's did,
+  keeps its result and fails with an error saying it was dropped.
 - a resume: a span whose input is a `Command` that carries a `resume` (its fields `graph`, `update`, `resume`,
   `goto`, as every one of those instrumentations serialises it; OpenLLMetry's under `inputs`). `View.resume`
   gets the value as recorded.
@@ -87,11 +94,81 @@ def read_handoffs(spans: list[Span], views: dict[str, View]) -> None:
     handoffs = [(s, c) for s in spans if views[s.span_id].role == "tool" and (c := _parent_command(s)) is not None]
     for span, command in handoffs:
         v = views[span.span_id]
-        sends = _sends(command.get("goto"))
-        if sends and isinstance(v.result, dict) and "goto" in v.result and set(v.result) <= _COMMAND_FIELDS:
-            v.result = sends[0] if len(sends) == 1 else sends  # (no message answered the call: where it went, with what)
+        if not (isinstance(v.result, dict) and "goto" in v.result and set(v.result) <= _COMMAND_FIELDS):
+            continue  # (a message answered the call: its reply is the result)
+        # No message answered the call: where it went, with what (`Send`s), or where alone (a Command carrying nothing:
+        # the serialised Command, `update` and `resume` None, says no more than that)
+        to = _sends(command.get("goto")) or (_nodes(command.get("goto")) if command.get("update") is None else [])
+        if to:
+            v.result = to[0] if len(to) == 1 else to
     if handoffs:
         _lost_replies(spans, views, handoffs)
+        _undelivered(spans, views, handoffs)
+
+
+def _nodes(goto: Any) -> list[dict[str, Any]]:
+    """A Command's `goto` of node names (one, or a list) as `{"node"}` each; `[]` unless all are names."""
+    names = [goto] if isinstance(goto, str) else goto if isinstance(goto, list) else []
+    return [{"node": n} for n in names] if names and all(isinstance(n, str) and n for n in names) else []
+
+
+def _destinations(command: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where a handoff's Command goes in the parent graph: its `Send`s, else its node names, as `{"node"[, "arg"]}`."""
+    return _sends(command.get("goto")) or _nodes(command.get("goto"))
+
+
+def _went(dest: dict[str, Any], after: int, nodes: list[tuple[int, str, str | None]]) -> bool:
+    """Whether a node span of `dest` started after `after` (OpenLLMetry names it `execute_task <node>`, the others
+    `<node>`) with `dest`'s input: every text of a `Send`'s `arg` is in the span's recorded input (two `Send`s to one
+    agent differ only there), when the span recorded one."""
+    texts = [t for t in _strings(dest.get("arg")) if t]
+    return any(name == dest["node"] and start > after and (raw is None or all(_quoted(t) in raw or t in raw for t in texts))
+               for start, name, raw in nodes)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [t for item in items for t in _strings(item)]
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text)[1:-1]  # (as JSON text writes it, escapes and all)
+
+
+def _input_text(span: Span) -> str | None:
+    return next((raw for key in _INPUT_KEYS if isinstance(raw := span.attrs.get(key), str)), None)
+
+
+_UNDELIVERED = ("ran, but its handoff was dropped: the parent graph went on with another handoff of the same reply, {name} to {to}, "
+                "and takes one such Command (this one's {mine} never ran)")
+
+
+def _undelivered(spans: list[Span], views: dict[str, View], handoffs: list[tuple[Span, dict[str, Any]]]) -> None:
+    """Fail the handoffs of one model reply that LangGraph dropped for another (module docstring)."""
+    models = sorted(((s, views[s.span_id]) for s in spans if views[s.span_id].role == "model"), key=lambda m: m[0].start)
+    by_reply: dict[str, list[tuple[Span, dict[str, Any]]]] = {}
+    for span, command in handoffs:
+        asking = _asking_model(span, views[span.span_id], models)
+        if asking is not None:
+            by_reply.setdefault(asking.span_id, []).append((span, command))
+    nodes = [(s.start, s.name.removeprefix("execute_task "), _input_text(s)) for s in spans if views[s.span_id].role not in ("model", "tool")]
+    for group in by_reply.values():
+        if len(group) < 2:
+            continue
+        # (the parent graph went where a node span of a destination started after the handoff, with its input)
+        went = [(span, command, any(_went(d, span.start, nodes) for d in _destinations(command))) for span, command in group]
+        delivered = [(span, command) for span, command, ok in went if ok]
+        if not delivered or len(delivered) == len(went):
+            continue  # (nothing tells which went on, or all did)
+        name = views[delivered[0][0].span_id].tool_name
+        to = " and ".join(repr(d["node"]) for d in _destinations(delivered[0][1]))
+        for span, command, ok in went:
+            v = views[span.span_id]
+            if not ok and v.error is None:
+                mine = " and ".join(("Send to " if "arg" in d else "goto ") + repr(d["node"]) for d in _destinations(command))
+                v.error = _UNDELIVERED.format(name=name, to=to, mine=mine)
 
 
 def _parent_command(span: Span) -> dict[str, Any] | None:
@@ -166,15 +243,24 @@ def _lost_replies(spans: list[Span], views: dict[str, View], handoffs: list[tupl
 
 
 def _asking_reply(span: Span, view: View, models: list[tuple[Span, View]]) -> list[dict[str, Any]]:
-    """The tool-call parts of the model reply that asked for the handoff `span` ran: the last request before it whose
-    output holds its call (by id, else by its tool's name); `[]` when none does."""
+    """The tool-call parts of the model reply that asked for the handoff `span` ran (`_asking_model`); `[]` when none does."""
+    asking = _asking_model(span, view, models)
+    return next((_calls(mv) for ms, mv in models if ms is asking), [])
+
+
+def _asking_model(span: Span, view: View, models: list[tuple[Span, View]]) -> Span | None:
+    """The model span whose reply asked for the call `span` ran: the last request before it whose output holds its
+    call (by id, else by its tool's name); None when none does."""
     for ms, mv in reversed(models):
         if ms.start > span.start:
             continue
-        calls = [p for m in mv.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"]
-        if any((str(p.get("id")) == view.call_id) if view.call_id is not None else p.get("name") == view.tool_name for p in calls):
-            return calls
-    return []
+        if any((str(p.get("id")) == view.call_id) if view.call_id is not None else p.get("name") == view.tool_name for p in _calls(mv)):
+            return ms
+    return None
+
+
+def _calls(view: View) -> list[dict[str, Any]]:
+    return [p for m in view.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"]
 
 
 def _handed_off(span: Span) -> bool:
