@@ -8,7 +8,9 @@ Field names are those of the API (camelCase), as the `langfuse` SDK's
 observations API for one trace (`GET /api/public/v2/observations?traceId=…`:
 `{"data": [...], "meta": {...}}`); the trace's fields then come from its root
 observation. What a trace was fetched without (a v2 page's field groups, refused
-without `io` or `basic`) is told from what is null: see `langfuse_fields`.
+without `io` or `basic`) is told from what is null: see `langfuse_fields`, which also refuses a line of the
+traces list (`GET /api/public/traces`: observations as ids) and a page of the older numbered
+`GET /api/public/observations` that holds only part of the run.
 
 Each observation becomes a span of the `otel` model carrying the
 `langfuse.observation.*` attributes Langfuse's OTel SDK writes (`type`,
@@ -89,7 +91,7 @@ from tracejudge.stages.extract.common import JsonLine, build_case, decode_line, 
 from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Refused, Seen, conversation_parts, group_lines, join_spans,
                                                            key_of, merged, total)
 from tracejudge.stages.extract.errors import AdapterError
-from tracejudge.stages.extract.langfuse_fields import missing_groups, no_list, warn_missing
+from tracejudge.stages.extract.langfuse_fields import listed_by_id, missing_groups, no_list, warn_missing
 from tracejudge.stages.extract.langfuse_ties import untied
 from tracejudge.stages.extract.langfuse_usage import number, observation_cost, page_cost, pricing, tokens
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
@@ -220,6 +222,7 @@ def _checked(record: dict[str, Any], default_id: str) -> tuple[dict[str, Any], s
     """`(trace record, case id, observations, field groups it was fetched without)` of a decoded line, or the `AdapterError`
     naming what makes it no trace (`langfuse_fields.missing_groups`)."""
     line = record
+    listed_by_id(record, str(record.get("id") or default_id))  # (a line of the traces list: its observations are ids)
     if "observations" not in record and isinstance(record.get("data"), list):
         record = _from_observations(record["data"], default_id)
     cid = str(record.get("id") or default_id)
@@ -269,7 +272,9 @@ class _Part:
 def _part(payload: Any, place: str | None = None) -> _Part:
     """One API trace (a `JsonLine`, its bytes, or a mapping; read at `place`) as a `_Part`; `AdapterError` naming the field it cannot read."""
     record, default_id = decode_line(payload)
-    paged = "observations" not in record
+    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    # (a page of the v2 API, of the older numbered `GET /api/public/observations` (`meta.page`), or a trace)
+    paged: bool | str = ("v1" if any(k in meta for k in ("page", "totalPages", "totalItems")) else True) if "observations" not in record else False
     record, cid, observations, missing = _checked(record, default_id)
     # An observation fetched twice (a page read again, pages concatenated) is read once; see `once`.
     kept, differed = once(observations, key=lambda o: (str(o.get("traceId")), str(o["id"])), ended=lambda o: o.get("endTime") is not None)

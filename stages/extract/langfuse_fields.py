@@ -19,6 +19,12 @@ holds as null is a key with `null`. So a page whose observations all lack a grou
   trace of `GET /api/public/traces/{id}` none of whose observations has `metadata` (null or absent: the server gives
   at least `{}`).
 
+Other lines of Langfuse's API hold part of a run, or none of it (`listed_by_id`, `_v1_page`): a page of `GET
+/api/public/traces` (the traces list), or one trace of it, names each trace's observations by id only and is refused
+saying so; a page of the older `GET /api/public/observations` (numbered: `meta.page`, `totalPages`, `totalItems`) that
+holds fewer observations than its query matched is refused as a v2 page with a `meta.cursor` is, and a whole one is read,
+said to lack the trace's own fields (`trace_context`: no `sessionId`, `userId`, `tags` in that API).
+
 `metadata` asked for without `io` and without `expandMetadata` comes from `events_core`, each value cut to its first
 200 characters with no mark of the cut; the keys this reader looks at (`langgraph_node`, `tool_call_id`, `thread_id`:
 names and ids) are whole in it, and the query `QUERY` asks for `io`, with which the server reads metadata whole
@@ -34,7 +40,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.common import fail, json_type
 from tracejudge.stages.extract.said_once import first_time
 
-__all__ = ["QUERY", "missing_groups", "no_list", "query", "warn_missing"]
+__all__ = ["QUERY", "listed_by_id", "missing_groups", "no_list", "query", "warn_missing"]
 
 log = get_logger("tracejudge.extract.langfuse")
 
@@ -64,6 +70,49 @@ def query(trace_id: Any) -> str:
     return f"GET /api/public/v2/observations?traceId={trace_id if trace_id not in (None, '') else '…'}&{QUERY}"
 
 
+def listed_by_id(record: dict[str, Any], cid: str) -> None:
+    """Raise the `AdapterError` of a line of `GET /api/public/traces` (the traces list): a page of it (`{"data": [trace…],
+    "meta": {"page", …}}`) or one trace of it. The list gives each trace's `observations` (and `scores`) as ids only, or
+    leaves them out (`fields`), so it holds none of the run's steps: read, the page's traces would be called observations
+    without a `type`, the trace's ids observations without one either."""
+    data = record.get("data")
+    if "observations" not in record and isinstance(data, list):
+        traces = [t for t in data if isinstance(t, dict) and "type" not in t and "startTime" not in t
+                  and ("htmlPath" in t or "timestamp" in t or isinstance(t.get("observations"), list))]
+        if traces:
+            tid = traces[0].get("id")
+            fail(f"this line is a page of GET /api/public/traces (the traces list), not of observations: it holds {len(data)} "
+                 "trace(s) whose `observations` are ids only, or left out (the list never gives the observations themselves), so the runs' steps, "
+                 f"calls and answers are not in it. Fetch each trace on a line of its own with GET /api/public/traces/{tid or '{id}'} "
+                 f"(its observations whole), or its observations with {query(tid)}", field="data[0].observations", case_id=cid)
+        return
+    observations = record.get("observations")
+    if isinstance(observations, list) and observations and all(isinstance(o, str) for o in observations):
+        fail(f"observations: this trace lists its {len(observations)} observations by id only, as GET /api/public/traces (the "
+             "traces list) gives them: the run's steps, calls and answer are not in it. Fetch the trace with "
+             f"GET /api/public/traces/{cid} (its observations whole), or its observations with {query(cid)}",
+             field="observations[0]", case_id=cid)
+
+
+def _v1_page(meta: dict[str, Any], obs: list[dict[str, Any]], tid: Any, cid: str) -> list[str]:
+    """The field groups a page of the older `GET /api/public/observations` lacks, or the `AdapterError` of one that holds
+    only part of its query's observations.
+
+    That endpoint pages by number (`meta`: `page`, `limit` (50 unless asked, at most 100), `totalItems`, `totalPages`),
+    newest first, and gives every field of an observation but none of its trace's (`sessionId`, `userId`, `tags`): a
+    page that holds fewer observations than its query matched is the run without its start (or its end), and is
+    refused as a v2 page whose `meta.cursor` says more follow is."""
+    total, page, pages = (meta.get(k) if isinstance(meta.get(k), int) and not isinstance(meta.get(k), bool) else None
+                          for k in ("totalItems", "page", "totalPages"))
+    if (total is not None and len(obs) < total) or (total is None and page is not None and pages is not None and page < pages):
+        lacks = "its start (the older observations)" if page is None or pages is None or page < pages else "its end (the newer observations)"
+        fail(f"this page of GET /api/public/observations is page {page} of {pages}: it holds {len(obs)} of the {total} observations its "
+             f"query matched ({meta.get('limit')} per page, newest first), so alone it is part of the run, without {lacks}. Fetch the "
+             f"trace whole with GET /api/public/traces/{tid if tid not in (None, '') else '{id}'}, or its observations with "
+             f"{query(tid)} (or every page, `page=1…{pages}`, their `data` in one line)", field="meta.page", case_id=cid)
+    return ["trace_context"] + (["metadata"] if all(o.get("metadata") is None for o in obs) else [])
+
+
 def missing_groups(record: dict[str, Any], observations: list[Any], cid: str) -> list[str]:
     """The field groups a trace was fetched without (module docstring); raises `AdapterError` for a page without `io` or
     `basic`, or one of more pages.
@@ -75,6 +124,9 @@ def missing_groups(record: dict[str, Any], observations: list[Any], cid: str) ->
         # a trace of the v1 API: every observation has `metadata` (at least `{}`), unless it was left out
         return ["metadata"] if obs and all(o.get("metadata") is None for o in obs) else []
     tid = next((o.get("traceId") for o in obs if o.get("traceId") not in (None, "")), None)
+    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    if any(k in meta for k in ("page", "totalPages", "totalItems")):
+        return _v1_page(meta, obs, tid, cid)  # (a page of the older, numbered observations API: every field, no `fields` groups)
     lacking = [g for g, keys in _GROUPS.items() if not any(k in o for o in obs for k in keys)]
     refused = [g for g in _REFUSED if g in lacking]
     if refused:
@@ -91,7 +143,6 @@ def missing_groups(record: dict[str, Any], observations: list[Any], cid: str) ->
                  f"{' or '.join(f'`{k}`' for k in _GROUPS[g][:2])} where others have them (the `{g}` group): what it "
                  f"holds of {_LOST[g]} would read as unknown. Fetch the trace's observations in one query: {query(tid)}",
                  field=f"data[{without}].{_GROUPS[g][0]}", case_id=cid)
-    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
     cursor = meta.get("cursor")
     if isinstance(cursor, str) and cursor:
         fail(f"this page of GET /api/public/v2/observations is not the trace's last: its `meta.cursor` says more observations "
@@ -118,9 +169,18 @@ def _groups(names: list[str]) -> str:
     return " and ".join(f"`{n}`" for n in names)
 
 
-def warn_missing(place: str | None, cid: str, missing: list[str], observations: list[dict[str, Any]], page: bool) -> None:
-    """Say, once per file (`place`: `file:line`), what a trace read without `missing` field groups lacks (module docstring)."""
+def warn_missing(place: str | None, cid: str, missing: list[str], observations: list[dict[str, Any]], page: bool | str) -> None:
+    """Say, once per file (`place`: `file:line`), what a trace read without `missing` field groups lacks (module docstring).
+
+    `page`: the line is a v2 page (True), a page of the older `GET /api/public/observations` (`"v1"`), or a trace (False)."""
     if not missing or place is None or not first_time("langfuse_missing_fields", Path(place.rpartition(":")[0]).name):
+        return
+    if page == "v1":
+        log.warning(f"langfuse: {place}: trace {cid} is a page of GET /api/public/observations, which gives none of the trace's own "
+                    "fields (`sessionId`, `userId`, `tags`, its name): its case has no tags and is not joined with the other traces of "
+                    "its session" + (", and none of its observations has `metadata`" if "metadata" in missing else "")
+                    + ". Read as it is; each such case lists them in `metadata.langfuse.missing_fields` (said once per file). To read "
+                    f"it whole, fetch it with GET /api/public/traces/{cid}")
         return
     lost = []
     if "metadata" in missing:

@@ -62,7 +62,9 @@ definitions the server moves from metadata into the input (`normalizeToolMetadat
 prices. `trace_with_full_details` gives `GET /api/public/traces/{id}`; `observations_v2` gives `GET
 /api/public/v2/observations?traceId=…&fields=core,basic,time,io,metadata,model,usage,prompt,metrics,trace_context`
 (or the field groups, `expandMetadata` and `limit` asked: what `getObservationsV2FromEventsTableForPublicApi` selects
-for them, `FIELD_GROUPS`), read through the installed SDK's `ObservationsV2Response` model.
+for them, `FIELD_GROUPS`), read through the installed SDK's `ObservationsV2Response` model. `traces_list` gives a page of
+`GET /api/public/traces` (the traces list: observations and scores as ids) and `observations_v1` one of the older
+`GET /api/public/observations?traceId=…` (paged by number, `meta.page`/`totalPages`), which SDK 5 no longer reads.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ from typing import Any
 
 from langfuse_spans import PROJECT, Span, decoded, iso, js, metadata_of, ms, read_spans, reduced, truthy
 
-__all__ = ["observations_v2", "trace_with_full_details"]
+__all__ = ["observations_v1", "observations_v2", "trace_with_full_details", "traces_list"]
 
 
 def _stored(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -223,6 +225,34 @@ def trace_with_full_details(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "latency": latency, "observations": observations, "htmlPath": f"/project/{PROJECT}/traces/{trace}",
             "totalCost": sum(o["calculatedTotalCost"] for o in observations),
         })
+    return out
+
+
+def _pages(count: int, limit: int, page: int) -> dict[str, Any]:
+    """`meta` of a numbered page (`paginationMetaResponseZod`: `totalPages` `Math.ceil(totalItems / limit)`)."""
+    return {"page": page, "limit": limit, "totalItems": count, "totalPages": -(-count // limit)}
+
+
+def traces_list(docs: list[dict[str, Any]], limit: int = 50, page: int = 1) -> dict[str, Any]:
+    """`GET /api/public/traces?limit=<limit>&page=<page>` (`web/src/pages/api/public/traces/index.ts`, `GetTracesV1Response`):
+    the traces newest first (`timestamp` DESC), each as `GET /api/public/traces/{id}` gives it but for `observations` and
+    `scores`, which the list gives as ids (`APIExtendedTrace`)."""
+    traces = sorted(trace_with_full_details(docs), key=lambda t: t["timestamp"], reverse=True)
+    data = [{**t, "observations": [o["id"] for o in t["observations"]], "scores": []} for t in traces[(page - 1) * limit:page * limit]]
+    return {"data": data, "meta": _pages(len(traces), limit, page)}
+
+
+def observations_v1(docs: list[dict[str, Any]], limit: int = 50, page: int = 1) -> list[dict[str, Any]]:
+    """One `GET /api/public/observations?traceId=…&limit=<limit>&page=<page>` body per trace (`GetObservationsV1Response`):
+    the observations as `GET /api/public/traces/{id}` gives them (`APIObservation`), `start_time` DESC, paged by number
+    (`limit` 50 unless asked, at most 100)."""
+    spans = read_spans(docs)
+    arrivals = _arrivals(spans)
+    out = []
+    for trace in dict.fromkeys(s.trace for s in spans):
+        mine = sorted((s for s in spans if s.trace == trace), key=lambda s: (ms(s.start), s.id), reverse=True)
+        rows = [_observation(s, arrivals[s.doc]) for s in mine]
+        out.append({"data": rows[(page - 1) * limit:page * limit], "meta": _pages(len(rows), limit, page)})
     return out
 
 

@@ -8,7 +8,8 @@ named "agent"), `retriever` a retrieval; `event`, `embedding`, `guardrail`,
 `evaluator` are noise. Payloads are `langfuse.observation.input` / `output`
 (JSON): a generation's input is its message list, its output the assistant
 message (or a completion body); a tool's input is the call's arguments
-(unwrapped from `@observe`'s `{"args", "kwargs"}`), its output the result.
+(unwrapped from `@observe`'s `{"args", "kwargs"}`: keyword arguments by name, positional
+ones, which it records unnamed, as a list under `args`), its output the result.
 Level `ERROR` with `langfuse.observation.status_message` (or an ERROR
 status) is the error. `langfuse.trace.input` / `output` (SDK 3), else the
 root observation's, are the request and the answer; usage comes from
@@ -64,6 +65,7 @@ def read(span: Span) -> View | None:
         v.tool_name = span.name
         if present(raw_in):
             v.args, v.args_wrapped = unwrap_args(raw_in)
+            v.args = _call_args(v.args)
         cid = unjson(a.get("langfuse.observation.metadata.tool_call_id"))
         v.call_id = str(cid) if present(cid) and cid != "" and not isinstance(cid, (dict, list)) else None
         if present(raw_out):
@@ -101,6 +103,22 @@ def promote_tool_spans(spans: list[Span], views: dict[str, View]) -> None:
         if tool is not None:
             tool.conventions = view.conventions
             views[span.span_id] = tool
+
+
+def _call_args(args: Any) -> Any:
+    """A tool's arguments out of what `@observe` recorded: `{"args": [<positional>], "kwargs": {<keyword>}}` (the SDK's
+    `_get_input_from_func_args`, `self`/`cls` left out), with no parameter names.
+
+    Keyword arguments are the call's by name; positional ones, whose names the record does not hold, stay a list under
+    `args` (a name guessed would be a name the call never had); a call with neither has `{}`. So `f("#W1", note="x")`
+    reads `{"args": ["#W1"], "note": "x"}`, and `f(order_id="#W1")` `{"order_id": "#W1"}` (`unwrap_args`). A keyword
+    argument named `args` keeps the record whole. The model's tool-call part, when there is one, still gives the names."""
+    if not (isinstance(args, dict) and set(args) == {"args", "kwargs"}):
+        return args
+    positional, keyword = args["args"] if args["args"] is not None else [], args["kwargs"] if args["kwargs"] is not None else {}
+    if not isinstance(positional, list) or not isinstance(keyword, dict) or "args" in keyword:
+        return args
+    return {**({"args": positional} if positional else {}), **keyword}
 
 
 def _kwargs(value: Any) -> Any:
