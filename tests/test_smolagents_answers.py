@@ -76,7 +76,8 @@ def test_the_tool_the_code_called_before_answering_stays_its_call() -> None:
 # `None`. The instrumentation records the string as it is (the `final_answer` span's output, `text/plain`; the agent span's
 # output the same text). Before, the run's answer was that text decoded as JSON: no text for a number, an object or an
 # array (the run read as answering its model's whole reply, code and all), `Paris` for `"Paris"`; and `final_answer(None)`
-# answered `None` (its `str()`), `final_answer("")` the model's reply, which was also the step's output.
+# answered `None` (its `str()`), `final_answer("")` the model's reply, which was also the step's output. (`""` then read as
+# no output; it is what the run returned, and is the step's and the run's output now, as the memory reads it.)
 STRINGS = ("str-number", "str-json", "str-list", "str-quoted")
 
 
@@ -93,18 +94,19 @@ def test_a_string_that_reads_as_json_is_the_answer_as_it_is(name: str, kind: str
     assert case.input == want["task"] and "run_error" not in case.metadata
 
 
+@pytest.mark.parametrize("kind", FORMATS)
 @pytest.mark.parametrize("name", ("str-empty", "none"))
-def test_no_answer_text_is_no_output_and_the_reply_is_the_thought(name: str) -> None:
+def test_no_answer_text_is_no_output_and_the_reply_is_the_thought(name: str, kind: str) -> None:
     want = truth(name)
     assert want["returned"] in ("", None)
-    case = reading(name, "oi")
+    case = reading(name, kind)
     assert case.trace is not None
     [step] = case.trace.steps
     assert step.thought == want["reply"]  # (the model's words and code: never what the agent said)
-    assert not step.output and not case.trace.output
+    assert step.output == want["returned"] == case.trace.output  # (`""` is what the run returned, `None` no answer)
     assert case.input == want["task"] and "run_error" not in case.metadata
 
 
-@pytest.mark.parametrize("name", (*STRINGS, "none"))
+@pytest.mark.parametrize("name", (*STRINGS, "str-empty", "none"))
 def test_both_formats_read_the_same_string_answers(name: str) -> None:
     test_both_formats_read_the_same_steps(name)

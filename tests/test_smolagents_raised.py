@@ -11,7 +11,10 @@ framing of the task ("New task:\\n…", or a planning request's whole prompt), i
 same memory that raised had the first run's `final_answer` as its answer (the answer tool's text, in both formats). Now the
 task is the run's user text, the failed step's exception (a failed planning request's, which smolagents lets through as it
 is) is `metadata.run_error`, and a run that raised answers nothing. The memory records no error for such a run (smolagents
-re-raises before setting one), so format `smolagents` has no run error; its last run has no answer either.
+re-raises before setting one) and its last run has no answer either; but the step whose model request failed is kept as
+it was begun (no message, output, calls or usage), and format `smolagents` reads that step, last in its run, as the run
+raising there (`AgentGenerationError`, its message unknown to the memory). A failed planning request leaves no step at all
+(`planning`, `planning-first`): the memory cannot tell that run from one stopped, and has no run error.
 
 A run that raised in its first step (`first-step`) leaves that one step under its lost agent span: no stand-in is made, the
 step is the trace's root, and its user text was smolagents' `New task:` framing; it now reads as the other runs that raised.
@@ -83,7 +86,15 @@ def test_the_memory_of_a_run_that_raised_has_no_answer(name: str) -> None:
     assert memory.trace is not None and oi.trace is not None
     assert [memory.input, *memory.turns] == [r["task"] for r in want["runs"]] == [oi.input, *oi.turns]
     assert memory.trace.output is None  # (not the first run's answer, for `second-run`)
-    assert "run_error" not in memory.metadata  # (the memory records none)
+    if name in UNANSWERED_STEP:  # the step smolagents began and never got a reply for: the run raised there
+        assert memory.metadata["run_error"].startswith("AgentGenerationError: ")
+        assert memory.trace.steps[-1].error == memory.metadata["run_error"]
+        assert oi.metadata["run_error"].startswith("smolagents.utils.AgentGenerationError: ")
+    else:  # a failed planning request leaves no step: the memory cannot tell a run that raised from one stopped
+        assert "run_error" not in memory.metadata
+
+
+UNANSWERED_STEP = ("tool", "code", "second-run", "first-step")
 
 
 def test_an_earlier_runs_answer_stays_that_runs() -> None:

@@ -64,7 +64,20 @@ What counts, by the step's shape (`smolagents.memory`):
 - a memory of several runs (`agent.run(task, reset=False)`) answers with its
   last run's answer: a last run that raised (smolagents re-raises a model
   request's failure and records no error on the step) or was stopped before
-  answering has none, not an earlier run's.
+  answering has none, not an earlier run's;
+- a run that raised: smolagents re-raises a failed model request
+  (`AgentGenerationError`) out of `run` with no error on the step, but keeps
+  the action step it had begun as it was: no message, output, calls or usage.
+  Such a step, last in its run, is where the run raised: it gets the error
+  `AgentGenerationError: …` (the memory keeps no message; format `otel` has
+  the exception's) and, in the last run, that is `metadata.run_error`. A run
+  whose planning request failed, or that raised another way, leaves no such
+  step: its memory cannot tell it from a run stopped, and it has no error;
+- an answer that is no text (`final_answer(True)`, a dict) is its JSON
+  (`true`), `""` is `""` and `None` no answer, as format `otel` reads the run;
+  a step with an error gave no answer of the run's: one a final-answer check
+  refused (`AgentError: Check … failed with error: …`) is that step's output
+  (a code step's `action_output` too), and the run went on.
 """
 
 from __future__ import annotations
@@ -88,6 +101,8 @@ CODE_TOOL = "python_interpreter"
 MAX_STEPS = "AgentMaxStepsError"  # the step smolagents adds when a run reaches max_steps; its action_output is what `run` returns
 CALLED = "Called Tool: '"  # smolagents 1.18-1.19 overwrote a step's model_output with one such line per call
 NO_FINAL = "Error in generating final LLM output:"  # what that step holds instead when smolagents' final-answer request failed
+GENERATION = "AgentGenerationError"  # what smolagents re-raises out of `run` when a step's model request failed
+RAISED = "the step's model request failed and the run raised it (smolagents keeps no error message in memory)"
 
 
 def _decode(payload: Any) -> tuple[Any, str]:
@@ -142,7 +157,19 @@ def _only_final_answer(call: dict[str, Any]) -> bool:
 def _text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+    # (`True` is JSON `true`, as format `otel` reads the same answer; a number's `str()` is its JSON already)
+    return json.dumps(value, default=str) if isinstance(value, (dict, list, bool)) else str(value)
+
+
+def _unanswered(step: dict[str, Any]) -> bool:
+    """Whether an action step holds nothing but its number and timing: its model request never answered.
+
+    smolagents (1.20+) re-raises a failed model request (`AgentGenerationError`) out of `run` and records no error: the
+    step it had begun is kept as it was (no message, no output, no calls, no usage). Such a step last in its run is the
+    run raising there (module docstring).
+    """
+    keys = ("model_output_message", "model_output", "error", "tool_calls", "observations", "action_output", "token_usage", "code_action")
+    return "model_output_message" in step and not any(step.get(k) for k in keys) and not step.get("is_final_answer")
 
 
 def _ran(step: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -256,6 +283,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     tokens, times = [0, 0], []
     output: str | None = None
     run_error: str | None = None  # the last run's, when its final-answer request failed (see the module docstring)
+    pending: dict[str, Any] | None = None  # the last step made, while it may be a run's failed request (`_unanswered`)
     for i, step in enumerate(raw_steps):
         where = f"steps[{i}]"
         if not isinstance(step, dict):
@@ -264,6 +292,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
         times += [t for t in (timing.get("start_time"), timing.get("end_time")) if isinstance(t, (int, float)) and not isinstance(t, bool)]
         _tokens(step["token_usage"] if "token_usage" in step else message_usage(step.get("model_output_message")), tokens)
         if "task" in step:
+            _raised(pending, errors)
+            pending = None
             users.append({"step": len(steps), "content": step["task"]})
             run_error = None  # a new run (`agent.run(task, reset=False)`): the error of an earlier one is not the case's
             output = None  # nor its answer: a later run that raised (or was stopped) before answering answered nothing
@@ -272,6 +302,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         elif "step_number" in step or "model_output_message" in step or "tool_calls" in step:
             calls = _calls(step, where, cid)
             finals = [c for c in calls if c["name"] == FINAL]
+            handed = any(_only_final_answer(c) for c in calls)  # code that only gave the answer (`action_output`)
             calls = [c for c in calls if c["name"] != FINAL and not _only_final_answer(c)]
             err = step.get("error")
             kind = err.get("type") if isinstance(err, dict) else None
@@ -287,14 +318,16 @@ def adapt(payload: Any, options: Any = None) -> Case:
                 args = finals[-1]["arguments"]
                 args = maybe_json(args)
                 answer = _text(args.get("answer", args) if isinstance(args, dict) else args)
-            elif step.get("is_final_answer") and step.get("action_output") is not None:
-                answer = _text(step["action_output"])
+            elif (step.get("is_final_answer") or handed and err) and step.get("action_output") is not None:
+                answer = _text(step["action_output"])  # (with an error: the answer a final-answer check refused, below)
             elif ended:
                 value = step.get("action_output")
                 answer = text_of(value) if isinstance(value, list) else _text(value)
                 if answer is not None and answer.startswith(NO_FINAL):  # smolagents' stand-in when that request failed: no answer
                     message, answer, failed_final = f"{message}\n{answer}", None, True
-            output = answer if answer is not None or ended else output
+            # A step that failed did not end the run with its answer (a final-answer check refused it, and the run went on):
+            # the answer is the step's output, not the run's, as format `otel` reads it.
+            output = answer if (answer is not None and not err) or ended else output
             made = {"thought": thought, "tool_calls": calls, "output": answer}
             if message and not calls:  # the model's step itself failed (parsing, generation, max steps): the step says so
                 errors.append({"step": len(steps), "type": kind, "message": message})
@@ -303,10 +336,16 @@ def adapt(payload: Any, options: Any = None) -> Case:
                 if failed_final:
                     run_error = said
             steps.append(made)
+            pending = made if _unanswered(step) else None
+            if pending is not None:
+                pending["_number"] = len(steps) - 1
         elif "output" in step and len(step) == 1:  # a FinalAnswerStep
             output = _text(step["output"])
+            pending = None
         elif "system_prompt" not in step:
             fail("not a smolagents memory step (expected task, plan, step_number or system_prompt)", field=where, case_id=cid)
+    if _raised(pending, errors):
+        run_error = pending["error"]  # type: ignore[index]
     usage: dict[str, Any] = {"requests": len(steps)}
     if any(tokens):
         usage.update(input_tokens=tokens[0], output_tokens=tokens[1])
@@ -324,6 +363,16 @@ def adapt(payload: Any, options: Any = None) -> Case:
         fields["metadata"] = meta
     trace = {"steps": steps, "user_messages": users, "output": output, "usage": usage}
     return build_case({**defaults, **fields, "trace": trace})
+
+
+def _raised(step: dict[str, Any] | None, errors: list[dict[str, Any]]) -> bool:
+    """Give the step a run's model request left unanswered, last in that run (`_unanswered`), the error the run raised."""
+    if step is None:
+        return False
+    number = step.pop("_number")
+    step["error"] = f"{GENERATION}: {RAISED}"
+    errors.append({"step": number, "type": GENERATION, "message": RAISED})
+    return True
 
 
 def _read(dataset: Any) -> Iterator[RawRecord]:

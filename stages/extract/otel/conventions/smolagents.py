@@ -25,8 +25,9 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
-from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, given_answers, max_steps, step_errors, stored_results
+from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, given_answers, max_steps, step_errors, stored_results, tool_answers
 from tracejudge.stages.extract.otel.conventions.smolagents_raised import raised_runs
+from tracejudge.stages.extract.otel.conventions.smolagents_refused import refused_answers
 from tracejudge.stages.extract.otel.conventions.smolagents_streams import streamed_runs
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -54,10 +55,12 @@ def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
     raised_runs(spans, views)  # (a run that raised: its agent span never ended, a stand-in in its place)
     answers(spans, views)
     given_answers(spans, views)  # (a `final_answer` given a value that is no text: its JSON is the step's answer)
+    tool_answers(spans, views)  # (a `ToolCallingAgent`'s own `final_answer` call: the same, `""` and `None` as the run returned them)
     max_steps(spans, views)
     stored_results(spans, views)
     _managed_calls(spans, views)
     step_errors(spans, views)
+    refused_answers(spans, views)  # (an answer a final-answer check refused: its step failed, as its memory says)
 
 
 def _managed_calls(spans: list[Span], views: dict[str, View]) -> None:

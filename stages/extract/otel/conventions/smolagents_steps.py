@@ -19,8 +19,16 @@ step as a `Step n` `CHAIN` span under it holding the step's model request (`LLM`
   arguments (a mapping's keys) or as its Python `str()`: the step answered nothing, its code its output, or the
   answer in Python's notation. The rule: whatever the value, the step's output is the answer, text as it is and any
   other value as JSON — the run's answer (`answers`), the `final_answer` span's own `output.value` and format
-  `smolagents`' step output (the memory's `action_output`) say the same; the code stays the step's thought. `None` and
-  `""` are no output (`_no_text_answer`): the request's words and code are its thought, and the run answered nothing.
+  `smolagents`' step output (the memory's `action_output`) say the same; the code stays the step's thought. `None` is
+  no output (`_no_text_answer`): the request's words and code are its thought, and the run answered nothing. `""` is
+  what the run returned, an empty answer: the words and code are the thought too, and `""` the step's and run's output
+  (the request is given an empty text part, which is what it answered), as format `smolagents` reads the memory. A
+  `True` or `False` is JSON (`true`): its `final_answer` span's output, which is no number or object, was not read.
+- `tool_answers`: a `ToolCallingAgent`'s model calls `final_answer` itself (`{"answer": <value>}`, a tool call part of
+  its request), and that part's arguments gave the step's output: a value that is no text as its Python `str()`
+  (`True`, `{'city': 'Paris'}`, `None` for no answer) and `""` as no output. They are made to say what the run
+  returned as `answers` and format `smolagents` read it: any value that is no text as JSON, `None` no answer (no
+  arguments left), and `""` the request's own empty text, its output.
 - `step_errors`: a step that failed. smolagents raises inside the step and catches it in the run (the model is
   told the error, and tries again); the instrumentation records that on the `Step n` span only: status ERROR, an
   `exception` event. A `CodeAgent`'s code that raised (`AgentExecutionError: Code execution failed at line …`)
@@ -60,7 +68,7 @@ from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "given_answers", "max_steps", "step_errors", "stored_results"]
+__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "given_answers", "max_steps", "step_errors", "stored_results", "tool_answers"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -145,12 +153,15 @@ def given_answers(spans: list[Span], views: dict[str, View]) -> None:
         if len(values) == 1 and values[0] is not None and not isinstance(values[0], str):
             v.args = {"answer": value_text(values[0])}
         elif len(values) == 1 and values[0] in (None, ""):
-            _no_text_answer(span, spans, views)
+            if values[0] is None:
+                v.args = {}  # (no answer: its `str()`, "None", is no text the run returned)
+            _no_text_answer(span, spans, views, empty=values[0] == "")
 
 
-def _no_text_answer(final: Span, spans: list[Span], views: dict[str, View]) -> None:
-    """The request whose code gave `final_answer(None)` or `final_answer("")` said no answer: its words and code are its
-    thought, as format `smolagents` reads its memory step (the model's reply, no output), not the step's output."""
+def _no_text_answer(final: Span, spans: list[Span], views: dict[str, View], empty: bool = False) -> None:
+    """The request whose code gave `final_answer(None)` or `final_answer("")` said no answer text: its words and code are
+    its thought, as format `smolagents` reads its memory step (the model's reply), not the step's output. `empty`
+    (`final_answer("")`): the run returned `""`, which is then the request's only text, its step's and run's output."""
     asked = [s for s in spans if s.parent_id is not None and s.parent_id == final.parent_id and s.start <= final.start
              and views[s.span_id].role == "model" and _ours(s)]
     if not asked:
@@ -160,8 +171,41 @@ def _no_text_answer(final: Span, spans: list[Span], views: dict[str, View]) -> N
     if not parts or any(p.get("type") == "tool_call" for p in parts):
         return  # (a `ToolCallingAgent` called the tool itself: its call is the answer)
     mv.outputs = [{**m, "parts": [{"type": "reasoning", "content": p.get("content")} if isinstance(p, dict) and p.get("type") == "text" else p
-                                  for p in m.get("parts") or []]} if m.get("role") == "assistant" and isinstance(m.get("parts"), list) else m
+                                  for p in m.get("parts") or []] + ([{"type": "text", "content": ""}] if empty else [])}
+                  if m.get("role") == "assistant" and isinstance(m.get("parts"), list) else m
                   for m in mv.outputs or []]
+
+
+def tool_answers(spans: list[Span], views: dict[str, View]) -> None:
+    """Make each smolagents request's own `final_answer` call give the answer as the run returned it (module docstring)."""
+    for span in spans:
+        v = views[span.span_id]
+        if v.role != "model" or not _ours(span) or not v.outputs:
+            continue
+        v.outputs = [_answer_parts(m) for m in v.outputs]
+
+
+def _answer_parts(message: Any) -> Any:
+    """`message` (a request's output message) with its `final_answer` calls' arguments as `tool_answers` reads them (a copy)."""
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return message
+    out, said = [], any(isinstance(p, dict) and p.get("type") == "text" for p in parts)
+    for part in parts:
+        args = part.get("arguments") if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("name") == _FINAL else None
+        args = unjson(args) if isinstance(args, str) else args
+        if not isinstance(args, dict) or set(args) != {"answer"}:
+            out.append(part)  # (not the one `answer` argument smolagents' `final_answer` takes)
+        elif args["answer"] is None:
+            out.append({**part, "arguments": {}})  # `final_answer(None)`: the run returned `None`, no answer (its `str()` is no text it said)
+        elif not isinstance(args["answer"], str):
+            out.append({**part, "arguments": {"answer": value_text(args["answer"])}})  # (its `str()` was Python's: `True`, `{'city': …}`)
+        else:
+            out.append(part)
+            if args["answer"] == "" and not said:
+                out.append({"type": "text", "content": ""})  # the run returned `""`: the request's output, as its memory reads
+                said = True
+    return {**message, "parts": out}
 
 
 def _run_result_output(text: str) -> Any:
@@ -181,6 +225,8 @@ def _final_value(span: Span) -> Any:
     raw = span.attrs.get("output.value")
     if not isinstance(raw, str) or span.attrs.get("output.mime_type") != "application/json":
         return None
+    if raw.strip() in ("true", "false"):  # (JSON `unjson` leaves as text: `final_answer(True)`)
+        return raw.strip() == "true"
     decoded = unjson(raw)
     return decoded if decoded is not raw else None
 
