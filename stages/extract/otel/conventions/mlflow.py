@@ -34,6 +34,10 @@ text but not the tool calls (`tool_calls: null`, `finish_reason: "stop"`):
 argument fragments, per choice and call index), as the client that read the
 stream did, so the calls keep their ids and pair with the tool messages that
 answer them.
+
+Frameworks MLflow autologs in their own shapes: `mlflow.pydantic_ai.autolog()` records a model request as pydantic-ai's
+messages (`mlflow_pydantic_ai`), `mlflow.smolagents.autolog()` a tool call as `Tool.__call__`'s bound arguments and an
+`AgentText` result (`mlflow_smolagents`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any
 
 from tracejudge.stages.extract.hosted_tools import is_hosted
 from tracejudge.stages.extract.otel.bodies import response_ids
+from tracejudge.stages.extract.otel.conventions import mlflow_pydantic_ai, mlflow_smolagents
 from tracejudge.stages.extract.otel.conventions.agents_sdk import response_calls
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
@@ -94,12 +99,16 @@ def read(span: Span) -> View | None:
             v.agent_name = span.name
     elif v.role == "retrieval" and outputs is not MISSING:
         v.documents = documents(outputs)
+    # (`mlflow.smolagents.autolog()` records a tool call as `Tool.__call__`'s bound arguments and an `AgentText` result)
+    mlflow_smolagents.adjust(span, v, inputs, outputs, outputs is not MISSING and present(outputs))
     return v
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:
     """A model request's input messages: a Responses API request's (`responses_request`), else chat `messages`."""
     got = responses_request(inputs)
+    if got is None:  # (`mlflow.pydantic_ai.autolog()` records pydantic-ai's own messages, `part_kind` parts)
+        got = mlflow_pydantic_ai.request_messages(inputs)
     return got if got is not None else normalise(inputs)
 
 
@@ -107,6 +116,8 @@ def _response_messages(outputs: Any, events: list[tuple[str, dict[str, Any]]]) -
     """A model request's output messages: a Responses API `Response`'s items, else a chat completion's choices
     (its streamed calls rebuilt, `streamed_calls`) or a message."""
     got = response_calls(outputs)
+    if got is None:
+        got = mlflow_pydantic_ai.response_messages(outputs)
     return got if got is not None else generation_outputs(streamed_calls(outputs, events))
 
 

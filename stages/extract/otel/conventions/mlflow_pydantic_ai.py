@@ -1,0 +1,77 @@
+"""MLflow's pydantic-ai autolog (`mlflow.pydantic_ai.autolog()`): a model request's messages as pydantic-ai's own.
+
+MLflow records each `<Model>.request` span (type `LLM`, `mlflow.message.format: "pydantic_ai"`) with the request's
+arguments, `{"messages": [ModelRequest | ModelResponse, …], "model_settings", …}`, and the `ModelResponse` it got,
+each message as pydantic-ai dumps it: `{"kind": "request" | "response", "parts": [{"part_kind": …}, …]}`. Parts:
+
+- a request's `system-prompt` and `user-prompt` (text, or a list of text and media items) are system and user text;
+  its `tool-return` answers the call `tool_call_id` with `content` (also a tool that asked to retry, pydantic-ai 2's
+  `outcome: "retried"`: what the model was sent), a `retry-prompt` with a `tool_name` likewise (an error); pydantic-ai's
+  own feedback on a refused answer (a `retry-prompt` without a tool, `retry-feedback`) is not the user's words and is
+  left out;
+- a response's `text` is the reply, `thinking` a reasoning part, `tool-call` a call (`tool_call_id`, `tool_name`,
+  `args`: JSON text or a mapping). Built-in (server) tool parts are left out.
+
+`request_messages` / `response_messages` give them as the normalised messages of `view`, `None` for anything else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.view import text_message, tool_call_part, tool_response_part
+
+__all__ = ["request_messages", "response_messages"]
+
+
+def _ours(message: Any) -> bool:
+    return (isinstance(message, dict) and message.get("kind") in ("request", "response") and isinstance(message.get("parts"), list)
+            and all(isinstance(p, dict) and isinstance(p.get("part_kind"), str) for p in message["parts"]))
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [c for c in content if isinstance(c, str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _message(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """One pydantic-ai message as normalised messages (a request's parts may be several: prompt, tool returns)."""
+    if message["kind"] == "response":
+        parts: list[dict[str, Any]] = []
+        for p in message["parts"]:
+            kind = p["part_kind"]
+            if kind == "text" and isinstance(p.get("content"), str) and p["content"]:
+                parts.append({"type": "text", "content": p["content"]})
+            elif kind == "thinking" and isinstance(p.get("content"), str) and p["content"]:
+                parts.append({"type": "reasoning", "content": p["content"]})
+            elif kind == "tool-call":
+                parts.append(tool_call_part(p.get("tool_call_id"), p.get("tool_name"), p.get("args")))
+        return [{"role": "assistant", "parts": parts}]
+    out: list[dict[str, Any]] = []
+    for p in message["parts"]:
+        kind = p["part_kind"]
+        if kind in ("system-prompt", "user-prompt"):
+            out.append(text_message("system" if kind == "system-prompt" else "user", _text(p.get("content"))))
+        elif kind == "tool-return" or (kind == "retry-prompt" and p.get("tool_name")):
+            part = tool_response_part(p.get("tool_call_id"), p.get("content"))
+            if kind == "retry-prompt":
+                part["is_error"] = True
+            out.append({"role": "tool", "parts": [part]})
+    return out
+
+
+def request_messages(inputs: Any) -> list[dict[str, Any]] | None:
+    """The messages of a pydantic-ai model request as MLflow records it (`{"messages": [...]}`), else `None`."""
+    msgs = inputs.get("messages") if isinstance(inputs, dict) else None
+    if not isinstance(msgs, list) or not msgs or not all(_ours(m) for m in msgs):
+        return None
+    return [n for m in msgs for n in _message(m)]
+
+
+def response_messages(outputs: Any) -> list[dict[str, Any]] | None:
+    """The reply of a pydantic-ai model request (its `ModelResponse`), else `None`."""
+    return _message(outputs) if _ours(outputs) and outputs["kind"] == "response" else None

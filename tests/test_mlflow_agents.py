@@ -1,0 +1,102 @@
+"""Agent frameworks traced by MLflow's own autologging, read by formats `mlflow` and `otel`.
+
+The recordings (`tests/data/mlflow-agents`, made by `tests/frameworks/record_mlflow_agents.py` with the real MLflow 3.17.2
+against a loopback server) hold an OpenAI Agents SDK run under `mlflow.openai.autolog()` (two calls, a failing tool, a
+handoff), a smolagents `ToolCallingAgent` under `mlflow.smolagents.autolog()`, a pydantic-ai agent under
+`mlflow.pydantic_ai.autolog()` and an Anthropic loop under `mlflow.anthropic.autolog()`; each reading is checked against
+what the application itself ran and got (`<scenario>.truth.json`), in the trace as `Trace.to_json()` wrote it and in the
+same spans over OTLP.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import extract_path
+from tracejudge.core.records import Case
+
+DATA = Path(__file__).parent / "data" / "mlflow-agents"
+FORMATS = [("mlflow", "mlflow"), ("otel", "otlp")]
+
+
+def truth(name: str) -> dict[str, Any]:
+    return json.loads((DATA / f"{name}.truth.json").read_text())
+
+
+def read(name: str, fmt: str, ext: str) -> Case:
+    (case,) = extract_path(DATA / f"{name}.{ext}.jsonl", fmt)
+    assert isinstance(case, Case), case
+    return case
+
+
+def calls(case: Case) -> list[dict[str, Any]]:
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments, "result": c.result, "error": c.error} for c in case.trace.tool_calls()]
+
+
+def usage(case: Case) -> dict[str, Any]:
+    u = case.trace.usage
+    return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "requests": u.requests}
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+@pytest.mark.parametrize("name", ["pydantic-tools", "pydantic-retry"])
+def test_pydantic_ai_requests_read_from_its_own_messages(name: str, fmt: str, ext: str) -> None:
+    """MLflow records a pydantic-ai model request as pydantic-ai's own messages (`part_kind` parts): the calls keep the
+    model's ids (they had none, the requests no reply), the last step says the answer, a retried call is failed with
+    the retry message the model was sent as its result."""
+    want, case = truth(name), read(name, fmt, ext)
+    assert case.input == want["input"] and case.trace.output == want["output"]
+    assert usage(case) == want["usage"]
+    got = calls(case)
+    assert [(c["id"], c["name"], c["arguments"]) for c in got] == [(c["id"], c["name"], c["arguments"]) for c in want["calls"]]
+    for g, w in zip(got, want["calls"]):
+        if "error" in w:
+            assert g["error"] and g["error"].endswith(w["error"]) and g["result"] == w["error"]
+        else:
+            assert g["result"] == w["result"] and g["error"] is None
+    steps = case.trace.steps
+    assert len(steps) == want["usage"]["requests"] and steps[-1].output == want["output"]
+    assert [[c.id for c in s.tool_calls] for s in steps[:-1]] == [[c["id"]] for c in want["calls"]] if name == "pydantic-retry" else \
+        [[c["id"] for c in want["calls"]]]
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+@pytest.mark.parametrize("name", ["smolagents-tools", "smolagents-fail"])
+def test_smolagents_tool_calls_and_answer(name: str, fmt: str, ext: str) -> None:
+    """MLflow records smolagents' `Tool.__call__` with its bound arguments (`{"sanitize_inputs_outputs", "kwargs"}`) and
+    an `AgentText` result (`{"_value"}`), the answer likewise: read as the arguments, results and answer they were;
+    `final_answer` (`FinalAnswerTool.__call__`) is the answer, not a call. MLflow records no tool name for a `@tool`
+    function (the span is `SimpleTool.__call__`) and, with smolagents 1.x, no model request: neither can be read."""
+    want, case = truth(name), read(name, fmt, ext)
+    assert case.input == want["input"] and case.trace.output == want["output"]
+    got = calls(case)
+    assert [c["name"] for c in got] == ["SimpleTool"] * len(want["calls"])
+    assert [c["arguments"] for c in got] == [c["arguments"] for c in want["calls"]]
+    for g, w in zip(got, want["calls"]):
+        if "error" in w:
+            assert g["error"] == f"ValueError: {w['error']}" and g["result"] is None
+        else:
+            assert g["result"] == w["result"] and g["error"] is None
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+@pytest.mark.parametrize("name", ["agents-tools", "agents-fail", "agents-handoff", "anthropic-tools"])
+def test_agents_sdk_and_anthropic_read_as_the_run(name: str, fmt: str, ext: str) -> None:
+    """The Agents SDK under MLflow's own tracing processor (its `Response` spans holding the `AsyncResponses` request the
+    OpenAI autolog records: one request each) and an Anthropic loop read as the run: calls by the model's ids, a failed
+    tool with the error the SDK recorded (it redacts the exception's own) and the text the model got, a handoff as its
+    `transfer_to_<agent>` call answered by the SDK's reply."""
+    want, case = truth(name), read(name, fmt, ext)
+    assert case.input == want["input"] and case.trace.output == want["output"]
+    assert usage(case) == want["usage"]
+    got = calls(case)
+    if name == "agents-handoff":
+        handoff, got = got[0], got[1:]
+        assert handoff["name"] == "transfer_to_weather_agent" and handoff["error"] is None
+        reply = json.loads(handoff["result"]) if isinstance(handoff["result"], str) else handoff["result"]
+        assert reply == {"assistant": want["last_agent"]}
+    assert [(c["id"], c["name"], c["arguments"], c["result"]) for c in got] == [(c["id"], c["name"], c["arguments"], c["result"]) for c in want["calls"]]
+    assert [c["error"] for c in got] == [c.get("recorded_error") for c in want["calls"]]
