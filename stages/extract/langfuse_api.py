@@ -52,7 +52,8 @@ observations (`observations: []`) is a case with no steps and the trace's
 input/output; with neither, it is an `invalid_input` naming `observations`. An input that is not text
 (a mapping of arguments) gives way to the first user message, when there is one. `sessionId`, `userId`,
 `name`, `release`, `environment` and `metadata` go to `metadata.langfuse`,
-`tags` to the case's tags. Usage: `totalCost` (else the observations'
+`tags` to the case's tags; the trace's `scores` (a person's, `ANNOTATION`, and the
+others apart) to `metadata.labels` / `metadata.other_labels` (`_labels`, `store_labels`). Usage: `totalCost` (else the observations'
 `costDetails.total`) is `cost_usd`, `latency` (seconds) the latency; an
 observation with `costDetails: {}` has no cost, whatever its
 `calculatedTotalCost` (which the server then gives as 0). When
@@ -98,6 +99,7 @@ from tracejudge.stages.extract.otel.conventions.langfuse import generation_outpu
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, merge_label_metadata, plain_value
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
@@ -267,6 +269,34 @@ class _Part:
     unpriced: int
     requests: int
     latency: float | None
+    labels: dict[str, Any]
+
+
+_SCORE_SOURCES = {"ANNOTATION": "human", "API": "api", "EVAL": "llm"}  # (a score's `source`: who made it, `store_labels`)
+
+
+def _labels(scores: Any) -> dict[str, Any]:
+    """The `store_labels` metadata of a trace's `scores` (`GET /api/public/traces/{id}`: `APIScoreV1`s): those on the trace,
+    not on one of its observations (`observationId`), each `NUMERIC`'s `value`, a `BOOLEAN`'s `true`/`false` (its
+    `stringValue`) or a `CATEGORICAL`'s category (`stringValue`); other kinds (`TEXT`, `CORRECTION`) are no verdict."""
+    found = []
+    for s in scores if isinstance(scores, list) else []:
+        if not isinstance(s, dict) or s.get("observationId") or not isinstance(s.get("name"), str) or not s["name"]:
+            continue
+        kind, value, text = s.get("dataType"), s.get("value"), s.get("stringValue")
+        if kind == "NUMERIC":
+            got = None if isinstance(value, bool) else plain_value(value)
+        elif kind == "BOOLEAN":
+            got = (text.strip().lower() == "true") if isinstance(text, str) and text.strip().lower() in ("true", "false") else \
+                (bool(value) if value in (0, 1) and not isinstance(value, bool) else None)
+        elif kind == "CATEGORICAL":
+            got = plain_value(text)
+        else:
+            continue
+        source = _SCORE_SOURCES.get(str(s.get("source") or "").upper())
+        if got is not None and source is not None:
+            found.append(StoreLabel(s["name"], got, source, str(s.get("createdAt") or s.get("timestamp") or "")))
+    return label_metadata(found)
 
 
 def _part(payload: Any, place: str | None = None) -> _Part:
@@ -320,7 +350,7 @@ def _part(payload: Any, place: str | None = None) -> _Part:
         info["missing_fields"] = missing
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
     return _Part(cid, spans, info, tags, total_cost if total_cost is not None else (sum(known) if known else None), unpriced, requests,
-                 number(record.get("latency")))
+                 number(record.get("latency")), _labels(record.get("scores")))
 
 
 def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
@@ -348,6 +378,7 @@ def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
                             traces=[p.cid for p in parts])
     if unpriced:
         built["metadata"]["requests_without_cost"] = unpriced
+    built["metadata"].update(merge_label_metadata([p.labels for p in parts]))  # (`store_labels`: a person's, and the others apart)
     return build_case(built)
 
 

@@ -52,7 +52,9 @@ differ, the last one that ended is read and its id listed in
 Usage: `info.execution_duration_ms` (MLflow 2: `execution_time_ms`) is the
 latency. The case id is `info.trace_id` (MLflow 2: `request_id`);
 `metadata.mlflow` keeps the trace name, state, session and user ids and
-the user's own tags (not MLflow's `mlflow.*` ones).
+the user's own tags (not MLflow's `mlflow.*` ones). The trace's feedback (`info.assessments`) is its labels:
+`metadata.labels` a `HUMAN` source's, `metadata.other_labels` the others', never tracejudge's own exported
+verdicts (`mlflow_labels`, `store_labels`).
 
 Conversations (`group_by`, option): MLflow 3 marks the traces of one session with
 the trace metadata `mlflow.trace.session` (`mlflow.update_current_trace(metadata=
@@ -99,6 +101,8 @@ from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span, adopt_orphans
 from tracejudge.stages.extract.otel.view import unjson
 from tracejudge.stages.extract.said_once import first_time
+from tracejudge.stages.extract.mlflow_labels import trace_labels
+from tracejudge.stages.extract.store_labels import merge_label_metadata
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
@@ -217,6 +221,9 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], 
     return out, errors, [str(k[1]) for k in differed]
 
 
+_LABELS = "_labels"  # (the key of `_trace`'s found that carries the trace's labels to the case, never kept under `mlflow`)
+
+
 @dataclass
 class _Joined:
     """The lines of a paused LangGraph run and its resumes (`read`), in the order they ran."""
@@ -242,7 +249,14 @@ def _trace(payload: Any, cid_for: str | None = None) -> tuple[str, list[Span], d
              "session": meta.get(SESSION), "user": meta.get("mlflow.trace.user"),
              "tags": {k: v for k, v in tags.items() if not str(k).startswith("mlflow.")} or None, "errors": errors or None, "duplicates": duplicates or None}
     ms = next((info[k] for k in ("execution_duration_ms", "execution_time_ms") if isinstance(info.get(k), (int, float)) and not isinstance(info[k], bool)), None)
+    found[_LABELS] = trace_labels(info)  # (taken out again by `_labelled`)
     return cid, spans, {k: v for k, v in found.items() if v}, ms
+
+
+def _labelled(built: dict[str, Any], labels: list[dict[str, Any]]) -> Case:
+    """The case of `built` (`native_case`) with its traces' labels (`_labels` of each, in turn order) in its metadata."""
+    built["metadata"].update(merge_label_metadata(labels))
+    return build_case(built)
 
 
 def adapt(payload: Any, options: Any = None) -> Case:
@@ -257,12 +271,14 @@ def adapt(payload: Any, options: Any = None) -> Case:
         return _conversation(payload)
     if not isinstance(payload, _Joined):
         cid, spans, found, ms = _trace(payload)
+        labels = [found.pop(_LABELS, {})]
         _warn_lone_step(payload, cid, spans, found)
-        return build_case(native_case(cid, spans, "mlflow", found, usage={"latency_s": ms / 1000} if ms is not None else {}))
+        return _labelled(native_case(cid, spans, "mlflow", found, usage={"latency_s": ms / 1000} if ms is not None else {}), labels)
     cid, spans, found, ms = _trace(payload.lines[0])
-    ids, times = [cid], [ms]
+    ids, times, labels = [cid], [ms], [found.pop(_LABELS, {})]
     for line in payload.lines[1:]:
         tid, more, also, later = _trace(line, cid)
+        labels.append(also.pop(_LABELS, {}))
         spans += more
         ids.append(tid)
         times.append(later)
@@ -271,7 +287,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
                 found[key] = found.get(key, []) + also[key]
     found["traces"] = ids
     usage = {"latency_s": sum(times) / 1000} if None not in times else {}  # (the invokes' own time, not the human's)
-    return build_case(native_case(cid, spans, "mlflow", found, usage=usage))
+    return _labelled(native_case(cid, spans, "mlflow", found, usage=usage), labels)
 
 
 _STEPS = {"CHAT_MODEL": "model request", "LLM": "model request", "TOOL": "tool call"}
@@ -305,12 +321,13 @@ def _conversation(conversation: Conversation) -> Case:
     """The case of a session's traces, its turns in the order they started (`conversation_groups`)."""
     parts = conversation_parts(conversation, _trace)
     ids = [cid for cid, *_ in parts]
+    labels = [p[2].pop(_LABELS, {}) for p in parts]
     found = {**merged([p[2] for p in parts]), "traces": ids}
     if conversation.left_out:
         found["left_out"] = conversation.left_out
     ms = total([p[3] for p in parts])
     usage = {"latency_s": ms / 1000} if ms is not None else {}  # (the invokes' own time, not the time between turns)
-    return build_case(native_case(conversation.case_id, join_spans([p[1] for p in parts]), "mlflow", found, usage=usage, traces=ids))
+    return _labelled(native_case(conversation.case_id, join_spans([p[1] for p in parts]), "mlflow", found, usage=usage, traces=ids), labels)
 
 
 def _seen(record: dict[str, Any]) -> Seen | None:

@@ -26,7 +26,8 @@ run directory has no result for, and the next run goes on where the cap stopped 
 can be undone (`to_span`), hung together as `otel` hangs a trace's (`trace_group`), and one
 case adapted by `otel` (a trace of set-up spans only is none, as in `otel`); the case id is
 the trace id and `metadata.phoenix` = `{project, trace_id, root_span_id}`, which `tracejudge export --to
-phoenix` annotates. A Phoenix that is down, refuses the key or answers an error ends the
+phoenix` annotates. The annotations of the trace and of its root spans are its labels (`metadata.labels`, a `HUMAN`
+annotator's; `metadata.other_labels`, the others'), those tracejudge exported left out (`_annotations`, `store_labels`). A Phoenix that is down, refuses the key or answers an error ends the
 run with `Unreachable` naming the URL (exit 3): never a run of zero cases that passes.
 """
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +50,7 @@ from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.spans import Group, Span, once_spans
 from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
+from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
@@ -229,6 +232,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             for raw in got:
                 span = to_span(raw, where, count + 1)
                 spans.setdefault(span.trace_id, []).append(span)
+        labels = _annotations(px, url, ref, {t: [s.span_id for s in spans[t] if not s.parent_id] for t in starts})
         for trace_id, started in starts.items():
             if spans[trace_id] and all(s.parent_id for s in spans[trace_id]) and max(s.end for s in spans[trace_id]) > settled:
                 taken.add(trace_id)
@@ -239,6 +243,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             taken.add(trace_id)
             sweep.took(trace_id, started)
             group = trace_group(trace_id, spans[trace_id], count + 1)
+            group = Labelled(**{f.name: getattr(group, f.name) for f in fields(Group)}, labels=labels.get(trace_id) or {})
             if not any(v.role for v in group_views(group).values()):
                 continue  # set-up spans only (OpenLLMetry's `create_agent`): nothing ran, no case, as format `otel` reads it
             count += 1
@@ -246,6 +251,68 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         if sweep.cut:
             break
     sweep.finish(where, "max_traces")
+
+
+@dataclass
+class Labelled(Group):
+    """A trace's `Group` with the `store_labels` metadata of its annotations (`_annotations`), which `adapt` puts in its case."""
+
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
+_KINDS = {"HUMAN": "human", "LLM": "llm", "CODE": "code"}  # (an annotation's `annotator_kind`: `store_labels`)
+
+
+def _annotations(px: Any, url: str, ref: str, roots: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+    """The `store_labels` metadata of each trace of `roots` (trace id → its root spans' ids), from the annotations on its
+    root spans (`v1/projects/…/span_annotations`) and on the trace (`…/trace_annotations`).
+
+    An annotation's value is its `result.score`, else its `result.label`; one with neither (a note) is none. One that
+    `tracejudge export --to phoenix` wrote (identifier `tracejudge:…`, or `tracejudge.run` in its metadata) is the judge's
+    own verdict, not a label: left out. A Phoenix that answers 404 (spans deleted since they were listed, a Phoenix
+    older than trace annotations) has none there.
+    """
+    trace_of = {span: trace for trace, spans in roots.items() for span in spans}
+    found: dict[str, list[StoreLabel]] = {}
+    for tail, param, ids in (("span_annotations", "span_ids", list(trace_of)), ("trace_annotations", "trace_ids", list(roots))):
+        for i in range(0, len(ids), 500):  # (Phoenix takes at most 1000 ids a request)
+            listed = list(_listed(px, url, project_path(ref, tail), {param: ids[i:i + 500], "limit": 1000}))
+            for a in reversed(listed):  # (listed newest first: two made in one instant keep the order they were made in)
+                trace = trace_of.get(str(a.get("span_id"))) if param == "span_ids" else str(a.get("trace_id"))
+                label = _label(a)
+                if trace in roots and label is not None:
+                    found.setdefault(trace, []).append(label)
+    return {trace: label_metadata(got) for trace, got in found.items()}
+
+
+def _listed(px: Any, url: str, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every annotation of a listing, by Phoenix's cursor; none on a 404."""
+    cursor = None
+    while True:
+        try:
+            page = get(px, url, path, {**params, **({"cursor": cursor} if cursor else {})})
+        except Refused as exc:
+            if exc.status != 404:
+                raise
+            return
+        yield from (a for a in page.get("data") or [] if isinstance(a, dict))
+        cursor = page.get("next_cursor")
+        if not cursor or not page.get("data"):
+            return
+
+
+def _label(a: dict[str, Any]) -> StoreLabel | None:
+    """One annotation (as Phoenix lists it) as a `StoreLabel`; None for tracejudge's own, a note, or an unknown kind."""
+    meta: dict[str, Any] = a["metadata"] if isinstance(a.get("metadata"), dict) else {}
+    if str(a.get("identifier") or "").startswith("tracejudge:") or "tracejudge.run" in meta:
+        return None  # a verdict `tracejudge export --to phoenix` wrote: the judge's own
+    result: dict[str, Any] = a["result"] if isinstance(a.get("result"), dict) else {}
+    score = result.get("score")
+    value = plain_value(score) if score is not None and not isinstance(score, bool) else plain_value(result.get("label"))
+    kind, name = _KINDS.get(str(a.get("annotator_kind") or "").upper()), a.get("name")
+    if value is None or kind is None or not isinstance(name, str) or not name:
+        return None
+    return StoreLabel(name, value, kind, f"{a.get('created_at') or ''}")
 
 
 def _when(text: Any) -> datetime | None:
@@ -282,6 +349,7 @@ def adapt(group: Group, options: Any = None) -> Any:
     """One trace's `Group` → `Case` by the `otel` adapter, with `metadata.phoenix` naming its root span: a span Phoenix holds
     (a trace whose root was lost: its earliest top span, not the stand-in `trace_group` made, and no latency)."""
     case = otel.adapt(group, options)
+    case.metadata.update(getattr(group, "labels", None) or {})  # (`Labelled`: its annotations, `store_labels`)
     ids = {s.span_id for s in group.spans if not s.stand_in}
     root = next((s for s in group.spans if not s.stand_in and (not s.parent_id or s.parent_id not in ids)), None)
     case.metadata["phoenix"] = {"project": group.spans[0].file.rsplit("/projects/", 1)[-1] if group.spans else None,

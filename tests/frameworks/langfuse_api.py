@@ -65,6 +65,8 @@ prices. `trace_with_full_details` gives `GET /api/public/traces/{id}`; `observat
 for them, `FIELD_GROUPS`), read through the installed SDK's `ObservationsV2Response` model. `traces_list` gives a page of
 `GET /api/public/traces` (the traces list: observations and scores as ids) and `observations_v1` one of the older
 `GET /api/public/observations?traceId=…` (paged by number, `meta.page`/`totalPages`), which SDK 5 no longer reads.
+`score_v1` gives one element of a trace's `scores` as `GET /api/public/traces/{id}` lists them (`getScoresForTraces`,
+validated by `filterAndValidateDbTraceScoreList` against `APIScoreSchemaV1`: the trace's and its observations' scores).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ from typing import Any
 
 from langfuse_spans import PROJECT, Span, decoded, iso, js, metadata_of, ms, read_spans, reduced, truthy
 
-__all__ = ["observations_v1", "observations_v2", "trace_with_full_details", "traces_list"]
+__all__ = ["observations_v1", "observations_v2", "score_v1", "trace_with_full_details", "traces_list"]
 
 
 def _stored(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -346,3 +348,23 @@ def observations_v2(docs: list[dict[str, Any]], fields: str | None = EVERY_GROUP
         response = parse_obj_as(ObservationsV2Response, {"data": rows, "meta": meta})
         out.append(response.model_dump(mode="json", by_alias=True))
     return out
+
+
+def score_v1(trace_id: str, name: str, value: float | bool | str, data_type: str = "NUMERIC", source: str = "ANNOTATION", *,
+             when: str = "2025-06-01T12:00:00.000Z", observation_id: str | None = None, author: str | None = None,
+             comment: str | None = None, score_id: str | None = None) -> dict[str, Any]:
+    """One score of `GET /api/public/traces/{id}`'s `scores` (`APIScoreSchemaV1`, `packages/shared/src/features/scores/
+    interfaces/api/v1/schemas.ts`; the data kinds of `.../interfaces/shared.ts`): a `NUMERIC`'s `value` and no `stringValue`;
+    a `BOOLEAN`'s `value` 1 or 0 and `stringValue` `"True"`/`"False"`; a `CATEGORICAL`'s category as `stringValue`, `value`
+    0 (no score config maps it to a number). `source` is who made it: `ANNOTATION` (a person, in Langfuse's UI or an
+    annotation queue), `API` (the SDK or the public API), `EVAL` (Langfuse's LLM-as-a-judge evaluators)."""
+    if data_type == "BOOLEAN":
+        number, text = (1.0 if value else 0.0), ("True" if value else "False")
+    elif data_type == "CATEGORICAL":
+        number, text = 0.0, str(value)
+    else:
+        number, text = float(value), None
+    return {"id": score_id or f"score-{trace_id[:8]}-{name}-{when}", "timestamp": when, "projectId": PROJECT, "environment": "default",
+            "name": name, "source": source, "authorUserId": author if source == "ANNOTATION" else None, "comment": comment,
+            "metadata": {}, "configId": None, "createdAt": when, "updatedAt": when, "queueId": None, "traceId": trace_id,
+            "observationId": observation_id, "value": number, "stringValue": text, "dataType": data_type}
