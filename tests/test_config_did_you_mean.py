@@ -183,3 +183,21 @@ def test_a_misspelt_promptfoo_type_is_named_not_imported_as_a_module(kind: str, 
     assert err.value.msg.startswith(f"unknown metric type {kind!r}; did you mean {meant}?"), err.value.msg
     with pytest.raises(SpecError, match="cannot import module 'mypkg.metrics'"):  # a custom metric's path is still one
         build_metric({"type": "mypkg.metrics:no_failed_tools"})
+
+
+def test_other_tools_names_for_a_judge_key_name_ours(tmp_path: Path) -> None:
+    # `max_retries` (the OpenAI SDK's, deepeval's) is no typing slip of `max_attempts`: it is named all the same, with
+    # the off-by-one between the two; so are other peers' names for the reply cap, the timeout and the server address.
+    cfg = _config(tmp_path, (
+        "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n"
+        "judge: {provider: simulator, max_retries: 2, max_completion_tokens: 100, request_timeout: 30, api_base: 'http://127.0.0.1:1/v1'}\n"
+    ))
+    _reports(cfg, tmp_path,
+             f"{cfg}:3: judge.max_retries: unknown key; did you mean max_attempts? (max_retries counts the retries after the first try, "
+             "max_attempts every try: max_retries N is max_attempts N+1)",
+             f"{cfg}:3: judge.max_completion_tokens: unknown key; did you mean max_tokens?",
+             f"{cfg}:3: judge.request_timeout: unknown key; did you mean timeout_s? (in seconds)",
+             f"{cfg}:3: judge.api_base: unknown key; did you mean base_url?")
+    # Only where the key it maps to is allowed: a metric's `max_retries` is an unknown parameter, nothing more.
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, max_retries: 2}]\n")
+    _reports(cfg, tmp_path, f"{cfg}:2: metrics.0.max_retries: ToolCalls: unknown parameter")

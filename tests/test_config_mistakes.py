@@ -363,3 +363,20 @@ def test_every_mistake_is_named_at_once_in_the_order_of_the_file(tmp_path: Path)
     ], err
     assert "did you mean native?" in err[1] and "did you mean ToolCalls" in err[2] and "did you mean value?" in err[3], err
     assert not (tmp_path / "runs").exists()
+
+
+def test_standard_input_is_refused_as_a_dataset_saying_why(tmp_path: Path) -> None:
+    # `-` is standard input to many tools; YAML reads it as a list holding null, which gave
+    # "Input is not a valid path for <class 'pathlib.Path'> (got [null])". A run reads its dataset more than once, so a
+    # stream is no dataset: said as such, from --set and from the file; `./-` still names a file called `-`.
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\n")
+    err = config_error(cli("run", str(cfg), "--set", "dataset.path=-", cwd=tmp_path))
+    assert "--set dataset.path=-: dataset.path: `-` (standard input) cannot be a dataset: a run reads its dataset file more than once" in err, err
+    assert "got [null]" not in err
+    cfg.write_text('dataset: {path: "-"}\nmetrics: [{type: ToolCalls}]\n')
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:1: dataset.path: `-` (standard input) cannot be a dataset" in err, err
+    (tmp_path / "-").write_text(json.dumps(CASE) + "\n")
+    proc = cli("run", str(cfg), "--set", "dataset.path=./-", "--no-progress", cwd=tmp_path)
+    assert proc.returncode in (0, 1) and "config error" not in proc.stderr, proc.stderr  # (1: the gate, ToolCalls has nothing to score)
+    assert len((tmp_path / "runs" / "eval" / "results.jsonl").read_text().splitlines()) == 1

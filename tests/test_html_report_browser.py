@@ -137,3 +137,39 @@ def test_report_html_table_works_from_the_keyboard(tmp_path: Path, browser: Any)
     assert not why.is_displayed() and toggle.get_attribute("aria-expanded") == "false"
     first.find_elements(By.TAG_NAME, "td")[2].click()  # a click on the row still toggles it (once), as before
     assert why.is_displayed() and toggle.get_attribute("aria-expanded") == "true"
+
+
+def _shown_source() -> str:
+    # The page's `shown(text)` (with its pattern), cut out of its script, to call it on texts no run would hold.
+    m = re.search(r"\n  var SHOWN = .*?\n  function shown\(text\)\{\n.*?\n  \}\n", PAGE_JS, re.S)
+    assert m, "the page's script has no shown(text)"
+    return m.group()
+
+
+def test_report_html_shows_invisible_and_control_characters_as_report_md(tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    # "\u202eRTL" showed as "LTR" in the Cases table and a zero-width space not at all, where report.md and junit.xml
+    # write `\u{202e}`, `\u{200b}`: the table shows them as `inert_text.visible` does, and the file holds none raw.
+    from tracejudge.core.inert_text import visible
+
+    ids = ["\u202eRTL", "zw\u200bsp", "esc\x1b[31mred", "tag\U000e0041", "text \\x1b and \\u{202e}", "bs\\\u202e", "plain"]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+        for cid in ids:
+            fh.write(result_line(cid, 0, {"m": (0.0, f"why {cid}")}, threshold=0.5) + "\n")
+    main(["report", str(run_dir)])
+    text = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert not [c for c in ("\u202e", "\u200b", "\x1b", "\U000e0041") if c in text]
+    _load(browser, run_dir / "report.html", "#sort=case")
+    rows = browser.execute_script(
+        "var out = []; document.querySelectorAll('#cases tbody tr[data-case]').forEach(function(tr){"
+        " out.push([tr.getAttribute('data-case'), tr.cells[0].lastChild.textContent, tr.cells[0].title,"
+        " tr.nextSibling.querySelector('.reason').textContent]); }); return out;")
+    assert {r[0] for r in rows} == set(ids)  # (the row keeps the id itself)
+    for cid, cell, title, reason in rows:
+        assert cell == title == visible(cid) and reason == visible(f"why {cid}"), (cid, cell, title, reason)
+    # The page's function and Python's agree on every character they show and on backslashes before their forms.
+    samples = [chr(c) for c in [*range(0, 0x20), *range(0x7f, 0xa1), 0xad, 0x180e, *range(0x200b, 0x2070), 0xfeff, 0xfff9, 0xfffb, 0xe0001, 0xe0041]]
+    samples += ["a\\x41", "\\\\x1b", "\\u{202e}", "\\u{zz}", "\\\u202e", "\\\\\x1b", "\u200c\u200d\u200e\u200f", "案\\", "ok"]
+    got = browser.execute_script(_shown_source() + "return arguments[0].map(shown);", samples)
+    assert got == [visible(s) for s in samples]

@@ -65,6 +65,10 @@ def test_a_killed_and_resumed_run_counts_the_cache_hits_of_an_unkilled_one(simul
     _, summary = _killed_and_resumed(tmp_path, sim.url, 40, 15, **both)
     assert summary["segments"][0]["ended"] == "killed" and summary["results"] == 40
     assert summary["judge"]["cache_hits"] == whole["cache_hits"], (summary["judge"], summary["segments"])
+    # One figure, one number: the top-level `usage` (the segments' records summed, the killed one's as of its last
+    # checkpoint, which missed the hits after it) said fewer hits than the judge block beside it.
+    assert summary["segments"][0]["usage"]["judge"].get("cache_hits", 0) < whole["cache_hits"] - summary["segments"][-1]["usage"]["judge"].get("cache_hits", 0)
+    assert summary["usage"]["judge"]["cache_hits"] == summary["judge"]["cache_hits"], (summary["usage"], summary["judge"])
 
 
 def test_the_summary_says_how_many_results_the_killed_segments_counters_leave_out(simulator, tmp_path):
@@ -108,6 +112,7 @@ def test_cache_hits_counted_before_a_kill_stay_counted_after_the_resume(simulato
     assert summary["judge"]["cache_hits"] == on_lines + last.get("cache_hits", 0), (summary["judge"], killed, last)
     assert summary["judge"]["saved_tokens"] == killed["usage"]["judge"]["saved_tokens"] + last.get("saved_tokens", 0)
     assert summary["results"] == 40 and summary["judge"]["cache_hits"] <= 40
+    assert summary["usage"]["judge"]["cache_hits"] == summary["judge"]["cache_hits"], (summary["usage"], summary["judge"])
 
 
 def test_a_resume_carries_on_from_the_dollars_paid_not_from_the_rounded_summary(tmp_path: Path) -> None:

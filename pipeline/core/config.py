@@ -220,7 +220,10 @@ def validate_config(
     if check_files:
         for key in ("path", "tasks"):
             p = getattr(config.dataset, key)
-            if p is not None and not p.exists():
+            if p is not None and str(p) == "-":
+                # Standard input cannot be read again: a run reads its dataset more than once.
+                problems.append(_fmt(source, ("dataset", key), STDIN_DATASET, lines, overridden))
+            elif p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), _missing(p), lines, overridden))
             elif p is not None and (kind := _special_file(p)) is not None:
                 # Found now, before the run directory: reading a FIFO blocks for ever, /dev/zero never ends a line.
@@ -281,6 +284,11 @@ def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], s
             except registry.SpecError as exc:
                 out += [(("metrics", i, *loc), msg) for loc, msg in exc.problems]
     return out
+
+
+STDIN_DATASET = ("`-` (standard input) cannot be a dataset: a run reads its dataset file more than once (its fingerprint "
+                 "first, the cases again on a resume, the transcripts in `tracejudge view`), which a stream does not allow; "
+                 "save it to a file and give that file's path (`./-` for a file named `-`)")
 
 
 def _missing(path: Path) -> str:

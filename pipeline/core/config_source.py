@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 __all__ = ["MAX_EXPANDED_NODES", "ConfigSource", "apply_overrides", "read_config"]
 
 # Keys holding filesystem paths: resolved against the config's folder.
+# `-` for a dataset file (standard input, to many tools) is left as it is, not resolved to a file named `-`:
+# `validate_config` refuses it saying why (`./-` names such a file).
+STDIN = "-"
+_STDIN_KEYS = {("dataset", "path"), ("dataset", "tasks")}
 _PATH_KEYS = {
     ("dataset", "path"),
     ("dataset", "tasks"),
@@ -133,11 +137,15 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
         if not dotted:
             raise ConfigError(f"--set {item!r}: empty key path")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            # (`-`, standard input to many tools, is YAML for a list holding null: kept as typed, `validate_config` says why
+            # it is no dataset)
+            value = yaml.safe_load(raw) if raw.strip() not in ("", STDIN) else raw.strip()
         except yaml.YAMLError as exc:
             raise ConfigError(f"--set {dotted}: value {raw!r} is not valid YAML: {exc}") from None
         key = _set_path(data, dotted, value)
-        if key in _PATH_KEYS and isinstance(value, str) and value:
+        if key in _STDIN_KEYS and value == STDIN:
+            pass
+        elif key in _PATH_KEYS and isinstance(value, str) and value:
             _set_path(data, dotted, str(_resolve(cwd / value)) if not Path(value).is_absolute() else value)
         touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
@@ -148,7 +156,7 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
         block: Any = data
         for section in sections:
             block = block.get(section) if isinstance(block, dict) else None
-        if isinstance(block, dict) and isinstance(block.get(key), str) and block[key]:
+        if isinstance(block, dict) and isinstance(block.get(key), str) and block[key] and (block[key] != STDIN or (*sections, key) not in _STDIN_KEYS):
             p = Path(block[key]).expanduser()
             block[key] = str(p if p.is_absolute() else _resolve(base / p))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["MAPPING_TYPES", "PAIRED", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
+__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
            "unknown_key_message"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
@@ -87,9 +87,40 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = 
     return f"did you mean {', '.join(near)}?" if near else ""
 
 
+# Other tools' names for a key this config spells otherwise, where one clearly maps (no typing slip finds them):
+# their name → (our key, what to know when moving the value across, or ""). Offered only where our key is allowed.
+# (`timeout` → `timeout_s`, `model_name` → `model`, `api_key` → `api_key_env` need no entry: a name that is the
+# other's leading words is found anyway.)
+PEER_KEYS: dict[str, tuple[str, str]] = {
+    # The OpenAI and Anthropic SDK clients, deepeval's and LangChain's models: retries after the first try.
+    "max_retries": ("max_attempts", "max_retries counts the retries after the first try, max_attempts every try: "
+                    "max_retries N is max_attempts N+1"),
+    "num_retries": ("max_attempts", "LiteLLM's num_retries counts the retries after the first try, max_attempts every try: "
+                    "num_retries N is max_attempts N+1"),
+    # OpenAI Chat Completions' newer name for the reply cap; the Responses API's and Gemini's.
+    "max_completion_tokens": ("max_tokens", ""),
+    "max_output_tokens": ("max_tokens", ""),
+    # LangChain's ChatOpenAI and LiteLLM: seconds, as timeout_s.
+    "request_timeout": ("timeout_s", "in seconds"),
+    # LiteLLM's and LangChain's name for an OpenAI-compatible server's address.
+    "api_base": ("base_url", ""),
+    "openai_api_base": ("base_url", ""),
+}
+
+
 def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
-    """For pydantic's `extra_forbidden` error at `loc` inside `model`: `"; did you mean key?"`, or `""`."""
-    hint = did_you_mean(str(loc[-1]), model_keys(model, loc), n=1, typo=True) if loc else ""
+    """For pydantic's `extra_forbidden` error at `loc` inside `model`: `"; did you mean key?"`, or `""`.
+
+    Another tool's name for an allowed key (`PEER_KEYS`: `max_retries`, the OpenAI SDK's and deepeval's, is
+    `max_attempts` here) names that key, with what differs (`"; did you mean max_attempts? (max_retries counts …)"`).
+    """
+    if not loc:
+        return ""
+    keys = model_keys(model, loc)
+    peer = PEER_KEYS.get(str(loc[-1]).lower())
+    if peer is not None and peer[0] in keys:
+        return f"; did you mean {peer[0]}?" + (f" ({peer[1]})" if peer[1] else "")
+    hint = did_you_mean(str(loc[-1]), keys, n=1, typo=True)
     return f"; {hint}" if hint else ""
 
 

@@ -216,6 +216,20 @@ def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
 
 
 
+def _same_telemetry(used: dict[str, Any] | None, block: dict[str, Any]) -> None:
+    """The top-level `usage.judge`'s telemetry counters (`stage_summary.TELEMETRY`) set to the judge block's, in place.
+
+    `usage` sums the segments' own records, and a segment killed with SIGKILL recorded its counters at its last
+    checkpoint only: `cache_hits` there was short of the judge block's, which counts them from the result lines the
+    killed segment wrote (313 beside 328 for one figure, after two kills). The run's figure is the block's; each
+    segment's own record stays in `segments`."""
+    from tracejudge.stages.judge.stage_summary import TELEMETRY
+
+    for k in TELEMETRY:
+        if used is not None and k in used and isinstance(v := block.get(k), (int, float)) and not isinstance(v, bool):
+            used[k] = v
+
+
 def _build_summary(
     journal: RunJournal, manifest: dict[str, Any], complete: bool, blocks: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -234,6 +248,7 @@ def _build_summary(
         block = _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), journal.run_dir, journal.segments, journal.segment)
         block = _with_in_flight(block, journal.run_dir)
         blocks = {**blocks, "judge": block}  # (its `partial_counters` note ends the terminal summary: `judge_lines`)
+        _same_telemetry(totals["usage"].get("judge"), block)
     # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
     spent, _ = journal.spent_retries()
     # Results never scored because the worker process scoring them died: counted among `invalid_input` by status, but

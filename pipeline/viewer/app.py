@@ -4,7 +4,8 @@ Routes (all GET; nothing writes to a run except its derived `view.idx`):
 
 - `/` — Runs (with one run served, a redirect to its Run page); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
   parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
-  — Case page, side by side with run `vs`; `/diff?a=&b=` — Diff page;
+  — Case page, side by side with run `vs` (`h=<hash>` instead of `id=` for an id too long for a URL:
+  `tracejudge.viewer.html.case_url`); `/diff?a=&b=` — Diff page;
 - `/api/run/{rid}/state` — `{"results": n, "complete": bool}` (and `"gone": why` once the run directory is
   deleted or moved), polled by the page script to follow a run still being written;
 - a run whose directory is gone answers every page with a 410 page saying so (`Run.gone`);
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +33,7 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from tracejudge.entrypoints.serve import until_signal
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
@@ -51,6 +54,26 @@ _TEXT_JOBS = web.AppKey("text_jobs", set)
 _TASKS = web.AppKey("tasks", set)
 _FLIGHTS = web.AppKey("diff_flights", dict)
 _DIFFS_KEPT = 16
+# The longest request line served (aiohttp's default is 8,190 bytes): a link by `id=` to a case whose id is up to ~60 KB
+# URL-encoded still opens; the viewer's own links to longer ids go by hash (`html.case_url`).
+MAX_LINE = 64 * 1024
+
+
+class _OneLine(logging.Filter):
+    """A request aiohttp cannot parse (a request line over `MAX_LINE`, a malformed header) is logged as one line saying
+    so, not as "Error handling request" and a traceback: the client got its 400; nothing in the viewer failed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            what = " ".join(str(exc.message).split())
+            record.msg, record.args = "tracejudge view: refused a request it cannot read (%s: %s)", (exc.code, what[:160] + ("…" if len(what) > 160 else ""))
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+_SERVER_LOG = logging.getLogger("tracejudge.viewer.server")
+_SERVER_LOG.addFilter(_OneLine())
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -174,6 +197,12 @@ async def _case(request: web.Request) -> web.Response:
     run = _run(request)
     case_id = request.query.get("id", "")
     trial = _int(request.query.get("trial"), 0, "trial")
+    if "id" not in request.query and (h := request.query.get("h", "")):  # a long id, linked by its hash
+        await _refresh(request, run)
+        found = await anyio.to_thread.run_sync(run.index.case_by_hash, h.strip().lower())
+        if found is None:
+            raise web.HTTPNotFound(text=f"{run.name} has no case whose id hashes to {h[:64]!r}")
+        case_id = found
     vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
     other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
     if other is not None and other.gone() is not None:
@@ -288,7 +317,7 @@ def make_app(runs: list[Run], baseline: Run | None = None) -> web.Application:
 
 async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = None) -> tuple[web.AppRunner, str]:
     """Serve the viewer on 127.0.0.1:`port` (0 picks a free port); returns the runner (call `cleanup()`) and the URL."""
-    runner = web.AppRunner(make_app(runs, baseline), access_log=None)
+    runner = web.AppRunner(make_app(runs, baseline), access_log=None, max_line_size=MAX_LINE, logger=_SERVER_LOG)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()

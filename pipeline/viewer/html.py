@@ -7,12 +7,19 @@ goes through `e()`; pages carry no inline script (the CSP forbids it), only
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
-__all__ = ["e", "f3", "frame", "pretty", "url"]
+from tracejudge.core.inert_text import visible
+
+__all__ = ["LONG_ID", "case_url", "e", "f3", "frame", "id_hash", "pretty", "shown_id", "url"]
+
+# A case id longer than this URL-encoded is linked by its hash (`h=`), not by itself (`id=`): aiohttp refuses a request
+# line over `app.MAX_LINE` bytes, and 9,000 ASCII or 2,800 CJK characters made the case page unreachable.
+LONG_ID = 1000
 
 
 def e(value: Any) -> str:
@@ -46,6 +53,24 @@ def url(path: str, **params: Any) -> str:
     """`path?query` with the non-empty params, escaped for an attribute."""
     q = {k: v for k, v in params.items() if v not in (None, "", False)}
     return e(path + ("?" + urlencode(q) if q else ""))
+
+
+def id_hash(case_id: str) -> str:
+    """The `h=` of a case page's URL: the first 32 hex digits of the SHA-256 of the id's UTF-8."""
+    return hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def case_url(rid: str, case_id: str, **params: Any) -> str:
+    """The Case page of `case_id` in run `rid` (`url`): `?id=<id>`, or `?h=<id_hash>` for an id longer than `LONG_ID`
+    URL-encoded (a link by `id=` keeps working up to `app.MAX_LINE` bytes)."""
+    ref = {"h": id_hash(case_id)} if len(quote(case_id, safe="")) > LONG_ID else {"id": case_id}
+    return url(f"/run/{rid}/case", **ref, **params)
+
+
+def shown_id(case_id: Any) -> str:
+    """A case id as a page shows it: escaped, its control and invisible characters (a bidirectional override, a zero-width
+    space) written `\\xNN` / `\\u{NNNN}` as report.md, junit.xml and the terminal show them (`inert_text.visible`)."""
+    return e(visible("" if case_id is None else str(case_id)))
 
 
 def frame(title: str, body: str, *, live_run: str | None = None, crumbs: list[tuple[str, str]] | None = None) -> str:

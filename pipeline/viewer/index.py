@@ -376,6 +376,14 @@ class RunIndex:
             return None
         return data
 
+    def case_by_hash(self, h: str) -> str | None:
+        """The case id whose `html.id_hash` is `h` (how the Case page of a long id is linked), or None."""
+        from tracejudge.viewer.html import id_hash
+
+        with self._lock:
+            ids = [r[0] for r in self._db.execute("SELECT DISTINCT case_id FROM results")]
+        return next((cid for cid in ids if id_hash(cid) == h), None)
+
     def trials(self, case_id: str) -> list[int]:
         """The trials recorded for a case, ascending."""
         with self._lock:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracejudge.core.inert_text import visible
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
-from tracejudge.viewer.html import e, f3, frame, pretty, url
+from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, url
 from tracejudge.viewer.labels import label_cell, labels_of
 from tracejudge.viewer.runs import Run, differs
 from tracejudge.viewer.transcript import call_html, transcript_html
@@ -132,20 +133,20 @@ def _side(view: CaseView) -> str:
 def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other: CaseView | None, runs: list[Run]) -> str:
     """The case page of `main`, with `other` (a baseline) side by side when given."""
     rid = main.run.rid
-    base = f"/run/{rid}/case"
-    links = [f'<a href="{url(base, id=case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
+    links = [f'<a href="{case_url(rid, case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
              for t in trials]
-    vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid and differs(r, main.run) is None]
+    vs = [f'<a class="vs-link" href="{case_url(rid, case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid and differs(r, main.run) is None]
     if other is not None:
-        vs.append(f'<a id="alone-link" href="{url(base, id=case_id, trial=trial, vs="-")}">alone</a>')
-    head = (f'<h1>Case <code id="case-id">{e(case_id)}</code></h1><p>{" · ".join(links)}'
+        vs.append(f'<a id="alone-link" href="{case_url(rid, case_id, trial=trial, vs="-")}">alone</a>')
+    head = (f'<h1>Case <code id="case-id">{shown_id(case_id)}</code></h1><p>{" · ".join(links)}'
             + (" — " + " · ".join(vs) if vs else "") + "</p>")
     if other is None:
         body = head + f'<div class="sides one">{_side(main)}</div>'
     else:
         body = head + f'<div class="sides two">{_side(other)}{_side(main)}</div>'
-    return frame(f"{case_id} · {main.run.name}", body, live_run=None,
-                 crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (case_id, url(base, id=case_id, trial=trial))])
+    short = visible(case_id) if len(case_id) <= 120 else visible(case_id[:119]) + "…"  # (the title and crumb of a long id: its start)
+    return frame(f"{short} · {main.run.name}", body, live_run=None,
+                 crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (short, case_url(rid, case_id, trial=trial))])
 
 
 def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:
@@ -184,8 +185,8 @@ def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:
                        '<col class="w10"><col><col></colgroup><thead><tr><th>case</th><th>trial</th><th>baseline</th><th>current</th>'
                        "<th>baseline reason</th><th>current reason</th></tr></thead><tbody>")
             for mv in movers:
-                link = url(f"/run/{b.rid}/case", id=mv.case_id, trial=mv.trial, vs=a.rid)
-                out.append(f'<tr><td><a class="mover-link" href="{link}">{e(mv.case_id)}</a></td><td class=num>{mv.trial}</td>'
+                link = case_url(b.rid, mv.case_id, trial=mv.trial, vs=a.rid)
+                out.append(f'<tr><td><a class="mover-link" href="{link}">{shown_id(mv.case_id)}</a></td><td class=num>{mv.trial}</td>'
                            f'<td class=num>{f3(mv.a)}</td><td class="num {"bad" if mv.b < mv.a else "ok"}">{f3(mv.b)}</td>'
                            f'<td class="reason">{e(mv.reason_a)}</td><td class="reason">{e(mv.reason_b)}</td></tr>')
             out.append("</tbody></table>")

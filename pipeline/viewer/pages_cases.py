@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from tracejudge.viewer.html import e, f3, frame, url
+from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, url
 from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
 from tracejudge.viewer.runs import Run
 
@@ -100,11 +100,11 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
     for r in page.rows:
         key = (r["case_id"], r["trial"])
         why = reasons.get(key, {})
-        link = url(f"/run/{rid}/case", id=r["case_id"], trial=r["trial"])
+        link = case_url(rid, r["case_id"], trial=r["trial"])
         err = str((r["error"] or {}).get("message", "")) if r["error"] else ""
         tags = " ".join(f"<span class=tag>{e(t)}</span>" for t in r["tags"])
         cells = [f'<td class="clip"><button type="button" class="expand" aria-expanded="false" title="all reasons">▸</button> '
-                 f'<a class="case-link" href="{link}" title="{e(r["case_id"])}">{e(r["case_id"])}</a> {tags}</td>',
+                 f'<a class="case-link" href="{link}" title="{shown_id(r["case_id"])}">{shown_id(r["case_id"])}</a> {tags}</td>',
                  f'<td class=num>{r["trial"]}</td>',
                  f'<td class="clip snippet" title="{e(r["snippet"])}">{e(r["snippet"])}</td>',
                  f'<td class="clip {"ok" if r["status"] == "ok" else "bad"}" title="{e(r["status"] + (": " + _cut(err, _TITLE_CUT) if err else ""))}">{e(r["status"])}</td>']

@@ -7,7 +7,8 @@ with the most regressed cases and both runs' reasons side by side; and a
 table of cases (the worst 2,000: `cases.CaseCollector`), one line each (a score chip per metric, its reason
 on hover, every reason under the row on a click), sortable by clicking a column header and shown 50 rows a
 page; headers and row toggles are buttons, so the table works from the keyboard. The table is built by the
-page's script (`html_assets`) from JSON embedded in the file; a URL fragment `#sort=<column>` (or
+page's script (`html_assets`) from JSON embedded in the file (its text shown as the rest of the page shows it:
+control and invisible characters as `\\xNN`, `\\u{NNNN}`, as report.md writes them); a URL fragment `#sort=<column>` (or
 `#sort=-<column>` for descending) and `page=<n>` (`#sort=case&page=2`) set it on load, which is how a
 headless browser can check sorting; a part of it that does not decode is ignored.
 """
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
+from tracejudge.core.inert_text import CONTROL, INVISIBLE, visible
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
 from tracejudge.stages.reports.html_assets import PAGE_CSS, PAGE_JS
@@ -32,7 +35,9 @@ def _f3(x: float | None) -> str:
 
 
 def _e(s: Any) -> str:
-    return html.escape(str(s), quote=True)
+    # Escaped, and shown inert as report.md and junit.xml show it (`inert_text.visible`): a bidirectional override in a
+    # case id showed "\u202eRTL" as "LTR", a zero-width space not at all; they read `\u{202e}`, `\u{200b}`.
+    return visible(html.escape(str(s), quote=True))
 
 
 def _sort_header(name: str) -> str:
@@ -41,8 +46,14 @@ def _sort_header(name: str) -> str:
 
 
 def _for_script(text: str) -> str:
-    # Inside <script>, "</script>" or "<!--" in a reason would end the block: escape every "<".
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    # Inside <script>, "</script>" or "<!--" in a reason would end the block: escape every "<". A control or invisible
+    # character (only ever inside a JSON string) is written as its JSON escape, so the file holds none raw: an editor
+    # showing its source would reorder it at a bidirectional override.
+    text = text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return _RAW.sub(lambda m: json.dumps(m.group())[1:-1], text) if _RAW.search(text) else text
+
+
+_RAW = re.compile(f"{CONTROL.pattern}|{INVISIBLE.pattern}")
 
 
 def _axis(top: int) -> tuple[int, list[int]]:

@@ -42,6 +42,17 @@ th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 PAGE_JS = r"""
 (function(){
   var data = JSON.parse(document.getElementById('case-data').textContent);
+  // Text shown as report.md shows it (Python's `inert_text.visible`): a control character as \xNN, an invisible one (a
+  // bidirectional override, a zero-width space) as \u{NNNN}, a backslash of the text before such a form doubled.
+  var SHOWN = new RegExp('(\\\\+)(?=x[0-9a-fA-F]{2}|u\\{[0-9a-fA-F]+\\})|(\\\\*)(@CONTROL@)|(\\\\*)(@INVISIBLE@)', 'gu');
+  function hex(c, n){ var h = c.codePointAt(0).toString(16); while(h.length < n){ h = '0' + h; } return h; }
+  function shown(text){
+    return String(text).replace(SHOWN, function(m, run, b1, ctl, b2, inv){
+      if(run !== undefined) return run + run;
+      if(ctl !== undefined) return b1 + b1 + '\\x' + hex(ctl, 2);
+      return b2 + b2 + '\\u{' + hex(inv, 4) + '}';
+    });
+  }
   var cols = ['case','trial','status'].concat(data.metrics);
   var table = document.getElementById('cases');
   var head = table.tHead.rows[0];
@@ -81,19 +92,19 @@ PAGE_JS = r"""
       var tr = el('tr'); tr.setAttribute('data-case', r.case_id);
       var why = el('tr', 'why'); why.hidden = true; why.id = 'why-' + n; var wtd = el('td'); wtd.colSpan = cols.length; why.appendChild(wtd);
       var toggle = el('button', 'expand', '▸'); toggle.type = 'button'; toggle.title = 'all reasons';
-      toggle.setAttribute('aria-expanded', 'false'); toggle.setAttribute('aria-controls', why.id); toggle.setAttribute('aria-label', 'reasons of ' + r.case_id);
-      if(r.error){ wtd.appendChild(el('div', 'bad reason', r.error)); }
+      toggle.setAttribute('aria-expanded', 'false'); toggle.setAttribute('aria-controls', why.id); toggle.setAttribute('aria-label', 'reasons of ' + shown(r.case_id));
+      if(r.error){ wtd.appendChild(el('div', 'bad reason', shown(r.error))); }
       cols.forEach(function(c){
         var td = el('td');
-        if(c==='case'){ td.appendChild(toggle); td.appendChild(document.createTextNode(r.case_id)); td.className='clip'; td.title=r.case_id; }
+        if(c==='case'){ td.appendChild(toggle); td.appendChild(document.createTextNode(shown(r.case_id))); td.className='clip'; td.title=shown(r.case_id); }
         else if(c==='trial'){ td.textContent = r.trial; td.className='num'; }
-        else if(c==='status'){ td.textContent = r.status; td.className = 'clip' + (r.status!=='ok' ? ' bad' : ''); td.title = r.error || r.status; }
+        else if(c==='status'){ td.textContent = shown(r.status); td.className = 'clip' + (r.status!=='ok' ? ' bad' : ''); td.title = shown(r.error || r.status); }
         else { var s = r.scores[c];
           if(!s){ td.textContent='—'; }
           else { var word = s.passed===true ? 'pass' : s.passed===false ? 'fail' : 'none';
                  var chip = el('span', 'chip '+word, (s.value===null || s.value===undefined) ? 'n/a' : fixed(s.value, 3));
-                 chip.title = c + ': ' + s.reason; td.appendChild(chip);
-                 var line = el('div'); line.appendChild(el('b', '', c + ' ')); line.appendChild(el('span', 'reason', s.reason)); wtd.appendChild(line); } }
+                 chip.title = shown(c + ': ' + s.reason); td.appendChild(chip);
+                 var line = el('div'); line.appendChild(el('b', '', shown(c) + ' ')); line.appendChild(el('span', 'reason', shown(s.reason))); wtd.appendChild(line); } }
         tr.appendChild(td);
       });
       // The button's click (a mouse, Enter or Space) reaches the row's handler: one toggle either way.
@@ -143,3 +154,17 @@ PAGE_JS = r"""
   document.getElementById('rows-shown').textContent = String(data.rows.length);
 })();
 """
+
+
+def _js_class(pattern: str) -> str:
+    """A character class of `inert_text` as the text of a JS string giving the same class to `new RegExp(…, 'u')`."""
+    return "".join(c if c in "[]-" else f"\\\\u{{{ord(c):x}}}" for c in pattern)
+
+
+def _with_classes(js: str) -> str:
+    from tracejudge.core.inert_text import CONTROL, INVISIBLE
+
+    return js.replace("@CONTROL@", _js_class(CONTROL.pattern)).replace("@INVISIBLE@", _js_class(INVISIBLE.pattern))
+
+
+PAGE_JS = _with_classes(PAGE_JS)
