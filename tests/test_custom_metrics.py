@@ -275,7 +275,9 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
     # No PYTHONPATH: the console script finds `mypkg` in the current directory, as `python -m` would.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    # `explodes` raises on every case: the run goes on, and the gate fails on it (`assertions.max_metric_error_share`).
+    assert proc.returncode == 1, proc.stderr
+    assert "FAIL explodes max_metric_error_share: metric 'explodes' raised or timed out on 3 of 3 results" in proc.stdout
     results = {json.loads(line)["case_id"]: json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()}
     assert results["clean"]["scores"]["few_failures"] == {"value": 1.0, "passed": True, "reason": "0 failed, 1 allowed", "details": None, "judge": None}
     assert results["one-failed"]["scores"]["few_failures"]["reason"] == "1 failed, 1 allowed"
@@ -286,7 +288,7 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
         assert r["scores"]["explodes"]["reason"].startswith(f"metric raised KeyError: '{r['case_id']}' (at ")
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["metrics"]["few_failures"]["mean"] == pytest.approx(2 / 3, abs=1e-6)
-    assert summary["metrics"]["explodes"]["not_computed"] == 3
+    assert summary["metrics"]["explodes"]["not_computed"] == summary["metrics"]["explodes"]["raised"] == 3
 
 
 def test_report_rebuilds_a_custom_metrics_run_without_importing_its_module(tmp_path):

@@ -11,6 +11,7 @@ aggregate:
 assertions:
   max_invalid_share: 0.0    # share of invalid_input results allowed (default 0: any unreadable record fails)
   max_target_error_share: 0.0  # share of target_error results allowed (default 0: any failed agent call fails)
+  max_metric_error_share: 0.0  # per metric, share of its results whose metric raised or timed out (default 0: any fails)
   metrics:                  # per metric key; "*" applies to every metric, whose own entry overrides only the keys it sets
     writes_exact: {min_mean: 0.5, min_pass_rate: 0.4, max_error_share: 0.05}
     TaskCompletion: {min_kappa: 0.6}   # agreement with judge.labels (Cohen's kappa)
@@ -74,13 +75,15 @@ class MetricAssertion(_Strict):
     A metric with no scored result fails `min_mean` and `min_pass_rate`.
     `min_kappa` bounds the judge's agreement with reference labels (Cohen's κ,
     quadratic-weighted for graded labels; `judge.labels` or `tracejudge calibrate
-    --labels`): a metric with no labelled verdict fails it.
+    --labels`): a metric with no labelled verdict fails it. `max_metric_error_share`
+    overrides `AssertionsConfig.max_metric_error_share` for this metric.
     """
 
     min_mean: float | None = Field(default=None, ge=0.0, le=1.0)
     min_pass_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     max_error_share: float | None = Field(default=None, ge=0.0, le=1.0)
     min_kappa: float | None = Field(default=None, ge=-1.0, le=1.0)
+    max_metric_error_share: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class RegressionRule(_Strict):
@@ -115,11 +118,17 @@ class AssertionsConfig(_Strict):
     states its tolerance here. `max_target_error_share` does the same for
     `target_error` results (a live agent that raised, timed out or answered
     nothing usable): by default 0.0, so an agent failing a case fails the gate.
+    `max_metric_error_share` bounds, per metric, the share of the results carrying
+    it whose metric raised or was cut at `run.metric_timeout_s` (a bug in the
+    metric, not a case it cannot score): by default 0.0, so a metric that raises
+    fails the gate, as a scorer error fails an inspect-ai eval; a metric's own
+    `max_metric_error_share` overrides it for that metric.
     """
 
     metrics: dict[str, MetricAssertion] = Field(default_factory=dict)
     max_invalid_share: float = Field(default=0.0, ge=0.0, le=1.0)
     max_target_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_metric_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
     regression: RegressionRule | None = None
 
 
@@ -133,7 +142,7 @@ def assertion_problems(assertions: AssertionsConfig, metric_keys: list[str], pas
         if key == "*":
             continue
         if key in pass_at_k_keys:
-            if rule.min_pass_rate is not None or rule.max_error_share is not None:
+            if rule.min_pass_rate is not None or rule.max_error_share is not None or rule.max_metric_error_share is not None:
                 problems.append((("metrics", key), "a pass@k figure takes min_mean only (its value is already a rate over cases)"))
         elif key not in metric_keys:
             problems.append((("metrics", key), f"no metric {key!r} in this run; expected one of: {known}"))

@@ -17,8 +17,8 @@ duration) and writes: no pydantic model is pickled, validated or serialized
 there per result (`Finished.line`). The text goes as UTF-8 bytes, the form the files take: sent as
 `str`, each line and test case was decoded when the main process unpickled it and encoded again when it
 wrote it (about 30 MB a 10,000 τ-bench cases, much of it not ASCII). A case whose result is anything else (an
-unreadable record, a duplicate id, a failed check set-up, text JSON cannot
-carry) is not rendered and takes the general path, with the same outcome.
+unreadable record, a duplicate id, a failed check set-up, a metric that raised,
+text JSON cannot carry) is not rendered and takes the general path, with the same outcome.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
 from tracejudge.llm.redact import redact_labels
 
-__all__ = ["Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
+__all__ = ["METRIC_ERRORS", "Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
 
 # XML 1.0 cannot carry most control characters, nor U+FFFE and U+FFFF, even escaped (its `Char` production);
 # a parser refuses the whole file for one of them. (Lone surrogates cannot be written as UTF-8 at all.)
@@ -47,6 +47,10 @@ _SPECIAL = re.compile("[\x00-\x1f&<>\ufffe\uffff]")
 # Each byte `_SPECIAL` can match (all but U+FFFE and U+FFFF are one byte in UTF-8) mapped to 0, every other to 1.
 _SPECIAL_BYTES = bytes(0 if b < 0x20 or b in b"&<>" else 1 for b in range(256))
 _NOT_COMPUTED = "metric not computed for this case"
+# How the reason of a score whose metric raised (`stages.score`, a custom metric, a judge metric's plan) or was cut at
+# `run.metric_timeout_s` (`stages.score.time_limit`) starts: not computed because of the metric, not of the case.
+_RAISED = "metric raised "
+METRIC_ERRORS = (_RAISED, "metric_timeout:")
 _OK = Status.ok
 
 
@@ -98,13 +102,16 @@ def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) ->
     """The end of one metric's `<testcase>` (after its `time` attribute) for a result that counts the score.
 
     `computed` False: the result has no score for the metric at all. A `value`
-    of None is a score that could not be computed (`<skipped>`); anything else
+    of None is a score that could not be computed (`<skipped>`, of `type="metric_error"` when its metric raised or
+    timed out: `METRIC_ERRORS`; the gate's `max_metric_error_share` decides whether that fails the run); anything else
     passes, its value and reason in `<system-out>`, which starts with `below
     threshold:` when `passed` is False. A case below its metric's threshold does
     not fail the run (the gate decides, from the figures over all cases), so it
     is no `<failure>`: CI would show a passing run red (`stages.reports.junit`).
     """
     if not computed or value is None:
+        if computed and type(reason) is str and reason.startswith(METRIC_ERRORS):
+            return f'>\n      <skipped type="metric_error" message={attr(reason)}/>\n    </testcase>\n'
         return f'>\n      <skipped message={attr(reason if computed else _NOT_COMPUTED)}/>\n    </testcase>\n'
     if type(value) is float and type(reason) is str and _plain(reason):
         # A float's text is digits, a point, a sign, `e`, `inf` or `nan`: nothing to escape and no quote, so the reason
@@ -211,7 +218,9 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
     """`case` (id, tags, metadata) with its `scores`, rendered; None when JSON cannot carry its text (a lone surrogate).
 
     `junit_keys` are the run's metric keys in report order: one `testcase_end` each. `refuse`: None too
-    when a score not computed has a reason starting with it (read here, where each reason is read anyway).
+    when a score not computed has a reason starting with it (read here, where each reason is read anyway). None
+    too when a metric raised (`metric raised …`): the general path's result keeps the reason the aggregate counts
+    (`MetricStats.raised`); a metric that timed out is named in `timed_out` instead.
     """
     tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
     try:
@@ -234,7 +243,7 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
             v, passed, reason = s.value, s.passed, s.reason
         cells[k] = _cell((v, passed))
         if v is None:
-            if refuse is not None and reason.startswith(refuse):
+            if (refuse is not None and reason.startswith(refuse)) or reason.startswith(_RAISED):
                 return None
             if reason.startswith("metric_timeout:"):
                 timed_out.append(k)

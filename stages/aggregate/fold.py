@@ -9,7 +9,9 @@ metric of the config's own list, which every result scored with it carries,
 so they were written before it was added and kept by `--force`) or that do
 not carry the metric at all (`not_applicable`: a case-level metric other
 cases lack) are counted beside it, so `scored +
-not_computed + not_applicable + sum(excluded) == results` always holds.
+not_computed + not_applicable + sum(excluded) == results` always holds. Of
+`not_computed`, `raised` counts the results whose metric raised or timed out
+(a bug in the metric, not a value the case lacks), which the gate bounds.
 
 Memory is bounded whatever the run's size: per metric and group, running
 moments (Welford), a 10-bin histogram and a sample of at most
@@ -73,6 +75,14 @@ def _fold_cells(rows: Any, cells: dict[str, Any], h: int) -> None:
         else:
             for st in stats:
                 st.fold(_OK, cell, h)
+
+
+def _count_timed_out(rows: list[dict[str, MetricStats]], keys: tuple[str, ...]) -> None:
+    """Count a rendered result's metrics that timed out (`Rendered.timed_out`: not computed, and folded so) as raised
+    in each of `rows` (the whole run's stats and its groups')."""
+    for row in rows:
+        for key in keys:
+            row[key].raised += 1
 
 
 class Aggregator:
@@ -209,7 +219,11 @@ class Aggregator:
         counts = status == _OK or status in LATE_STATUSES
         # Which values the bootstrap samples keep is decided by this hash of the (case, trial), not by arrival
         # order; a result rendered where it was scored brings its id's hash (what `result_key` would compute).
-        key = trial_key(result.rendered.id_hash, result.trial) if type(result) is Finished else result_key(result.case_id, result.trial)
+        if type(result) is Finished:
+            key = trial_key(result.rendered.id_hash, result.trial)
+            timed_out = result.rendered.timed_out  # (its `Cell`s carry no reason: `MetricStats.raised`)
+        else:
+            key, timed_out = result_key(result.case_id, result.trial), ()
         h = rank(key, self._sample_seed)
         for key in metrics:
             score = scores.get(key)
@@ -222,6 +236,8 @@ class Aggregator:
             else:
                 for row in rows:
                     row[key].fold(status, score, h)
+        if timed_out:
+            _count_timed_out(rows, timed_out)
         for tracker in self.trackers.values():
             tracker.fold(result, status, groups)
         if self.results % SETTLE_EVERY == 0:
@@ -269,6 +285,7 @@ class Aggregator:
         known = metrics.keys()
         cache = None if self.settings.group_by else groups_of
         runs: list[tuple[tuple[tuple[str, str], ...], int]] = []  # (groups, first index) of each run of results in the same groups
+        timed: list[tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = []  # (groups, metrics timed out) of each result with any
         prev = tags = None
         duration = self.duration_s
         stop = len(batch)
@@ -288,6 +305,8 @@ class Aggregator:
             if groups != prev:
                 runs.append((groups, i))
                 prev = groups
+            if result.rendered.timed_out:
+                timed.append((groups, result.rendered.timed_out))
         self.results += stop - at
         self.status[_OK] += stop - at
         self.duration_s = duration
@@ -324,6 +343,8 @@ class Aggregator:
                 else:
                     for cells_of, h in zip(cells, hs):
                         _fold_cells(((key, stats),), cells_of, h)
+        for groups, keys in timed:  # (every group's stats exist by now)
+            _count_timed_out([metrics, *(self.groups[g]["metrics"] for g in groups)], keys)
         return stop
 
     def settle(self) -> None:

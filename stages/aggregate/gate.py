@@ -17,7 +17,9 @@ The gate rule (one rule, documented in README "CI gates"):
 
 Unreadable input: the share of `invalid_input` results must not exceed
 `assertions.max_invalid_share` (default 0.0); a failed check lists the first
-three `file:line` reasons.
+three `file:line` reasons. Metric errors: per metric, the share of its results
+whose metric raised or timed out (`raised`) must not exceed
+`assertions.max_metric_error_share` (default 0.0; `gate_metric_error`).
 
 Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
 x), `max_error_share` ((results − scored) / results <= x, over the results that
@@ -348,6 +350,9 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     from tracejudge.stages.aggregate.gate_judge import budget_check, judge_error_check
 
     verdict.checks.extend(c for c in (budget_check(summary, run_dir), judge_error_check(summary)) if c is not None)
+    from tracejudge.stages.aggregate.gate_metric_error import metric_error_checks
+
+    verdict.checks.extend(metric_error_checks(assertions, summary, run_dir))
     keys = list(summary.get("metrics", {})) + list(summary.get("pass_at_k", {}))
     for key in keys:
         rule = metric_rule(assertions, key, per_result=key in summary.get("metrics", {}))

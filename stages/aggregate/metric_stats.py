@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Any
 
 from tracejudge.core.records import Score, Status, score_counts
-from tracejudge.engine.rendered import Cell
+from tracejudge.engine.rendered import METRIC_ERRORS, Cell
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rng_for
 
 __all__ = ["HIST_BINS", "MetricStats", "bin_of"]
@@ -121,6 +121,8 @@ class MetricStats:
     carries: a result without it was written before the metric was in the
     config (`--force` keeps such results) and counts as not computed
     (`written_before`), not as a case-level metric's "not applicable".
+    `raised`: of `not_computed`, the results whose metric raised or timed out (its reason starts with one of
+    `rendered.METRIC_ERRORS`), not a value the case lacks: the gate's `max_metric_error_share` bounds them.
     """
 
     reservoir_size: int = 1000
@@ -134,6 +136,7 @@ class MetricStats:
     not_computed: int = 0
     not_applicable: int = 0
     written_before: int = 0  # of `not_computed`: results without the score of an `own` metric
+    raised: int = 0  # of `not_computed`: results whose metric raised or timed out (see the class docstring)
     excluded: Counter[str] = field(default_factory=Counter)
     moments: Moments = field(default_factory=Moments)
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
@@ -155,6 +158,10 @@ class MetricStats:
             return
         if score.value is None:
             self.not_computed += 1
+            # A `Cell` carries no reason: a rendered result never holds a score whose metric raised (`render` leaves
+            # such a case to the general path) and names those that timed out (`Rendered.timed_out`, `Aggregator`).
+            if type(score) is not Cell and score.reason.startswith(METRIC_ERRORS):
+                self.raised += 1
             return
         self.pending.append(_pair(score))
         self.pending_keys.append(key)
@@ -219,7 +226,8 @@ class MetricStats:
 
         Keys: `results` (denominator of the whole run or group), `scored`,
         `not_computed`, `written_before` (only when some are: the not computed results that were written
-        before a metric of the run's own list was in the config), `not_applicable`, `excluded` (by status), `error_share`
+        before a metric of the run's own list was in the config), `raised` (only when some are: the not computed
+        results whose metric raised or timed out), `not_applicable`, `excluded` (by status), `error_share`
         ((results − not_applicable − scored) / (results − not_applicable)), `mean`, `std` (sample), `ci95` ([low, high] or
         null below two scored values), `passed`, `with_verdict`, `pass_rate`
         (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
@@ -246,6 +254,7 @@ class MetricStats:
             "scored": self.scored,
             "not_computed": self.not_computed,
             **({"written_before": self.written_before} if self.written_before else {}),
+            **({"raised": self.raised} if self.raised else {}),
             "not_applicable": self.not_applicable,
             "excluded": dict(sorted(self.excluded.items())),
             "error_share": (applicable - self.scored) / applicable if (applicable := results - self.not_applicable) else None,

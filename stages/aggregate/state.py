@@ -36,7 +36,8 @@ __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
 # 4: metadata keys tell the text "1" from the number 1 (`group_labels.metadata_key`).
 # 5: each metric's exact sum, for a mean that does not depend on the order results were folded in (earlier formats, which
 #    lack it, are rebuilt).
-STATE_FORMAT = 5
+# 6: `raised` (format 5 counted a metric that raised or timed out as not computed alone; rebuilt when met).
+STATE_FORMAT = 6
 
 NonNeg = Annotated[int, Field(ge=0)]
 
@@ -73,6 +74,7 @@ class MetricStatsState(_Model):
     not_computed: NonNeg
     not_applicable: NonNeg
     written_before: NonNeg
+    raised: NonNeg
     excluded: dict[str, NonNeg]
     moments: MomentsState
     histogram: list[NonNeg] = Field(min_length=HIST_BINS, max_length=HIST_BINS)
@@ -168,7 +170,8 @@ def _dump_stats(st: MetricStats) -> MetricStatsState:
         reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total,
         exact=None if st.exact is None else format(st.exact, "x"), passed=st.passed,
         with_verdict=st.with_verdict, not_computed=st.not_computed, not_applicable=st.not_applicable,
-        written_before=st.written_before, excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2), histogram=list(st.histogram),
+        written_before=st.written_before, raised=st.raised, excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2),
+        histogram=list(st.histogram),
         sample=None if st.sample is None else _dump_sample(st.sample),
     )
 
@@ -182,7 +185,7 @@ def _load_stats(s: MetricStatsState, fresh: MetricStats) -> MetricStats:
         reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, own=fresh.own, scored=s.scored, total=s.total,
         exact=None if s.exact is None else _hex_int(s.exact), passed=s.passed,
         with_verdict=s.with_verdict, not_computed=s.not_computed, not_applicable=s.not_applicable,
-        written_before=s.written_before, excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
+        written_before=s.written_before, raised=s.raised, excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
         histogram=list(s.histogram), sample=None if s.sample is None else _load_sample(s.sample),
     )
 

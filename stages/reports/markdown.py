@@ -53,6 +53,13 @@ def not_applicable_note(m: dict[str, Any], sep: str = " ") -> str:
     return f"{sep}({n} not applicable)" if n else ""
 
 
+def not_computed_cell(m: dict[str, Any]) -> str:
+    """The not computed count of metric `m` (a block of summary.json), naming those whose metric raised or timed out
+    (`19 (19 raised)`): not a value the cases lack but a bug in the metric, which fails the gate by default."""
+    raised = m.get("raised", 0)
+    return f"{m.get('not_computed', 0)} ({raised} raised)" if raised else str(m.get("not_computed", 0))
+
+
 def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
     """One row per metric: name, scored of results, excluded, not computed, mean, std, CI, pass rate, pass@k."""
     rows = []
@@ -61,7 +68,7 @@ def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
         pk = m.get("pass_at_k") or {}
         pks = ", ".join(f"@{k} {_num(v.get('value'))}" for k, v in pk.items()) or "—"
         rate = f"{_pct(m.get('pass_rate'))} ({m.get('passed', 0)}/{m.get('with_verdict', m['scored'])})" if m.get("pass_rate") is not None else "—"
-        rows.append([key, f"{m['scored']} of {m['results']}{not_applicable_note(m)}", excl, str(m.get("not_computed", 0)), _num(m.get("mean")),
+        rows.append([key, f"{m['scored']} of {m['results']}{not_applicable_note(m)}", excl, not_computed_cell(m), _num(m.get("mean")),
                      _num(m.get("std")), _ci(m.get("ci95")), rate, pks])
     return rows
 

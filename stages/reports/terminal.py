@@ -10,7 +10,7 @@ from rich.table import Table
 from tracejudge.core.console import cell, fits, plain_console
 from tracejudge.core.inert_text import visible
 from tracejudge.core.records import LATE_STATUSES
-from tracejudge.stages.reports.markdown import not_applicable_note
+from tracejudge.stages.reports.markdown import not_applicable_note, not_computed_cell
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
 
@@ -26,7 +26,7 @@ def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
     its widest cell), so metric names and figures stay whole; vertical rules
     are left out, and columns that are zero for every metric ("not
     computed", "excluded") are dropped: the coverage note states the
-    denominator. Results that do not carry a case-level metric are named in
+    denominator. A not computed cell names those whose metric raised or timed out (`19 (19 raised)`). Results that do not carry a case-level metric are named in
     its scored cell (`0/18 (18 not applicable)`), so every row adds up. `compact` fits narrower consoles (`print_summary` picks
     the first level that fits): 1 puts one space between columns, breaks
     headers between words and leaves the pass@k column out (printed below
@@ -50,7 +50,7 @@ def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
         ci = m.get("ci95")
         row = [cell(visible(key)), f"{m['scored']}/{total}" + not_applicable_note(m, "\n" if compact > 1 else " ")]
         if not_computed:
-            row.append(str(m.get("not_computed", 0)))
+            row.append(not_computed_cell(m))
         if excluded:
             row.append(str(sum(m.get("excluded", {}).values())))
         rate = "—" if m["pass_rate"] is None else f"{_pct(m['pass_rate'])}{chr(10) if compact > 1 else ' '}{m['passed']}/{m.get('with_verdict', m['scored'])}"
