@@ -23,6 +23,7 @@ from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
 from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
+from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
 from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
@@ -86,7 +87,8 @@ def read(span: Span) -> View | None:
         agent = a.get("gen_ai.agent.name")
         v.agent_name = str(agent) if present(agent) and agent != "" else None
     elif v.role == "model" or (v.role is None and (inputs or outputs)):
-        v.inputs, v.outputs = inputs, outputs
+        # (a request for n > 1 choices: the first, the one the application went on with; a refusal part is its text)
+        v.inputs, v.outputs = inputs, genai_choice(outputs, span)
     # the names before semantic conventions 1.27 (prompt / completion tokens) when the current ones are absent
     v.usage_in = usage(span, "gen_ai.usage.input_tokens")
     v.usage_in = usage(span, "gen_ai.usage.prompt_tokens") if v.usage_in is None else v.usage_in

@@ -50,6 +50,7 @@ from tracejudge.stages.extract.otel.bodies import anthropic_results, fill_tool_t
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error, typed
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
+from tracejudge.stages.extract.otel.conventions.openai_choices import oi_choice
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_inputs
 from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
@@ -99,6 +100,7 @@ def read(span: Span) -> View | None:
             _fill_arguments(v.outputs, a.get("output.value"))
             _add_invalid_calls(v.outputs, a.get("output.value"))
             _add_reasoning(v.outputs, a.get("output.value"))
+        v.outputs = oi_choice(v.outputs, a.get("output.value"), a.get("llm.invocation_parameters"))  # n > 1 choices: the first; a refusal
         v.usage_in = as_int(a.get("llm.token_count.prompt"))
         v.usage_out = as_int(a.get("llm.token_count.completion"))
         v.error = _error(span)
