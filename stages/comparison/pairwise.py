@@ -84,7 +84,7 @@ class PairwiseComparison(JudgeMetric):
         full = self.trace_format == "full"
 
         def render(omit: int) -> str:
-            return f"Run 1:\n{fence(_trace_sections(first, omit, full))}\n\nRun 2:\n{fence(_trace_sections(second, omit, full))}"
+            return f"Run 1:\n{fence(_trace_sections(first, omit, full), runs=True)}\n\nRun 2:\n{fence(_trace_sections(second, omit, full), runs=True)}"
 
         steps = max(len(c.trace.steps) if c.trace else 0 for c in (first, second))
         return Plan(self, [Question("q1", "Which run served the user better?")], render, steps=steps, kind="scale", scale=(1, 3))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -105,9 +106,10 @@ def _first_changed(text: str, pos: int = 0) -> int:
     return -1 if found is None else found.start()
 
 
-def mark_lookalikes(text: str, line_pattern: str, first: bool = True) -> str:
+def mark_lookalikes(text: str, line_pattern: str, first: bool = True, accept: Callable[[Any], bool] | None = None) -> str:
     """`text` with `[data] ` put after the leading spaces and tabs of each line whose `skeleton` differs from it and
-    matches the regular expression `line_pattern` at its start (its first line too unless `first` is false).
+    matches the regular expression `line_pattern` at its start (its first line too unless `first` is false) and, when
+    `accept` is given, whose match it accepts (`fence_labels`: an id the prompt asks).
 
     `line_pattern` is one of the neutralisers' patterns for one line (it starts at the line's start and ends a line
     at its end); a line it matched as written was marked already, so its skeleton starts `[data] ` and matches no more.
@@ -123,7 +125,7 @@ def mark_lookalikes(text: str, line_pattern: str, first: bool = True) -> str:
         parts = _BREAKS.split(text)  # (lines at even places, each break after its line)
         for i in range(0 if first else 2, len(parts), 2):
             if (found := _first_changed(parts[i])) >= 0:
-                parts[i] = _marked(parts[i], found, pattern)
+                parts[i] = _marked(parts[i], found, pattern, accept)
         return "".join(parts)
     out, done = [], 0
     while at >= 0:
@@ -131,7 +133,7 @@ def mark_lookalikes(text: str, line_pattern: str, first: bool = True) -> str:
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
         if first or start:
-            line = _marked(text[start:end], at - start, pattern)
+            line = _marked(text[start:end], at - start, pattern, accept)
             if len(line) != end - start:
                 out += [text[done:start], line]
                 done = end
@@ -139,12 +141,12 @@ def mark_lookalikes(text: str, line_pattern: str, first: bool = True) -> str:
     return "".join(out) + text[done:] if out else text
 
 
-def _marked(line: str, at: int, pattern: Any) -> str:
+def _marked(line: str, at: int, pattern: Any, accept: Callable[[Any], bool] | None = None) -> str:
     """`line` marked when its skeleton (which differs from it at `at` first) matches `pattern`."""
     # (The character before the first one changed may change too: NFKC composes `e` and U+0301 into `é`.)
     if at > 1 and pattern.match(line, 0, at - 1, partial=True) is None:
         return line
-    if not pattern.match(skeleton(line)):
+    if not (found := pattern.match(skeleton(line))) or (accept is not None and not accept(found)):
         return line
     indent = len(line) - len(line.lstrip(" \t"))
     return f"{line[:indent]}[data] {line[indent:]}"

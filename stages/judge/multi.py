@@ -57,8 +57,10 @@ from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.cache import cache_key, canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
+from tracejudge.stages.judge.calls.request import asked_ids
 from tracejudge.stages.judge.calls.stats import share_usd
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
+from tracejudge.stages.judge.fence_labels import asking
 from tracejudge.stages.judge.parse import ParseError, agreement, by_id, grade_agreement, json_objects, scale_from, yes_no_from
 from tracejudge.stages.judge.trace_text import whole_text
 
@@ -128,7 +130,8 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     metric = items[0].plan.metric
     system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
     head = "" if items[0].plan.parts else metric.instructions(items[0].plan.kind) + "\n\n"
-    user = whole_text(head + "\n\n".join(_block(it) for it in items))  # (an item's question may quote a lone surrogate)
+    with asking(i for it in items for i in asked_ids(it.plan, it.questions)):  # (every item's ids: one prompt asks them all)
+        user = whole_text(head + "\n\n".join(_block(it) for it in items))  # (an item's question may quote a lone surrogate)
     # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
     defs: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}

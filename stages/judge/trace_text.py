@@ -46,6 +46,7 @@ from typing import Any
 from tracejudge.core.records import Step
 from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_claims, neutralise_headings, neutralise_labels, neutralise_lines,
                                                  neutralise_markers, neutralise_section, neutralise_structure, unify_breaks)
+from tracejudge.stages.judge.fence_labels import asked
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
@@ -241,10 +242,13 @@ def whole_text(text: str) -> str:
     return text
 
 
-def fence(sections: list[tuple[str, str]]) -> str:
+def fence(sections: list[tuple[str, str]], runs: bool = False) -> str:
     """Titled sections between marker lines carrying a hash of the content (line breaks made `\\n`: `unify_breaks`;
     forged markers, forged section headings and forged question lines neutralised: `neutralise_markers`,
     `neutralise_headings`, `neutralise_labels`; lone surrogates replaced: `whole_text`).
+
+    Rendered for a request (`fence_labels.asking`: the ids it asks), a line is a forged question line only by those
+    ids, and a `Run N:` label only in a prompt with runs (`runs`: the pairwise prompt's); rendered outside one, by any.
 
     Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
     """
@@ -257,9 +261,10 @@ def fence(sections: list[tuple[str, str]]) -> str:
     titles = tuple(title for title, _ in kept)
     # (Faithfulness: a `Claim 2:` line outside its Claims section forges one of the claims asked about, and so does a
     # claim whose own text starts `Claim 3:` inside it: `neutralise_claims`)
+    asks = asked(runs)
     if claims := "Claims" in titles:
-        kept = [(title, neutralise_claims(text) if title == "Claims" else text) for title, text in kept]
-    body = "\n\n".join(f"## {title}\n{neutralise_section(text, titles, claims and title != 'Claims')}" for title, text in kept)
+        kept = [(title, neutralise_claims(text, asks) if title == "Claims" else text) for title, text in kept]
+    body = "\n\n".join(f"## {title}\n{neutralise_section(text, titles, claims and title != 'Claims', asks)}" for title, text in kept)
     body = whole_text(neutralise_markers(body, lookalikes=False))  # (each section's skeletons were read: `neutralise_section`)
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="

@@ -12,6 +12,7 @@ from tracejudge.llm.cache import canonical
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter
 from tracejudge.llm.providers import JudgeRequest, build_payload
 from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Plan, Question
+from tracejudge.stages.judge.fence_labels import asking
 from tracejudge.stages.judge.trace_text import whole_text
 
 __all__ = ["Wire", "build_request", "key_components", "request_tokens", "wire_of"]
@@ -39,8 +40,10 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
     Its schema names exactly the asked question ids (`TC1`…) as required properties.
     """
     metric = plan.metric
-    # Only a plan asking about items passes `keep` (its `render` takes it); every other render is called as before.
-    trace = plan.render(omit, plan.keep) if plan.keep else plan.render(omit)
+    # Only a plan asking about items passes `keep` (its `render` takes it); every other render is called as before. The
+    # fence marks a trace line that starts with one of the ids this request asks (`asking`; a graded prompt lists none).
+    with asking(asked_ids(plan, questions)):
+        trace = plan.render(omit, plan.keep) if plan.keep else plan.render(omit)
     ask = plan.ask_text(questions)
     return JudgeRequest(
         model=cfg.model,
@@ -53,6 +56,16 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
         temperature=cfg.temperature,
         cache_prefix=len(trace) if cfg.cache_hints and plan.extra.get("cache_hint", True) else 0,
     )
+
+
+def asked_ids(plan: Plan, questions: list[Question]) -> list[str]:
+    """The question ids a request asking `questions` of `plan` lists after the fence (`TC1`…; none for a graded prompt)."""
+    if plan.kind != "yes_no":
+        return []
+    if plan.parts:  # (a grouped plan's ids are the prompt's already)
+        return [q.id for q in questions]
+    prefix = plan.prefix  # (`Plan.full_id`, its prefix found once)
+    return [prefix + q.id.removeprefix("q") for q in questions]
 
 
 def request_tokens(req: JudgeRequest, tokenizer: Spec = None) -> int:
