@@ -137,7 +137,7 @@ def test_credential_shapes_are_masked_and_ordinary_text_is_not() -> None:
     for secret in CANARIES.values():
         assert redact(f"x {secret} y") == f"x {MASK} y"
         assert redact_quoted(f"x {secret} y") == f"x {MASK} y"
-    assert redact_quoted(f"Authorization: Basic dXNlcjpwYXNzd29yZA== ok") == f"Authorization: {MASK} ok"
+    assert redact_quoted(f"Authorization: Basic dXNlcjpwYXNzd29yZA== ok") == f"Authorization: Basic {MASK} ok"  # (its scheme kept)
     assert redact_quoted(f'{{"api_key":"{HEX_KEY}","x":1}}') == f'{{"api_key":"{MASK}","x":1}}'
     ordinary = [
         "Basic economy flights cannot be modified; bearer bonds are fine",
@@ -151,7 +151,7 @@ def test_credential_shapes_are_masked_and_ordinary_text_is_not() -> None:
 
 # (where, credential): `where % credential` is masked to `where % MASK`, in a trace's text and in a reply's.
 MUST_MASK = [
-    ("key %s", OPENAI), ("key %s", ANTHROPIC), ("Authorization: %s", f"Bearer {JWT}"), ("Authorization: %s", "Basic " + BASIC),
+    ("key %s", OPENAI), ("key %s", ANTHROPIC), ("Authorization: Bearer %s", JWT), ("Authorization: Basic %s", BASIC),
     ("api_key: %s", HEX_KEY), ('{"API_KEY": "%s"}', HEX_KEY), ("aws_secret_access_key=%s", AWS_SECRET),
     ("AWS_SECRET_ACCESS_KEY: %s next", AWS_SECRET), ("maps key %s.", GOOGLE), ("token=%s", HF),
     ("postgres://admin:%s@db.internal:5432/app", DB_PASSWORD), ("redis://:%s@cache/0", DB_PASSWORD),

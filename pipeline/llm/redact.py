@@ -8,8 +8,12 @@ anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
 (`sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, `sk-ant-…`, `sk-or-…` whatever their characters),
 the value after an `x-api-key` / `api-key` / `authorization` /
 `secret_access_key` / `private_key` / `password` / `passwd` / `client_secret` / `access_token` (and
-`refresh_`, `auth_`, `id_`, `bearer_token`) name, AWS access key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
-`github_pat_…`), JWTs (`eyJ….eyJ….…`) and private-key PEM blocks.
+`refresh_`, `auth_`, `id_`, `bearer_`, `session_token`) name — its quotes escaped or not, at any depth, as in a
+JSON-encoded request body —, AWS access key ids (`AKIA…`, `ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`,
+`xapp-…`) and webhook URLs, GitHub tokens (`ghp_…`, `github_pat_…`), GitLab (`glpat-…`, `glptt-…`), npm (`npm_…`),
+PyPI (`pypi-…`), Stripe (`sk_live_…`, `rk_live_…`), SendGrid (`SG.….…`) and Shopify (`shpat_…`) tokens, an Azure
+connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks. A
+`Bearer`/`Basic` scheme is kept wherever its token is masked (`Authorization: Bearer [REDACTED]`).
 
 Text quoted from a trace into a score's reason or an `invalid_input` message
 (a tool call's arguments, an output) goes through `redact_quoted`: the same
@@ -20,7 +24,9 @@ characters, 16+ long — `sk-` keys 20+ — with letters and digits, or base64
 ending in `=`), because a trace is full of ordinary phrases ("basic
 economy", "api_key: not configured", "SKU sk-100200300"). It searches only
 what the reason shows, once, with one pattern, and returns text without a
-credential unchanged: reasons are built for every case.
+credential unchanged: reasons are built for every case. A quoted field named for a password, secret, API key,
+authorization, private key (or its id) or access/refresh/session token has its quoted value masked whatever its
+shape, its quotes escaped or not (`\\"password\\": \\"…\\"`), as a mapping's value under such a key is.
 
 Both also mask AWS secret access keys after their name, Google API keys
 (`AIza…`), Hugging Face tokens (`hf_…`) and the password of a URL or DSN
@@ -55,14 +61,16 @@ ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MASK = "[REDACTED]"
 
 # The password of a URL or DSN (`scheme://user:password@host`): group `url` keeps what precedes it. It ends
-# at the authority's last `@` (a password may hold one), never past a `/`.
-_URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"']*:)[^\s/?#"']+(?=@)"""
+# at the authority's last `@` (a password may hold one), never past a `/`. A scheme is at most 40 characters: an
+# unbounded one made a long run of scheme characters ("a-a-a-…", each `a` a start) cost its length squared.
+_URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@"']*:)[^\s/?#"']+(?=@)"""
 
 _PATTERN_TEXTS = (
-    # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"').
-    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key|private[-_]key|password|passwd"""
-    r"""|client[-_]secret|(?:access|refresh|auth|id|bearer)[-_]token)["']?\s*[:=]\s*["']?)"""
-    r"""(?:bearer\s+|basic\s+)?[^\s"',;}]+""",
+    # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"', and the
+    # field inside a JSON-encoded string, '\\"x-api-key\\": \\"v\\"', at any depth); a `Bearer`/`Basic` scheme is kept.
+    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key|private[-_]key(?:[-_]id)?|password|passwd"""
+    r"""|client[-_]secret|(?:access|refresh|auth|id|bearer|session)[-_]token)(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?:bearer\s+|basic\s+)?)"""
+    r"""(?!-----BEGIN)[^\s"'\\,;}]+""",  # (a private key's PEM block is a shape, masked whole below)
     r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}",
     r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{6,}|(?<![A-Za-z0-9])sk_[A-Za-z0-9_]{6,}",  # (after `_` too: `extra_sk-…`)
     _URL_PASSWORD,
@@ -70,8 +78,17 @@ _PATTERN_TEXTS = (
 
 # Shapes only a credential has: masked whole wherever they appear.
 _SHAPES = (
-    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id
-    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # a Slack token
+    r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",  # an AWS access key id
+    r"\bxox[abprse]-[A-Za-z0-9-]{10,}|\bxapp-[0-9]-[A-Za-z0-9-]{10,}",  # a Slack token, a Slack app token
+    r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,}",  # a Slack webhook's secret path
+    r"\bgl(?:pat|ptt)-[A-Za-z0-9_-]{20,}",  # a GitLab personal / project / group access token, a trigger token
+    r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # an npm access token
+    r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}",  # a PyPI upload token
+    r"(?<![A-Za-z0-9])[rs]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",  # a Stripe secret or restricted key
+    r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])",  # a SendGrid API key
+    r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])",  # a Shopify access token or shared secret
+    # An Azure storage / Service Bus key in a connection string (`AccountKey=…;`): group `kv` keeps its name.
+    r"(?P<kv>\b(?:AccountKey|SharedAccessKey)=)[A-Za-z0-9+/]{20,}={0,2}",
     r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",  # a GitHub token
     r"\bAIza[0-9A-Za-z_-]{35,}",  # a Google API key
     r"\bhf_[A-Za-z0-9]{30,}",  # a Hugging Face token
@@ -95,13 +112,19 @@ _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15
 _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
           r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey|private[-_]?key|PRIVATE[-_]?KEY|PrivateKey"
           r"|password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret|token|TOKEN|Token")
-# A JSON (or Python repr) field named for a password or secret: its quoted value is the secret whatever its shape
-# ("hunter2" is not token-shaped), as under a metadata key (`_CREDENTIAL_KEY`). Not `token`: `next_token` pages.
-_SECRET_FIELD = (r"""(?P<field>["'][A-Za-z0-9_.-]*(?:password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret)["']\s*:\s*["'])"""
-                 r"""[^"'\\\n]+(?=["'])""")
+# A JSON (or Python repr) field named for a password, a secret, an API key, an authorization header, a private key
+# (and its id) or a session's token: its quoted value is the secret whatever its shape ("hunter2" is not
+# token-shaped), as under a metadata key (`_CREDENTIAL_KEY`); a `Bearer`/`Basic` scheme is kept. Its quotes may be
+# escaped, to any depth (`\"password\": \"…\"` in a JSON-encoded request body); an escaped quote ends the value. Not
+# any `token`: `next_token` pages. (A quote escaped or not starts a match only where no backslash precedes it, and
+# a value holds no backslash: each character is tried from at most one start, so the search stays linear.)
+_Q = r"""\\*["']"""
+_SECRET_FIELD = (rf"""(?P<field>(?<!\\){_Q}[A-Za-z0-9_.-]*(?i:password|passwd|secret|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"""
+                 rf"""|(?:access|refresh|auth|id|bearer|session|api)[-_]?token){_Q}\s*:\s*{_Q}(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
+                 rf"""[^"'\\\n]+(?={_Q})""")
 _QUOTED = (
     _SECRET_FIELD + "|"
-    rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}"""
+    rf"""((?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?){_TOKEN}"""
     rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
     r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
     rf"|{_URL_PASSWORD}|" + _SHAPE
@@ -114,12 +137,14 @@ _QUOTED = (
 # behind a lookbehind (`oken` at its `k`, `ghp_` at its `h`, `github_pat_` at its `b`): a `search` over
 # a call's 150 characters cost 1.7 µs with one alternative per part, about 1 µs grouped.
 _WORD = r"[A-Za-z0-9._~+/=-]{15}"
-_SET = r"""["']?\s*[:=]"""  # what follows a credential's name before its value
+_SET = r"""(?:\\*["'])?\s*[:=]"""  # what follows a credential's name before its value (its quote escaped or not)
 _HINT = re.compile(
-    rf"k(?:ey{_SET}|(?<=ok)en{_SET}|[-_](?<=(?<![A-Za-z0-9])sk[-_]))|K(?:EY{_SET}|ey{_SET}|IA)|z(?:ation|a(?<=AIza))|ZATION"
-    rf"|w(?:or)?d{_SET}|W(?:OR)?D{_SET}|cret{_SET}|CRET{_SET}|OKEN{_SET}"
-    rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_))"
-    r"|SIA|xox|h(?:f_|(?<=gh)[pousr]_)|J(?<=eyJ)|/(?<=://)"
+    rf"k(?:ey(?:[-_]?[Ii][Dd])?{_SET}|(?<=ok)en{_SET}|[-_](?<=(?<![A-Za-z0-9])sk[-_])|_(?<=(?<![A-Za-z0-9])rk_))"
+    rf"|K(?:EY{_SET}|ey(?:[-_]?[Ii][Dd])?{_SET}|IA)"
+    rf"|z(?:ation|a(?<=AIza))|ZATION|w(?:or)?d{_SET}|W(?:OR)?D{_SET}|c(?:ret{_SET}|Hlw(?<=AgEIcHlw))|CRET{_SET}|OKEN{_SET}"
+    rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN|IA)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_))"
+    r"|S(?:IA|G\.)|CCA|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
+    r"|p(?:(?<=np)m_|(?<=glp)(?:at|tt)-)"
 )
 
 
@@ -151,11 +176,15 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     text = patterns[1].sub(lambda m: m.group(1) + " " + MASK, text)
     text = patterns[2].sub(MASK, text)
     text = patterns[3].sub(lambda m: m.group("url") + MASK, text)
-    return shape.sub(MASK, text)
+    return shape.sub(_mask_shape, text)
+
+
+def _mask_shape(m: re.Match[str]) -> str:
+    return (m.group("kv") or "") + MASK
 
 
 def _mask(m: re.Match[str]) -> str:
-    return (m.group("field") or m.group(2) or m.group(3) or m.group("url") or "") + MASK  # (group 1 is `field`)
+    return (m.group("field") or m.group(2) or m.group(3) or m.group("url") or m.group("kv") or "") + MASK  # (group 1 is `field`)
 
 
 def redact_quoted(text: str, shown: int | None = None) -> str:
@@ -339,7 +368,15 @@ def _label_texts(value: Any, out: list[str]) -> None:
 
 
 # A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`).
-_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|password|passwd|secret|token|private[-_]?key)$")
+_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|password|passwd|secret|token|private[-_]?key(?:[-_]?id)?)$")
+# A value's authentication scheme, kept when the value is masked whole (`Bearer [REDACTED]`, as in a text).
+_SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)")
+
+
+def _whole(value: str) -> str:
+    """`value`, under a credential's name, masked whole but for its scheme."""
+    scheme = _SCHEME.match(value)
+    return scheme.group() + MASK if scheme else MASK
 
 
 def _credential_keyed(value: Any) -> bool:
@@ -373,7 +410,7 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
             if isinstance(v, str):
                 got = redact_quoted(v)
                 if got == v and isinstance(k, str) and (v and _CREDENTIAL_KEY.search(k) or redact_quoted(f"{k}: {v}") != f"{key}: {v}"):
-                    got = MASK  # a value whose key names it a credential (not a key that is one itself)
+                    got = _whole(v)  # a value whose key names it a credential (not a key that is one itself)
                 out[key] = got
             else:
                 out[key] = _masked_label(v, whole)

@@ -2,7 +2,10 @@
 
 A live target may echo what it was sent: the header values, URL and command arguments the config names as `${NAME}`,
 and the judge's API key (`target_secrets`). Before a result, a report or `traces.jsonl` sees an attempt, `scrub`
-masks those values, and anything credential-shaped in its error text (`tracejudge.llm.redact`). It stands apart
+masks those values, anything credential-shaped in its error text (`tracejudge.llm.redact`), and in its trace and
+turns what the viewer masks of a trace (`redact_details`: credential shapes, a value under a credential's name):
+a run directory is an artifact others read. The metrics score the masked trace, so a resumed or re-scored run
+(which reads `traces.jsonl`) scores as the first run did; a metric cannot compare a credential's value. It stands apart
 from the stage because it is one rule applied to each attempt's output, whichever kind of target produced it.
 """
 
@@ -13,7 +16,8 @@ from typing import TYPE_CHECKING
 from tracejudge.core.config import RunConfig
 from tracejudge.core.records import Trace
 from tracejudge.core.utf8 import safe_text
-from tracejudge.llm.redact import env_secrets, redact, redact_data
+from pydantic import ValidationError
+from tracejudge.llm.redact import env_secrets, quoted_clean, redact, redact_data, redact_details
 
 if TYPE_CHECKING:
     from tracejudge.stages.target import Attempt
@@ -31,13 +35,23 @@ def target_secrets(config: RunConfig) -> tuple[str, ...]:
 
 
 def _scrub_trace(trace: Trace | None, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Trace | None:
-    # The trace's own text is the agent's: only a trace that holds a secret is rebuilt (one JSON dump to check).
-    if trace is None or not secrets:
+    # Only a trace that holds a secret or a credential's hint is rebuilt (one JSON dump to check).
+    if trace is None:
         return trace
     blob = trace.model_dump_json()
-    if not any(s in blob for s in escaped):
+    echoed = bool(secrets) and any(s in blob for s in escaped)
+    if not echoed and quoted_clean([blob]):
         return trace
-    return Trace.model_validate(redact_data(trace.model_dump(mode="json"), secrets, only_with_secret=True))
+    data = trace.model_dump(mode="json")
+    if echoed:
+        data = redact_data(data, secrets, only_with_secret=True)
+    masked = redact_details(data)
+    if masked == data and not echoed:
+        return trace
+    try:
+        return Trace.model_validate(masked)
+    except ValidationError:  # a credential inside a field a trace constrains: its echoes of secrets masked only
+        return Trace.model_validate(data)
 
 
 def scrub(out: Attempt, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Attempt:
@@ -52,6 +66,6 @@ def scrub(out: Attempt, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> A
     if out.turns is not None:
         out.turns = [
             {**t, "error": redact(t["error"], secrets)} if isinstance(t.get("error"), str) else t
-            for t in redact_data(out.turns, secrets, only_with_secret=True)
+            for t in redact_details(redact_data(out.turns, secrets, only_with_secret=True))
         ]
     return out
