@@ -22,7 +22,7 @@ from typing import Any
 
 from tracejudge.engine import store
 
-__all__ = ["RunState", "last_segment_finished", "resume_command", "run_state", "summary_of"]
+__all__ = ["RunState", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
 
 
 def summary_of(run_dir: Path) -> dict[str, Any] | None:
@@ -54,7 +54,35 @@ def last_segment_finished(run_dir: Path) -> bool:
         run_dir = Path(run_dir)
         return not ((run_dir / store.MANIFEST).is_file() and not (run_dir / store.SUMMARY).exists())
     last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
-    return last.get("ended", "finished") == "finished"
+    return last.get("ended", "finished") == "finished" and not results_beyond_checkpoint(run_dir) and not _started_since(run_dir, last)
+
+
+def _started_since(run_dir: Path, last: dict[str, Any]) -> bool:
+    """True when the manifest names another config or dataset than the last segment recorded ran with: a resume with
+    `--force` rewrote it and was killed before it recorded its segment (or wrote its first result)."""
+    try:
+        manifest = store.read_manifest(run_dir, strict=False) or {}
+    except (OSError, ValueError):
+        return False
+    return any(isinstance(last.get(key), str) and isinstance(manifest.get(key), str) and last[key] != manifest[key]
+               for key in ("config_hash", "dataset_fingerprint"))
+
+
+def results_beyond_checkpoint(run_dir: Path) -> bool:
+    """True when results.jsonl is what `checkpoint.json` claims with more appended: a segment wrote results after the
+    last checkpoint and never ended. A resume records its segment at its first checkpoint, not before (so that one with
+    nothing left to do changes no file): killed before it, it left the previous segment's record, `finished`, as the last.
+    A segment that ends writes a checkpoint claiming every result it wrote. A file edited within what the checkpoint
+    claims (its CRC differs) is no unfinished segment (`report` names its damaged lines); without the figures, False."""
+    try:
+        cp = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8"))
+        claimed, crc = cp.get("results_bytes"), cp.get("results_crc32")
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (claimed, crc)):
+            return False
+        results = Path(run_dir) / store.RESULTS
+        return results.stat().st_size > claimed and store.file_crc32(results, claimed) == crc
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def resume_command(run_dir: Path) -> str:

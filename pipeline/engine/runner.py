@@ -137,7 +137,7 @@ async def run(
     if ahead is None and source is None:
         ahead = FingerprintAhead(config)
     try:
-        from tracejudge.stages.reports import ReportFeed, finish_run
+        from tracejudge.stages.reports import ReportFeed, finish_run, finish_stopped
 
         for note in run_warnings(config):
             log.warning(note)
@@ -218,9 +218,9 @@ async def run(
                     # not after the last result, when every other core is idle.
                     tg.start_soon(_import_numpy)
                 await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir, digests))
-            ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
-        except BaseException:
-            ended, crashed = "interrupted", True
+            ended, crashed = ("interrupted" if flow.cut_short else "finished"), None
+        except BaseException as exc:
+            ended, crashed = "interrupted", exc
             raise
         finally:
             with anyio.CancelScope(shield=True):
@@ -230,8 +230,10 @@ async def run(
             journal.close(ended)
             blocks = {stage.name: stage.summary() for stage in stages if stage.summary is not None}
             summary = _build_summary(journal, manifest, complete=ended == "finished", blocks=blocks)
-            if crashed and journal.broken is None:  # finish_run below will not run: keep the summary of what was done
-                store.write_text_if_changed(run_dir / store.SUMMARY, json.dumps(summary, indent=2) + "\n")
+            if crashed is not None:
+                # finish_run below will not run: the summary of what was done, and reports that say the run stopped and
+                # why (an error, an abort), never an earlier segment's PASS (`reports.finish_stopped`).
+                finish_stopped(run_dir, summary, config, crashed, segment=journal.segment.get("segment"), results_intact=journal.broken is None)
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)
@@ -313,7 +315,11 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
         unproven = previous is None and recorded is None and store.has_results(run_dir)
         changes = manifest_mod.check(run_dir, previous, manifest, force, recorded, unproven=unproven)
     manifest = manifest_mod.with_history(previous, manifest, changes)
-    write = previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]
+    # A config that differs only where the hash does not look (assertions, aggregate, budget, …) is written too: `report`
+    # on this directory applies the manifest's config, which must be the one the last `run` used, or the two give
+    # opposite verdicts (assertions tightened: `run` FAIL, then `report` PASS from the assertions the run began with).
+    write = (previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]
+             or previous.get("config") != manifest["config"])
     if write and not store.has_results(run_dir):
         # Nothing to protect yet: the manifest first, so that a run killed at any moment after it is one `report` calls
         # interrupted, with the command that resumes it (a directory holding configs.jsonl alone read as no run at all).

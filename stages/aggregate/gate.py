@@ -66,6 +66,7 @@ class Verdict:
     comparison: Comparison | None = None
     interrupted: bool = False
     in_progress: str | None = None  # who is still writing the run ("process 4242"), when someone is
+    stopped: str | None = None  # what stopped the run's last segment before it finished (an error, an abort), when known
 
     @property
     def unfinished(self) -> bool:
@@ -294,6 +295,12 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     (`lost_results`: damaged lines, a file cut short or edited).
     """
     verdict = Verdict(interrupted=summary.get("complete") is False and in_progress is None, in_progress=in_progress)
+    stopped = summary.get("stopped")
+    if verdict.interrupted and isinstance(stopped, dict) and stopped.get("reason"):
+        # The segment ended on an error or an abort (`reports.finish_stopped`): the reports name it, as the exit status did.
+        from tracejudge.stages.aggregate.gate_coverage import stopped_words
+
+        verdict.stopped = f"the run stopped before it finished ({stopped_words(stopped)}): {stopped['reason']}"
     if in_progress is not None:
         verdict.checks.append(Check("run complete", False, f"the run is still in progress ({in_progress} holds it): these are its "
                                     "results so far; report again when it has finished"))

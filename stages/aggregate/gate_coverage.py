@@ -29,11 +29,17 @@ if TYPE_CHECKING:
     from tracejudge.core.evalconfig import RegressionRule
     from tracejudge.stages.comparison.runs import Comparison
 
-__all__ = ["baseline_gaps", "coverage_check", "incomplete_detail", "shard_resume_commands"]
+__all__ = ["baseline_gaps", "coverage_check", "incomplete_detail", "shard_resume_commands", "stopped_words"]
 
 
 def _n(count: int, what: str = "result") -> str:
     return f"{count:,} {what}{'s' if count != 1 else ''}"
+
+
+def stopped_words(stopped: dict[str, Any]) -> str:
+    """`exit status 3` / `aborted, exit status 130`: how `summary.stopped` (`reports.finish_stopped`) says the run ended."""
+    status = stopped.get("exit_status")
+    return ", ".join(w for w in (str(stopped.get("how") or ""), f"exit status {status}" if status is not None else "") if w) or "stopped"
 
 
 def incomplete_detail(summary: dict[str, Any]) -> str:
@@ -63,6 +69,9 @@ def incomplete_detail(summary: dict[str, Any]) -> str:
         has = f"shard {absent[0]} has" if len(absent) == 1 else f"shards {', '.join(absent)} have"
         parts.append(f"{has} no run directory yet: run {runs}")
     if not parts:
+        stopped = summary.get("stopped")
+        if isinstance(stopped, dict) and stopped.get("reason"):  # (an error or an abort ended it: `reports.finish_stopped`)
+            return f"the run stopped before it finished ({stopped_words(stopped)}): {stopped['reason']}"
         return "the run was interrupted; resume it to finish the remaining cases"
     # (a shard beside the merge already ends with the report command that takes it in)
     return "; ".join(parts) + (", then report the shards again" if absent or block.get("interrupted") else "")

@@ -36,7 +36,7 @@ from tracejudge.stages.reports.judge_spend import LineSpend, rebuilt_spend
 from tracejudge.stages.reports.junit import JunitWriter
 from tracejudge.stages.reports.markdown import render_markdown
 
-__all__ = ["REPORT_FILES", "ReportFeed", "finish_run", "rebuild", "write_reports"]
+__all__ = ["REPORT_FILES", "ReportFeed", "finish_run", "finish_stopped", "rebuild", "stop_cause", "write_reports"]
 
 REPORT_FILES = ("report.md", "junit.xml", "report.html")
 
@@ -217,6 +217,20 @@ def _last_segment_finished(run_dir: Path) -> bool:
     return last_segment_finished(run_dir)
 
 
+def _stopped_last(run_dir: Path, stopped: Any) -> bool:
+    """True when `stopped` (a summary's, `finish_stopped`) is about the last segment `checkpoint.json` records: a later
+    segment killed since (which wrote no summary) was not stopped by that cause."""
+    from tracejudge.engine.run_state import results_beyond_checkpoint
+
+    if not isinstance(stopped, dict) or stopped.get("segment") is None or results_beyond_checkpoint(run_dir):
+        return False
+    try:
+        segments = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
+        return isinstance(segments[-1], dict) and segments[-1].get("segment") == stopped["segment"]
+    except (OSError, ValueError, AttributeError, IndexError):
+        return False
+
+
 def _recorded_metric(spec: dict[str, Any], registry: Any) -> Any:
     """A metric of a run's recorded config as far as the summary needs it (`key`, `over_trials`), built without running
     code from the run: a built-in type is built; a custom one (`module:attribute`) is not imported — reading a run
@@ -305,6 +319,8 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     summary = {**keep, **agg.summary()}
     if not _last_segment_finished(run_dir):
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
+        if _stopped_last(run_dir, prev.get("stopped")):
+            summary["stopped"] = prev["stopped"]  # the error or abort that ended the last segment (`finish_stopped`)
     # The run's own summary says how many results it counted: fewer now means results were lost (damaged
     # lines, a file cut short or edited), which the gate fails on. A damaged line whose case a resumed run
     # redid on a later line costs nothing. (An earlier rebuild's summary keeps the run's own count, so
@@ -342,3 +358,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         config = config.model_copy(update={"assertions": config.assertions.model_copy(update={"regression": rule})})
     verdict = finish_run(run_dir, summary, config, write=write, in_progress=in_progress)
     return summary, verdict
+
+
+# Here, at the end: `stopped` calls `finish_run` above.
+from tracejudge.stages.reports.stopped import finish_stopped, stop_cause  # noqa: E402

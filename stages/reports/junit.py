@@ -46,7 +46,7 @@ from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.engine.rendered import Finished, attr, testcase_end, text
 from tracejudge.engine.store import iter_results
 
-__all__ = ["JunitWriter", "suite_label", "testcase_name", "write_junit"]
+__all__ = ["JunitWriter", "stopped_junit", "suite_label", "testcase_name", "write_junit"]
 
 _BATCH = 256  # results whose test cases are written together
 _COPY = 1 << 20  # bytes a read when the suites are copied into the document
@@ -246,11 +246,22 @@ def _gate_suite(verdict: Verdict | None) -> tuple[str, dict[str, int]]:
     if verdict is not None and verdict.unfinished:
         errors += 1
         why = f"verdict: {verdict.word}" + (f" ({verdict.in_progress} is still writing the run)" if verdict.in_progress else "")
+        if verdict.stopped and not verdict.in_progress:  # the error or abort that ended the run: what its exit status said
+            why += f": {verdict.stopped}"
         cases.append(f"    <testcase classname=\"tracejudge.gate\" name=\"run\">\n      <error type={_attr(verdict.word)} message={_attr(why)}>"
                      f"{_text(why)}</error>\n    </testcase>\n")
     counts = {"tests": len(cases), "failures": failures, "errors": errors, "skipped": 0}
     head = f'  <testsuite name="tracejudge.gate" tests="{counts["tests"]}" failures="{failures}" errors="{errors}" skipped="0">\n'
     return head + "".join(cases) + "  </testsuite>\n", counts
+
+
+def stopped_junit(word: str, why: str) -> str:
+    """The whole junit.xml of a run that stopped before its reports could be made: one `run` test case in `<error>`."""
+    line = f"verdict: {word}: {why}"
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="tracejudge" tests="1" failures="0" errors="1">\n'
+            '  <testsuite name="tracejudge.gate" tests="1" failures="0" errors="1" skipped="0">\n'
+            f'    <testcase classname="tracejudge.gate" name="run">\n      <error type={_attr(word)} message={_attr(line)}>'
+            f"{_text(line)}</error>\n    </testcase>\n  </testsuite>\n</testsuites>\n")
 
 
 def _append_file(src: BinaryIO, dst: BinaryIO) -> None:

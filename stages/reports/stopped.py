@@ -1,0 +1,84 @@
+"""The reports of a run segment an error or an abort ended (`finish_stopped`): never what an earlier segment said.
+
+A segment that raised (a judge that cannot be reached: exit 3; a second Ctrl-C: exit 130) wrote only its summary,
+so junit.xml, report.md and report.html kept the last segment's PASS. `stop_cause` says how it ended, as the command
+line does; `finish_stopped` replaces the reports at once and then rewrites them from the results there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.engine import store
+
+__all__ = ["finish_stopped", "stop_cause"]
+
+
+def stop_cause(exc: BaseException) -> dict[str, Any]:
+    """What ended a run segment that raised `exc`, as the command line reports it: `{"how", "exit_status", "reason"}`.
+
+    An abort (a second Ctrl-C or SIGTERM cancels the run; a KeyboardInterrupt from user code) is 130; tracejudge's own
+    errors (a judge or trace store that cannot be reached) carry their status (`TracejudgeError.exit_status`); anything
+    else (a full disk, an internal error) is 3, as `entrypoints.cli` exits on it.
+    """
+    import asyncio
+
+    from tracejudge.core.errors import leaves, text_of
+
+    found = leaves(exc)
+    if any(isinstance(leaf, (KeyboardInterrupt, asyncio.CancelledError)) or type(leaf).__name__ == "Cancelled" for leaf in found):
+        return {"how": "aborted", "exit_status": 130, "reason": "the run was aborted (interrupted again while stopping, or cancelled) "
+                "before it finished; the results already written are kept"}
+    if found and all(isinstance(leaf, TracejudgeError) for leaf in found):
+        status = max(int(getattr(leaf, "exit_status", 2)) for leaf in found)
+        reason = "; ".join(str(leaf) for leaf in found)
+    else:
+        status = 3
+        leaf = next((e for e in found if not isinstance(e, TracejudgeError)), found[0] if found else exc)
+        text = text_of(leaf) if not isinstance(leaf, MemoryError) else "out of memory"
+        what = "cannot write" if isinstance(leaf, OSError) and leaf.filename else "internal error"
+        reason = f"{what}: {type(leaf).__name__}: {(text.splitlines() or [''])[0]}"
+    return {"how": "error", "exit_status": status, "reason": reason[:2000]}
+
+
+def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, exc: BaseException, *, segment: int | None = None,
+                   results_intact: bool = True) -> None:
+    """Make the reports of a run segment that `exc` ended (an error, an abort) say so, never what an earlier segment said.
+
+    First, at once, `junit.xml` becomes one `run` test case in `<error>` naming the cause and `report.md` and
+    `report.html` are removed: interrupted from here on (again, or killed), nothing left in the directory says PASS.
+    Then, when the results file is intact, `finish_run` writes `summary.json` (with `stopped`: the cause, and the verdict
+    INTERRUPTED) and the three reports from the results there. Never raises an `Exception` of its own: the run's
+    error is what the command reports; what could not be written is logged.
+    """
+    from tracejudge.core.log import get_logger
+    from tracejudge.stages.aggregate.gate_coverage import stopped_words
+    from tracejudge.stages.reports.junit import stopped_junit
+
+    log = get_logger("tracejudge.reports")
+    run_dir = Path(run_dir)
+    cause = stop_cause(exc)
+    summary["complete"] = False
+    summary["stopped"] = {"segment": segment, **cause}
+    try:
+        for name in ("report.md", "report.html"):
+            (run_dir / name).unlink(missing_ok=True)
+        try:
+            why = f"the run stopped before it finished ({stopped_words(cause)}): {cause['reason']}"
+            store.atomic_write_text(run_dir / "junit.xml", stopped_junit("INTERRUPTED", why))
+        except OSError:
+            (run_dir / "junit.xml").unlink(missing_ok=True)  # (a full disk: better no junit.xml than last night's)
+            raise
+    except OSError as err:
+        log.warning("the reports of the stopped run could not be replaced", run_dir=str(run_dir), error=str(err))
+    if not results_intact:  # results.jsonl could not be written (a full disk): no summary may claim what it holds
+        return
+    try:
+        from tracejudge.stages.reports import finish_run  # (the package imports this module)
+
+        finish_run(run_dir, summary, config)
+    except Exception as err:  # noqa: BLE001  (the minimal junit.xml above stands)
+        log.warning("the reports of the stopped run could not be written", run_dir=str(run_dir), error=f"{type(err).__name__}: {err}")
