@@ -16,6 +16,7 @@ from pathlib import Path
 from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import CaseResult, Score
 from tracejudge.stages.aggregate.fold import Aggregator
+from tracejudge.stages.aggregate.state import STATE_FORMAT
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 CONFIG = ("dataset: {path: d.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0}\n"
@@ -88,6 +89,6 @@ def test_a_run_reports_both_groups_and_resumes_from_checkpoints_old_and_new(tmp_
     assert json.loads((out / "summary.json").read_text()) == summary
     _as_before(out)  # a checkpoint whose group 1 may hold both is not trusted: rebuilt from results.jsonl
     old = _run(tmp_path / "both")
-    # (Every state before format 5 is rebuilt: it lacks the exact sums the means are taken from.)
-    assert old.returncode == first.returncode and "state format 3, expected 5" in old.stderr, old.stderr
+    # (Every state before the current format is rebuilt: format 3 lacks the exact sums the means are taken from.)
+    assert old.returncode == first.returncode and f"state format 3, expected {STATE_FORMAT}" in old.stderr, old.stderr
     assert json.loads((out / "summary.json").read_text())["breakdowns"] == summary["breakdowns"]
