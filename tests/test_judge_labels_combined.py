@@ -132,9 +132,11 @@ def test_label_file_problems_are_named_and_conflicting_labels_left_out(tmp_path:
     assert by_line[9] == f"{labels}:9: trial: -1 is negative"
     # Through calibrate: the problems are in the block, and the left-out labels are not counted.
     code, block, _ = calibrate(tmp_path, "cal", {}, "--labels", str(labels), metrics=[{"type": "TaskCompletion"}])
-    assert code == 0 and block["total_labels"] == 3 and block["problem_count"] == 5
-    assert block["problems"] == got.problems
-    assert {c["case_id"] for c in block["cases"]} == {"c00", "c08"}  # c09's trial 1 has no verdict: unmatched
+    assert code == 0 and block["total_labels"] == 3 and block["problem_count"] == 6
+    # c09's trial 1 has no verdict (a run of one trial): unmatched, and named.
+    assert block["problems"] == got.problems + [f"{labels}:8: trial: no result of this run is trial 1 of case 'c09' (its trial in the "
+                                                "run: 0; trials count from 0), so the label is unmatched"]
+    assert {c["case_id"] for c in block["cases"]} == {"c00", "c08"} and block["unmatched"] == 1
     # A CSV is held to the same rules.
     csv = tmp_path / "labels.csv"
     csv.write_text("case_id,metric,label,trial\na,m,yes,\na,m,no,\nb,m,1,0.5\nc,m,1,1\n")

@@ -6,8 +6,10 @@ predict their rates exactly:
 
 - **truth and `agreement`** p: the simulator's *truth* for an answer is the
   verdict it gives with no flaws (a hash of the seed, the request's first
-  fenced data tag and the answer's place: a question id such as `TC1`, or an
-  item id); with `agreement` p each answer equals the truth with probability
+  fenced data tag and the answer's place: a question id such as `TC1`, an
+  item id, or for a single verdict such as a Rubric's grade the evaluation
+  asked after the data — never the model, so a panel of simulator models
+  without flaws is unanimous, on grades too); with `agreement` p each answer equals the truth with probability
   p and is the opposite otherwise (a yes/no answer flipped; a grade moved to
   the mirror grade, `lowest + highest − grade`). The choice is fixed per
   answer (a hash, not a draw), so asking again gives the same wrong answer:

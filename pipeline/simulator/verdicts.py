@@ -36,17 +36,31 @@ def _digest(body: dict[str, Any], seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
 
 
+def _single(body: dict[str, Any], seed: int, schema: dict[str, Any], prompt: Prompt) -> bytes:
+    """The digest a single verdict (a Rubric's `{score, reason}`: one answer, not keyed by question id) is drawn from:
+    a hash of the seed, the request's first fenced data tag and the answer's place — the evaluation asked after the
+    data (a Rubric's criteria and scale) and the schema — so every model of a panel gets the same flawless verdict and
+    they differ only through `noise` (`tracejudge.simulator.flaws`). A request without fenced data: its whole body."""
+    texts = _user_texts(prompt)
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), None)
+    if tag is None:
+        return _digest(body, seed)
+    place = json.dumps({"asked": [_DATA_END.split(t)[-1] for t in texts], "schema": schema}, sort_keys=True)
+    return hashlib.sha256(f"{seed}:{tag}:verdict:{place}".encode()).digest()
+
+
 def _verdict(sim: Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str, prompt: Prompt) -> Any:
     """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
 
     Each item's verdict depends only on the seed and the item's id, so an
     item gets the same verdict in any request, in any position. Faults
     `drop_item` and `malformed_item` spoil the first item of the request.
+    A single verdict (a Rubric's) depends on the seed, the data's tag and what is asked, not on the model (`_single`).
     """
     if name == ANSWERS_SCHEMA_NAME:
         return _answers(sim, body, schema, fault, prompt)
     if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
-        return sim.instance(schema, _digest(body, sim.config.seed))
+        return sim.instance(schema, _single(body, sim.config.seed, schema, prompt))
     out: dict[str, Any] = {}
     defs = schema.get("$defs") or {}
     for item_id, sub in schema["properties"].items():

@@ -30,8 +30,8 @@ trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% perc
 trial of a drawn case together; a resample's κ is computed from its confusion counts with scikit-learn's arithmetic, equal to
 `cohen_kappa_score`'s: `label_stats.kappa_of`), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
 same interval (`tracejudge.stages.judge.label_stats`, which cites the sources). A resample whose κ is undefined (one
-class only) is dropped and counted (`kappa_ci_dropped`). Under 10 labelled cases, or with a single-point interval,
-the κ interval is marked not informative (`kappa_ci_informative: false`, `kappa_ci_why`) and the gate's `min_kappa`
+class only) is dropped and counted (`kappa_ci_dropped`). Under 10 labelled cases, or with every label of one class
+(grade), the κ interval is marked not informative (`kappa_ci_informative: false`, `kappa_ci_why`) and the gate's `min_kappa`
 fails on it. κ is `None`
 when every label and verdict are the same class: chance agreement is then 1 and κ is 0/0 (`note` says so, and that
 labels of another class are needed). By tag, κ is `None` with `kappa_why` for a tag of one case or one class.
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.stages.judge.label_checks import take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics
+from tracejudge.stages.judge.label_checks import take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics, unknown_trials
 from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
 from tracejudge.stages.judge.label_stats import accuracy, accuracy_ci, case_bootstrap, kappa_of, rng, spearman, uninformative
 from tracejudge.stages.judge.labels import Label, LabelSet
@@ -227,7 +227,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     }
     if kind:
         out.update(kappa_ci_method="case bootstrap", kappa_ci_resamples=resamples, kappa_ci_dropped=dropped)
-        why = uninformative(len(groups), kappa_ci)
+        why = uninformative(len(groups), sorted(set(y.tolist())))
         out["kappa_ci_informative"] = why is None
         if why:
             out["kappa_ci_why"] = why
@@ -300,7 +300,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
     run_metrics = {m for r in results for m in (r.get("scores") or {})}
     cases = {str(r.get("case_id")) for r in results}
-    problems = unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases) + labels.problems + unknown_cases(results, labels, run_metrics)
+    problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases) + labels.problems
+                + unknown_cases(results, labels, run_metrics) + unknown_trials(results, labels, run_metrics))
     absent: dict[str, int] = defaultdict(int)  # labels (by metric) of cases not in the run, which a metric is not blamed for
     for lab in labels.labels:
         if lab.case_id not in cases:
@@ -312,8 +313,10 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     mixed, refused = take_mixed_kinds(pairs, labels, graded, full)
     # The reading is decided over every label, out-of-range ones too: 0 and 1 on a 1..5 scale are pass/fail, not grades.
     grades = {m: read_as_grades(pairs.get(m, []), full[m], yes_no_metric(pairs.get(m, []), (scales or {}).get(m))) for m in metrics}
-    out_of_range = take_out_of_range(pairs, labels, scales or {})
     yes_no = {m: yes_no_metric(pairs.get(m, []), (scales or {}).get(m)) for m in metrics}
+    # Labels read as pass/fail are checked as pass/fail (in [0, 1]), not against the grade scale they are not read on.
+    pass_fail = {m for m in metrics if yes_no[m] or (not grades[m] and _binary(pairs.get(m, [])))}
+    out_of_range = take_out_of_range(pairs, labels, scales or {}, pass_fail)
     if mixed:
         counts["matched"] -= len(mixed)
         counts["mixed_kinds"] = len(mixed)

@@ -1,7 +1,7 @@
-"""Labels that cannot be compared with the run's verdicts: for a metric or a case the run does not have, out of
+"""Labels that cannot be compared with the run's verdicts: for a metric, a case or a trial the run does not have, out of
 their metric's range, or of the other kind among a graded metric's labels (`take_mixed_kinds`).
 
-Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped metric or case id or a
+Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped metric, case id or trial or a
 label of 1.5 on a yes/no metric is found where it was written (`agreement.agreement_block` adds them to `problems`).
 """
 
@@ -16,7 +16,7 @@ from tracejudge.stages.judge.labels import Label, LabelSet
 if TYPE_CHECKING:
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "written"]
+__all__ = ["take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "unknown_trials", "written"]
 
 
 def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None) -> list[str]:
@@ -61,24 +61,47 @@ def unknown_cases(results: list[dict[str, Any]], labels: LabelSet, run_metrics: 
     return [unknown_case(lab, cases) for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
 
 
+def unknown_trials(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str]) -> list[str]:
+    """A problem naming each label (its `file:line`) of a metric the run has for a trial its case does not have in the run
+    (`trial: 5` when the run has trials 0 and 1), which would otherwise be only a count (`unmatched`). A label of a case
+    not in the run is named for its case (`unknown_cases`)."""
+    trials: dict[str, set[int]] = {}
+    for r in results:
+        trials.setdefault(str(r.get("case_id")), set()).add(int(r.get("trial", 0) or 0))
+    named = []
+    for lab in labels.labels:
+        have = trials.get(lab.case_id)
+        if lab.trial is None or have is None or lab.metric not in run_metrics or lab.trial in have:
+            continue
+        shown = ", ".join(map(str, sorted(have)))
+        named.append(f"{lab.where + ': ' if lab.where else ''}trial: no result of this run is trial {lab.trial} of case {lab.case_id!r} "
+                     f"(its trial{'s' if len(have) > 1 else ''} in the run: {shown}; trials count from 0), so the label is unmatched")
+    return named
+
+
 def _loose(case_id: str) -> str:
     if case_id.isdigit():
         return case_id.lstrip("0") or "0"
     return case_id.lower()
 
 
-def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: dict[str, tuple[float, float]]) -> list[str]:
+def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: dict[str, tuple[float, float]],
+                      pass_fail: set[str] | None = None) -> list[str]:
     """Take out of `pairs` the labels outside their metric's range, and name each (`file:line: label: …`).
 
-    A metric without grades (its verdicts' grade is their value in [0, 1]: a yes/no judge) takes labels
-    in [0, 1]; a graded one with a known scale (`scales`) takes labels on that scale. One label of 1.5 on a
-    yes/no metric made the whole metric a graded comparison of every 0/1 label with the verdicts' values.
+    A metric without grades (its verdicts' grade is their value in [0, 1]: a yes/no judge), and a metric whose labels are
+    read as pass/fail (`pass_fail`: 0 and 1 on a 1..5 scale, `agreement.read_as_grades`), takes labels in [0, 1]; a
+    graded one with a known scale (`scales`) takes labels on that scale. One label of 1.5 on a yes/no metric made the
+    whole metric a graded comparison of every 0/1 label with the verdicts' values; the 0 labels of a Rubric scored 1..5
+    that README reads as pass/fail were taken out as grades off its scale.
     """
     index = labels.lookup()
     named: list[str] = []
     for metric, got in pairs.items():
         scale = scales.get(metric)
-        if scale is not None:
+        if metric in (pass_fail or set()):
+            lo, hi, scale = 0.0, 1.0, None
+        elif scale is not None:
             lo, hi = scale[0], scale[0] + scale[1]
         elif yes_no_metric(got, scale):
             lo, hi = 0.0, 1.0

@@ -20,9 +20,11 @@ observation made the intervals too narrow.
 - the κ CI is *not informative* (`kappa_ci_informative: false`, with `kappa_ci_why`) when fewer than `MIN_CASES`
   cases are labelled — a bootstrap resamples the few cases there are, its κ takes a handful of values, and its
   percentile interval covers the true κ well under 95% of the time (Efron & Tibshirani, An Introduction to the
-  Bootstrap (1993) §13: percentile intervals are too narrow at small n) — or
-  when the interval is a single point (every resample gave the same κ: 2 of 2 agreeing gives [1, 1], which measures
-  nothing). The gate's `min_kappa` fails on such a κ: 2 labels cannot show a judge is good.
+  Bootstrap (1993) §13: percentile intervals are too narrow at small n) — or when every label is of one class (one
+  grade): κ is then 0 whatever the verdicts (or 0/0), and says nothing of the judge. The rule is about the evidence,
+  not the interval's width: 2 of 2 agreeing gives [1, 1] and is not informative (2 cases), while 200 of 200 agreeing
+  with labels of both classes gives [1, 1] too, every resample agreeing, and is. The gate's `min_kappa` fails on a κ
+  that is not informative: 2 labels cannot show a judge is good.
 """
 
 from __future__ import annotations
@@ -94,13 +96,19 @@ def case_bootstrap(stat: Callable[[Any, Any], float | None], y: Any, v: Any, gro
     return [round(float(lo), 6), round(float(hi), 6)], dropped
 
 
-def uninformative(cases: int, ci: list[float] | None) -> str | None:
-    """Why a κ interval over `cases` labelled cases says nothing (see the module doc), or `None` when it is informative."""
+def uninformative(cases: int, label_classes: list[Any]) -> str | None:
+    """Why a κ over `cases` labelled cases whose labels are of the classes `label_classes` (pass/fail, or grades) says
+    nothing (see the module doc), or `None` when it is informative. Not the interval's width: a judge agreeing with
+    every one of many labels of both classes has the interval [1, 1], and that is evidence."""
     if cases < MIN_CASES:
         return (f"only {cases} labelled case{'s' if cases != 1 else ''} (fewer than {MIN_CASES}): a bootstrap over so few "
                 "cases does not give a 95% interval")
-    if ci is not None and ci[0] == ci[1]:
-        return f"every resample gave kappa {ci[0]:.3f}: the interval is a single point, which measures nothing"
+    if len(label_classes) < 2:
+        only = label_classes[0] if label_classes else None
+        shown = ("pass" if only else "fail") if isinstance(only, bool) else only
+        other = "cases that should " + ("fail" if only else "pass") if isinstance(only, bool) else "cases of other grades"
+        return (f"every label is {shown}: kappa is 0 whatever the verdicts (or undefined), it says nothing of the judge; "
+                f"add labels for {other}")
     return None
 
 

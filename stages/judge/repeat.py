@@ -21,9 +21,12 @@ A metric whose value is a side (a pairwise comparison: the run shown first, the 
 rules that favour no position instead (`_sides`).
 
 **Ties.** A question's answer in the score's favour (its `good`, `yes` for most) wins only with more than half
-of the votes: a strict majority, as a tied vote carries no motion (and as inspect-ai's `majority` reducer decides
-a grader panel). A tie, which a panel of two models meets whenever they disagree, goes to the other answer; among
-grades, to the lower. So the verdict is the same in whatever order the panel (or the samples) are listed.
+of the votes: a strict majority, as a tied vote carries no motion (the bar inspect-ai's `majority_score` reducer sets
+for a grader panel). A tie, which a panel of two models meets whenever they disagree, goes to the other answer; among
+grades, to the lower. There tracejudge differs from inspect-ai, whose reducer leaves a value without a strict
+majority unscored (NaN): a score here is made of every question's answer, and an unscored item would drop from the
+figures exactly the items the panel disagrees on, so a tie is decided, against the score. So the verdict is the same
+in whatever order the panel (or the samples) are listed.
 `details.panel` keeps the decided `answers` and the `tied_questions`.
 
 A sample or model that failed makes the item fail the same way (the first

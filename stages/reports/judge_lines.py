@@ -162,14 +162,29 @@ def quality_lines(summary: dict[str, Any]) -> list[str]:
         tied = int(p.get("tied") or 0)
         # (Each model's agreement is with the others' majority, leave-one-out: `judge_stats`; the others' ties are left out
         # of that model's figure, which a tie of the whole panel does not decide.)
-        ties = f"; {tied} of {p['subjects']} questions tied (no answer from more than half the panel: not credited to the score)" \
-            if tied else ""
+        # A graded metric's question (a Rubric's grade) with no majority grade is not lost: `majority` scores every graded
+        # question with the panel's lower median grade (`repeat.combine_panel`); a yes/no question's tie goes against it.
+        graded = bool(p.get("categories")) and all(_number(c) for c in p["categories"])
+        ties = "" if not tied else (
+            f"; {tied} of {p['subjects']} questions without a majority grade (no grade from more than half the panel: "
+            "with aggregate majority the score takes the panel's lower median grade)" if graded else
+            f"; {tied} of {p['subjects']} questions tied (no answer from more than half the panel: with aggregate majority a tie "
+            "goes against the score)")
         lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the other models' "
                      f"majority: {agree}{ties}")
     if panel.get("models"):
         lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests {_dollars(v.get('cost_usd', 0.0))}"
                                                           + _member_failures(v) for m, v in panel["models"].items()))
     return lines + label_lines(summary.get("labels") or {})
+
+
+def _number(text: Any) -> bool:
+    """Whether a panel's answer category (`judge_stats`: answers as text) is a grade."""
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def label_counts(block: dict[str, Any]) -> str:
