@@ -65,7 +65,7 @@ def test_a_runs_label_problems_end_its_terminal_summary_and_its_report(tmp_path:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert ("judge labels: 7, matched to verdicts: 3, not judged: 0, no such case/metric: 3, out of range: 1; "
-            "5 problem(s) with the labels, below") in out, out
+            "besides, not a label: 2; 5 problem(s) with the labels, below") in out, out  # (lines 7 and 8 hold no label)
     problems = [
         f"{labels}:5: metric: 2 label(s) for metric 'TaskCompletoin' (also line 9): no result of this run has that metric; "
         "did you mean TaskCompletion?",
@@ -79,7 +79,7 @@ def test_a_runs_label_problems_end_its_terminal_summary_and_its_report(tmp_path:
     assert out.index("judge labels TaskCompletion: 3 labelled") < out.index("run directory:")  # with the judge's lines, before the verdict
     report = (tmp_path / "run" / "report.md").read_text()
     section = report[report.index("## Judge labels"):]
-    assert "labels: 7, matched to verdicts: 3, not judged: 0, no such case/metric: 3, out of range: 1." in section
+    assert "labels: 7, matched to verdicts: 3, not judged: 0, no such case/metric: 3, out of range: 1; besides, not a label: 2." in section
     assert "Problems with the labels (5):" in section and all(f"- {p}" in section for p in problems), section
     assert "- TaskCompletion: 3 labelled cases, 3 verdicts, accuracy " in section
     # `tracejudge report` rebuilds the same section and prints the same lines.

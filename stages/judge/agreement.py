@@ -294,7 +294,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     labels of metrics or cases the run lacks, of the other kind among a metric's labels, or out of their metric's range,
     `label_checks`; the first `listed`, all when `None`) and `metrics.<metric>` from
     `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label. The counts are `pair_up`'s,
-    with `mixed_kinds` and `out_of_range` (when any) taken from `matched`."""
+    with `mixed_kinds` and `out_of_range` (when any) taken from `matched`, and `not_labels` (when any): the lines or fields
+    that held no label (a list of two annotators' labels, `"NaN"`), named among the problems and in no other count."""
     results = list(results)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
@@ -325,6 +326,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
         counts["matched"] -= len(out_of_range)
         counts["out_of_range"] = len(out_of_range)
         problems += out_of_range
+    if labels.unreadable:  # (named among the problems; no label, so no other count holds them)
+        counts["not_labels"] = labels.unreadable
     block: dict[str, Any] = {**counts, "cases_not_in_run": dict(absent), "problems": problems[:listed], "problem_count": len(problems),
                              "metrics": {m: metric_agreement(m, pairs.get(m, []), threshold=threshold, resamples=resamples, seed=seed,
                                                              disagreements=disagreements, yes_no=yes_no[m], scale=full[m],
@@ -345,7 +348,7 @@ def run_labels(results: list[dict[str, Any]], cfg: Any, extra: LabelSet | None =
 
     sets = ([load_label_file(cfg.path)] if cfg.path is not None else []) + ([field_labels(results, cfg.fields)] if cfg.fields else [])
     sets += [extra] if extra is not None else []
-    return LabelSet([lab for s in sets for lab in s.labels], [p for s in sets for p in s.problems])
+    return LabelSet([lab for s in sets for lab in s.labels], [p for s in sets for p in s.problems], sum(s.unreadable for s in sets))
 
 
 def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreements: int | None = SUMMARY_DISAGREEMENTS,

@@ -69,6 +69,7 @@ class LabelSet:
 
     labels: list[Label]
     problems: list[str]
+    unreadable: int = 0  # lines or fields that held no label at all (named among `problems`), which `labels` cannot count
 
     def __post_init__(self) -> None:
         """Leaves one label per key (see the module doc): repeats counted once, conflicting keys left out, each named.
@@ -222,7 +223,7 @@ def load_label_file(path: Path) -> LabelSet:
                     problems.append(f"{where}: {exc}")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the labels file ({exc.strerror or exc})") from None
-    got = LabelSet(labels, [])  # its problems: the repeated and conflicting labels, put among the others in line order
+    got = LabelSet(labels, [], len(problems))  # its problems: the repeated and conflicting labels, put among the others in line order
     got.problems = sorted(problems + got.problems, key=lambda p: int(p[len(str(path)) + 1:].partition(":")[0]))
     return got
 
@@ -259,4 +260,4 @@ def field_labels(results: Iterable[dict[str, Any]], fields: dict[str, str]) -> L
                 labels.append(Label(str(res["case_id"]), metric, label_value(raw), int(res.get("trial", 0)), where, as_written(raw)))
             except ValueError as exc:
                 problems.append(f"{where}: label: {exc}")
-    return LabelSet(labels, problems)
+    return LabelSet(labels, problems, len(problems))

@@ -191,7 +191,8 @@ def label_counts(block: dict[str, Any]) -> str:
     """The label counts of a `labels` block (`agreement.agreement_block`), which add up to its labels."""
     return (f"labels: {block.get('total_labels', 0)}, matched to verdicts: {block.get('matched', 0)}, not judged: "
             f"{block.get('not_judged', 0)}, no such case/metric: {block.get('unmatched', 0)}, out of range: {block.get('out_of_range', 0)}"
-            + (f", true/false mixed with grades: {block['mixed_kinds']}" if block.get("mixed_kinds") else ""))
+            + (f", true/false mixed with grades: {block['mixed_kinds']}" if block.get("mixed_kinds") else "")
+            + (f"; besides, not a label: {block['not_labels']}" if block.get("not_labels") else ""))
 
 
 def label_problems(block: dict[str, Any], first: int | None = None) -> list[str]:
