@@ -80,9 +80,25 @@ def results_beyond_checkpoint(run_dir: Path) -> bool:
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in (claimed, crc)):
             return False
         results = Path(run_dir) / store.RESULTS
-        return results.stat().st_size > claimed and store.file_crc32(results, claimed) == crc
+        return results.stat().st_size > claimed and store.file_crc32(results, claimed) == crc and _a_result_after(results, claimed)
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _a_result_after(results: Path, offset: int, lines: int = 64) -> bool:
+    """Whether one of the first `lines` lines of `results` after `offset` is a result (a JSON object with a `case_id`): what a
+    segment writes. Lines appended that are none (a damaged file, an editor's garbage) are no unfinished segment: `report`
+    names them as unreadable lines."""
+    with open(results, "rb") as fh:
+        fh.seek(offset)
+        for _, line in zip(range(lines), fh):
+            try:
+                got = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(got, dict) and isinstance(got.get("case_id"), str):
+                return True
+    return False
 
 
 def resume_command(run_dir: Path) -> str:

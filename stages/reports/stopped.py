@@ -73,7 +73,8 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
             (run_dir / "junit.xml").unlink(missing_ok=True)  # (a full disk: better no junit.xml than last night's)
             raise
     except OSError as err:
-        log.warning("the reports of the stopped run could not be replaced", run_dir=str(run_dir), error=str(err))
+        if not _same_trouble(exc, err):  # (a full disk that stopped the run stops this too: the command's own line says so)
+            log.warning("the reports of the stopped run could not be replaced", run_dir=str(run_dir), error=str(err))
     if not results_intact:  # results.jsonl could not be written (a full disk): no summary may claim what it holds
         return
     try:
@@ -82,3 +83,10 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
         finish_run(run_dir, summary, config)
     except Exception as err:  # noqa: BLE001  (the minimal junit.xml above stands)
         log.warning("the reports of the stopped run could not be written", run_dir=str(run_dir), error=f"{type(err).__name__}: {err}")
+
+
+def _same_trouble(exc: BaseException, err: OSError) -> bool:
+    """Whether `err` (replacing the reports) is the trouble that stopped the run (`exc`): an OSError of the same errno."""
+    from tracejudge.core.errors import leaves
+
+    return err.errno is not None and any(isinstance(leaf, OSError) and leaf.errno == err.errno for leaf in leaves(exc))
