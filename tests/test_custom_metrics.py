@@ -372,6 +372,7 @@ class Neg(Metric):
 def test_a_score_valued_outside_0_1_or_nan_is_not_computed_and_run_and_report_agree(tmp_path: Path, processes: int) -> None:
     # A Score of NaN stopped the run in the fold (internal error, exit 3) after its results were written; the same command
     # then passed while `report` said INTERRUPTED. Scores of 1.5 and -3.0 were means of 1.5 and -3.0 (pass rate 100%).
+    # Such a score is a bug in the metric: counted as raised (`metric failed: …`), it fails the gate by default.
     (tmp_path / "badscores.py").write_text(BAD_SCORES)
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "x", "trace": {"steps": [], "output": "o"}}) + "\n"
                                               for i in range(20)))
@@ -379,16 +380,18 @@ def test_a_score_valued_outside_0_1_or_nan_is_not_computed_and_run_and_report_ag
                                      f"{{type: 'badscores:Neg'}}, {{type: Contains, value: o}}]\nrun: {{dir: out, processes: {processes}}}\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     run = subprocess.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 1 and "verdict: FAIL" in run.stdout, run.stdout + run.stderr
     results = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert len(results) == 20
     for key, shown in (("nan", "nan"), ("big", "1.5"), ("Neg", "-3.0")):
         assert {r["scores"][key]["value"] for r in results} == {None}
-        assert results[0]["scores"][key]["reason"] == f"not computed: metric {key} returned a Score with value {shown}, outside [0, 1]"
+        assert results[0]["scores"][key]["reason"] == f"metric failed: metric {key} returned a Score with value {shown}, outside [0, 1]"
+        assert f"FAIL {key} max_metric_error_share" in run.stdout
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["complete"] and summary["metrics"]["Contains"]["mean"] == 1.0 and summary["metrics"]["big"]["scored"] == 0
+    assert summary["metrics"]["big"]["raised"] == 20
     report = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert report.returncode == 0 and "verdict: PASS" in report.stdout, report.stdout + report.stderr
+    assert report.returncode == 1 and "verdict: FAIL" in report.stdout, report.stdout + report.stderr
 
 
 @tracejudge.metric

@@ -50,7 +50,11 @@ _NOT_COMPUTED = "metric not computed for this case"
 # How the reason of a score whose metric raised (`stages.score`, a custom metric, a judge metric's plan) or was cut at
 # `run.metric_timeout_s` (`stages.score.time_limit`) starts: not computed because of the metric, not of the case.
 _RAISED = "metric raised "
-METRIC_ERRORS = (_RAISED, "metric_timeout:")
+# ... or returned what no score can be (`stages.score.base.FAILED`: a value of the wrong type, outside [0, 1], details
+# JSON cannot carry): a bug in the metric too, counted with those that raised. (Returning None is not one.)
+_FAILED = "metric failed: "
+_REFUSED = (_RAISED, _FAILED)
+METRIC_ERRORS = (_RAISED, "metric_timeout:", _FAILED)
 _OK = Status.ok
 
 
@@ -219,7 +223,7 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
 
     `junit_keys` are the run's metric keys in report order: one `testcase_end` each. `refuse`: None too
     when a score not computed has a reason starting with it (read here, where each reason is read anyway). None
-    too when a metric raised (`metric raised …`): the general path's result keeps the reason the aggregate counts
+    too when a metric raised or failed (`metric raised …`, `metric failed: …`): the general path's result keeps the reason the aggregate counts
     (`MetricStats.raised`); a metric that timed out is named in `timed_out` instead.
     """
     tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
@@ -243,7 +247,7 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
             v, passed, reason = s.value, s.passed, s.reason
         cells[k] = _cell((v, passed))
         if v is None:
-            if (refuse is not None and reason.startswith(refuse)) or reason.startswith(_RAISED):
+            if (refuse is not None and reason.startswith(refuse)) or reason.startswith(_REFUSED):
                 return None
             if reason.startswith("metric_timeout:"):
                 timed_out.append(k)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.records import CaseResult, Score, score_counts
+from tracejudge.engine.rendered import METRIC_ERRORS, Cell
 from tracejudge.stages.aggregate.group_labels import metadata_key
 from tracejudge.stages.aggregate.stats import pass_at_k, pass_hat_k
 
@@ -76,11 +77,20 @@ class _Tracker:
         self.estimate = ESTIMATES[estimator]
 
     def _trial(self, result: CaseResult, status: str) -> tuple[bool, bool]:
-        """`(scored, passed)` of one trial: an errored result or a score not computed is a failure, unscored."""
+        """`(scored, passed)` of one trial: an errored result or a score not computed is a failure, unscored; a score
+        not computed because its metric raised, failed or timed out (`METRIC_ERRORS`) is a failure, scored: a case
+        whose metric raised on every trial is a case that failed every trial, not one left out."""
         score = result.scores.get(self.metric)
-        if score is not None and not score_counts(status, score.value):
-            score = None
-        return score is not None and score.value is not None, self.trial_passed(score)
+        if score is None:
+            return False, self.trial_passed(score)
+        if score_counts(status, score.value):
+            return True, self.trial_passed(score)
+        if score.value is None and score_counts(status, 0.0):
+            # (A `Cell` carries no reason: a rendered result holds no score whose metric raised, and names those that timed out.)
+            raised = (self.metric in result.rendered.timed_out if type(score) is Cell
+                      else type(score.reason) is str and score.reason.startswith(METRIC_ERRORS))
+            return raised, self.trial_passed(score)
+        return False, self.trial_passed(None)
 
 
 class PassAtKTracker(_Tracker):

@@ -19,9 +19,9 @@ from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
 from tracejudge.core.work import Stage, Work
 from tracejudge.llm.redact import redact_quoted
-from tracejudge.stages.load.depth import MAX_DEPTH, nests_deeper
+from tracejudge.stages.load.depth import MAX_DEPTH
 from tracejudge.stages.score import time_limit
-from tracejudge.stages.score.base import Metric, ToolMetric, bounded
+from tracejudge.stages.score.base import Metric, ToolMetric, bounded, details_fault, metric_fault
 from tracejudge.stages.score.masking import custom_keys, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
@@ -86,7 +86,9 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
             for key, metric in zip(keys, metrics):
                 try:
                     scores[key] = metric.evaluate(case)
-                except Exception as exc:  # a metric bug must cost one score, not the run
+                except BaseException as exc:  # a metric bug must cost one score, not the run (`sys.exit()` included)
+                    if not metric_fault(exc):
+                        raise
                     scores[key] = _raised(exc)
         else:
             started = watch.started
@@ -99,7 +101,9 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
                         started[0] = None
                 except time_limit.MetricTimeout:
                     scores[key] = time_limit.timeout_score(key, time_limit.seconds())
-                except Exception as exc:  # a metric bug must cost one score, not the run
+                except BaseException as exc:  # a metric bug must cost one score, not the run (`sys.exit()` included)
+                    if not metric_fault(exc):
+                        raise
                     scores[key] = _raised(exc)
         # Custom metrics' values are checked and their reasons, and tool names any reason copied, masked here (built-in
         # metrics give values in [0, 1] and mask reasons as they quote).
@@ -108,10 +112,10 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
             # A `Score` with its value in [0, 1] (most) is kept without the call; `bounded` decides the rest.
             if type(score) is not Score or not (score.value is None or 0.0 <= score.value <= 1.0):
                 scores[key] = score = bounded(score, key)
-            if isinstance(score, Score) and score.details and nests_deeper(score.details, _DETAILS_DEPTH):
-                # Masked, pickled and written below the interpreter's recursion limit, as a record is read (`load.depth`).
-                scores[key] = Score(value=None, passed=None, reason=f"not computed: metric {key} returned details nested more "
-                                    f"than {_DETAILS_DEPTH} levels deep (a result must be written and read back)")
+            if isinstance(score, Score) and score.details:
+                # Masked, pickled and written below the interpreter's recursion limit, as a record is read (`load.depth`),
+                # and as JSON: details it cannot carry are the metric's failure, not the case's.
+                scores[key] = details_fault(score, key, _DETAILS_DEPTH)
         mask_scores(scores, case, custom, views.calls if case.trace is not None else None)
         return scores
     finally:
@@ -144,7 +148,7 @@ def _keys(metrics: Sequence[Metric]) -> tuple[list[str], tuple[str, ...]]:
     return keys, custom
 
 
-def _raised(exc: Exception) -> Score:
+def _raised(exc: BaseException) -> Score:
     return Score(value=None, passed=None, reason=f"metric raised {describe(exc)}")
 
 
@@ -171,7 +175,9 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
                 scores[key] = time_limit.timeout_score(key, limit_s)
         except time_limit.MetricTimeout:
             scores[key] = time_limit.timeout_score(key, limit_s)
-        except Exception as exc:  # a metric bug must cost one score, not the run
+        except BaseException as exc:  # a metric bug must cost one score, not the run (`sys.exit()` included)
+            if not metric_fault(exc):
+                raise
             scores[key] = _raised(exc)
 
     async with anyio.create_task_group() as tg:
@@ -185,10 +191,14 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
                     scores[key] = metric.evaluate(case)
             except time_limit.MetricTimeout:
                 scores[key] = time_limit.timeout_score(key, limit_s)
-            except Exception as exc:  # a metric bug must cost one score, not the run
+            except BaseException as exc:  # a metric bug must cost one score, not the run (`sys.exit()` included)
+                if not metric_fault(exc):
+                    raise
                 scores[key] = _raised(exc)
     for key in custom:
-        scores[key] = bounded(scores[key], key)
+        scores[key] = score = bounded(scores[key], key)
+        if isinstance(score, Score) and score.details:
+            scores[key] = details_fault(score, key, _DETAILS_DEPTH)
     mask_scores(scores, case, custom)
     return scores
 

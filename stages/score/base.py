@@ -232,7 +232,72 @@ def bounded(score: Any, key: str) -> Any:
     v = getattr(score, "value", None) if isinstance(score, Score) else None
     if v is None or (v == v and 0.0 <= v <= 1.0):  # (`v == v`: not NaN)
         return score
-    return Score(value=None, passed=None, reason=f"not computed: metric {key} returned a Score with value {v!r}, outside [0, 1]")
+    return Score(value=None, passed=None, reason=f"{FAILED}metric {key} returned a Score with value {v!r}, outside [0, 1]")
+
+
+# How the reason of a score starts when its metric returned what no score can be (a value of the wrong type, a number
+# outside [0, 1] or NaN, details that cannot be written as JSON): a bug in the metric, counted as a metric that raised
+# (`engine.rendered.METRIC_ERRORS`). Returning None is not one: it is how a metric says a case cannot be scored.
+FAILED = "metric failed: "
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def details_fault(score: Score, key: str, depth: int) -> Score:
+    """`score` (a custom metric's, with details), or the score to keep instead: its details nested more than `depth`
+    levels (dicts, lists, tuples) deep is `value: null` "not computed", details that JSON cannot carry (an object
+    pydantic cannot serialize) a score whose metric failed naming the type. Details holding other values than plain
+    JSON ones that JSON can carry (a set, a datetime, a model) are replaced by their JSON-ready form: the same text is
+    written, and a worker process can send them back (an object pickle cannot carry killed the run).
+
+    Walked with a stack of its own, not recursion (a value nested past the interpreter's recursion limit is told
+    apart, not raised on); the plain values (most details hold nothing else) cost a type lookup each."""
+    stack: list[tuple[object, int]] = [(score.details, 1)]
+    plain = True
+    while stack:
+        item, level = stack.pop()
+        t = type(item)
+        if t in _PLAIN:
+            continue
+        if isinstance(item, (dict, list, tuple)):
+            if level > depth:
+                return Score(value=None, passed=None, reason=f"not computed: metric {key} returned details nested more "
+                             f"than {depth} levels deep (a result must be written and read back)")
+            if isinstance(item, dict):
+                if plain and not all(type(k) is str for k in item):
+                    plain = False
+                stack.extend((v, level + 1) for v in item.values())
+            else:
+                stack.extend((v, level + 1) for v in item)
+        else:
+            plain = False
+    if plain:
+        return score
+    import pydantic_core
+
+    try:
+        details = pydantic_core.to_jsonable_python(score.details)
+    except (ValueError, TypeError, RecursionError) as exc:
+        why = str(exc).removeprefix("Unable to serialize unknown type: ")[:200]
+        return Score(value=None, passed=None, reason=f"{FAILED}metric {key} returned details that cannot be written as JSON: "
+                     f"{why}", details={"exception": "PydanticSerializationError"})
+    return score.model_copy(update={"details": details})
+
+
+def metric_fault(exc: BaseException) -> bool:
+    """True when `exc`, raised by a metric, costs that metric's score: an `Exception`, a `SystemExit` (a metric, or
+    a library it calls, that calls `sys.exit()` or argparse's `parse_args()` failing: never the run's exit), or a
+    group of them. A `KeyboardInterrupt` too where SIGINT is ignored (a worker process: a Ctrl-C never reaches it,
+    so only code raised it); elsewhere a Ctrl-C is one and stops the run as one. Anything else (a cancellation, a
+    time limit's own exception) goes on."""
+    if isinstance(exc, (Exception, SystemExit)):
+        return True
+    if isinstance(exc, KeyboardInterrupt):
+        import signal
+
+        return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if isinstance(exc, BaseExceptionGroup):
+        return all(metric_fault(e) for e in exc.exceptions)
+    return False
 
 
 def no_trace() -> Score:

@@ -27,7 +27,7 @@ from pydantic import Field, create_model
 from tracejudge.core.errors import describe, leaves
 from tracejudge.core.records import Case, Score
 from tracejudge.core.utf8 import safe_text
-from tracejudge.stages.score.base import Metric, no_trace
+from tracejudge.stages.score.base import FAILED, Metric, metric_fault, no_trace
 
 __all__ = ["FunctionMetric", "MetricFunction", "MetricValue", "metric"]
 
@@ -50,10 +50,12 @@ class FunctionMetric(Metric):
       threshold decides `passed`;
     - `True` / `False` → value 1.0 / 0.0;
     - a number in [0, 1] → that value (a number outside [0, 1], NaN or
-      infinity → `value: null`, the reason says what came back);
-    - `None` → `value: null` ("not computed");
-    - an exception → `value: null`, the exception type, message and the
-      line of the function that raised in the reason. It never propagates:
+      infinity, or a value of another type → `value: null`, the reason,
+      `metric failed: …`, says what came back: a bug in the metric, counted
+      as a metric that raised);
+    - `None` → `value: null` ("not computed": the case cannot be scored);
+    - an exception (`SystemExit` too) → `value: null`, the exception type,
+      message and the line of the function that raised in the reason. It never propagates:
       one failing case costs that case's score, not the run.
 
     A case without a trace gets `value: null` without calling the function.
@@ -84,14 +86,16 @@ class FunctionMetric(Metric):
             )
         try:
             out = type(self).fn(case, case.trace, **self.params())
-        except Exception as exc:
+        except BaseException as exc:  # (`sys.exit()` too: `metric_fault`)
+            if not metric_fault(exc):
+                raise
             return self._raised(exc)
         if inspect.isawaitable(out):
             # A sync function returning an awaitable: close it so it does not warn, and say so.
             close = getattr(out, "close", None)
             if callable(close):
                 close()
-            return Score(value=None, reason=f"not computed: {self._label()} returned an awaitable; use aevaluate")
+            return Score(value=None, reason=f"{FAILED}{self._label()} returned an awaitable; use aevaluate")
         return self._to_score(out)
 
     async def aevaluate(self, case: Case) -> Score:
@@ -102,14 +106,16 @@ class FunctionMetric(Metric):
             out = type(self).fn(case, case.trace, **self.params())
             if inspect.isawaitable(out):
                 out = await out
-        except Exception as exc:
+        except BaseException as exc:  # (`sys.exit()` too: `metric_fault`)
+            if not metric_fault(exc):
+                raise
             return self._raised(exc)
         return self._to_score(out)
 
     def _label(self) -> str:
         return f"metric function {type(self).fn.__qualname__}"
 
-    def _raised(self, exc: Exception) -> Score:
+    def _raised(self, exc: BaseException) -> Score:
         # Of an exception group (a metric that runs things in a task group), where its first leaf was raised:
         # the group itself is raised where the task group ends, which says nothing of what failed. A leaf built
         # into a group without being raised has no place of its own: the group's is where the metric raised it.
@@ -141,11 +147,11 @@ class FunctionMetric(Metric):
         if isinstance(out, (int, float)):
             value = float(out)
             if math.isnan(value) or not 0.0 <= value <= 1.0:
-                return Score(value=None, reason=f"not computed: {label} returned {out!r}, outside [0, 1]")
+                return Score(value=None, reason=f"{FAILED}{label} returned {out!r}, outside [0, 1]")
             return self.verdict(value, f"{label} returned {value!r}")
         if out is None:
             return Score(value=None, reason=f"not computed: {label} returned None")
-        return Score(value=None, reason=f"not computed: {label} returned {type(out).__name__}; expected a float, bool, Score or None")
+        return Score(value=None, reason=f"{FAILED}{label} returned {type(out).__name__}; expected a float, bool, Score or None")
 
 
 def _build(fn: MetricFunction, name: str | None, threshold: float | None) -> type[FunctionMetric]:
