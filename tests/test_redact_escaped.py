@@ -70,6 +70,11 @@ ADVERSARIAL = {
     "open escaped field": '\\"password\\": \\"' + "a" * _N,
     "escaped names": '\\"token\\":' * (_N // 10),
     "scheme run": "a-" * (_N // 2) + "://",
+    # A quoted value's end: an opening quote after ever more backslashes (each value would run over the later ones),
+    # a value opened after many backslashes holding many quotes after fewer, escaped line breaks before `Cookie:`.
+    "rising backslashes": "".join("'password': " + "\\" * i + '"' for i in range(int((2 * _N) ** 0.5))),
+    "deep opening": '"password": ' + "\\" * (_N // 2) + '"' + ("\\" * 3 + '"') * (_N // 8),
+    "cookie names": "\\nCookie: " * (_N // 10),
 }
 
 
@@ -238,3 +243,84 @@ def test_a_live_runs_traces_hold_no_credential_and_a_rescore_scores_the_same(tmp
 
     assert scores("again") == scores("live")
     assert _leaks(tmp_path / "again") == {}
+
+
+# A value holding a quote or a backslash: inside a JSON string an escaped quote is part of the value. The value ends at
+# its own quote after n backslashes (its opening quote's: 0, 1, 3, 7 at depth 0–3) plus 2n+2 for each backslash it
+# ends with; a quote after 2n+1 (plus 2n+2 each) is inside it. Before, `"ab\"hunter2…"` kept `\"hunter2…` in clear.
+TAIL = "hunter2" + "hunter"
+QUOTING = {
+    "escaped quote": 'ab"' + TAIL,
+    "quote last": TAIL + '"',
+    "backslash": "ab\\" + TAIL,
+    "backslash last": TAIL + "\\",
+    "backslash alone": "\\",
+    "backslash then quote": 'ab\\"' + TAIL,
+    "two backslashes then quote": 'ab\\\\"' + TAIL,
+    "single quote": "it's " + TAIL,
+    "unicode": "é☃\u2028\x01" + TAIL,
+    "json inside": json.dumps({"k": 'v"' + TAIL}),
+}
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+@pytest.mark.parametrize("name", list(QUOTING))
+def test_a_quoted_value_is_masked_to_its_strings_end_at_every_depth(name: str, depth: int) -> None:
+    value = QUOTING[name]
+    for key in ("password", "passphrase", "db_password", "Cookie"):
+        doc = {"user": "alice", key: value, "next": ["x", {"y": "z"}]}
+        for ascii_only in (True, False):
+            text = json.dumps(doc, ensure_ascii=ascii_only)
+            for _ in range(depth):
+                text = json.dumps({"body": text, "n": 1}, ensure_ascii=ascii_only)
+            for masked in (redact(text), redact_quoted(text), redact_details({"body": text})["body"]):
+                assert TAIL not in masked, (key, masked)
+                inner = json.loads(masked)
+                for _ in range(depth):
+                    inner = json.loads(inner["body"])  # valid JSON at every depth
+                assert inner == {**doc, key: MASK}, (key, masked)
+
+
+def test_a_value_cut_before_its_closing_quote_is_masked_to_the_end() -> None:
+    for text in ('{"password": "correct horse ' + TAIL, '{"body": "{\\"password\\": \\"ab\\\\\\"' + TAIL):
+        assert redact_quoted(text).endswith(MASK) and redact(text).endswith(MASK), text
+
+
+def test_a_judges_prompt_gives_a_quoted_value_as_written_and_decoded() -> None:
+    from tracejudge.llm.reply_secrets import quoted_values
+
+    text = _nested({"password": 'ab"' + TAIL}, 1)
+    assert 'ab"' + TAIL in quoted_values(text)
+
+
+COOKIE = "sid=" + "9f2c4e" + "71aa03"
+SET_COOKIE = "session=" + "Qm9vYmFy" + "YmF6cXV4; Path=/; HttpOnly"
+
+
+def test_a_cookie_header_is_masked_whole_in_text_fields_and_mappings() -> None:
+    # Names and attributes too: one masked form whatever the rule that sees it (a cookie's name may carry an id).
+    for text, want in (
+        (f"GET / HTTP/1.1\r\nCookie: {COOKIE}; theme=dark\r\nHost: x", f"GET / HTTP/1.1\r\nCookie: {MASK}\r\nHost: x"),
+        (f"HTTP/1.1 200 OK\nSet-Cookie: {SET_COOKIE}\n", f"HTTP/1.1 200 OK\nSet-Cookie: {MASK}\n"),
+        (json.dumps(f"HTTP/1.1 200 OK\r\nset-cookie: {SET_COOKIE}\r\n\r\nok"), json.dumps(f"HTTP/1.1 200 OK\r\nset-cookie: {MASK}\r\n\r\nok")),
+        (json.dumps({"headers": {"Cookie": COOKIE, "Accept": "*/*"}}), json.dumps({"headers": {"Cookie": MASK, "Accept": "*/*"}})),
+        (_nested({"Set-Cookie": SET_COOKIE}, 2), _nested({"Set-Cookie": MASK}, 2)),
+    ):
+        assert redact_quoted(text) == want == redact(text), text
+    assert redact_details({"headers": {"Cookie": COOKIE, "set-cookie": "x"}}) == {"headers": {"Cookie": MASK, "set-cookie": MASK}}
+    for prose in ("cookie: chocolate chip", '{"accept_cookie": "yes", "cookie_banner": "shown"}', "Cookies: 3 kinds"):
+        assert redact_quoted(prose) is prose and redact(prose) == prose
+    assert redact_details({"accept_cookie": "yes"}) == {"accept_cookie": "yes"}
+
+
+def test_a_passphrase_is_masked_as_a_password_is() -> None:
+    words = "correct horse " + "battery staple"
+    token = "Tr0ub4dor" + "-and-3-x1y2"
+    for text, want in (
+        (json.dumps({"passphrase": words}), json.dumps({"passphrase": MASK})),
+        (_nested({"key_passphrase": words}, 1), _nested({"key_passphrase": MASK}, 1)),
+        (f"PASSPHRASE={token}", f"PASSPHRASE={MASK}"),
+    ):
+        assert redact_quoted(text) == want == redact(text), text
+    assert redact_details({"ssh": {"passphrase": words}}) == {"ssh": {"passphrase": MASK}}
+

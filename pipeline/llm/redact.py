@@ -7,9 +7,10 @@ reason, `details.raw`, an error message, a log line — first goes through
 anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
 (`sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, `sk-ant-…`, `sk-or-…` whatever their characters),
 the value after an `x-api-key` / `api-key` / `authorization` /
-`secret_access_key` / `private_key` / `password` / `passwd` / `client_secret` / `access_token` (and
+`secret_access_key` / `private_key` / `password` / `passwd` / `passphrase` / `client_secret` / `access_token` (and
 `refresh_`, `auth_`, `id_`, `bearer_`, `session_token`) name — its quotes escaped or not, at any depth, as in a
-JSON-encoded request body —, AWS access key ids (`AKIA…`, `ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`,
+JSON-encoded request body; a quoted value whole, as `redact_quoted` masks a quoted field's —, a `Cookie:` /
+`Set-Cookie:` header's value, AWS access key ids (`AKIA…`, `ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`,
 `xapp-…`) and webhook URLs, GitHub tokens (`ghp_…`, `github_pat_…`), GitLab (`glpat-…`, `glptt-…`), npm (`npm_…`),
 PyPI (`pypi-…`), Stripe (`sk_live_…`, `rk_live_…`), SendGrid (`SG.….…`) and Shopify (`shpat_…`) tokens, an Azure
 connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks. A
@@ -26,7 +27,8 @@ economy", "api_key: not configured", "SKU sk-100200300"). It searches only
 what the reason shows, once, with one pattern, and returns text without a
 credential unchanged: reasons are built for every case. A quoted field named for a password, secret, API key,
 authorization, private key (or its id) or access/refresh/session token has its quoted value masked whatever its
-shape, its quotes escaped or not (`\\"password\\": \\"…\\"`), as a mapping's value under such a key is.
+shape, its quotes escaped or not (`\\"password\\": \\"…\\"`), as a mapping's value under such a key is; so has a
+passphrase's and a `Cookie` / `Set-Cookie` header's.
 
 Both also mask AWS secret access keys after their name, Google API keys
 (`AIza…`), Hugging Face tokens (`hf_…`) and the password of a URL or DSN
@@ -68,7 +70,7 @@ _URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@"']*:)[^\s/?
 _PATTERN_TEXTS = (
     # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"', and the
     # field inside a JSON-encoded string, '\\"x-api-key\\": \\"v\\"', at any depth); a `Bearer`/`Basic` scheme is kept.
-    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key|private[-_]key(?:[-_]id)?|password|passwd"""
+    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key|private[-_]key(?:[-_]id)?|pass(?:word|wd|phrase)"""
     r"""|client[-_]secret|(?:access|refresh|auth|id|bearer|session)[-_]token)(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?:bearer\s+|basic\s+)?)"""
     r"""(?!-----BEGIN)[^\s"'\\,;}]+""",  # (a private key's PEM block is a shape, masked whole below)
     r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}",
@@ -106,26 +108,45 @@ _SHAPE = "|".join(_SHAPES)
 # "basic plan-2024", "SKU sk-100200300"): after a credential's name (in its usual spellings; not before an
 # object or list), after `Bearer`/`Basic` and after `sk-`, only a token counts — a whole run of token
 # characters, 16+ long, with a letter and a digit, or base64 padded with `=` (a Basic token without a digit).
-# Group 1 keeps a header's name, group 2 a `Bearer`/`Basic` prefix.
+# Group `name` keeps a header's name, group `scheme` a `Bearer`/`Basic` prefix.
 _CHAR = r"[A-Za-z0-9._~+/=-]"
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
 _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
           r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey|private[-_]?key|PRIVATE[-_]?KEY|PrivateKey"
-          r"|password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret|token|TOKEN|Token")
+          r"|pass(?:word|wd|phrase)|PASS(?:WORD|WD|PHRASE)|Pass(?:word|phrase)|secret|SECRET|Secret|token|TOKEN|Token")
 # A JSON (or Python repr) field named for a password, a secret, an API key, an authorization header, a private key
-# (and its id) or a session's token: its quoted value is the secret whatever its shape ("hunter2" is not
-# token-shaped), as under a metadata key (`_CREDENTIAL_KEY`); a `Bearer`/`Basic` scheme is kept. Its quotes may be
-# escaped, to any depth (`\"password\": \"…\"` in a JSON-encoded request body); an escaped quote ends the value. Not
-# any `token`: `next_token` pages. (A quote escaped or not starts a match only where no backslash precedes it, and
-# a value holds no backslash: each character is tried from at most one start, so the search stays linear.)
+# (and its id), a session's token or a cookie (`Cookie` / `Set-Cookie` alone: not `accept_cookie`): its quoted value is
+# the secret whatever its shape ("hunter2" is not token-shaped), as under a metadata key (`_CREDENTIAL_KEY`); a
+# `Bearer`/`Basic` scheme is kept. Not any `token`: `next_token` pages. Its quotes may be escaped, to any depth
+# (`\"password\": \"…\"` in a JSON-encoded request body). The value ends where its string does. Its opening quote
+# (`"` or `'`) has n backslashes before it (`bs`: none at depth 0, one at depth 1, three at depth 2, …); a quote of
+# the same kind inside the value has 2n+1 (`\"` at depth 0, `\\\"` at depth 1), after 2n+2 for each backslash before
+# it in the value, and the closing one n, after 2n+2 for each backslash the value ends with (`"a\\"` at depth 0).
+# So a quote of its kind whose backslashes number 2n+1 modulo 2n+2 is inside the value, and any other ends it (a quote
+# of the other kind is inside): the mask leaves valid JSON at every depth. A value not closed (a cut text) runs to
+# the line's or the text's end. The value is read possessively and always ends (at a quote, a line's end or the
+# text's end), so each character is read by one match at most, and a match starts only at a quote with no backslash
+# before its own: the search stays linear. (It starts at a quote or backslash, no backslash before it, looked
+# behind once it is read: `re` skips the other positions fast.)
 _Q = r"""\\*["']"""
-_SECRET_FIELD = (rf"""(?P<field>(?<!\\){_Q}[A-Za-z0-9_.-]*(?i:password|passwd|secret|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"""
-                 rf"""|(?:access|refresh|auth|id|bearer|session|api)[-_]?token){_Q}\s*:\s*{_Q}(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
-                 rf"""[^"'\\\n]+(?={_Q})""")
+_FIELD_NAME = (r"""[A-Za-z0-9_.-]*(?i:password|passwd|passphrase|secret|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"""
+               r"""|(?:access|refresh|auth|id|bearer|session|api)[-_]?token)|(?i:(?:set-)?cookie)""")
+_FIELD_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)\\\\)*+(?P=bs)(?P=bs)\\(?P=q)"""
+                r"""|(?:(?P=bs)(?P=bs)\\\\)++(?=(?P=bs)(?P=q)))++"""
+                r"""(?=\\*(?P=q)|\n|\Z)""")
+_SECRET_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:{_FIELD_NAME}){_Q}\s*:\s*(?P<bs>\\*)(?P<q>["'])(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
+                 + _FIELD_VALUE)
+# A `Cookie:` / `Set-Cookie:` header in text (`Cookie: sid=…; theme=dark`): its whole value, names and attributes too
+# (one masked form, as the field's and a mapping's), to the line's end or a quote or backslash (a JSON-encoded
+# text's `\r\n`, its string's end), also after an escaped line break (`…\r\nCookie: …`). Only before a `name=`
+# pair: "cookie: chocolate chip" is prose. (It starts at a `C` or `S`, its boundary looked behind: `re` skips the
+# other positions fast.)
+_COOKIE_HEADER = (r"""(?P<cookie>[CcSs](?:(?<![A-Za-z0-9_-].)|(?<=\\[nr].))(?i:(?<=s)et-cookie|(?<=c)ookie)[ \t]*:[ \t]*)"""
+                  r"""(?=[^\s=;,"'\\]+=)[^\r\n"'\\]+""")
 _QUOTED = (
     _SECRET_FIELD + "|"
-    rf"""((?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?){_TOKEN}"""
-    rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
+    rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?){_TOKEN}"""
+    rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE_HEADER}"
     r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
     rf"|{_URL_PASSWORD}|" + _SHAPE
 )
@@ -139,20 +160,21 @@ _QUOTED = (
 _WORD = r"[A-Za-z0-9._~+/=-]{15}"
 _SET = r"""(?:\\*["'])?\s*[:=]"""  # what follows a credential's name before its value (its quote escaped or not)
 _HINT = re.compile(
-    rf"k(?:ey(?:[-_]?[Ii][Dd])?{_SET}|(?<=ok)en{_SET}|[-_](?<=(?<![A-Za-z0-9])sk[-_])|_(?<=(?<![A-Za-z0-9])rk_))"
-    rf"|K(?:EY{_SET}|ey(?:[-_]?[Ii][Dd])?{_SET}|IA)"
+    rf"k(?:ey(?:[-_]?[Ii][Dd])?{_SET}|ie{_SET}|(?<=ok)en{_SET}|[-_](?<=(?<![A-Za-z0-9])sk[-_])|_(?<=(?<![A-Za-z0-9])rk_))"
+    rf"|K(?:EY{_SET}|ey(?:[-_]?[Ii][Dd])?{_SET}|IA|IE{_SET})"
     rf"|z(?:ation|a(?<=AIza))|ZATION|w(?:or)?d{_SET}|W(?:OR)?D{_SET}|c(?:ret{_SET}|Hlw(?<=AgEIcHlw))|CRET{_SET}|OKEN{_SET}"
     rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN|IA)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_))"
-    r"|S(?:IA|G\.)|CCA|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
-    r"|p(?:(?<=np)m_|(?<=glp)(?:at|tt)-)"
+    rf"|S(?:IA|G\.|PHRASE{_SET})|CCA|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
+    rf"|p(?:hrase{_SET}|(?<=np)m_|(?<=glp)(?:at|tt)-)"
 )
 
 
 @cache
 def _compiled() -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str], re.Pattern[str]]:
-    """`(_PATTERN_TEXTS, _SHAPE, _QUOTED)` compiled, on first use: a run whose texts hold no credential's hint
-    (`_HINT`) never needs them, and compiling them cost every start-up about 2 ms."""
-    return tuple(re.compile(p) for p in _PATTERN_TEXTS), re.compile(_SHAPE), re.compile(_QUOTED)
+    """`(_PATTERN_TEXTS` and `_SECRET_FIELD` or `_COOKIE_HEADER`, `_SHAPE, _QUOTED)` compiled, on first use: a run whose
+    texts hold no credential's hint (`_HINT`) never needs them, and compiling them cost every start-up about 2 ms."""
+    patterns = (*_PATTERN_TEXTS, f"{_SECRET_FIELD}|{_COOKIE_HEADER}")
+    return tuple(re.compile(p) for p in patterns), re.compile(_SHAPE), re.compile(_QUOTED)
 
 
 # How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
@@ -172,6 +194,10 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
     patterns, shape, _ = _compiled()
+    # A quoted field's value whole (to its string's end, whatever it holds), a cookie header's; then the other rules.
+    # (`_HINT` finds a part of each of their matches; most text has none, and the search costs a tenth of theirs.)
+    if _HINT.search(text) is not None:
+        text = patterns[4].sub(lambda m: (m.group("field") or m.group("cookie")) + MASK, text)
     text = patterns[0].sub(lambda m: m.group(1) + MASK, text)
     text = patterns[1].sub(lambda m: m.group(1) + " " + MASK, text)
     text = patterns[2].sub(MASK, text)
@@ -184,7 +210,12 @@ def _mask_shape(m: re.Match[str]) -> str:
 
 
 def _mask(m: re.Match[str]) -> str:
-    return (m.group("field") or m.group(2) or m.group(3) or m.group("url") or m.group("kv") or "") + MASK  # (group 1 is `field`)
+    return _kept(m) + MASK
+
+
+def _kept(m: re.Match[str]) -> str:
+    """What a match of `_QUOTED` keeps before its mask: a field's or header's name, a scheme, a URL's user, a key's name."""
+    return m.group("field") or m.group("name") or m.group("scheme") or m.group("cookie") or m.group("url") or m.group("kv") or ""
 
 
 def redact_quoted(text: str, shown: int | None = None) -> str:
@@ -367,8 +398,10 @@ def _label_texts(value: Any, out: list[str]) -> None:
                     stack.append(x)
 
 
-# A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`).
-_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|password|passwd|secret|token|private[-_]?key(?:[-_]?id)?)$")
+# A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`), or
+# a cookie header's (`Cookie`, `Set-Cookie`; not `accept_cookie`).
+_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)|secret|token|private[-_]?key(?:[-_]?id)?"
+                             r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$")
 # A value's authentication scheme, kept when the value is masked whole (`Bearer [REDACTED]`, as in a text).
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)")
 
@@ -386,7 +419,7 @@ def _credential_keyed(value: Any) -> bool:
         v = stack.pop()
         if isinstance(v, dict):
             for k, x in v.items():
-                if isinstance(k, str) and x not in (None, "", [], {}) and _CREDENTIAL_KEY.search(k):
+                if isinstance(k, str) and x not in (None, "", [], {}) and _credential_key(k):
                     return True
                 if isinstance(x, (dict, list, tuple)):
                     stack.append(x)
@@ -404,12 +437,12 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
         out = {}
         for k, v in value.items():
             key = redact_quoted(k) if isinstance(k, str) else k
-            if whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _CREDENTIAL_KEY.search(k):
+            if whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _credential_key(k):
                 out[key] = MASK  # a number, list or mapping under a credential's name: the secret whatever its type
                 continue
             if isinstance(v, str):
                 got = redact_quoted(v)
-                if got == v and isinstance(k, str) and (v and _CREDENTIAL_KEY.search(k) or redact_quoted(f"{k}: {v}") != f"{key}: {v}"):
+                if got == v and isinstance(k, str) and (v and _credential_key(k) or redact_quoted(f"{k}: {v}") != f"{key}: {v}"):
                     got = _whole(v)  # a value whose key names it a credential (not a key that is one itself)
                 out[key] = got
             else:

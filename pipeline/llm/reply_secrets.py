@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from tracejudge.llm.redact import _HINT, _compiled
+from tracejudge.llm.redact import _HINT, _compiled, _kept
 
 __all__ = ["prompt_secrets", "quoted_values"]
 
@@ -36,9 +36,15 @@ def quoted_values(text: str) -> tuple[str, ...]:
         return ()
     found: dict[str, None] = {}
     for m in _compiled()[2].finditer(text):
-        value = m.group(0)[len(m.group("field") or m.group(2) or m.group(3) or m.group("url") or ""):]
+        value = m.group(0)[len(_kept(m)):]
         value = _SCHEME.sub("", value)  # (`Authorization: Bearer <token>`: the token)
         found[value] = None
+        while m.group("field") and "\\" in value:  # a field's value as written, escaped at its depth, and decoded
+            try:
+                value = json.loads(f'"{value}"')
+            except ValueError:
+                break
+            found[value] = None
     for m in _BARE_FIELD.finditer(text):
         if m.group(1) is not None:  # a JSON string: its text as written, and decoded
             found[m.group(1)] = None
