@@ -38,23 +38,36 @@ __all__ = ["join_rendered", "neutralise_claims", "neutralise_headings", "neutral
            "neutralise_section", "neutralise_structure", "unify_breaks"]
 
 
-# A line of the data that could pass for a marker: `====` (or more `=`) then DATA (or `END OF DATA`, `BEGIN DATA`), any
-# case, any spacing; its skeleton too (`fence_lookalike`: `==== DАTA` with a Cyrillic А, a fullwidth `＝＝＝＝ DATA`).
-_MARKER = r"={2,}[ \t]*(?:(?:end|begin|start)[ \t]+(?:of[ \t]+)?)?data\b"
-_FORGED = re.compile(rf"(?im)^([ \t]*)({_MARKER})")
-_FORGED_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*)({_MARKER})")  # (the same, after any line break)
-_MARKER_ONE = rf"(?i)([ \t]*)({_MARKER})"  # (one line: its skeleton, `mark_lookalikes`)
+# A line of the data that could pass for a marker: `====` (or more `=`, spaced too: `= = = =`) then DATA (or `END OF
+# DATA`, `BEGIN DATA`), any case, any spacing; or one drawn with dashes, closed by dashes too (`---- DATA END ----`,
+# `—— DATA x END ——`; not an SQL comment `-- data cleanup`); its skeleton too (`fence_lookalike`: `==== DАTA` with a
+# Cyrillic А, a fullwidth `＝＝＝＝ DATA`).
+_DATA_WORDS = r"(?:(?:end|begin|start)[ \t]+(?:of[ \t]+)?)?data\b"
+_DASHES = "\\-\u2010-\u2015\u2212"
+_MARKER = (rf"(?:=[ \t]*){{2,}}{_DATA_WORDS}"
+           rf"|(?:[{_DASHES}][ \t]*){{2,}}{_DATA_WORDS}[^\n{_OTHER_BREAKS}]*?(?:[{_DASHES}][ \t]*){{2,}}{_LINE_END}")
+# (A line break opens the pattern, so a scan jumps from break to break: the text is given a `\n` before its first line.)
+_FORGED = re.compile(rf"(?i)(\n[ \t]*)(?:({_MARKER}))")
+_FORGED_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*)(?:({_MARKER}))")  # (the same, after any line break)
+# (Where a marker could start: a line whose first signs after its indent are two `=` or dashes, `==`, `= =`, `--`, `——`.)
+_SIGN = rf"[ \t]*+[={_DASHES}][ \t]*+[={_DASHES}]"
+_SIGN_FIRST = re.compile(_SIGN)
+_SIGN_AFTER = re.compile(rf"\n{_SIGN}")
+_SIGN_AFTER_ANY = re.compile(rf"[\n{_OTHER_BREAKS}]{_SIGN}")
+_MARKER_ONE = rf"(?i)([ \t]*)(?:({_MARKER}))"  # (one line: its skeleton, `mark_lookalikes`)
 
 
 def neutralise_markers(text: str, lookalikes: bool = True) -> str:
     """`text` with every marker-like line prefixed by `[data] `, so no line of the data starts a marker (`lookalikes`:
     a line whose skeleton reads as one too; `fence` has had each section's data checked so already)."""
-    if "==" in text:  # a marker needs two `=` in a row: most text has none, and this test is far cheaper than the scan
-        text = (_FORGED_ANY_BREAK if _other_breaks(text) else _FORGED).sub(_mark, text)
+    if _other_breaks(text):
+        if _SIGN_FIRST.match(text) or _SIGN_AFTER_ANY.search(text):
+            text = _FORGED_ANY_BREAK.sub(_mark, text)
+    elif _SIGN_FIRST.match(text) or _SIGN_AFTER.search(text):  # (most text has no such line: a jump from `\n` to `\n`)
+        text = _FORGED.sub(_mark, "\n" + text)[1:]
     if lookalikes and not text.isascii() and any(c in text for c in "=＝﹦⁼₌"):
         return mark_lookalikes(text, _MARKER_ONE)
     return text
-
 
 
 def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
@@ -77,16 +90,25 @@ def _heading(titles: tuple[str, ...]) -> str:
     # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
     # A reader takes any space for one (a no-break space, an ideographic one), skips zero-width characters, reads a
     # fullwidth `＃` as `#`, and a heading may close with `#`s: all of these forge a heading as well as the plain form.
-    # A title alone on its line in bold type (`**Final output**`, `__Trace:__`) reads as a heading too.
+    # A title alone on its line in bold type (`**Final output**`, `__Trace:__`), or in plain type with a colon (`Final
+    # output:`; not `Summary:`, nor a title in a sentence), reads as a heading too.
+    # (The plain form is tried only on a line that starts with a title's first letter: most lines start with none.)
     forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
     names = "|".join(_SPACE.join(re.escape(w) for w in f.split(" ")) for f in sorted(forms, key=len, reverse=True))
+    firsts = "".join(sorted({re.escape(f[0]) for f in forms}))
+    plain = rf"(?=[{firsts}])(?:{names})" if firsts else "(?!)"
     return (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?"
-            rf"|(?:\*\*|__)(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?)(?:{_GAP})*")
+            rf"|(?:\*\*|__)(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?|{plain}(?:{_GAP})*[:：])(?:{_GAP})*")
 
 
 def _heading_signs(text: str) -> bool:
-    # (A heading needs a `#` (fullwidth `＃`, small `﹟`) or bold type (`**`, `__`; fullwidth `＊`, `＿`): most text has none.)
-    return "#" in text or "**" in text or "__" in text or (not text.isascii() and ("＃" in text or "﹟" in text or "＊" in text or "＿" in text))
+    # (A heading needs a `#` (fullwidth `＃`, small `﹟`), bold type (`**`, `__`; fullwidth `＊`, `＿`) or a colon that ends
+    # its line (`_COLON_END`, a colon-like sign too): most text has none.)
+    return ("#" in text or "**" in text or "__" in text or _COLON_END.search(text) is not None
+            or (not text.isascii() and ("＃" in text or "﹟" in text or "＊" in text or "＿" in text)))
+
+
+_COLON_END = re.compile(rf"[:：∶ːˑ˸꞉׃܃܄᛬⁚։ꓽ](?:{_GAP})*(?:[\n{_OTHER_BREAKS}]|\Z)")
 
 
 @lru_cache(maxsize=64)
@@ -137,7 +159,7 @@ def neutralise_claims(text: str, asks: Asks | None = None) -> str:
 # - A step, call or user line: any case, any indent, dressed as a label may be, its number after a space or a `#`
 #   (`call #3:`), or right after the word as the renderer spells it (`Step3:`, `call3:`, `User2:`; not a key such as
 #   `step1:`), over a total (`Step 3/5:`, `Step 3 of 3:`, ` call 3 of 3: …`); its separator a colon, or a dash before a space (`Step 2 -`, `call 3 -
-#   refund(…)`); a step or user heading may stand alone (`### Step 2`, `**Step 2**`) or end in `.` or `)` (`Step 2.
+#   refund(…)`), or a table cell's end in a row that holds a call (`| Step 2 | call 3 |`); a step or user heading may stand alone (`### Step 2`, `**Step 2**`) or end in `.` or `)` (`Step 2.
 #   …`), as a call may (`call 3) refund(…)`); a call may name its tool without a colon (`call 3 issue_refund(…)`).
 #   After heading `#`s only a heading alone on its line (`### Step 2`, `## Step 2:`): `# Step 1: load the data` is a
 #   comment in code.
@@ -156,7 +178,10 @@ _ENDS = rf"[.)](?=(?:{_GAP})|{_LINE_END})"
 _OF = rf"(?:/{_NUMBER}|{_SPACE}of{_SPACE}{_NUMBER})?"  # (`Step 3/5`, `Step 3 of 3`)
 _HEAD = rf"(?:(?:step|user){_STEP_NUMBER}|(?-i:Step|User){_NUMBER}){_OF}"
 _CALL = rf"(?:call{_STEP_NUMBER}|(?-i:call){_NUMBER}){_OF}"
-_STRUCTURE = (rf"{_DRESS_LEAD}(?:{_OPEN}(?:{_HEAD}(?:{_SEP_S}|{_CLOSE}(?:{_GAP})*+(?:[(（|]|{_ENDS}|{_LINE_END}))"
+# (A table row that starts with a step is one of the rendering's only with a call in it, `| Step 2 | call 3 |`: a plan's
+# table, `| Step 2 | n/a | - |`, is the data's.)
+_TABLE_CALL = rf"\|(?=[^\n{_OTHER_BREAKS}]*?(?:\bcall{_STEP_NUMBER}|{_CALLEE}))"
+_STRUCTURE = (rf"{_DRESS_LEAD}(?:{_OPEN}(?:{_HEAD}(?:{_SEP_S}|{_CLOSE}(?:{_GAP})*+(?:[(（]|{_TABLE_CALL}|{_ENDS}|{_LINE_END}))"
               rf"|{_CALL}(?:{_SEP_S}|{_CLOSE}(?:{_GAP})*+(?:\||{_ENDS})|(?:{_GAP})++{_CALLEE})"
               rf"|\[(?:{_GAP})*(?:sub-agent|steps?{_SPACE}[0-9]|user{_SPACE}turns?\b))"
               rf"|[#＃]{{1,6}}(?:{_GAP})*+{_OPEN}{_HEAD}{_CLOSE}(?:(?:{_GAP})*+[:：]{_CLOSE})?(?:{_GAP})*{_LINE_END})"

@@ -56,7 +56,10 @@ def _mark(m: re.Match[str]) -> str:
     return f"{m.group(1)}[data] {m.group(2)}"
 
 
-_GAP = r"[^\S\n\r\v\f\x1c-\x1e\x85\u2028\u2029]|[\u200b-\u200d\u2060\ufeff]"  # a space of any kind, or a zero-width character
+# A space of any kind (`re`'s `\s` but a line break: tab, `\x1f`, space, no-break, ogham, en to hair, narrow no-break,
+# medium mathematical, ideographic), or a zero-width character (U+200B–U+200D, U+2060, U+FEFF). One class, not `[^\S…]|[…]`:
+# a run of one class is matched by a fast loop, a run of an alternation one step at a time (each line's scan is cheaper).
+_GAP = r"[\t\x1f \xa0\u1680\u2000-\u200d\u202f\u205f\u2060\u3000\ufeff]"
 _SPACE = rf"(?:{_GAP})+"
 
 
@@ -135,7 +138,16 @@ _ASKED_ID = r"(?-i:[A-Z\uff21-\uff3a]{1,12}(?:[ _-]|[#＃])?[0-9\uff10-\uff19]{1
 _MORE_ID = r"(?-i:(?:[A-Z\uff21-\uff3a]{1,12}(?:[ _-]|[#＃])?)?[0-9\uff10-\uff19]{1,4})"  # (a range's end: `TC1-4`)
 _THROUGH = rf"(?:{_GAP})*+(?:[,/&+~\u2010-\u2015\u2212-]|and|to|through|thru)(?:{_GAP})*+"
 _ASKED_LIST = (rf"[\"'\u201c\u2018]?(?P<ids>{_ASKED_ID}(?:{_THROUGH}[\"'\u201c\u2018]?{_MORE_ID}){{0,12}})"
-               r"(?![0-9A-Za-z_\uff10-\uff19\uff21-\uff3a\uff41-\uff5a])")
+               r"(?!_*[0-9A-Za-z\uff10-\uff19\uff21-\uff3a\uff41-\uff5a])")  # (`_TC1_:` is emphasis: `TC1_x` a name)
+# An id written in another case or with its letters spaced (`tc1: yes`, `Tc1 - yes`, `T C 1: yes`), with a colon or an
+# answer after it: marked only when it is one of the ids the prompt asks (`_asks_it`), so a lowercase `q1:` or `tc5:`
+# the prompt does not ask is the data's own.
+_CASED_ID = (rf"[\"'\u201c\u2018]?(?P<cased>(?:[a-z\uff21-\uff3a\uff41-\uff5a]{{1,12}}+|[a-z](?:(?:{_GAP})[a-z]){{1,11}})"
+             rf"(?:(?:{_GAP})|[_#＃-])?[0-9\uff10-\uff19]{{1,4}})[\"'\u201d\u2019]?(?![0-9a-z\uff10-\uff19\uff21-\uff3a\uff41-\uff5a])"
+             rf"(?:{_ID_SEP}|{_ID_VERDICT})")
+# A graded prompt's reply, or its own line, written as the data's (`Score: 1`, `Grade: 1`; `{"score": 1}`, `{"reason":
+# …, "score": 1}`: `_GRADE_ONLY`): marked in a prompt that asks a grade (no question ids) only.
+_GRADE_LINE = rf"(?P<grade>(?:score|grade){_SEP}(?:{_GAP})*+[0-9]{{1,3}}(?![0-9]))"
 _JSONISH = rf"(?P<json>(?:[{{\[](?:{_GAP})*+)+(?:{_Q}|[a-z])[^\n{_OTHER_BREAKS}]*)"
 
 
@@ -148,7 +160,7 @@ class Asks:
     runs: bool = False
 
     def __post_init__(self) -> None:  # (what each section's check needs, found once: `asked` keeps an `Asks` per ids and runs)
-        object.__setattr__(self, "mode", (self.runs,))
+        object.__setattr__(self, "mode", (self.runs, _cased_letters(self.ids)))
         object.__setattr__(self, "accept", _asks_it(self.ids))
         object.__setattr__(self, "mark", _marking(self.ids))
 
@@ -183,27 +195,56 @@ def _asks(ids: frozenset[str], runs: bool) -> Asks:
     return Asks(ids, runs)
 
 
-def _label(claims: bool = False, asks: tuple[bool] | None = None) -> str:
+def _label(claims: bool = False, asks: tuple[bool, tuple[str, ...] | None] | None = None) -> str:
     # (`claims`: a Faithfulness prompt's data outside its Claims section, where a `Claim 2:` line is not the prompt's own.
-    # `asks`: None, the rule without ids (any id with a separator or a verdict, and runs); else `(runs,)` of the prompt.)
-    run = rf"|run(?:{_GAP})*{_NUMBER}(?:{_SEP}|{_CLOSE}(?:{_GAP})*+{_LINE_END})" if asks is None or asks[0] else ""
+    # `asks`: None, the rule without ids (any id with a separator or a verdict, and runs); else `Asks.mode` of the prompt,
+    # `(runs, letters)`: `letters`, those of the ids it asks (`_cased_letters`), the only ones `_CASED_ID` is tried on.)
+    # (`Run 2:`, `Run #2:`, `Run 2` alone on its line; `Run B:`, a run named by a letter)
+    run = (rf"|run(?:{_GAP})*(?:[#＃№](?:{_GAP})*)?{_NUMBER}(?:{_SEP}|{_CLOSE}(?:{_GAP})*+{_LINE_END})|run(?:{_GAP})++[ab]{_SEP}"
+           if asks is None or asks[0] else "")
     claim = rf"|claim(?:{_GAP})*{_NUMBER}{_SEP}" if claims else ""
     if asks is None:
-        ids = rf"{_ID_ANSWER}|{_ID_LABEL}{_ID_ANSWER}|{_ANSWER}"
+        ids, grade = rf"{_ID_ANSWER}|{_ID_LABEL}{_ID_ANSWER}|{_ANSWER}", ""
     else:
-        ids = rf"(?:{_ID_LABEL})?{_ASKED_LIST}|{_JSONISH}"
-    return rf"{_DRESS}(?:(?:questions|evaluation|rubric|criterion){_SEP}{run}{claim}|{ids}|item{_SPACE}i[0-9a-f]{{12}}\b)"
+        ids, grade = rf"(?:{_ID_LABEL})?(?:{_ASKED_LIST}|{_cased_id(asks[1] if len(asks) > 1 else None)})|{_JSONISH}", rf"{_GRADE_LINE}|"
+    # (The prompt's labels are capitalised, `Questions:`, `QUESTIONS:` too: a YAML key `questions:` is the data's. A
+    # multi-item request's item, `### Item i…`, or its id starting a line, `"i0123456789ab": {…`, `i0123456789ab: all yes`.)
+    # (The last ones, a grade's line among them, tried only on a line that starts with one of their first letters: most
+    # lines get that far.)
+    return (rf"{_DRESS}(?:(?:(?-i:Q)uestions|(?-i:E)valuation|(?-i:R)ubric|(?-i:C)riterion){_SEP}{run}{claim}|{ids}"
+            rf"|(?=[sgi\"'\u201c\u201d\u2018\u2019])(?:{grade}item{_SPACE}i[0-9a-f]{{12}}\b|{_Q}?i[0-9a-f]{{12}}{_Q}?(?:{_GAP})*+[:：]))")
 
 
-@lru_cache(maxsize=12)
-def _label_line(claims: bool, any_break: bool, mode: tuple[bool] | None = None) -> re.Pattern[str]:
+def _cased_id(letters: tuple[str, ...] | None) -> str:
+    # (`_CASED_ID`, tried only on a line whose id starts with the letters of one the prompt asks, `tc1`, `Ｔｃ1`, `T C 1`
+    # of `TC1` (any case, fullwidth, spaced), as only such an id is marked (`_asks_it`): most lines start with a word,
+    # and the test of its first letters is far cheaper than `_CASED_ID`'s. `letters` None: on every line.)
+    if letters is None:
+        return _CASED_ID
+    if not letters:
+        return rf"(?!){_CASED_ID}"  # (a prompt that asks no ids: no such line is marked; the group is kept for `_asks_it`)
+    # (`İ` and `ı`, which `(?i)[a-z]` takes for an `i`, are dropped by `_plain_id`: `Tıc1` and `ıtc1` are `TC1`.)
+    skip = rf"(?-i:[\u0130\u0131{_GAP[1:-1]}]*)"
+    forms = "|".join(skip.join(f"[{c.lower()}{chr(ord(c) + 0xFEE0)}{chr(ord(c.lower()) + 0xFEE0)}]" for c in word) for word in letters)
+    return rf"(?=[\"'\u201c\u2018]?(?:{forms}|(?-i:[\u0130\u0131]))){_CASED_ID}"
+
+
+@lru_cache(maxsize=256)
+def _cased_letters(ids: frozenset[str]) -> tuple[str, ...] | None:
+    # (The letters of each id the prompt asks (`_plain_id`: `TC` of `TC1`); None when one of them has none.)
+    plain = {_plain_id(i) for i in ids}
+    return None if "" in plain else tuple(sorted({p.rstrip("0123456789") for p in plain}))
+
+
+@lru_cache(maxsize=64)
+def _label_line(claims: bool, any_break: bool, mode: tuple[bool, tuple[str, ...] | None] | None = None) -> re.Pattern[str]:
     # (A line break opens the pattern, so a scan jumps from break to break: the text is given a `\n` before its first
     # line. Compiled at first use: each takes 10–15 ms.)
     return re.compile(rf"(?i)([\n{_OTHER_BREAKS if any_break else ''}][ \t]*+)({_label(claims, mode)})")
 
 
-@lru_cache(maxsize=6)
-def _label_one(claims: bool, mode: tuple[bool] | None = None) -> str:
+@lru_cache(maxsize=32)
+def _label_one(claims: bool, mode: tuple[bool, tuple[str, ...] | None] | None = None) -> str:
     return rf"(?i)([ \t]*+)({_label(claims, mode)})"  # (one line: its skeleton, `mark_lookalikes`)
 
 
@@ -213,6 +254,11 @@ _JSON_KEY = re.compile(r"""(?:^|[{,\[])\s*["'\u201c\u201d\u2018\u2019]?([A-Za-z]
                        r"""|["'\u201c\u201d\u2018\u2019]?(?:id|qid|question_id|question)["'\u201c\u201d\u2018\u2019]?\s*:\s*"""
                        r"""["'\u201c\u201d\u2018\u2019]?([A-Za-z]{1,12}[ _-]?[0-9]{1,4})(?![0-9A-Za-z])""", re.I)
 _GRADE = re.compile(rf"(?i)(?:[{{\[]\s*|{_Q}(?:answers|i[0-9a-f]{{12}}){_Q}\s*:\s*)*{_Q}(?:score|grade){_Q}\s*:\s*[0-9]{{1,3}}\s*,\s*{_Q}reason{_Q}")
+# (A graded prompt's reply alone: an object holding a whole-number `score` (or `grade`), and a `reason` before or after
+# it, or nothing else: `{"score": 1}`, `{"reason": "Run 1 is better", "score": 1}`, `{score:1}`; not `{"score": 0.93, …`.)
+_GRADE_ONLY = re.compile(rf"""(?i)(?:[{{\[]\s*|{_Q}(?:answers|i[0-9a-f]{{12}}){_Q}\s*:\s*)*\{{\s*(?:{_Q}?reason{_Q}?\s*:\s*"""
+                         rf"""(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^,{{}}\n"']*)\s*,\s*)?{_Q}?(?:score|grade){_Q}?\s*:\s*[0-9]{{1,3}}"""
+                         rf"""(?![0-9.])\s*(?:\}}|,\s*{_Q}?reason\b|$)""")
 
 
 def _letters(text: str) -> str:
@@ -227,16 +273,33 @@ def _families(ids: frozenset[str]) -> frozenset[str]:
 @lru_cache(maxsize=256)
 def _asks_it(ids: frozenset[str]) -> Any:
     """Whether a label pattern's match (`_label` with ids) marks its line: always, unless it is an id list none of whose
-    ids is of the prompt's (`_families`: their letters those of an id it asks) or a JSON line that answers none."""
+    ids is of the prompt's (`_families`: their letters those of an id it asks) or a JSON line that answers none, an id in
+    another case or spaced that is not one it asks (`_CASED_ID`), or a grade (`_GRADE_LINE`, `_GRADE_ONLY`) in a prompt
+    that asks ids."""
     ours = _families(ids)
+    exact = frozenset(_plain_id(i) for i in ids)
 
     def accept(m: Any) -> bool:
         if (named := m.group("ids")) is not None:
             return any(p.group(1) in ours for p in _NAMED.finditer(unicodedata.normalize("NFKC", named)) if p.group(1))
+        if (cased := m.group("cased")) is not None:
+            return _plain_id(cased) in exact
+        if m.group("grade") is not None:
+            return not ids
         if (json := m.group("json")) is not None:
-            return _GRADE.match(json) is not None or any(_letters(k.group(1) or k.group(2)) in ours for k in _JSON_KEY.finditer(json))
+            return (_GRADE.match(json) is not None or (not ids and _GRADE_ONLY.match(json) is not None)
+                    or any(_letters(k.group(1) or k.group(2)) in ours for k in _JSON_KEY.finditer(json)))
         return True
     return accept
+
+
+def _plain_id(text: str) -> str:
+    # (`TC1` of `tc1`, `T C 1`, `Tc_01`, `ＴＣ１`: its letters in upper case, nothing between them and the number)
+    m = _PLAIN_ID.fullmatch(re.sub(r"[^0-9A-Za-z]", "", unicodedata.normalize("NFKC", text)))
+    return "" if m is None else m.group(1).upper() + str(int(m.group(2)))
+
+
+_PLAIN_ID = re.compile(r"([A-Za-z]{1,12})([0-9]{1,4})")
 
 
 @lru_cache(maxsize=256)
