@@ -22,22 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
-from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
+from test_langfuse_api_langgraph import extract  # (one trace, one case: read the same way)
 
 DATA = Path(__file__).parent / "data" / "langfuse-api-observe"
 FILES = [("json", "langfuse"), ("v2.json", "langfuse"), ("otlp.jsonl", "otel")]
 
 
-def extract(path: Path, fmt_name: str) -> Case:
-    fmt = registry.format_for(fmt_name)
-    ds = DatasetConfig(path=path, format=fmt_name, options={})
-    ctx = fmt.prepare(ds)
-    cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
-    assert len(cases) == 1 and isinstance(cases[0], Case), cases
-    return cases[0]
 
 
 def truth(name: str) -> dict[str, Any]:
