@@ -30,8 +30,10 @@ class PassAtK(Metric):
     unbiased estimator `1 − C(n−c, k)/C(n, k)` (Chen et al. 2021): per case,
     `n` is the number of trials in the run and `c` the trials whose score
     passed; an errored trial (any status other than `ok`, or a score that
-    could not be computed) counts as a failure. The run's figure is the
-    average over the cases with at least one scored trial. With `trials: 1`
+    could not be computed) counts as a failure, and so does a trial whose
+    metric raised, returned what no score can be or timed out (`raised`): such
+    a trial counts as scored, so its case is never left out. The run's figure
+    is the average over the cases with at least one scored trial. With `trials: 1`
     and `k: 1` it equals the metric's pass rate.
 
     Parameters:
