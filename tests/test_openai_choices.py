@@ -13,22 +13,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import extract_path
+from test_otel_loop_faults import facts  # (the same facts of a conversation)
 from tracejudge.core.records import Case
 
 DATA = Path(__file__).parent / "data" / "openai-choices"
 SCENARIOS = ["oi-n2", "tl-n2", "oi-refusal", "tl-refusal", "oi-stream-refusal"]
 
 
-def facts(case: Case) -> dict[str, Any]:
-    u = case.trace.usage
-    return {"user_turns": [m.content for m in case.trace.user_messages],
-            "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments, "result": c.result} for c in case.trace.tool_calls()],
-            "output": case.trace.output,
-            "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "requests": u.requests}}
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -45,9 +45,8 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.core.urls import http_url
 from tracejudge.stages.extract import otel
 from tracejudge.stages.extract.otel.conventions import group_views
-from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, stand_in_parents
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
-from tracejudge.stages.extract.otel.spans import Group, Span, once_spans
+from tracejudge.stages.extract.otel.spans import Group, Span, hung_trace
 from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value
@@ -328,14 +327,9 @@ def trace_group(trace_id: str, spans: list[Span], line: int) -> Group:
     (`Collector.groups`): each span id once (`spans.once_spans`), parent loops broken, a span whose parent never reached
     Phoenix hung from the trace's root, or the spans naming one lost parent from a stand-in of it (`links`, warned
     about as `otel` warns), in order of start, every span placed at `line` (the trace's number in the sweep)."""
-    group = once_spans(spans)
-    break_cycles(group)
-    adopt_orphans(group)
-    stand_ins = stand_in_parents(group)
+    group, stand_ins = hung_trace(spans)
     if stand_ins:
-        group = [*group, *stand_ins]
         warn_lost_roots([(trace_id, stand_ins, group)])
-    group.sort(key=lambda s: (s.start, s.span_id))
     for s in group:
         s.line = line
     return Group(key=trace_id, key_attr=None, traces=[trace_id], spans=group)

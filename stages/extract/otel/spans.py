@@ -27,7 +27,7 @@ from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.view import whole_text
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports", "once_spans"]
+__all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "hung_trace", "iter_exports", "once_spans"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -315,14 +315,9 @@ class Collector:
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         rootless: list[tuple[str, list[Span], list[Span]]] = []
         for trace_id, delivered in self.spans.items():
-            spans = once_spans(delivered)
-            break_cycles(spans)
-            adopt_orphans(spans)
-            stand_ins = stand_in_parents(spans)
+            spans, stand_ins = hung_trace(delivered)
             if stand_ins:
-                spans = [*spans, *stand_ins]
                 rootless.append((trace_id, stand_ins, spans))
-            spans.sort(key=lambda s: (s.start, s.span_id))
             unplaced = self.logs.get(f"trace:{trace_id}", [])
             owner = lone_request(spans) if unplaced else None
             for span in spans:
@@ -351,6 +346,20 @@ def _content(span: Span) -> tuple[Any, ...]:
     """What a span says, without where it was read: two files holding one export are one delivery."""
     return (span.parent_id, span.name, span.kind, span.start, span.end, span.attrs, span.status_error, span.status_message,
             span.events, span.service, span.problem)
+
+
+def hung_trace(delivered: list[Span]) -> tuple[list[Span], list[Span]]:
+    """`(spans, stand_ins)`: one trace's `delivered` spans hung together — each span id once (`once_spans`), parent loops
+    broken, a span whose parent never arrived hung from the trace's root or, when several name one lost parent, from a
+    stand-in of it (`links`; `stand_ins`, also among `spans`) — in order of start. The caller warns about the stand-ins."""
+    spans = once_spans(delivered)
+    break_cycles(spans)
+    adopt_orphans(spans)
+    stand_ins = stand_in_parents(spans)
+    if stand_ins:
+        spans = [*spans, *stand_ins]
+    spans.sort(key=lambda s: (s.start, s.span_id))
+    return spans, stand_ins
 
 
 def once_spans(spans: list[Span]) -> list[Span]:
