@@ -244,8 +244,8 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 def details_fault(score: Score, key: str, depth: int) -> Score:
     """`score` (a custom metric's, with details), or the score to keep instead: its details nested more than `depth`
-    levels (dicts, lists, tuples) deep is `value: null` "not computed", details that JSON cannot carry (an object
-    pydantic cannot serialize) a score whose metric failed naming the type. Details holding other values than plain
+    levels (dicts, lists, tuples) deep (a dict holding itself too) or that JSON cannot carry (an object pydantic cannot
+    serialize) is a score whose metric failed (`FAILED`), saying why. Details holding other values than plain
     JSON ones that JSON can carry (a set, a datetime, a model) are replaced by their JSON-ready form: the same text is
     written, and a worker process can send them back (an object pickle cannot carry killed the run).
 
@@ -260,7 +260,8 @@ def details_fault(score: Score, key: str, depth: int) -> Score:
             continue
         if isinstance(item, (dict, list, tuple)):
             if level > depth:
-                return Score(value=None, passed=None, reason=f"not computed: metric {key} returned details nested more "
+                # (A metric's failure, as details JSON cannot carry: a dict holding itself ends here.)
+                return Score(value=None, passed=None, reason=f"{FAILED}metric {key} returned details nested more "
                              f"than {depth} levels deep (a result must be written and read back)")
             if isinstance(item, dict):
                 if plain and not all(type(k) is str for k in item):
