@@ -41,10 +41,10 @@ from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status
 from tracejudge.engine.keyset import result_key, trial_key
 from tracejudge.engine.rendered import Finished
-from tracejudge.stages.aggregate.group_labels import MISSING, OTHER, group_label, group_value, metadata_key, natural_label, shown_labels
+from tracejudge.stages.aggregate.fold_summary import summary_of
+from tracejudge.stages.aggregate.group_labels import MISSING, OTHER, group_label, group_value, metadata_key, natural_label
 from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats, _pair
-from tracejudge.stages.aggregate.pass_at_k import (GroupedPassTracker, PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot, new_tracker,
-                                                   spec_figure, tracker_key)
+from tracejudge.stages.aggregate.pass_at_k import GroupedPassTracker, PassAtKTracker, _KSum, _passed_on_verdict, new_tracker, tracker_key
 from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
 
 __all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for"]
@@ -52,11 +52,6 @@ __all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", 
 # Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
 SETTLE_EVERY = 1024
 _value = itemgetter(0)  # a `Cell`'s value
-CI_METHOD = (
-    "95% percentile bootstrap of the mean over scored results, seeded; from a uniform sample "
-    "of at most reservoir_size values (those whose (case, trial) keys hash lowest under the seed), "
-    "deviations scaled by sqrt(sample/scored) when the sample is smaller"
-)
 
 
 # Below this many consecutive results in the same groups, a metric's column costs more to gather than it saves.
@@ -354,73 +349,9 @@ class Aggregator:
             for key, st in block["metrics"].items():
                 st.settle(whole.get(key))
 
-    def _pass_at_k_of(self, snaps: dict[tuple[Any, ...], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
-        snap = snaps.get((metric, None))
-        if snap is None or self.trials <= 1:
-            return None
-        t = self.trackers[(metric, None)]
-        return {str(k): PassAtKTracker.figure(*snap, group, k) for k in t.ks}
-
     def summary(self) -> dict[str, Any]:
-        """The `summary.json` body (without the run-level figures the runner adds)."""
-        resamples = self.settings.bootstrap_resamples
-        self.settle()
-        snaps = {key: t.snapshot() for key, t in self.trackers.items()}
-        metrics: dict[str, Any] = {}
-        for key, s in self.metrics.items():
-            block = s.as_dict(self.results, resamples)
-            pk = self._pass_at_k_of(snaps, key, ("", ""))
-            if pk is not None:
-                block["pass_at_k"] = pk
-            metrics[key] = block
-        pass_at_k_block: dict[str, Any] = {}
-        for spec in self.pass_at_k_specs:
-            pass_at_k_block[spec.key] = {
-                "metric": spec.metric, "k": spec.k, "threshold": spec.threshold, "trials": self.trials,
-                "estimator": getattr(spec, "estimator", "pass@k"), "group_by": getattr(spec, "group_by", None),
-                **spec_figure(self.trackers, snaps, spec, ("", "")),
-            }
-        breakdowns: dict[str, dict[str, Any]] = {}
-        shown: dict[str, dict[str, str]] = {}
-        for name, value in self.groups:
-            if name.startswith("metadata."):
-                shown.setdefault(name, {})[value] = value
-        shown = {name: shown_labels(keys) for name, keys in shown.items()}
-        # In the order of the labels shown alone (a run whose values never collide lists its groups as it did).
-        ordered = sorted(self.groups.items(), key=lambda item: (item[0][0], shown.get(item[0][0], {}).get(item[0][1], item[0][1]), item[0][1]))
-        for (name, value), g in ordered:
-            gm = {}
-            for key in self.metrics:
-                st = g["metrics"].get(key)
-                if st is None:  # a metric first seen after this group's last result
-                    st = self._late_stats((name, value), key, g["status"], None)
-                block = st.as_dict(g["results"], resamples)
-                pk = self._pass_at_k_of(snaps, key, (name, value))
-                if pk is not None:
-                    block["pass_at_k"] = pk
-                gm[key] = block
-            group_pk = {spec.key: spec_figure(self.trackers, snaps, spec, (name, value)) for spec in self.pass_at_k_specs}
-            entry = {"results": g["results"], "status": dict(sorted(g["status"].items())), "metrics": gm}
-            if group_pk:
-                entry["pass_at_k"] = group_pk
-            breakdowns.setdefault(name, {})[shown[name][value] if name in shown else value] = entry
-        return {
-            "results": self.results,
-            "status": dict(sorted(self.status.items())),
-            "trials": self.trials,
-            "metrics": metrics,
-            "pass_at_k": pass_at_k_block,
-            "breakdowns": breakdowns,
-            "aggregate": {
-                "seed": self.settings.seed,
-                "reservoir_size": self.settings.reservoir_size,
-                "group_reservoir_size": self.settings.group_reservoir_size,
-                "bootstrap_resamples": resamples,
-                "ci": CI_METHOD,
-                "denominators": "mean, std, ci95 and pass_rate cover `scored` results; `results` counts every result, "
-                "and scored + not_computed + not_applicable + excluded == results",
-            },
-        }
+        """The `summary.json` body (without the run-level figures the runner adds): `fold_summary.summary_of`."""
+        return summary_of(self)
 
 
 def aggregator_for(config: Any, metrics: list[Any]) -> Aggregator:
