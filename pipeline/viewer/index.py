@@ -25,59 +25,19 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pydantic_core
 
-__all__ = ["INDEX_FILE", "CaseQuery", "Page", "RunIndex"]
+from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, where_and_order
+
+__all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
 _SCHEMA = "5"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
-PAGE_SIZES = (25, 50, 100, 200)
-
-
-@dataclass
-class CaseQuery:
-    """Server-side filters of the Cases table (all optional; combined with AND).
-
-    - `status`: a result status (`ok`, `invalid_input`, …) or `failed` (any
-      metric with `passed = false`, or a status other than `ok`);
-    - `below`: a metric key; keeps results whose verdict on it is a fail (`*`: on any metric; a key the run
-      has no metric of: none, as no result is below that threshold);
-    - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
-      reasons, error, or the case's input, output and tool names;
-    - `sort`: `case`, `trial`, `status`, `duration` or a metric key; `desc`;
-    - `page` (1-based) of `size` rows.
-    """
-
-    status: str = ""
-    below: str = ""
-    tag: str = ""
-    q: str = ""
-    sort: str = "case"
-    desc: bool = False
-    page: int = 1
-    size: int = 50
-
-
-@dataclass
-class Page:
-    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, tags, duration_s, snippet, values, passed), `total` matching."""
-
-    rows: list[dict[str, Any]]
-    total: int
-    metrics: list[str]
-    query: CaseQuery
-    pages: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.pages = max(1, -(-self.total // self.query.size))
-
-
 def _cache_path(run_dir: Path) -> Path:
     digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracejudge" / "view"
@@ -306,34 +266,8 @@ class RunIndex:
 
     def query(self, q: CaseQuery) -> Page:
         """One page of results matching `q` (see `CaseQuery`)."""
-        where, args = [], []
-        if q.status == "failed":
-            where.append("failed = 1")
-        elif q.status:
-            where.append("status = ?")
-            args.append(q.status)
-        if q.below == "*":
-            where.append("(" + " OR ".join(f"p{i} = 0" for i in range(len(self.metrics))) + ")" if self.metrics else "0")
-        elif q.below:  # a metric not (yet) in the run filters everything out, never nothing: the page says why
-            where.append(f"p{self.metrics.index(q.below)} = 0" if q.below in self.metrics else "0")
-        if q.tag:
-            where.append("('\x1f' || tags || '\x1f') LIKE ? ESCAPE '\\'")
-            args.append("%\x1f" + _like(q.tag) + "\x1f%")
-        if q.q:
-            pat = "%" + _like(q.q.lower()) + "%"
-            where.append("(text LIKE ? ESCAPE '\\' OR case_id IN (SELECT case_id FROM casetext WHERE text LIKE ? ESCAPE '\\'))")
-            args += [pat, pat]
-        cond = (" WHERE " + " AND ".join(where)) if where else ""
-        direction = "DESC" if q.desc else "ASC"
-        if q.sort in self.metrics:
-            col = f"m{self.metrics.index(q.sort)}"
-            order = f"{col} IS NULL, {col} {direction}, case_id, trial"
-        else:
-            q.sort = q.sort if q.sort in ("trial", "status", "duration") else "case"  # the page shows the order it applied
-            col = {"trial": "trial", "status": "status", "duration": "duration"}.get(q.sort, "case_id")
-            order = f"{col} {direction}, case_id, trial"
-        size = q.size if q.size in PAGE_SIZES else 50
-        q.size = size
+        cond, args, order = where_and_order(q, self.metrics)
+        size = q.size
         with self._lock:
             total = int(self._db.execute(f"SELECT COUNT(*) FROM results{cond}", args).fetchone()[0])
             q.page = max(1, min(q.page, max(1, -(-total // size))))
@@ -401,6 +335,3 @@ class RunIndex:
         with self._lock:
             self._db.close()
 
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

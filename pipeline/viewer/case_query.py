@@ -1,0 +1,87 @@
+"""The Cases table's server-side query (`CaseQuery`), one page of its answer (`Page`), and the SQL `WHERE` and `ORDER BY`
+a query becomes over `view.idx`'s `results` table (`where_and_order`; the index is `tracejudge.viewer.index`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PAGE_SIZES", "CaseQuery", "Page", "where_and_order"]
+
+PAGE_SIZES = (25, 50, 100, 200)
+
+
+@dataclass
+class CaseQuery:
+    """Server-side filters of the Cases table (all optional; combined with AND).
+
+    - `status`: a result status (`ok`, `invalid_input`, …) or `failed` (any
+      metric with `passed = false`, or a status other than `ok`);
+    - `below`: a metric key; keeps results whose verdict on it is a fail (`*`: on any metric; a key the run
+      has no metric of: none, as no result is below that threshold);
+    - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
+      reasons, error, or the case's input, output and tool names;
+    - `sort`: `case`, `trial`, `status`, `duration` or a metric key; `desc`;
+    - `page` (1-based) of `size` rows.
+    """
+
+    status: str = ""
+    below: str = ""
+    tag: str = ""
+    q: str = ""
+    sort: str = "case"
+    desc: bool = False
+    page: int = 1
+    size: int = 50
+
+
+@dataclass
+class Page:
+    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, tags, duration_s, snippet, values, passed), `total` matching."""
+
+    rows: list[dict[str, Any]]
+    total: int
+    metrics: list[str]
+    query: CaseQuery
+    pages: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pages = max(1, -(-self.total // self.query.size))
+
+
+def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], str]:
+    """`(" WHERE …" or "", its parameters, the ORDER BY terms)` of `q` over the index's columns (`metrics[i]`'s value is
+    `m<i>`, its verdict `p<i>`). Sets `q.sort` to the order applied and `q.size` to a size of `PAGE_SIZES` (50 if not one),
+    so the page shows what it did."""
+    where, args = [], []
+    if q.status == "failed":
+        where.append("failed = 1")
+    elif q.status:
+        where.append("status = ?")
+        args.append(q.status)
+    if q.below == "*":
+        where.append("(" + " OR ".join(f"p{i} = 0" for i in range(len(metrics))) + ")" if metrics else "0")
+    elif q.below:  # a metric not (yet) in the run filters everything out, never nothing: the page says why
+        where.append(f"p{metrics.index(q.below)} = 0" if q.below in metrics else "0")
+    if q.tag:
+        where.append("('\x1f' || tags || '\x1f') LIKE ? ESCAPE '\\'")
+        args.append("%\x1f" + _like(q.tag) + "\x1f%")
+    if q.q:
+        pat = "%" + _like(q.q.lower()) + "%"
+        where.append("(text LIKE ? ESCAPE '\\' OR case_id IN (SELECT case_id FROM casetext WHERE text LIKE ? ESCAPE '\\'))")
+        args += [pat, pat]
+    cond = (" WHERE " + " AND ".join(where)) if where else ""
+    direction = "DESC" if q.desc else "ASC"
+    if q.sort in metrics:
+        col = f"m{metrics.index(q.sort)}"
+        order = f"{col} IS NULL, {col} {direction}, case_id, trial"
+    else:
+        q.sort = q.sort if q.sort in ("trial", "status", "duration") else "case"  # the page shows the order it applied
+        col = {"trial": "trial", "status": "status", "duration": "duration"}.get(q.sort, "case_id")
+        order = f"{col} {direction}, case_id, trial"
+    q.size = q.size if q.size in PAGE_SIZES else 50
+    return cond, args, order
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
