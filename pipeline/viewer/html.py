@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 
 from tracejudge.core.inert_text import visible
 
-__all__ = ["LONG_ID", "case_url", "e", "f3", "frame", "id_hash", "pretty", "shown_id", "url"]
+__all__ = ["LONG_ID", "case_url", "e", "f3", "frame", "id_hash", "pretty", "shown_id", "t", "url"]
 
 # A case id longer than this URL-encoded is linked by its hash (`h=`), not by itself (`id=`): aiohttp refuses a request
 # line over `app.MAX_LINE` bytes, and 9,000 ASCII or 2,800 CJK characters made the case page unreachable.
@@ -31,6 +31,14 @@ def e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True).replace("\x00", "\ufffd")
 
 
+def t(value: Any) -> str:
+    """Text a trace or a result holds (a message, an argument, a reason, a tag, an error), escaped (`e`) and inert: its
+    control and invisible characters written `\\xNN` / `\\u{NNNN}` (`inert_text.visible`), as report.md and the
+    terminal show them. A bidirectional override in a tool's output would otherwise reorder what the reader sees
+    ("Trojan Source"); the marks right-to-left writing needs (LRM, RLM) and the joiners are shown as they are."""
+    return e(visible("" if value is None else str(value)))
+
+
 def f3(x: Any, signed: bool = False) -> str:
     """A number with 3 decimals (`+` sign when `signed`), `—` for none."""
     if x is None:
@@ -42,11 +50,11 @@ def f3(x: Any, signed: bool = False) -> str:
 
 
 def pretty(value: Any, limit: int = 20000) -> str:
-    """Escaped, indented JSON (strings as they are), cut at `limit` characters."""
+    """Indented JSON (strings as they are), cut at `limit` characters, shown inert (`t`)."""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
     if len(text) > limit:
         text = text[:limit] + f"\n… ({len(text) - limit} more characters)"
-    return e(text)
+    return t(text)
 
 
 def url(path: str, **params: Any) -> str:

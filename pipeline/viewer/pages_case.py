@@ -8,7 +8,7 @@ from typing import Any
 from tracejudge.core.inert_text import visible
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
-from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, url
+from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, t, url
 from tracejudge.viewer.labels import label_cell, labels_of
 from tracejudge.viewer.runs import Run, differs
 from tracejudge.viewer.transcript import call_html, transcript_html
@@ -55,7 +55,7 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str
     def exp_cell(i: int) -> str:
         if 0 <= i < len(expected):
             x = expected[i]
-            return f'<span class="idx">[{i}]</span> <b class="tool">{e(x.name)}</b><pre class="args">{pretty(x.arguments or {})}</pre>'
+            return f'<span class="idx">[{i}]</span> <b class="tool">{t(x.name)}</b><pre class="args">{pretty(x.arguments or {})}</pre>'
         return f"[{i}]"
 
     def act_cell(j: int) -> str:
@@ -65,7 +65,7 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str
     rows = [f'<tr class="pair"><td>{exp_cell(i)}</td><td class="ok">matched</td><td>{act_cell(j)}</td></tr>' for i, j in details.get("pairs") or []]
     for i in details.get("missing") or []:
         near = closest_call(reason, i)
-        other = (f'<div class="closest"><span class="muted">closest:</span> {act_cell(near[0])}<div class="reason">differs: {e(near[1])}</div></div>'
+        other = (f'<div class="closest"><span class="muted">closest:</span> {act_cell(near[0])}<div class="reason">differs: {t(near[1])}</div></div>'
                  if near else '<span class="muted">—</span>')
         rows.append(f'<tr class="missing"><td>{exp_cell(i)}</td><td class="bad">missing</td><td>{other}</td></tr>')
     rows += [f'<tr class="unexpected"><td class="muted">—</td><td class="bad">unexpected</td><td>{act_cell(j)}</td></tr>' for j in details.get("unexpected") or []]
@@ -82,7 +82,7 @@ def _judge_answers(key: str, details: dict[str, Any]) -> str:
     for qid, a in answers.items():
         a = a if isinstance(a, dict) else {"answer": a}
         verdict = a.get("answer", a.get("score"))
-        rows.append(f"<tr><td>{e(qid)}</td><td>{e(questions.get(qid, ''))}</td><td><b>{e(verdict)}</b></td><td class=reason>{e(a.get('reason', ''))}</td></tr>")
+        rows.append(f"<tr><td>{e(qid)}</td><td>{e(questions.get(qid, ''))}</td><td><b>{t(verdict)}</b></td><td class=reason>{t(a.get('reason', ''))}</td></tr>")
     return (f'<div class="judge-answers" data-metric="{e(key)}"><h4>Judge questions: {e(key)}</h4><table class="grid">'
             '<colgroup><col class="w12"><col class="w35"><col class="w12"><col class="w41"></colgroup>'
             f'<thead><tr><th>question</th><th>text</th><th>verdict</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
@@ -97,11 +97,11 @@ def _side(view: CaseView) -> str:
         return "".join(out) + transcript_html(view.case, view.note) + "</div>"
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
-               + (f' · tags {e(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
+               + (f' · tags {t(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
     if res.get("error"):
         err = res["error"]
         where = ":".join(str(x) for x in (err.get("file"), err.get("line")) if x is not None)
-        out.append(f'<p class="bad reason">{e(err.get("kind"))}: {e(err.get("message"))}'
+        out.append(f'<p class="bad reason">{t(err.get("kind"))}: {t(err.get("message"))}'
                    + (f' <span class="muted">({e(where)}{" field " + e(err.get("field")) if err.get("field") else ""})</span>' if where else "") + "</p>")
     scores = res.get("scores") or {}
     out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="w10"><col class="w12"><col></colgroup>'
@@ -116,7 +116,7 @@ def _side(view: CaseView) -> str:
         label = f'<br><span class="{"bad" if wrong else "muted"} label">{e(shown)}{" ≠ verdict" if wrong else ""}</span>' if shown else ""
         out.append(f'<tr data-metric="{e(key)}"><td>{e(key)}</td><td class=num>{f3(s.get("value"))}</td>'
                    f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
-                   f'<td class="reason">{e(s.get("reason"))}'
+                   f'<td class="reason">{t(s.get("reason"))}'
                    + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
                    + "</td></tr>")
         d = s.get("details")
@@ -188,6 +188,6 @@ def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:
                 link = case_url(b.rid, mv.case_id, trial=mv.trial, vs=a.rid)
                 out.append(f'<tr><td><a class="mover-link" href="{link}">{shown_id(mv.case_id)}</a></td><td class=num>{mv.trial}</td>'
                            f'<td class=num>{f3(mv.a)}</td><td class="num {"bad" if mv.b < mv.a else "ok"}">{f3(mv.b)}</td>'
-                           f'<td class="reason">{e(mv.reason_a)}</td><td class="reason">{e(mv.reason_b)}</td></tr>')
+                           f'<td class="reason">{t(mv.reason_a)}</td><td class="reason">{t(mv.reason_b)}</td></tr>')
             out.append("</tbody></table>")
     return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=crumbs)

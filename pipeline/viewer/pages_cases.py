@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, url
+from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, t, url
 from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
 from tracejudge.viewer.runs import Run
 
@@ -26,7 +26,7 @@ def _options(values: list[tuple[str, str]], current: str) -> str:
     # option ("any …") over a table that is filtered.
     if current and all(v != current for v, _ in values):
         values = [*values, (current, f"{current} (not in this run)")]
-    return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{e(label)}</option>' for v, label in values)
+    return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{t(label)}</option>' for v, label in values)
 
 
 def _notes(run: Run, page: Page, statuses: list[str]) -> str:
@@ -39,7 +39,7 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
         out.append(f"status={q.status}: no result of this run has that status.")
     if q.tag and q.tag not in run.index.tags:
         out.append(f"tag={q.tag}: no result of this run has that tag.")
-    return "".join(f'<p class="bad filter-note">{e(n)}</p>' for n in out)
+    return "".join(f'<p class="bad filter-note">{t(n)}</p>' for n in out)
 
 
 def _cut(text: str, n: int) -> str:
@@ -52,7 +52,7 @@ def _form(run: Run, page: Page, statuses: list[str], base: str) -> str:
     # "" is no filter (what the form sends when nothing is chosen); "*" keeps a failed verdict on any metric. The empty
     # choice is not worded "any metric": that reads as the other one.
     below_opts = [("", "— (not filtered)"), ("*", "any metric failed")] + [(m, f"{m} failed") for m in page.metrics]
-    tag_opts = [("", "any tag")] + [(t, t) for t in run.index.tags]
+    tag_opts = [("", "any tag")] + [(tag, tag) for tag in run.index.tags]
     sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(m, m) for m in page.metrics]
     return (
         f'<form id="filters" method="get" action="{e(base)}" class="filters">'
@@ -71,7 +71,7 @@ def _chip(metric: str, value: float | None, passed: bool | None, reason: str) ->
     cls = "pass" if passed is True else "fail" if passed is False else "none"
     word = "pass" if passed is True else "fail" if passed is False else "no verdict"
     title = f"{metric}: {word}" + (f" — {_cut(reason, _TITLE_CUT)}" if reason else "")
-    return f'<td data-metric="{e(metric)}"><span class="chip {cls}" title="{e(title)}">{f3(value) if value is not None else "—"}</span></td>'
+    return f'<td data-metric="{e(metric)}"><span class="chip {cls}" title="{t(title)}">{f3(value) if value is not None else "—"}</span></td>'
 
 
 def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[str, int], dict[str, str]], text_ready: bool) -> str:
@@ -102,18 +102,18 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         why = reasons.get(key, {})
         link = case_url(rid, r["case_id"], trial=r["trial"])
         err = str((r["error"] or {}).get("message", "")) if r["error"] else ""
-        tags = " ".join(f"<span class=tag>{e(t)}</span>" for t in r["tags"])
+        tags = " ".join(f"<span class=tag>{t(tag)}</span>" for tag in r["tags"])
         cells = [f'<td class="clip"><button type="button" class="expand" aria-expanded="false" title="all reasons">▸</button> '
                  f'<a class="case-link" href="{link}" title="{shown_id(r["case_id"])}">{shown_id(r["case_id"])}</a> {tags}</td>',
                  f'<td class=num>{r["trial"]}</td>',
-                 f'<td class="clip snippet" title="{e(r["snippet"])}">{e(r["snippet"])}</td>',
-                 f'<td class="clip {"ok" if r["status"] == "ok" else "bad"}" title="{e(r["status"] + (": " + _cut(err, _TITLE_CUT) if err else ""))}">{e(r["status"])}</td>']
+                 f'<td class="clip snippet" title="{t(r["snippet"])}">{t(r["snippet"])}</td>',
+                 f'<td class="clip {"ok" if r["status"] == "ok" else "bad"}" title="{t(r["status"] + (": " + _cut(err, _TITLE_CUT) if err else ""))}">{e(r["status"])}</td>']
         cells += [_chip(m, r["values"].get(m), r["passed"].get(m), why.get(m, "")) for m in page.metrics]
         cells.append(f'<td class=num>{f3(r["duration_s"])}</td>')
         detail = "".join(f'<div><b>{e(m)}</b> <span class="{"ok" if r["passed"].get(m) else "bad" if r["passed"].get(m) is False else "muted"}">'
-                         f'{f3(r["values"].get(m))}</span> <span class="reason">{e(why.get(m, ""))}</span></div>' for m in page.metrics)
+                         f'{f3(r["values"].get(m))}</span> <span class="reason">{t(why.get(m, ""))}</span></div>' for m in page.metrics)
         if err:
-            detail = f'<div class="bad reason">{e(err)}</div>' + detail
+            detail = f'<div class="bad reason">{t(err)}</div>' + detail
         rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>"
                     f'<tr class="why" hidden><td colspan="{ncols}">{detail}</td></tr>')
     heads = head("case", "case", "c-id") + head("trial", "trial") + '<th class="c-input">input</th>' + head("status", "status")

@@ -14,7 +14,7 @@ from typing import Any
 
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.judge.trace_text import user_calls
-from tracejudge.viewer.html import e
+from tracejudge.viewer.html import e, t
 
 __all__ = ["call_html", "render_value", "transcript_html"]
 
@@ -79,10 +79,10 @@ def _folded(text: str, cls: str) -> str:
         cut = last if last > 0 else PREVIEW_CHARS
     # The parser drops one newline right after <pre>: each block starts with one, so the text's own are kept.
     if cut >= len(text):
-        return f'<pre class="{cls}">\n{e(text)}</pre>'
+        return f'<pre class="{cls}">\n{t(text)}</pre>'
     rest = text[cut:].removeprefix("\n")
-    return (f'<pre class="{cls}">\n{e(text[:cut])}</pre><details class="more"><summary>show all '
-            f'({len(lines)} lines, {len(text):,} characters)</summary><pre class="{cls} rest">\n{e(rest)}</pre></details>')
+    return (f'<pre class="{cls}">\n{t(text[:cut])}</pre><details class="more"><summary>show all '
+            f'({len(lines)} lines, {len(text):,} characters)</summary><pre class="{cls} rest">\n{t(rest)}</pre></details>')
 
 
 def render_value(value: Any, cls: str = "value") -> str:
@@ -96,7 +96,7 @@ def render_value(value: Any, cls: str = "value") -> str:
     path, inner = _unwrap(value) if isinstance(value, dict) else ("", value)
     inner = _decoded(inner)
     if isinstance(inner, str) and (not path or "\n" in inner):  # {"k": "short"} stays JSON
-        where = f'<div class="label">{e(path)}</div>' if path else ""
+        where = f'<div class="label">{t(path)}</div>' if path else ""
         return where + _folded(inner, f"{cls} text")
     text = _as_text(value)
     kind = f"{len(value)} key{'s' if len(value) != 1 else ''}" if isinstance(value, dict) else \
@@ -110,7 +110,7 @@ def call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
     """One tool call: its index over the trace, name, arguments and (when `full`) its error and result."""
     failed = call.error is not None
     out = [f'<div class="call{" failed" if failed else ""}" data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> '
-           f'<span class="label">tool call</span> <b class="tool">{e(call.name)}</b>'
+           f'<span class="label">tool call</span> <b class="tool">{t(call.name)}</b>'
            + (' <span class="badge FAIL small">failed</span>' if failed else "")
            + (' <span class="muted">arguments are not valid JSON</span>' if call.arguments_invalid else "") + "</div>",
            f'<div class="args">{render_value(call.arguments, "args")}</div>']
