@@ -74,6 +74,11 @@ def test_a_fresh_run_stopped_by_an_unreachable_judge_names_the_command_that_resu
     assert report.returncode == 130, report.stdout + report.stderr
     assert _resume_line(report.stdout, "verdict: INTERRUPTED (resume with: ") == resume
     assert "--fresh" not in (run_dir / "checkpoint.json").read_text()
+    # The error the run saved (summary.json's `stopped`; junit.xml's `run` case, which CI shows) names it too.
+    saved = json.loads((run_dir / "summary.json").read_text())["stopped"]["reason"]
+    assert "the same command" not in saved and _resume_line(saved, "resume with: ") == resume, saved
+    junit = (run_dir / "junit.xml").read_text()
+    assert "the same command" not in junit and "resume with: " in junit
 
     # Run as printed once the judge is up, it finishes that run: no other directory is started.
     with SimulatorThread(SimConfig(), port=port):

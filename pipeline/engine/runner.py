@@ -233,7 +233,8 @@ async def run(
             if crashed is not None:
                 # finish_run below will not run: the summary of what was done, and reports that say the run stopped and
                 # why (an error, an abort), never an earlier segment's PASS (`reports.finish_stopped`).
-                finish_stopped(run_dir, summary, config, crashed, segment=journal.segment.get("segment"), results_intact=journal.broken is None)
+                finish_stopped(run_dir, summary, config, crashed, segment=journal.segment.get("segment"), results_intact=journal.broken is None,
+                               resume=command.get("line") if command else None)
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)

@@ -14,7 +14,11 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 
-__all__ = ["finish_stopped", "stop_cause"]
+__all__ = ["SAME_COMMAND", "finish_stopped", "stop_cause"]
+
+# How tracejudge's own errors that stop a run (the judge's `stopping`, a live target that cannot be reached) say to
+# resume it; `finish_stopped` and `tracejudge run --fresh` name the command instead.
+SAME_COMMAND = "run the same command to resume"
 
 
 def stop_cause(exc: BaseException) -> dict[str, Any]:
@@ -45,13 +49,15 @@ def stop_cause(exc: BaseException) -> dict[str, Any]:
 
 
 def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, exc: BaseException, *, segment: int | None = None,
-                   results_intact: bool = True) -> None:
+                   results_intact: bool = True, resume: str | None = None) -> None:
     """Make the reports of a run segment that `exc` ended (an error, an abort) say so, never what an earlier segment said.
 
     First, at once, `junit.xml` becomes one `run` test case in `<error>` naming the cause and `report.md` and
     `report.html` are removed: interrupted from here on (again, or killed), nothing left in the directory says PASS.
     Then, when the results file is intact, `finish_run` writes `summary.json` (with `stopped`: the cause, and the verdict
-    INTERRUPTED) and the three reports from the results there. Never raises an `Exception` of its own: the run's
+    INTERRUPTED) and the three reports from the results there. `resume`, the command line that resumes the run (the
+    one `run` recorded), replaces a cause's "run the same command to resume": not true of a `--fresh` run, whose
+    command would start over in yet another directory. Never raises an `Exception` of its own: the run's
     error is what the command reports; what could not be written is logged.
     """
     from tracejudge.core.log import get_logger
@@ -61,6 +67,8 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
     log = get_logger("tracejudge.reports")
     run_dir = Path(run_dir)
     cause = stop_cause(exc)
+    if resume and SAME_COMMAND in cause["reason"]:
+        cause["reason"] = cause["reason"].replace(SAME_COMMAND, f"resume with: {resume}")
     summary["complete"] = False
     summary["stopped"] = {"segment": segment, **cause}
     try:

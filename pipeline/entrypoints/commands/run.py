@@ -71,19 +71,19 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
 
 _PROGRESS_EVERY = 10.0  # `--progress-every`'s default (`commands.parser`): left out of the command when unchanged
 
-# How an error that stops a run says to resume it (the judge's `stopping`, a live target that cannot be reached): true of
-# the command typed, unless that started over (`--fresh`), which would start over again. Such a run's errors name the
-# command that resumes instead (`_resume_hint`).
-_SAME_COMMAND = "run the same command to resume"
+# How an error that stops a run says to resume it (`reports.stopped.SAME_COMMAND`): true of the command typed, unless that
+# started over (`--fresh`), which would start over again. Such a run's errors name the command that resumes instead
+# (`_resume_hint`), as its saved summary does (`reports.finish_stopped`).
 
 
 def _resume_hint(exc: BaseException, resume: str) -> None:
     """Make each of tracejudge's own errors in `exc` that says to run the same command name `resume` instead."""
     from tracejudge.core.errors import leaves
+    from tracejudge.stages.reports.stopped import SAME_COMMAND
 
     for leaf in leaves(exc):
-        if isinstance(leaf, TracejudgeError) and len(leaf.args) == 1 and _SAME_COMMAND in str(leaf.args[0]):
-            leaf.args = (str(leaf.args[0]).replace(_SAME_COMMAND, f"resume with: {resume}"),)
+        if isinstance(leaf, TracejudgeError) and len(leaf.args) == 1 and SAME_COMMAND in str(leaf.args[0]):
+            leaf.args = (str(leaf.args[0]).replace(SAME_COMMAND, f"resume with: {resume}"),)
 
 
 def command(args: argparse.Namespace, config, err: Console, ahead=None) -> int:
