@@ -176,7 +176,7 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
         except time_limit.MetricTimeout:
             scores[key] = time_limit.timeout_score(key, limit_s)
         except BaseException as exc:  # a metric bug must cost one score, not the run (`sys.exit()` included)
-            if not metric_fault(exc):
+            if not metric_fault(exc, awaited=True):  # (a cancellation here is the run's: a stop, the time limit)
                 raise
             scores[key] = _raised(exc)
 

@@ -107,7 +107,7 @@ class FunctionMetric(Metric):
             if inspect.isawaitable(out):
                 out = await out
         except BaseException as exc:  # (`sys.exit()` too: `metric_fault`)
-            if not metric_fault(exc):
+            if not metric_fault(exc, awaited=True):  # (a cancellation here is the run's: a stop, the time limit)
                 raise
             return self._raised(exc)
         return self._to_score(out)
