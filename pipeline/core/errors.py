@@ -95,7 +95,8 @@ def text_of(exc: BaseException) -> str:
 
 
 def _named(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {text_of(exc)}"
+    text = text_of(exc)  # (one without a message reads as Python's traceback shows it: `GeneratorExit`, not `GeneratorExit: `)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def os_error(exc: OSError) -> str:
