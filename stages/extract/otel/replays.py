@@ -3,7 +3,8 @@
 A replayed message is identified by its role, its texts (an empty text part is none) and the call ids it asks
 for or answers (arguments may be re-encoded on the way). `Unprompted` holds a trace's fingerprints with the
 system messages left out, for an application that re-renders its system prompt per request (a timestamp, RAG
-context, memory) or trims its history at the start (a sliding window).
+context, memory) or trims its history at the start (a sliding window) or in the middle (`compacted`: the question kept,
+earlier tool rounds dropped).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["INSTRUCTIONS", "Unprompted", "after_overlap", "answered", "bare", "hashes", "message_key"]
+__all__ = ["INSTRUCTIONS", "Unprompted", "after_overlap", "answered", "bare", "compacted", "hashes", "message_key"]
 
 
 def message_key(msg: dict[str, Any]) -> tuple[Any, ...]:
@@ -60,7 +61,29 @@ def after_overlap(seen: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> l
     for n in range(min(len(said), len(keys)), 0, -1):  # (n == len(said): the whole history replayed)
         if keys[:n] == said[-n:]:
             return got[n:]
-    return None
+    n = compacted(said, keys)
+    return got[n:] if n else None
+
+
+def compacted(said: list[Any], keys: list[Any]) -> int:
+    """How many messages `keys` (a request's, system messages aside) open with that replay `said` (the history and reply
+    of the request before) with its middle left out: the start of `said` (at least its first message, the user's question)
+    then its end, reply included; 0 when they do not.
+
+    An application that compacts its history before a request (keeps the question and the latest tool round, drops the
+    rounds between) replays neither the whole history nor a suffix of it, yet the request goes on with the same
+    exchange: read by message keys, call ids included (`message_key`), so another conversation's replies never fit.
+    """
+    if not said or len(said) < 3:
+        return 0
+    for k in (i for i, key in enumerate(keys) if key == said[-1]):
+        t = 1
+        while t <= k and t < len(said) and keys[k - t] == said[-1 - t]:
+            t += 1
+        head = k + 1 - t  # (the messages before the replayed end: they must be the history's own start)
+        if 0 < head and head + t < len(said) and keys[:head] == said[:head]:
+            return k + 1
+    return 0
 
 
 def hashes(keys: list[Any]) -> list[int]:
@@ -114,7 +137,7 @@ class Unprompted:
         for n in range(min(len(self.last_keys), len(later.first_keys) - 1), 0, -1):
             if later.first_keys[n - 1] == self.last_keys[-1] and later.first_keys[:n] == self.last_keys[-n:]:
                 return n
-        return 0
+        return compacted(self.last_keys, later.first_keys[:-1])  # (a history compacted in the middle; something must follow)
 
     def cut_short(self) -> bool:
         """Whether the first request opens with a tool call or result: its history was surely trimmed (no conversation starts so)."""

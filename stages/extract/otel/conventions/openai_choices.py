@@ -10,6 +10,9 @@
 - A refusal (`message.refusal`, its `content` null) is what the model answered: OpenLLMetry writes it as a part
   of type `refusal`, OpenInference flattens nothing of it (only `output.value`, the completion, holds it). It is
   read as the message's text, as format `openai-messages` reads a message's `refusal`.
+- An empty answer (`content: ""`): OpenInference flattens no empty content, so its output message holds a role alone,
+  as a refusal's does; `output.value` says `""` (a stream's joined chunks: a message with no text, refusal or call
+  that finished). It is read as the text `""`, the answer the application got, as OpenLLMetry's empty text part reads.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import unjson
 
-__all__ = ["genai_choice", "oi_choice"]
+__all__ = ["chat_reasoning", "genai_choice", "oi_choice"]
 
 
 def oi_choice(outputs: list[dict[str, Any]] | None, raw_output: Any, invocation: Any) -> list[dict[str, Any]] | None:
@@ -38,7 +41,36 @@ def oi_choice(outputs: list[dict[str, Any]] | None, raw_output: Any, invocation:
     refusal = message.get("refusal") if isinstance(message, dict) else None
     if isinstance(refusal, str) and refusal and len(outputs) == 1 and not _said(outputs[0]):
         outputs[0]["parts"] = [*(outputs[0].get("parts") or []), {"type": "text", "content": refusal}]
+    elif len(outputs) == 1 and not _said(outputs[0]) and _empty_answer(body, choices[0] if choices else None):
+        # (the flattening drops an empty content: the application got "", an empty answer, not none)
+        outputs[0]["parts"] = [*(outputs[0].get("parts") or []), {"type": "text", "content": ""}]
     return outputs
+
+
+def chat_reasoning(outputs: list[dict[str, Any]], raw: Any) -> None:
+    """Add to `outputs` (OpenInference's output messages of a chat completion) the reasoning its first choice's message
+    carried (`reasoning_content`, or `reasoning`: what llama.cpp's, vLLM's and DeepSeek's reasoning parsers return), which
+    only the completion in `output.value` (`raw`) recorded; in place.
+
+    The instrumentation flattens a message's content and tool calls only. Outputs that already hold a reasoning part keep
+    theirs. The reasoning is the step's thought (`otel.turns`), never its output. It goes to the first choice's message:
+    with `n` > 1, one output message per choice, it went to the last one, which `oi_choice` then leaves out, and the
+    reasoning of the choice the application took was lost.
+    """
+    body = unjson(raw)
+    choices = body.get("choices") if isinstance(body, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        return
+    text = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str) and message[k].strip()), None)
+    if text is None or any(p.get("type") == "reasoning" for m in outputs for p in m.get("parts") or []):
+        return
+    assistant = [m for m in outputs if m.get("role") == "assistant"]
+    several = isinstance(choices, list) and len(choices) > 1 and len(outputs) == len(choices) == len(assistant)  # (one message per choice)
+    target = assistant[0] if several else assistant[-1] if assistant else None
+    if target is None:
+        outputs.append(target := {"role": "assistant", "parts": []})
+    target["parts"] = [{"type": "reasoning", "content": text}, *(target.get("parts") or [])]
 
 
 def genai_choice(outputs: list[dict[str, Any]], span: Span) -> list[dict[str, Any]]:
@@ -59,6 +91,18 @@ def genai_choice(outputs: list[dict[str, Any]], span: Span) -> list[dict[str, An
             msg["parts"] = [{"type": "text", "content": p.get("content")} if isinstance(p, dict) and p.get("type") == "refusal"
                             and isinstance(p.get("content"), str) else p for p in parts]
     return outputs
+
+
+def _empty_answer(body: Any, choice: dict[str, Any] | None) -> bool:
+    """Whether the completion's first choice said `""`: its message's content is `""`, or (a stream, the chunks joined
+    by the instrumentation, which keeps no empty delta) the stream finished with no text, refusal or call at all."""
+    message = choice.get("message") if choice else None
+    if not isinstance(message, dict) or message.get("refusal") or message.get("tool_calls") or message.get("function_call"):
+        return False
+    if message.get("content") == "":
+        return True
+    streamed = isinstance(body, dict) and body.get("object") == "chat.completion.chunk"
+    return streamed and message.get("content") is None and isinstance(choice.get("finish_reason"), str)  # type: ignore[union-attr]
 
 
 def _said(message: dict[str, Any]) -> bool:

@@ -50,7 +50,7 @@ from tracejudge.stages.extract.otel.bodies import anthropic_results, fill_tool_t
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error, typed
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
-from tracejudge.stages.extract.otel.conventions.openai_choices import oi_choice
+from tracejudge.stages.extract.otel.conventions.openai_choices import chat_reasoning, oi_choice
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_inputs
 from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
@@ -99,7 +99,7 @@ def read(span: Span) -> View | None:
             hosted_flattened(v.outputs, a.get("output.value"))  # (`output.value` cut at the limit, or not recorded)
             _fill_arguments(v.outputs, a.get("output.value"))
             _add_invalid_calls(v.outputs, a.get("output.value"))
-            _add_reasoning(v.outputs, a.get("output.value"))
+            chat_reasoning(v.outputs, a.get("output.value"))
         v.outputs = oi_choice(v.outputs, a.get("output.value"), a.get("llm.invocation_parameters"))  # n > 1 choices: the first; a refusal
         v.usage_in = as_int(a.get("llm.token_count.prompt"))
         v.usage_out = as_int(a.get("llm.token_count.completion"))
@@ -269,27 +269,6 @@ def _generation_messages(body: Any) -> list[dict[str, Any]]:
     if not isinstance(gens, list):
         return []
     return [g["message"] for batch in gens if isinstance(batch, list) for g in batch if isinstance(g, dict) and isinstance(g.get("message"), dict)]
-
-
-def _add_reasoning(outputs: list[dict[str, Any]], raw: Any) -> None:
-    """Add to `outputs` the reasoning a chat completion's message carried (`reasoning_content`, or `reasoning`: what
-    llama.cpp's, vLLM's and DeepSeek's reasoning parsers return), which only `output.value` recorded.
-
-    The instrumentation flattens a message's content and tool calls only. Outputs that already hold a reasoning
-    part keep theirs. The reasoning is the step's thought (`otel.turns`), never its output.
-    """
-    body = unjson(raw)
-    choices = body.get("choices") if isinstance(body, dict) else None
-    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
-    if not isinstance(message, dict):
-        return
-    text = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str) and message[k].strip()), None)
-    if text is None or any(p.get("type") == "reasoning" for m in outputs for p in m.get("parts") or []):
-        return
-    target = next((m for m in reversed(outputs) if m.get("role") == "assistant"), None)
-    if target is None:
-        outputs.append(target := {"role": "assistant", "parts": []})
-    target["parts"] = [{"type": "reasoning", "content": text}, *(target.get("parts") or [])]
 
 
 def _response_messages(body: Any) -> list[dict[str, Any]] | None:

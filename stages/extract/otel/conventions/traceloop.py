@@ -34,6 +34,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
+from tracejudge.stages.extract.otel.conventions.openllmetry_mcp import mcp_call
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.payloads import documents, unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
@@ -79,6 +80,7 @@ def read(span: Span) -> View | None:
         if present(a.get("traceloop.entity.output")):
             v.result, v.error, v.call_id = unwrap_result(a["traceloop.entity.output"], tool_name=v.tool_name)
         v.error = span_error(span) or v.error
+        mcp_call(span, v)  # the MCP client instrumentation's own wrappers around a `tools/call`'s arguments and result
     elif v.role in ("agent", "chain"):
         raw_in = unjson(a.get("traceloop.entity.input"))
         if isinstance(raw_in, dict) and isinstance(raw_in.get("inputs"), (dict, list, str)):
