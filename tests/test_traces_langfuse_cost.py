@@ -4,7 +4,9 @@ Recording: `tests/data/trace-faults/langfuse-partial-cost.json` (`tests/framewor
 5.2.0): the Langfuse SDK's own OTLP export of a loop whose generations the application records with `cost_details`
 from its price table — `gpt-4o-mini` priced, the local model `llama-local` its second request went to not — turned
 into `GET /api/public/traces/{id}` JSON by `tests/frameworks/langfuse_api.py` (the trace's `totalCost` the sum of
-the costs given, as Langfuse sums what it has). Before, `usage.cost_usd` was that sum, half of the run's cost.
+the costs given, as Langfuse sums what it has). Before, `usage.cost_usd` was that sum, half of the run's cost. A trace
+none of whose requests Langfuse priced (its `totalCost` the 0 of no costs) was read as costing $0; its cost is unknown
+too (`tests/stores/test_store_langfuse_cost_unknown.py`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def test_a_cost_some_requests_lacked_is_unknown_and_says_how_many() -> None:
     assert score.value is None and score.passed is None
 
 
-def test_every_request_priced_or_none_keeps_the_total(tmp_path: Path) -> None:
+def test_every_request_priced_keeps_the_total_and_none_priced_is_unknown(tmp_path: Path) -> None:
     record = json.loads(RECORDED.read_text())
     local = next(o for o in record["observations"] if o.get("model") == "llama-local")
     priced = json.loads(json.dumps(record))
@@ -55,4 +57,5 @@ def test_every_request_priced_or_none_keeps_the_total(tmp_path: Path) -> None:
     path.write_text(json.dumps(priced) + "\n" + json.dumps({**unpriced, "id": "t2"}) + "\n")
     both, neither = extract(path)
     assert both.trace.usage.cost_usd == priced["totalCost"] and "requests_without_cost" not in both.metadata
-    assert neither.trace.usage.cost_usd == 0.0 and "requests_without_cost" not in neither.metadata
+    # (0 there is the sum of no costs, not a price of $0: unknown, every request counted)
+    assert neither.trace.usage.cost_usd is None and neither.metadata["requests_without_cost"] == 2

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tracejudge.core.field_paths import parse_path
 from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.urls import http_url
 
@@ -43,7 +44,8 @@ class LabelsConfig(_Strict):
     `trial`, default: the label holds for every trial) or a CSV file with those
     columns (`.csv`). `fields` maps a metric key to a dotted path into each
     result record, e.g. `{TaskCompletion: metadata.reward}` (τ-bench's reward,
-    which the tau-bench reader keeps in the case metadata). A label is `true`/`false`
+    which the tau-bench reader keeps in the case metadata; a key holding a dot in
+    brackets, `metadata.labels["correct.v2"]`: `field_paths`). A label is `true`/`false`
     or a number; a number is a pass when it is >= `threshold` for a yes/no
     comparison. `resamples` and `seed` drive the κ and ρ bootstrap CIs, which resample the labelled cases (accuracy has
     the Wilson interval, `tracejudge.stages.judge.label_stats`).
@@ -54,6 +56,17 @@ class LabelsConfig(_Strict):
     threshold: float = 0.5
     resamples: int = Field(default=1000, ge=100, le=100_000)
     seed: int = 0
+
+    @field_validator("fields")
+    @classmethod
+    def _paths(cls, fields: dict[str, str]) -> dict[str, str]:
+        """Each field path is one `field_paths` reads (a key holding a dot in brackets: `metadata.labels["correct.v2"]`)."""
+        for metric, path in fields.items():
+            try:
+                parse_path(path)
+            except ValueError as exc:
+                raise ValueError(f"{metric}: {exc}") from None
+        return fields
 
     @model_validator(mode="after")
     def _some_source(self) -> LabelsConfig:

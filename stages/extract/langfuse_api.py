@@ -53,7 +53,7 @@ input/output; with neither, it is an `invalid_input` naming `observations`. An i
 (a mapping of arguments) gives way to the first user message, when there is one. `sessionId`, `userId`,
 `name`, `release`, `environment` and `metadata` go to `metadata.langfuse`,
 `tags` to the case's tags; the trace's `scores` (a person's, `ANNOTATION`, and the
-others apart) to `metadata.labels` / `metadata.other_labels` (`_labels`, `store_labels`). Usage: `totalCost` (else the observations'
+others apart) to `metadata.labels` / `metadata.other_labels` (`langfuse_scores`, `store_labels`). Usage: `totalCost` (else the observations'
 `costDetails.total`) is `cost_usd`, `latency` (seconds) the latency; an
 observation with `costDetails: {}` has no cost, whatever its
 `calculatedTotalCost` (which the server then gives as 0). When
@@ -63,8 +63,10 @@ application reported for some requests only), the cost is unknown: `cost_usd`
 is left out, not the others' sum (which is also what `totalCost` holds), and
 `metadata.requests_without_cost` counts the requests that had none, as
 `metadata.requests_without_usage` does for tokens. A request's cost is its own
-or that of a generation nested in it; when no request has one, `totalCost`
-stands as before.
+or that of a generation nested in it; when no request has one, the cost is
+unknown too, every request counted, unless `totalCost` is above 0: the 0
+Langfuse answers for a trace it priced nothing of is no cost of $0
+(`langfuse_usage.trace_cost`).
 
 Conversations (`group_by`, option): Langfuse's `sessionId` groups the traces of
 one multi-turn conversation, and, for a trace without one, a LangGraph
@@ -93,13 +95,14 @@ from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversatio
                                                            key_of, merged, total)
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.langfuse_fields import listed_by_id, missing_groups, no_list, warn_missing
+from tracejudge.stages.extract.langfuse_scores import trace_labels
 from tracejudge.stages.extract.langfuse_ties import untied
-from tracejudge.stages.extract.langfuse_usage import number, observation_cost, page_cost, pricing, tokens
+from tracejudge.stages.extract.langfuse_usage import number, observation_cost, page_cost, tokens, trace_cost
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, merge_label_metadata, plain_value
+from tracejudge.stages.extract.store_labels import merge_label_metadata
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
@@ -272,33 +275,6 @@ class _Part:
     labels: dict[str, Any]
 
 
-_SCORE_SOURCES = {"ANNOTATION": "human", "API": "api", "EVAL": "llm"}  # (a score's `source`: who made it, `store_labels`)
-
-
-def _labels(scores: Any) -> dict[str, Any]:
-    """The `store_labels` metadata of a trace's `scores` (`GET /api/public/traces/{id}`: `APIScoreV1`s): those on the trace,
-    not on one of its observations (`observationId`), each `NUMERIC`'s `value`, a `BOOLEAN`'s `true`/`false` (its
-    `stringValue`) or a `CATEGORICAL`'s category (`stringValue`); other kinds (`TEXT`, `CORRECTION`) are no verdict."""
-    found = []
-    for s in scores if isinstance(scores, list) else []:
-        if not isinstance(s, dict) or s.get("observationId") or not isinstance(s.get("name"), str) or not s["name"]:
-            continue
-        kind, value, text = s.get("dataType"), s.get("value"), s.get("stringValue")
-        if kind == "NUMERIC":
-            got = None if isinstance(value, bool) else plain_value(value)
-        elif kind == "BOOLEAN":
-            got = (text.strip().lower() == "true") if isinstance(text, str) and text.strip().lower() in ("true", "false") else \
-                (bool(value) if value in (0, 1) and not isinstance(value, bool) else None)
-        elif kind == "CATEGORICAL":
-            got = plain_value(text)
-        else:
-            continue
-        source = _SCORE_SOURCES.get(str(s.get("source") or "").upper())
-        if got is not None and source is not None:
-            found.append(StoreLabel(s["name"], got, source, str(s.get("createdAt") or s.get("timestamp") or "")))
-    return label_metadata(found)
-
-
 def _part(payload: Any, place: str | None = None) -> _Part:
     """One API trace (a `JsonLine`, its bytes, or a mapping; read at `place`) as a `_Part`; `AdapterError` naming the field it cannot read."""
     record, default_id = decode_line(payload)
@@ -339,8 +315,7 @@ def _part(payload: Any, place: str | None = None) -> _Part:
         spans.append(native_span(cid, f"trace:{cid}", None, record.get("name"), min(s.start for s in spans) - 1 if spans else 0, 0, trace_io))
         for span in roots:
             span.parent_id = f"trace:{cid}"
-    total_cost, known = number(record.get("totalCost")), [c for c in costs if c is not None]
-    unpriced, requests = pricing(observations, costs)
+    cost, unpriced, requests = trace_cost(number(record.get("totalCost")), observations, costs)  # (none priced: unknown, not $0)
     info = {k: record[k] for k in _META_KEYS if record.get(k) is not None}
     if errors:
         info["errors"] = errors
@@ -349,16 +324,18 @@ def _part(payload: Any, place: str | None = None) -> _Part:
     if missing:
         info["missing_fields"] = missing
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
-    return _Part(cid, spans, info, tags, total_cost if total_cost is not None else (sum(known) if known else None), unpriced, requests,
-                 number(record.get("latency")), _labels(record.get("scores")))
+    return _Part(cid, spans, info, tags, cost, unpriced, requests,
+                 number(record.get("latency")), trace_labels(record.get("scores"), str(record["id"]) if record.get("id") not in (None, "") else None,
+                                                        {str(o["id"]) for o in observations}))
 
 
 def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
     """The case of one trace, or of a conversation's traces in turn order (`conversation_groups`: costs and latency summed)."""
     usage: dict[str, Any] = {}
-    # A trace without any cost beside others with one: its requests are the conversation's unpriced ones.
+    # A trace without any cost beside others with one: its requests are the conversation's unpriced ones (a trace whose
+    # requests had none counts them itself: `trace_cost`).
     priced = any(p.cost is not None for p in parts)
-    unpriced = sum(p.unpriced for p in parts) + (sum(p.requests for p in parts if p.cost is None) if priced else 0)
+    unpriced = sum(p.unpriced for p in parts) + (sum(p.requests for p in parts if p.cost is None and not p.unpriced) if priced else 0)
     if priced and not unpriced:
         usage["cost_usd"] = sum(p.cost for p in parts if p.cost is not None)
     latency = total([p.latency for p in parts])

@@ -11,7 +11,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import as_int
 
-__all__ = ["number", "observation_cost", "page_cost", "pricing", "tokens"]
+__all__ = ["number", "observation_cost", "page_cost", "pricing", "tokens", "trace_cost"]
 
 
 def number(value: Any) -> float | None:
@@ -53,6 +53,25 @@ def page_cost(observations: list[dict[str, Any]]) -> float | None:
     server gives them (`totalCost`: 0 for one it has none for), `None` when none says."""
     listed = [c for c in (number(o.get("totalCost", o.get("calculatedTotalCost"))) for o in observations) if c is not None]
     return sum(listed) if listed else None
+
+
+def trace_cost(total: float | None, observations: list[dict[str, Any]], costs: list[float | None]) -> tuple[float | None, int, int]:
+    """`(cost, requests without a cost, requests)` of one trace whose `totalCost` is `total` and whose observations'
+    own costs are `costs` (`observation_cost`).
+
+    The cost is `total`, else the observations' sum; unknown (`None`) when the trace has model requests and none of them
+    has a cost, and `total` is 0 or missing: Langfuse answers `totalCost: 0` for a trace it priced nothing of (a model
+    missing from its price table, an application that reports no cost), the sum of no costs, which is no price of $0.
+    Then every request is one without a cost. A `total` above 0 stands (the server priced something these observations
+    do not show). When some requests have a cost and others not, those are counted (`pricing`) and the case's cost is
+    left unknown by `langfuse_api`."""
+    known = [c for c in costs if c is not None]
+    unpriced, requests = pricing(observations, costs)
+    cost = total if total is not None else (sum(known) if known else None)
+    gens = [c for o, c in zip(observations, costs) if o["type"] == "GENERATION"]
+    if requests and all(c is None for c in gens) and not (total or 0) > 0:
+        return None, requests, requests
+    return cost, unpriced, requests
 
 
 def pricing(observations: list[dict[str, Any]], costs: list[float | None]) -> tuple[int, int]:

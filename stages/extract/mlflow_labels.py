@@ -1,18 +1,19 @@
 """The labels of an MLflow trace: its feedback (`info.assessments`, MLflow 3) as `store_labels` metadata, for `mlflow_trace`.
 
-A `HUMAN` source's feedback is a label (`metadata.labels`), an `LLM_JUDGE`'s or `CODE`'s another's
-(`metadata.other_labels`); tracejudge's own exported verdicts never come back as either.
+A `HUMAN` source's feedback is a label (`metadata.labels`), an `LLM_JUDGE`'s (`AI_JUDGE`, its older name) or `CODE`'s
+another's (`metadata.other_labels`), and so is one of a source this reader does not know (`SOURCE_TYPE_UNSPECIFIED`, a
+kind MLflow added since: `store_labels.unknown_source`); tracejudge's own exported verdicts never come back as either.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value
+from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value, unknown_source
 
 __all__ = ["trace_labels"]
 
-_SOURCES = {"HUMAN": "human", "LLM_JUDGE": "llm", "CODE": "code"}  # (an assessment's `source.source_type`: `store_labels`)
+_SOURCES = {"HUMAN": "human", "LLM_JUDGE": "llm", "AI_JUDGE": "llm", "CODE": "code"}  # (`source.source_type`: `store_labels`)
 
 
 def trace_labels(info: dict[str, Any]) -> dict[str, Any]:
@@ -29,9 +30,10 @@ def trace_labels(info: dict[str, Any]) -> dict[str, Any]:
         if "tracejudge.run" in meta and not a.get("overrides"):
             continue  # a verdict `tracejudge export --to mlflow` wrote: the judge's own, no label
         source: dict[str, Any] = a["source"] if isinstance(a.get("source"), dict) else {}
-        kind = _SOURCES.get(str(source.get("source_type") or "").upper())
         value = None if a["feedback"].get("error") else plain_value(a["feedback"].get("value"))
         name = a.get("assessment_name") or a.get("name")
-        if kind is not None and value is not None and isinstance(name, str) and name:
+        if value is not None and isinstance(name, str) and name:
+            raw = source.get("source_type")
+            kind = _SOURCES.get(str(raw or "").upper()) or unknown_source("mlflow", raw, "HUMAN, LLM_JUDGE, CODE")
             found.append(StoreLabel(name, value, kind, str(a.get("create_time") or "")))
     return label_metadata(found)

@@ -49,7 +49,7 @@ from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.spans import Group, Span, hung_trace
 from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
-from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value
+from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value, unknown_source
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
@@ -301,16 +301,18 @@ def _listed(px: Any, url: str, path: str, params: dict[str, Any]) -> Iterator[di
 
 
 def _label(a: dict[str, Any]) -> StoreLabel | None:
-    """One annotation (as Phoenix lists it) as a `StoreLabel`; None for tracejudge's own, a note, or an unknown kind."""
+    """One annotation (as Phoenix lists it) as a `StoreLabel`; None for tracejudge's own or a note. An `annotator_kind` this
+    reader does not know is no person's: kept among the others' (`store_labels.unknown_source`)."""
     meta: dict[str, Any] = a["metadata"] if isinstance(a.get("metadata"), dict) else {}
     if str(a.get("identifier") or "").startswith("tracejudge:") or "tracejudge.run" in meta:
         return None  # a verdict `tracejudge export --to phoenix` wrote: the judge's own
     result: dict[str, Any] = a["result"] if isinstance(a.get("result"), dict) else {}
     score = result.get("score")
     value = plain_value(score) if score is not None and not isinstance(score, bool) else plain_value(result.get("label"))
-    kind, name = _KINDS.get(str(a.get("annotator_kind") or "").upper()), a.get("name")
-    if value is None or kind is None or not isinstance(name, str) or not name:
+    name = a.get("name")
+    if value is None or not isinstance(name, str) or not name:
         return None
+    kind = _KINDS.get(str(a.get("annotator_kind") or "").upper()) or unknown_source("phoenix", a.get("annotator_kind"), "HUMAN, LLM, CODE")
     return StoreLabel(name, value, kind, f"{a.get('created_at') or ''}")
 
 

@@ -6,10 +6,15 @@ make them (an annotation queue, a reviewer in the UI), and so do evaluators and 
 
 - `metadata.labels.<name>`: the value of the label `<name>` that a person made — a number, `true`/`false` or a
   category's text, as the store holds it; with several of one name on the case (two annotators, or the traces of one
-  conversation), the list of their values, oldest first;
-- `metadata.label_sources.<name>`: who made it, `human` (a list beside a list);
+  conversation) that all give the same value, that value: they agree, and the label is theirs; when they differ, the
+  list of their values, oldest first (a conflict `judge.labels.fields` names and takes no label from);
+- `metadata.label_sources.<name>`: who made it, `human`; beside several that agreed, the list of their sources, one
+  each (`["human", "human"]`: two agreed), and beside a list of values the list of its sources;
 - `metadata.other_labels.<name>` / `metadata.other_label_sources.<name>`: the same for those the store says no person
-  made (`llm`, `code`, `api`): kept apart, so `judge.labels.fields` reads a person's only unless it names these.
+  made (`llm`, `code`, `api`): kept apart, so `judge.labels.fields` reads a person's only unless it names these. A
+  source the reader does not know (a kind the store added since) is no person's either: its labels are kept here,
+  their source `unknown:<the store's word>` (`unknown` when it names none), and the first of each kind is warned about
+  (`unknown_source`).
 
 tracejudge's own verdicts, written back by `tracejudge export --to phoenix|mlflow`, are none of these: a label
 marked as an export's (`ours`) is dropped, since calibrating the judge against what it said before proves nothing.
@@ -21,10 +26,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HUMAN", "StoreLabel", "label_metadata", "merge_label_metadata", "plain_value"]
+from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.said_once import first_time
+
+__all__ = ["HUMAN", "StoreLabel", "label_metadata", "merge_label_metadata", "plain_value", "unknown_source"]
 
 HUMAN = "human"
 _KEYS = (("labels", "label_sources"), ("other_labels", "other_label_sources"))
+log = get_logger("tracejudge.extract.labels")
 
 
 @dataclass(frozen=True)
@@ -50,9 +59,39 @@ def plain_value(raw: Any) -> bool | float | str | None:
     return None
 
 
+def unknown_source(store: str, raw: Any, known: str) -> str:
+    """The source of a label whose maker's kind `raw` the reader of `store` does not know (not among `known`, as the store
+    writes them): `unknown:<raw>` (`unknown` when it names none), which keeps it among `other_labels`, never a person's.
+    The first of each kind is warned about, once per process: dropping it said nothing, reading it as a person's would
+    be a guess."""
+    word = str(raw).strip() if raw is not None and not isinstance(raw, (dict, list)) else ""
+    source = f"unknown:{word}" if word else "unknown"
+    if first_time("store_label_source", f"{store}:{word}"):
+        log.warning(f"{store}: a label made by {f'{word!r}' if word else 'no named source'}, a kind tracejudge does not know "
+                    f"({known} are): kept in `metadata.other_labels` with source {source!r}, not read as a person's; name it in "
+                    "`judge.labels.fields` (`metadata.other_labels.<name>`) to use it")
+    return source
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two labels' values say the same, as the store holds them: equal, and of one kind (`true` is not `1`)."""
+    return type(a) is type(b) and a == b
+
+
+def _shaped(values: list[Any], sources: list[Any]) -> tuple[Any, Any]:
+    """`(value, source)` of one name's labels: the one's; of several that agree, their value and the list of their
+    sources (how many agreed); of several that differ, the two lists (module docstring)."""
+    if len(values) == 1:
+        return values[0], sources[0]
+    if all(_same(v, values[0]) for v in values[1:]):
+        return values[0], list(sources)
+    return list(values), list(sources)
+
+
 def label_metadata(found: list[StoreLabel]) -> dict[str, Any]:
     """The metadata keys (`labels`, `label_sources`, `other_labels`, `other_label_sources`) for `found`, each present only
-    when it has a label: one value per name, or the list of them, oldest first (module docstring)."""
+    when it has a label: one value per name (of several, the value they agree on, with the list of their sources), or
+    the list of values that differ, oldest first (module docstring)."""
     out: dict[str, Any] = {}
     for (values_key, sources_key), human in zip(_KEYS, (True, False)):
         values: dict[str, list[Any]] = {}
@@ -61,14 +100,15 @@ def label_metadata(found: list[StoreLabel]) -> dict[str, Any]:
             values.setdefault(lab.name, []).append(lab.value)
             sources.setdefault(lab.name, []).append(lab.source)
         if values:
-            out[values_key] = {n: v[0] if len(v) == 1 else v for n, v in values.items()}
-            out[sources_key] = {n: s[0] if len(s) == 1 else s for n, s in sources.items()}
+            shaped = {n: _shaped(v, sources[n]) for n, v in values.items()}
+            out[values_key] = {n: v for n, (v, _) in shaped.items()}
+            out[sources_key] = {n: s for n, (_, s) in shaped.items()}
     return out
 
 
 def merge_label_metadata(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One case's label keys from its traces' (`label_metadata` of each, in turn order): the values of a name on several
-    traces put in one list."""
+    """One case's label keys from its traces' (`label_metadata` of each, in turn order): the labels of a name on several
+    traces read as one trace's of that name (the value they agree on with all their sources, else the list of values)."""
     out: dict[str, Any] = {}
     for keys in _KEYS:
         merged: dict[str, tuple[list[Any], list[Any]]] = {}
@@ -76,10 +116,13 @@ def merge_label_metadata(parts: list[dict[str, Any]]) -> dict[str, Any]:
             values, sources = part.get(keys[0]) or {}, part.get(keys[1]) or {}
             for name, value in values.items():
                 vs, ss = merged.setdefault(name, ([], []))
-                vs.extend(value if isinstance(value, list) else [value])
                 source = sources.get(name)
-                ss.extend(source if isinstance(source, list) else [source])
+                given = source if isinstance(source, list) else [source]
+                # (a value a trace's labels agreed on stands for each of them: one per source)
+                vs.extend(value if isinstance(value, list) else [value] * len(given))
+                ss.extend(given)
         if merged:
-            out[keys[0]] = {n: v[0] if len(v) == 1 else v for n, (v, _) in merged.items()}
-            out[keys[1]] = {n: s[0] if len(s) == 1 else s for n, (_, s) in merged.items()}
+            shaped = {n: _shaped(v, s) for n, (v, s) in merged.items()}
+            out[keys[0]] = {n: v for n, (v, _) in shaped.items()}
+            out[keys[1]] = {n: s for n, (_, s) in shaped.items()}
     return out

@@ -10,7 +10,11 @@ A label belongs to one (case, metric) and, optionally, one trial:
 - a field of the results (`LabelsConfig.fields`, `--labels-field METRIC=PATH`):
   `TaskCompletion=metadata.reward` reads each result's `metadata.reward` as
   the label of its `TaskCompletion` verdict (τ-bench's reward is in the case
-  metadata).
+  metadata); a key holding a dot is written in brackets,
+  `metadata.labels["correct.v2"]` (`core.field_paths`, which the dotted form
+  also finds it by). A field holding a list (the labels several reviewers
+  gave one case in a trace store) is one label when they all agree, and a
+  conflict, named with their values, when they do not.
 
 A label is `true`/`false` or a number, or a word `yes`/`no`, `pass`/`fail`, `true`/`false` (any case); spaces
 around a case id or metric are dropped. Every message names a label as its source wrote it (`yes`, `PASS`, `4.0`,
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.field_paths import dig, parse_path
 from tracejudge.core.suggest import did_you_mean
 from tracejudge.stages.judge.label_rows import DECIMAL_COMMA, WRITTEN, label_rows
 from tracejudge.stages.load.encoding import BOM, wide_encoding
@@ -229,35 +234,62 @@ def load_label_file(path: Path) -> LabelSet:
 
 
 def parse_field_spec(spec: str) -> tuple[str, str]:
-    """`METRIC=DOTTED.PATH` (e.g. `TaskCompletion=metadata.reward`) as `(metric, path)`; raises `ConfigError`."""
+    """`METRIC=DOTTED.PATH` (e.g. `TaskCompletion=metadata.reward`) as `(metric, path)`; raises `ConfigError`, also for a
+    path `core.field_paths` cannot read."""
     metric, sep, path = spec.partition("=")
     if not sep or not metric.strip() or not path.strip():
         raise ConfigError(f"--labels-field {spec!r}: expected METRIC=FIELD, e.g. TaskCompletion=metadata.reward")
+    try:
+        parse_path(path.strip())
+    except ValueError as exc:
+        raise ConfigError(f"--labels-field {spec!r}: {exc}") from None
     return metric.strip(), path.strip()
 
 
-def _dig(record: dict[str, Any], path: str) -> Any:
-    node: Any = record
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+def _field_value(raw: Any, res: dict[str, Any]) -> tuple[bool | float, str]:
+    """The label a field holds, and its text as written; raises `ValueError` saying why there is none.
+
+    A list is the labels of one name that several made (two reviewers in a trace store, the traces of one
+    conversation): when every one reads as the same label they agree, and it is theirs; when they differ, which is
+    right cannot be known, as with two conflicting lines of a labels file, and the message names the case, its traces
+    and each value."""
+    if not isinstance(raw, list) or not raw:
+        return label_value(raw), as_written(raw)
+    try:
+        values = [label_value(x) for x in raw]
+    except ValueError as exc:
+        raise ValueError(f"{as_written(raw)}: {exc}") from None
+    if all(float(v) == float(values[0]) for v in values[1:]):
+        return values[0], as_written(raw[0])
+    meta: dict[str, Any] = res["metadata"] if isinstance(res.get("metadata"), dict) else {}
+    traces = next((t for m in meta.values() if isinstance(m, dict) and isinstance(t := m.get("traces"), list) and len(t) > 1), None)
+    on = f" (from its traces {', '.join(map(str, traces))})" if traces else ""
+    raise ValueError(f"the case's {len(raw)} labels of this name{on} disagree: {', '.join(as_written(x) for x in raw)}; "
+                     "none is taken, as with two conflicting lines of a labels file")
 
 
 def field_labels(results: Iterable[dict[str, Any]], fields: dict[str, str]) -> LabelSet:
     """Labels read from each result record: for `{metric: dotted path}`, the value at that path labels the metric's verdict
-    on that (case, trial). A result without the field gives no label; one whose value is not a label is named in `problems`."""
+    on that (case, trial). A result without the field gives no label; one whose value is not a label is named in `problems`,
+    and so is a path `core.field_paths` cannot read (a config checks its paths when it is read), which gives none."""
     labels: list[Label] = []
     problems: list[str] = []
+    readable: dict[str, str] = {}
+    for metric, path in fields.items():
+        try:
+            parse_path(path)
+            readable[metric] = path
+        except ValueError as exc:
+            problems.append(f"{metric}={path}: {exc}")
     for res in results:
-        for metric, path in fields.items():
-            raw = _dig(res, path)
+        for metric, path in readable.items():
+            raw = dig(res, path)  # (`core.field_paths`: a key holding a dot in brackets)
             if raw is None:
                 continue
             where = f"case {res.get('case_id')!r} {path}"
             try:
-                labels.append(Label(str(res["case_id"]), metric, label_value(raw), int(res.get("trial", 0)), where, as_written(raw)))
+                value, text = _field_value(raw, res)
+                labels.append(Label(str(res["case_id"]), metric, value, int(res.get("trial", 0)), where, text))
             except ValueError as exc:
                 problems.append(f"{where}: label: {exc}")
     return LabelSet(labels, problems, len(problems))

@@ -7,8 +7,9 @@ The traces are the API JSON `tests/frameworks/langfuse_api.py` builds from recor
 - a person's score (`source: ANNOTATION`) is `metadata.labels.<name>` (`label_sources`: `human`): a `BOOLEAN` as
   true/false, a `NUMERIC` as its number, a `CATEGORICAL` as its category; Langfuse's evaluators' (`EVAL`) and the API's
   (`API`) are `metadata.other_labels.<name>` (`llm`, `api`); a score on an observation, or a `TEXT` one, is no label;
-- two people's scores of one name are a list, oldest first, and so are the scores of one name on the traces of one
-  conversation; `judge.labels.fields` names such a list among the label problems and takes no label from it;
+- two people's scores of one name that differ are a list, oldest first, and so are the scores of one name on the traces
+  of one conversation; `judge.labels.fields` names such a list among the label problems and takes no label from it
+  (scores that agree are one label: `test_store_labels_agreeing`);
 - end to end, `tracejudge run` with `judge.labels.fields` and `tracejudge calibrate --labels-field` pair the labels with
   the judge's verdicts.
 """
@@ -111,12 +112,13 @@ def test_run_and_calibrate_pair_the_labels_with_the_verdicts(tmp_path: Path, cap
     block = json.loads((tmp_path / "run" / "summary.json").read_text())["labels"]
     assert (block["total_labels"], block["matched"], block["problem_count"]) == (2, 2, 0)
     assert (block["metrics"]["TaskCompletion"]["n"], block["metrics"]["TaskCompletion"]["cases"]) == (2, 2)
-    # Two annotators' labels of one name: a list, which `fields` names as no label rather than picking one.
+    # Two annotators' labels of one name that differ: a list, which `fields` names as no label rather than picking one.
     out = tmp_path / "calibrate.json"
     capsys.readouterr()
     code = main(["calibrate", str(_config(tmp_path, path)), "--labels-field", "TaskCompletion=metadata.labels.verdict", "--json", str(out)])
     assert code == 2  # no label met a verdict: nothing measured
-    assert f"case {a!r} metadata.labels.verdict: label: ['fail', 'pass'] is not a label" in capsys.readouterr().out + out.read_text()
+    assert f"case {a!r} metadata.labels.verdict: label: the case's 2 labels of this name disagree: fail, pass; none is taken" \
+        in capsys.readouterr().out + out.read_text()
     # The evaluator's are there for whoever names them.
     assert main(["calibrate", str(_config(tmp_path, path)), "--labels-field", "TaskCompletion=metadata.other_labels.correct",
                  "--json", str(out)]) in (0, 1)

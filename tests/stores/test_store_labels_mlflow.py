@@ -9,7 +9,7 @@ dropped every assessment: no `metadata.labels`.
 - `HUMAN` feedback is `metadata.labels.<name>` (`label_sources` `human`); another judge's is `metadata.other_labels`;
 - tracejudge's exported verdicts come back as no label of any kind (circular); a reviewer's override of one is the
   reviewer's label, and the verdict it overrode (marked invalid) is none;
-- two reviewers' feedback of one name is a list, which `judge.labels.fields` names and takes no label from;
+- two reviewers' feedback of one name that differs is a list, which `judge.labels.fields` names and takes no label from;
 - end to end, `tracejudge calibrate --labels-field TaskCompletion=metadata.labels.correct` pairs the label with the verdict.
 """
 
@@ -81,5 +81,5 @@ def test_peoples_feedback_is_labels_and_the_exported_verdicts_are_not(server, tm
                                                     *results[second]["metadata"].get("other_labels", {})}
     got = json.loads(out.read_text())
     assert got["metrics"]["TaskCompletion"]["n"] == 1
-    assert f"case {second!r} metadata.labels.correct: label: [False, True] is not a label: expected true/false (yes/no, pass/fail) " \
-           "or a number" in got["problems"]
+    assert f"case {second!r} metadata.labels.correct: label: the case's 2 labels of this name disagree: false, true; none is taken, " \
+           "as with two conflicting lines of a labels file" in got["problems"]

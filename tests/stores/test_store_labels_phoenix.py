@@ -9,7 +9,7 @@ through Phoenix's own client as a team does: people (`HUMAN`) on the root span a
   `label_sources` `human`; an `LLM` one of another evaluator is `metadata.other_labels`; a note is none;
 - the verdicts tracejudge exported (identifier `tracejudge:…`) come back as no label of any kind: calibrating the judge
   against its own past verdicts would be circular;
-- two annotators' labels of one name are a list, which `judge.labels.fields` names and takes no label from;
+- two annotators' labels of one name that differ are a list, which `judge.labels.fields` names and takes no label from;
 - end to end, `judge.labels.fields: {TaskCompletion: metadata.labels.correct}` pairs the label with the verdict.
 """
 
@@ -98,5 +98,5 @@ def test_peoples_annotations_are_labels_and_the_exported_verdicts_are_not(server
     block = json.loads((tmp_path / "run" / "summary.json").read_text())["labels"]
     assert (block["total_labels"], block["matched"]) == (1, 1)
     assert block["metrics"]["TaskCompletion"]["n"] == 1
-    assert block["problems"] == [f"case {second!r} metadata.labels.correct: label: ['pass', 'fail'] is not a label: "
-                                 "expected true/false (yes/no, pass/fail) or a number"]
+    assert block["problems"] == [f"case {second!r} metadata.labels.correct: label: the case's 2 labels of this name disagree: pass, fail; "
+                                 "none is taken, as with two conflicting lines of a labels file"]

@@ -83,7 +83,10 @@ What a conversation becomes:
   (no request at all spent 0; a request that failed with none recorded is
   not missing one), and `metadata.requests_without_usage` (per turn
   `usage.requests_without_usage`) counting the requests that recorded none
-  (`tally`). The requests an agent run inside a tool call made (an agent
+  (`tally`); the cost is what Langfuse's SDK recorded on its observations
+  (`langfuse.observation.cost_details`), unknown when some request carries
+  none (`metadata.requests_without_cost`; `conventions.langfuse_cost`), and
+  unknown as before when no span carries one. The requests an agent run inside a tool call made (an agent
   called as a tool) follow the step whose call ran them, in the model's
   order of the calls, and `metadata.nested_steps` lists them (`nesting`);
 - tool calls are tool spans and the `tool_call` parts of model outputs. When
@@ -168,6 +171,7 @@ from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_sdk import unanswered_usage
+from tracejudge.stages.extract.otel.conventions.langfuse_cost import langfuse_cost
 from tracejudge.stages.extract.otel.dropped import warn_lost
 from tracejudge.stages.extract.otel.item_ids import link_item_ids
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
@@ -371,6 +375,7 @@ def adapt(group: Group | Refused, options: Options | None = None) -> Case:
     try:
         built = assemble(group, opts)
         unanswered_usage(built, group.spans)  # an Agents SDK run that made no model request: tokens unknown, as its export reads it
+        langfuse_cost(built, group.spans)  # the dollars Langfuse's SDK recorded (`langfuse.observation.cost_details`)
         case = build_case(built)
     except AdapterError as exc:
         exc.case_id = exc.case_id or group.case_id
