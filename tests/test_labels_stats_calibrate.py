@@ -202,7 +202,7 @@ def test_report_md_names_the_kappa_and_what_each_interval_is(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     section = (tmp_path / "run" / "report.md").read_text().split("## Judge labels", 1)[1]
     assert "- grade: 20 labelled cases, 20 verdicts, accuracy " in section and ", quadratic-weighted kappa " in section, section
-    assert "accuracy's the Wilson score interval, kappa's a percentile bootstrap over the labelled cases" in section, section
+    assert "accuracy's the Wilson score interval, kappa's (and spearman's) a BCa bootstrap over the labelled cases" in section, section
 
 
 def write_csv(path: Path, rows: list[tuple[str, str, str]]) -> Path:

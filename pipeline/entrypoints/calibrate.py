@@ -6,8 +6,9 @@ already paid for cost nothing more), then pairs
 each judge verdict with its label (`tracejudge.stages.judge.agreement`) and
 prints, per metric: n, accuracy, Cohen's κ (quadratic-weighted κ and
 Spearman's ρ for graded labels) over the labelled cases and their verdicts, with 95%
-CIs (accuracy: Wilson score interval; κ and ρ: bootstrap over cases, marked `*`
-not informative under 10 cases), the confusion matrix, κ by tag, and the
+CIs (accuracy: Wilson score interval; κ and ρ: BCa bootstrap over cases, marked
+`*` not informative on too few labelled cases, `label_stats.uninformative`),
+the confusion matrix, κ by tag, and the
 disagreeing cases. `--json OUT` writes the same figures
 (`metrics.<metric>.{n, accuracy, kappa, kappa_ci, confusion, …}`) and every
 labelled verdict beside its label (`cases`).
@@ -184,7 +185,7 @@ def _f(x: float | None, ci: list[float] | None = None, sep: str = " ") -> str:
 _TITLE = "agreement with the labels (95% CIs)"
 # What each interval is (`tracejudge.stages.judge.label_stats`): said under the table, as the title would not fit 80 columns.
 _CIS = ("n: verdicts, cases: labelled cases; 95% CIs: accuracy Wilson score interval,\n"
-        "kappa and spearman percentile bootstrap over cases (a case's trials together)")
+        "kappa and spearman BCa bootstrap over cases (a case's trials together)")
 
 
 def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Callable[[str], str]) -> Table:
@@ -210,7 +211,9 @@ def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Calla
             kappa = f"{head} {kind}" + (f"\n{rest}" if rest else "")
         row = [name(visible(key)), str(m.get("n", 0)), str(m.get("cases", m.get("n", 0))), _f(m.get("accuracy"), m.get("accuracy_ci"), sep),
                kappa + ("*" if m.get("kappa_ci_informative") is False else ""),
-               *([kind] if level < 3 else []), _f(m.get("spearman"), m.get("spearman_ci"), sep) if "spearman" in m else "-",
+               *([kind] if level < 3 else []),
+               (_f(m.get("spearman"), m.get("spearman_ci"), sep) + ("*" if m.get("spearman_ci_informative") is False else ""))
+               if "spearman" in m else "-",
                str(m.get("disagreeing", 0))]
         table.add_row(*map(cell, row))
     return table
@@ -249,7 +252,7 @@ def _agreement_blocks(metrics: dict[str, dict[str, Any]]) -> list[str]:
                   f"  kappa {_f(m.get('kappa'), m.get('kappa_ci'))}" + ("*" if m.get("kappa_ci_informative") is False else "")
                   + (f" ({kind})" if kind else "")]
         if "spearman" in m:
-            lines.append(f"  spearman {_f(m.get('spearman'), m.get('spearman_ci'))}")
+            lines.append(f"  spearman {_f(m.get('spearman'), m.get('spearman_ci'))}" + ("*" if m.get("spearman_ci_informative") is False else ""))
     return lines
 
 
@@ -338,7 +341,8 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
 
 def kappa_lines(m: dict[str, Any]) -> list[str]:
     """What a metric's κ figure is and how far its interval goes (`agreement.metric_agreement`): the reading of its labels
-    when it could be ambiguous, the scale a weighted κ weighs grades on, the resamples dropped, and `*`: not informative."""
+    when it could be ambiguous, the scale a weighted κ weighs grades on, the resamples dropped, why an interval is missing,
+    and `*`: not informative (κ's and ρ's by one rule, said once)."""
     lines = []
     if m.get("reading_note"):
         lines.append(m["reading_note"])
@@ -348,8 +352,14 @@ def kappa_lines(m: dict[str, Any]) -> list[str]:
     if m.get("kappa_ci_dropped"):
         lines.append(f"kappa CI: {m['kappa_ci_dropped']} of {m.get('kappa_ci_resamples')} resamples had kappa undefined "
                      "(one class only) and were dropped")
+    for figure in ("kappa", "spearman"):
+        if m.get(f"{figure}_ci_note"):
+            lines.append(f"{figure} CI: none: {m[f'{figure}_ci_note']}")
     if m.get("kappa_ci_informative") is False:
-        lines.append(f"* kappa CI not informative: {m.get('kappa_ci_why')}; min_kappa fails on it — label more cases")
+        both = " and spearman CIs" if m.get("spearman_ci_informative") is False else " CI"
+        lines.append(f"* kappa{both} not informative: {m.get('kappa_ci_why')}; min_kappa fails on it — label more cases")
+    elif m.get("spearman_ci_informative") is False:
+        lines.append(f"* spearman CI not informative: {m.get('spearman_ci_why')} — label more cases")
     return lines
 
 

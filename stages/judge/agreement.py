@@ -26,13 +26,16 @@ left out and named, and its agreement is not computed (`note` says why) — whic
 (`label_checks.take_mixed_kinds`).
 
 The unit of the intervals is the labelled case (`cases`; `n` counts verdicts: a label without `trial` answers every
-trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% percentile bootstrap over cases (every
-trial of a drawn case together; a resample's κ is computed from its confusion counts with scikit-learn's arithmetic, equal to
-`cohen_kappa_score`'s: `label_stats.kappa_of`), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
-same interval (`tracejudge.stages.judge.label_stats`, which cites the sources). A resample whose κ is undefined (one
-class only) is dropped and counted (`kappa_ci_dropped`). Under 10 labelled cases, or with every label of one class
-(grade), the κ interval is marked not informative (`kappa_ci_informative: false`, `kappa_ci_why`) and the gate's `min_kappa`
-fails on it. κ is `None`
+trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% BCa (bias-corrected and accelerated, Efron
+1987) bootstrap over cases (every trial of a drawn case together, the acceleration from leaving out one case at a time;
+`scipy.stats.bootstrap(method='BCa')` on the same resamples; a resample's κ is computed from its confusion counts with
+scikit-learn's arithmetic, equal to `cohen_kappa_score`'s: `label_stats.kappa_of`), `resamples` times, seeded by `seed`
+and the metric key, so the same inputs give the same interval (`tracejudge.stages.judge.label_stats`, which cites the
+sources and says what is done where BCa is undefined; `kappa_ci_note` when there is no interval). A resample whose κ
+is undefined (one class only) is dropped and counted (`kappa_ci_dropped`). Under `MIN_CASES` (20) labelled cases, with
+under `MIN_OTHER` of them labelled other than the most common label, or with every label of one class (grade), the κ
+and ρ intervals are marked not informative (`kappa_ci_informative`, `spearman_ci_informative`: false, with `_ci_why`)
+and the gate's `min_kappa` fails on it (`label_stats.uninformative`, the one rule). κ is `None`
 when every label and verdict are the same class: chance agreement is then 1 and κ is 0/0 (`note` says so, and that
 labels of another class are needed). By tag, κ is `None` with `kappa_why` for a tag of one case or one class.
 
@@ -59,6 +62,7 @@ __all__ = ["Pair", "agreement_block", "metric_agreement", "metric_scales", "need
 
 SUMMARY_DISAGREEMENTS = 20  # disagreeing cases listed per metric in summary.json (calibrate's --json lists all)
 SUMMARY_PROBLEMS = 20  # label problems listed in summary.json (calibrate's --json lists all; `problem_count` counts all)
+CI_METHOD = "case bootstrap, BCa"  # κ's and ρ's intervals (`label_stats.case_bootstrap`)
 
 
 def need_stats() -> None:
@@ -177,7 +181,8 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
                      disagreements: int | None = None, yes_no: bool = False, scale: tuple[float, float] | None = None,
                      grades: bool | None = None) -> dict[str, Any]:
     """The agreement block of one metric (see the module doc): `n` (verdicts), `cases`, `kind`, `accuracy`(`_ci`),
-    `kappa`(`_ci`, `_kind`, `_labels`, `_ci_dropped`, `_ci_informative`, `_ci_why`), `spearman`(`_ci`) for graded labels,
+    `kappa`(`_ci`, `_kind`, `_labels`, `_ci_dropped`, `_ci_informative`, `_ci_why`, `_ci_note`), `spearman`(`_ci`,
+    `_ci_informative`, `_ci_why`, `_ci_note`) for graded labels,
     `reading` (and `reading_note` when it could be ambiguous), `confusion`, `by_tag`, `disagreements` (at most
     `disagreements`, all when `None`). `yes_no` says the metric is yes/no (`label_grades.yes_no_metric`): its numeric
     labels are passes from `threshold` up. `scale` is the metric's `(lowest, span)`; `grades` whether its labels are
@@ -218,7 +223,8 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         scale_labels = sorted(set(scale_grades(scale) or []) | set(classes)) if integral else None
         kappa_fn, kind = (kappa_of("quadratic", scale_labels), "quadratic") if integral else ((lambda a, b: None), None)
     kappa = kappa_fn(y, v)
-    kappa_ci, dropped = case_bootstrap(getattr(kappa_fn, "resampled", kappa_fn), y, v, groups, resamples, gen) if kind else (None, 0)
+    kappa_ci, dropped, no_ci = case_bootstrap(getattr(kappa_fn, "resampled", kappa_fn), y, v, groups, resamples, gen) if kind else (None, 0, None)
+    why = uninformative(y, groups)  # (one rule for κ's interval and ρ's: `label_stats.uninformative`)
     out: dict[str, Any] = {
         "n": len(pairs), "cases": len(groups), "kind": "yes_no" if binary else "graded",
         "reading": "pass/fail" if binary else "grades",
@@ -226,11 +232,8 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         "kappa": None if kappa is None else round(kappa, 6), "kappa_kind": kind, "kappa_ci": kappa_ci,
     }
     if kind:
-        out.update(kappa_ci_method="case bootstrap", kappa_ci_resamples=resamples, kappa_ci_dropped=dropped)
-        why = uninformative(len(groups), sorted(set(y.tolist())))
-        out["kappa_ci_informative"] = why is None
-        if why:
-            out["kappa_ci_why"] = why
+        out.update(kappa_ci_method=CI_METHOD, kappa_ci_resamples=resamples, kappa_ci_dropped=dropped, kappa_ci_informative=why is None,
+                   **({"kappa_ci_why": why} if why else {}), **({"kappa_ci_note": no_ci} if no_ci else {}))
     if scale_labels is not None:
         out["kappa_labels"] = scale_labels
         if scale_grades(scale) is None:
@@ -251,7 +254,10 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     if not binary:
         rho = spearman(y, v)
         out["spearman"] = None if rho is None else round(rho, 6)
-        out["spearman_ci"] = case_bootstrap(spearman, y, v, groups, resamples, gen)[0]
+        rho_ci, _, no_ci = case_bootstrap(spearman, y, v, groups, resamples, gen)
+        why = uninformative(y, groups, "spearman")
+        out.update(spearman_ci=rho_ci, spearman_ci_method=CI_METHOD, spearman_ci_informative=why is None,
+                   **({"spearman_ci_why": why} if why else {}), **({"spearman_ci_note": no_ci} if no_ci else {}))
     if classes:
         matrix = confusion_matrix(y, v, labels=classes)
         out["confusion"] = {"rows": "label", "columns": "verdict", "labels": names, "matrix": matrix.tolist()}

@@ -208,7 +208,7 @@ def label_problems(block: dict[str, Any], first: int | None = None) -> list[str]
 
 def _metric_lines(block: dict[str, Any]) -> list[str]:
     """A line per labelled metric: its cases and verdicts, accuracy with its Wilson interval, and κ named for what it is
-    (Cohen's, or quadratic-weighted for grades) with its case-bootstrap interval, marked when that is not informative."""
+    (Cohen's, or quadratic-weighted for grades) with its BCa case-bootstrap interval, marked when that is not informative."""
     lines = []
     for metric, m in (block.get("metrics") or {}).items():
         if not m.get("n"):
@@ -247,8 +247,11 @@ def label_markdown(block: dict[str, Any]) -> str:
     out = ["", "## Judge labels", "", _md(label_counts(block)) + ".", "", *(f"- {_md(line)}" for line in _metric_lines(block))]
     if block.get("metrics"):
         # (Not the footer's CI, which is the bootstrap of the metrics' means.)
-        out += ["", "Label agreement CIs are 95%: accuracy's the Wilson score interval, kappa's a percentile bootstrap over the "
-                "labelled cases (a case's trials together), not informative under 10 cases."]
+        from tracejudge.stages.judge.label_stats import MIN_CASES, MIN_OTHER
+
+        out += ["", "Label agreement CIs are 95%: accuracy's the Wilson score interval, kappa's (and spearman's) a BCa bootstrap "
+                f"over the labelled cases (a case's trials together), not informative under {MIN_CASES} labelled cases or under "
+                f"{MIN_OTHER} labelled other than the most common label."]
     if block.get("problem_count"):
         out += ["", f"Problems with the labels ({block['problem_count']}):", "", *(f"- {_md(p)}" for p in label_problems(block))]
     return "\n".join(out) + "\n"
