@@ -23,6 +23,10 @@ run for a worker's start-up. A job with user code — an adapter or metric given
 import path — or a user-supplied pattern (`Regex`) goes to workers from its
 first record, so the event loop never runs code that may not return.
 
+A chunk whose records are slow (a custom metric taking a tenth of a second a case) is split into pieces that the
+workers compute side by side (`PIECE_S`): whole, a chunk of 40 such cases kept one worker busy for its whole length while
+the others idled. Fast records keep whole chunks, whose trips cost less per record.
+
 Cancelling a chunk (a stop past `STOP_GRACE_S`) kills the worker computing
 it with SIGKILL — the only way out of a long C call such as a catastrophic
 regular expression — and the pool starts a fresh one when needed.
@@ -37,6 +41,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 from types import TracebackType
 from typing import Any
 
@@ -48,10 +53,11 @@ from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import ChunkLeft, CpuJob, ExecutorBroken, Extracted
 from tracejudge.engine.executors.exits import WorkerDied, noting, watched
 from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerLost, fork_suits
+from tracejudge.engine.executors.pieces import PIECE_S, parts_for, split
 from tracejudge.engine.executors.pin import budget_for, pin_deaths
 from tracejudge.engine.executors.wire import pack_chunk, pack_results, unpack_chunk, unpack_results
 
-__all__ = ["INLINE_RECORDS", "ProcessExecutor"]
+__all__ = ["INLINE_RECORDS", "PIECE_S", "ProcessExecutor"]
 
 log = get_logger("tracejudge.executors")
 
@@ -169,11 +175,11 @@ class ProcessExecutor:
     Forked workers are each given up to `forked.DEPTH` chunks at once (the next waits in the worker's socket),
     and `concurrency` is then `DEPTH + 1` per worker: the head reads and folds one chunk's results while each
     worker computes. A chunk that was only waiting when its worker died (`WorkerLost`) goes to a live worker
-    without counting as a death.
+    without counting as a death. A chunk of slow records goes to the workers in pieces, side by side (`PIECE_S`).
     """
 
     name = "processes"
-    min_chunk = 128  # records per trip to a worker: the pickling and the pipe cost per trip, not per record
+    min_chunk = 128  # records per trip to a worker (a chunk of slow records is split, `PIECE_S`): the pickling and the pipe cost per trip
 
     def __init__(self, job: CpuJob, processes: int) -> None:
         self.job = job
@@ -196,6 +202,8 @@ class ProcessExecutor:
         self._warming: anyio.abc.TaskGroup | None = None
         self._warm_started = False
         self.stopping: anyio.Event | None = None  # the run's stop (`ordered_map`): a death after it is no fault
+        self.record_s: float | None = None  # seconds a record took in a worker, by the last chunk or piece back (None: none yet)
+        self._pieces = anyio.CapacityLimiter(processes)  # pieces of split chunks under way (`_wave`): one a worker (forked: DEPTH)
 
     async def __aenter__(self) -> ProcessExecutor:
         _own_session_for_workers()
@@ -208,6 +216,7 @@ class ProcessExecutor:
                 self.pool = ForkedPool(self.blob, self.processes)
                 self.inline_left = 0
                 self.concurrency = (DEPTH + 1) * self.processes  # each worker's DEPTH, and the chunks the head reads meanwhile
+                self._pieces.total_tokens = DEPTH * self.processes  # (a piece waits in a worker's socket as a chunk does)
                 self._spawn_slots.total_tokens = 1
             except OSError as exc:
                 log.warning("worker processes could not be forked; they are spawned instead", reason=str(exc)[:300])
@@ -293,8 +302,11 @@ class ProcessExecutor:
             return out
         self.inline_left = 0
         try:
+            parts = self._parts(len(chunk))
+            if parts > 1:
+                return await self._split(chunk, parts)
             try:
-                return await self._compute(chunk)
+                return await self._timed(chunk)
             except (anyio.BrokenWorkerProcess, ProcessLookupError) as exc:  # (anyio kills a worker that died starting: already gone)
                 if _died(exc) is None:
                     raise  # a worker that cannot start fails the same way again (handled below)
@@ -326,11 +338,29 @@ class ProcessExecutor:
 
     async def _pin(self, chunk: list[Any], why: str) -> list[Extracted]:
         # A chunk whose worker died twice: split it so that only the records it dies on are lost (`executors.pin`).
-        if len(chunk) > 1:
-            log.warning("a worker process died on the same chunk twice; it is split to find the records it dies on",
-                        records=len(chunk), error=why[:200])
-        got = await pin_deaths(self._compute, chunk, why, _died, budget_for(len(chunk)))
+        got = await self._pinned(chunk, why, budget_for(len(chunk)))
         lost = sum(isinstance(x, str) for x in got)
         if not lost:  # (every part came back: the deaths were not the records')
             return got  # type: ignore[return-value]
         raise ExecutorBroken(f"the worker process died on {lost} of {len(chunk)} records: {why}", got)
+
+    async def _pinned(self, chunk: list[Any], why: str, budget: int) -> list[Extracted | str]:
+        if len(chunk) > 1:
+            log.warning("a worker process died on the same chunk twice; it is split to find the records it dies on",
+                        records=len(chunk), error=why[:200])
+        return await pin_deaths(self._compute, chunk, why, _died, budget)
+
+    def _parts(self, records: int) -> int:
+        """How many pieces a chunk of `records` goes to the workers in (`pieces.parts_for`)."""
+        return parts_for(self.processes, self.record_s, records)
+
+    async def _timed(self, records: list[Any]) -> list[Extracted]:
+        # `_compute(records)`, noting the seconds a record took (`record_s`: wall time, a wait for a worker included).
+        start = time.perf_counter()
+        got = await self._compute(records)
+        self.record_s = (time.perf_counter() - start) / max(1, len(records))
+        return got
+
+    async def _split(self, chunk: list[Any], parts: int) -> list[Extracted]:
+        """`job.run(chunk)` computed in `parts` pieces side by side, in the chunk's order (`pieces.split`)."""
+        return await split(self, chunk, parts, _died)
