@@ -92,7 +92,8 @@ def test_one_step_with_thousands_of_calls_is_cut_as_the_last_resort():
 
 def test_estimate_with_items_per_request_prices_an_oversized_item_as_the_run_asks_it(tmp_path):
     data = tmp_path / "cases.jsonl"
-    data.write_text("".join(json.dumps(c) + "\n" for c in [huge_output_case("huge", 2_000_000), huge_output_case("a", 200), huge_output_case("b", 200)]))
+    # (b's output is a character longer than a's: two identical traces are judged once, and priced once.)
+    data.write_text("".join(json.dumps(c) + "\n" for c in [huge_output_case("huge", 2_000_000), huge_output_case("a", 200), huge_output_case("b", 201)]))
     config = validate_config({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "context_tokens": 16_000, "items_per_request": 3},
                               "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}})

@@ -5,11 +5,16 @@ as the run would build them — grouped per case with `judge.group: case`
 (one row per set of metrics asked together, e.g.
 `TaskCompletion+ToolCallNecessity`), one per metric otherwise; input tokens
 are counted with tiktoken (the same counter admission uses), output tokens
-are estimated as `expected_output_tokens` per question, capped at
+are estimated as `expected_output_tokens` per question, never below what the
+reply's verdict format needs (`estimate_range.least_reply`) nor above
 `max_tokens`; the cache is looked up, and requests it already answers are
 counted as hits and cost nothing (a self-hosted server's requests keyed by
-the weights the last run found it serving, `DiskJudgeCache.last_served`). No
-network call is made.
+the weights the last run found it serving, `DiskJudgeCache.last_served`).
+A request whose content address (the judge cache's key) an earlier request
+of the same run already has — a case that appears twice in the dataset, the
+same prompt asked again — is not sent by the run (its cache, or single flight
+while the first is out) and is counted as a hit too (`repeats`). No network
+call is made.
 
 Provider prefix caching is priced too: the requests are fed, in dataset
 order, to a model of the provider's prompt cache
@@ -29,23 +34,33 @@ N times, sample s > 0 keyed as the run keys it (`repeat.sample_trial`).
 With `items_per_request` N > 1, items are grouped N at a time in dataset
 order (the run groups them as they arrive, so real groups may differ a
 little) and each group is priced as one multi-item request; an item the
-cache already holds is left out of its group. With `mode: batch` dollars are
+cache already holds, or that an earlier item of the run asks too (the same
+item id), is left out of its group. With `mode: batch` dollars are
 at the batch price (cached tokens at the batch share of the cached rate).
 Repair requests and re-asks (a reply that does not parse gets one repair
 request; a grouped one then asks each metric alone) cannot be foreseen, and
-with a weak model they dominate. So the estimate is a range (`range`): `low`
-counts none; `high` counts them at the rate the last run in the same run
-directory measured (`summary.json`: repairs and re-asks per first request),
-or, with no earlier run, as if every reply needed them (the worst case: a
-repair, and for a grouped request each metric alone once; a re-asked request
-is priced like the first).
+with a weak model they dominate; nor can a reply's length. So the estimate is
+a range (`range`). `low` counts no repair or re-ask, each request repeated in
+the run answered once, and each reply as short as its verdict format allows
+(`estimate_range.least_reply`: the JSON the schema asks for, reasons empty),
+with a cold judge cache but for the hits it already holds; for a multi-item
+request, the items packed as tightly as they can be. `high` is a bound: each
+reply as long as `max_tokens` allows, no provider prefix-cache discount
+(Anthropic: every cacheable prefix written again), each repeat sent again (the
+run does when the first reply was unusable, or with the cache off once the
+first has landed), each item of a multi-item request priced as a request of
+its own (the run groups items as they come, and an item adds at most a
+one-item request's prompt to any group; a group cut short by `item_wait_s`
+asks it alone), and repairs and re-asks at the rate the last run in the same
+run directory measured (`summary.json`: repairs and re-asks per first
+request; each priced like its request carrying a whole reply), or, with no
+earlier run, as if every reply needed them (the worst case: a repair, and for
+a grouped request each metric alone once, for a multi-item request each item
+alone with its repair).
 """
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,78 +68,21 @@ from tracejudge.core import registry
 from tracejudge.core.config import JudgeConfig, RunConfig
 from tracejudge.core.records import Case, Score
 from tracejudge.llm import served_model
-from tracejudge.llm.cache import DiskJudgeCache, cache_key
+from tracejudge.llm.cache import DiskJudgeCache, cache_key, canonical
 from tracejudge.llm.prices import price_for
 from tracejudge.llm.prefix_cache import PrefixCache
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payload, protocol_of
-from tracejudge.llm.judge_tokenizer import spec_of
+from tracejudge.llm.judge_tokenizer import prompt_counter, spec_of
 from tracejudge.stages.judge.base import JudgeMetric
-from tracejudge.stages.judge.client import build_request, key_components, request_tokens
-from tracejudge.stages.judge.fit import fit_request
+from tracejudge.stages.judge.calls.repair import REPAIR
+from tracejudge.stages.judge.calls.request import asked_ids
+from tracejudge.stages.judge.client import key_components, request_tokens
+from tracejudge.stages.judge.estimate_range import FIELDS, MetricEstimate, add_bound, cost_range, last_run_rate, least_reply_tokens
+from tracejudge.stages.judge.fit import Fitted, fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 from tracejudge.stages.judge.requests import Asked, case_requests, fitted_requests
 
 __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
-
-
-@dataclass
-class MetricEstimate:
-    """Expected judge work of one metric (or one group of metrics asked together): counts, tokens, US dollars.
-
-    `requests` are the requests that will be sent, `cache_hits` the requests
-    (or, grouped, the items) the cache already answers: hits are never in
-    `requests`, grouped or not. `cached_input_tokens` /
-    `cache_write_input_tokens` are the parts of `input_tokens` a provider's
-    prompt cache would serve / store.
-    """
-
-    cases: int = 0
-    requests: int = 0
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    no_request: int = 0
-    questions: int = 0  # questions asked by the requests charged (not the cache hits)
-    cached_input_tokens: int = 0
-    cache_write_input_tokens: int = 0
-    worst_requests: int = 0  # if every reply needed its repair and re-asks
-    worst_input_tokens: int = 0
-    worst_output_tokens: int = 0
-    worst_cost_usd: float = 0.0
-    truncated: int = 0  # requests fitted to the judge's context (priced as fitted, as the run sends them)
-    too_long: int = 0  # requests that cannot fit: the run sends nothing for them
-
-
-_FIELDS = ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions",
-           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd",
-           "truncated", "too_long")
-
-
-def last_run_rate(run_dir: Path) -> float | None:
-    """Repair and re-ask requests per first request in the last run of `run_dir` (its `summary.json`), or None without one,
-    or when that run got no reply at all (a server that was not there measured no rate: 0 re-asks would be a guess)."""
-    try:
-        judge = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("judge") or {}
-        extra = sum(int(judge.get(k) or 0) for k in ("repairs", "parts_reasked_alone", "items_reasked_alone"))
-        first = int(judge.get("requests") or 0) - extra
-        answered = judge.get("answered")
-        if answered is not None and int(answered) <= 0:
-            return None
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
-    return extra / first if first > 0 else None
-
-
-def cost_range(total: MetricEstimate, rate: float | None) -> dict[str, dict[str, Any]]:
-    """`{"low": …, "high": …}` requests, tokens and dollars: none re-asked, and re-asked at `rate` (None: the worst case)."""
-    low = {"requests": total.requests, "input_tokens": total.input_tokens, "output_tokens": total.output_tokens, "cost_usd": round(total.cost_usd, 6)}
-    if rate is None:
-        high = {"requests": total.worst_requests, "input_tokens": total.worst_input_tokens, "output_tokens": total.worst_output_tokens,
-                "cost_usd": round(total.worst_cost_usd, 6)}
-    else:
-        high = {k: (round(v * (1 + rate), 6) if k == "cost_usd" else math.ceil(v * (1 + rate))) for k, v in low.items()}
-    return {"low": low, "high": high}
 
 
 def judge_metrics(config: RunConfig) -> list[JudgeMetric]:
@@ -143,9 +101,17 @@ class _Judge:
         self.batch = cfg.mode == "batch"
         self.protocol, self.structured = protocol_of(cfg)
         self.tokenizer = spec_of(cfg)
+        self.count = prompt_counter(cfg.model, self.tokenizer).text
+        # What a repair adds besides the reply: the reply's turn and the note saying what was wrong (a problem of some words).
+        self.note = prompt_counter(cfg.model, self.tokenizer).messages(
+            [{"role": "assistant", "content": ""}, {"role": "user", "content": REPAIR.format(problem="word " * 60)}])
         self.prefix = PrefixCache()
         self.out: dict[str, MetricEstimate] = {}
         self.pending: dict[tuple[str, Any], list[Item]] = {}
+        # Content addresses asked so far (the first 64 bits of each key; items by their id): a later request with the same
+        # one is answered by the first in the run (its cache, or single flight while the first is out).
+        self.seen: set[int] = set()
+        self.seen_items: set[str] = set()
         # A self-hosted server's weights, as the last run learnt them (the estimate asks no server anything).
         self.served = (cache.last_served(cfg.provider, cache_base, cfg.model)
                        if cache is not None and cfg.provider != "simulator" and served_model.self_hosted(cache_base) else None)
@@ -153,10 +119,28 @@ class _Judge:
     def row(self, key: str) -> MetricEstimate:
         return self.out.setdefault(key, MetricEstimate())
 
-    def charge(self, est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1, reasks: int = 0) -> None:
+    def dollars(self, tin: int, tout: int, read: int = 0, write: int = 0) -> float:
+        price = self.price
+        if price is None:
+            return 0.0
+        return price.batch_cost(tin, tout, read, write) if self.batch else price.cost(tin, tout, read, write)
+
+    def writable(self, req: JudgeRequest, tin: int) -> int:
+        # The prompt tokens a provider's cache could write for `req` when not modelled (Anthropic with cache hints: at most all).
+        return tin if self.protocol == "anthropic" and req.cache_prefix else 0
+
+    def bound(self, est: MetricEstimate, tin: int, cap: int, write: int, repair: bool, plain: int) -> None:
+        add_bound(est, self.dollars, self.note, tin, cap, write, repair, plain)
+
+    def charge(self, est: MetricEstimate, req: JudgeRequest, ids: list[str], questions: int, reasks: int = 0,
+               low_tin: int | None = None, bounded: bool = True) -> None:
+        """Count `req` as sent (`ids`: the question ids it asks; `reasks`: metrics asked alone after an unusable reply;
+        `low_tin`: its prompt tokens at the least, when less than counted; `bounded`: its high end counted here)."""
         cfg = self.cfg
         tin = request_tokens(req, self.tokenizer)
-        tout = min(cfg.max_tokens * items, cfg.expected_output_tokens * questions)
+        cap = req.max_tokens
+        least = min(cap, least_reply_tokens(req, ids, self.count))
+        tout = max(least, min(cap, cfg.expected_output_tokens * questions))
         payload = build_payload(self.protocol, req, self.structured)
         read, write = self.prefix.anthropic(req.model, payload) if self.protocol == "anthropic" else (self.prefix.openai(req.model, payload), 0)
         read = min(read, tin)
@@ -167,31 +151,54 @@ class _Judge:
         est.output_tokens += tout
         est.cached_input_tokens += read
         est.cache_write_input_tokens += write
-        price = self.price
-        cost = (price.batch_cost(tin, tout, read, write) if self.batch else price.cost(tin, tout, read, write)) if price else 0.0
-        est.cost_usd += cost
-        # Worst case: a repair (the prompt again, plus the reply), then the re-asks, each about as dear as this request.
-        n = 2 + reasks
-        est.worst_requests += n
-        est.worst_input_tokens += n * tin + tout
-        est.worst_output_tokens += n * tout
-        est.worst_cost_usd += n * cost
+        est.cost_usd += self.dollars(tin, tout, read, write)
+        low = tin if low_tin is None else min(tin, low_tin)
+        est.low_input_tokens += low
+        est.low_output_tokens += least
+        est.low_cost_usd += self.dollars(low, least, min(read, low), min(write, low - min(read, low)))
+        if bounded:
+            self.bound(est, tin, cap, read + write, True, reasks)
 
-    def cached(self, req: JudgeRequest, version: str, rubric: Any, trial: int | str) -> bool:
-        if self.cache is None:
-            return False
+    def key(self, req: JudgeRequest, version: str, rubric: Any, trial: int | str) -> str:
         comps = key_components(self.cfg.provider, self.base, req, version, rubric, trial, self.structured, self.served)  # type: ignore[arg-type]
-        return self.cache.get(cache_key(comps)) is not None
+        return cache_key(comps)
+
+    def asked_before(self, key: str) -> bool:
+        """Whether an earlier request of the run has content address `key` (and remember it)."""
+        mark = int(key[:16], 16)
+        if mark in self.seen:
+            return True
+        self.seen.add(mark)
+        return False
+
+    def bound_item(self, est: MetricEstimate, item: Item, fitted: Fitted | None = None) -> None:
+        """The high end of `item` of a multi-item queue, whatever group the run puts it in (the batcher groups items as
+        they come): asked alone, or in a group, whose prompt it adds at most a one-item request's to (the fixed part
+        counted again for each item); then, at worst, asked alone again with its repair and its metrics' re-asks."""
+        fitted = fitted or fit_request(item.plan, item.questions, self.cfg)
+        one = build_multi_request([item], self.cfg)
+        alone = request_tokens(fitted.req, self.tokenizer) if fitted.fits else 0
+        tin = max(alone, request_tokens(one, self.tokenizer))
+        first = MetricEstimate()
+        self.bound(first, tin, one.max_tokens, self.writable(fitted.req, tin), False, 0)
+        _add(est, first)
+        if fitted.fits:
+            chain = MetricEstimate()
+            self.bound(chain, alone, fitted.req.max_tokens, self.writable(fitted.req, alone), True, len(item.plan.parts))
+            for f in ("worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd"):
+                setattr(est, f, getattr(est, f) + getattr(chain, f))
 
     def alone(self, key: str, item: Item) -> None:
         # As the run asks an item alone: fitted to the context window, or nothing sent when it cannot fit.
         est = self.row(key)
         fitted = fit_request(item.plan, item.questions, self.cfg)
+        self.bound_item(est, item, fitted)
         if not fitted.fits:
             est.too_long += 1
             return
         est.truncated += fitted.truncated
-        self.charge(est, fitted.req, len(item.questions), max(1, len(item.plan.parts)))
+        qs = fitted.asked if fitted.asked is not None else item.questions
+        self.charge(est, fitted.req, asked_ids(item.plan, qs), len(item.questions), bounded=False)
 
     def flush(self, key: str, items: list[Item]) -> None:
         if not items:
@@ -201,22 +208,41 @@ class _Judge:
             return
         cfg = self.cfg
         for it in items:
-            it.id = item_id(it, cfg)
+            it.id = it.id or item_id(it, cfg)
         req = build_multi_request(items, cfg)
-        if request_tokens(req, self.tokenizer) > cfg.context_tokens - req.max_tokens:
+        tin = request_tokens(req, self.tokenizer)
+        if tin > cfg.context_tokens - req.max_tokens:
             for it in items:  # the run asks each item alone when the group does not fit (`multi`)
                 self.alone(key, it)
             return
-        self.charge(self.row(key), req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items), reasks=len(items))
+        est = self.row(key)
+        # At the least, the run's groups share one verdict shape each (the schema states each shape once: `$defs`).
+        defs = req.schema.get("$defs") or {}
+        slack = 0
+        if len(defs) > 1:
+            small = min(defs, key=lambda k: len(canonical(defs[k])))
+            slack = self.count(canonical(req.schema)) - self.count(canonical({**req.schema, "$defs": {small: defs[small]}}))
+        ids = [i for it in items for i in asked_ids(it.plan, it.questions)]
+        self.charge(est, req, ids, sum(len(it.questions) for it in items), low_tin=tin - max(0, slack), bounded=False)
+        for it in items:
+            self.bound_item(est, it)
 
     def ask_item(self, key: str, item: Item) -> None:
         # `items_per_request` > 1: gathered N at a time per trial (a sample's its own), as each judge's batcher gathers
-        # them; a cached item is left out of its group.
+        # them; a cached item, or one an earlier item asks the same, is left out of its group.
+        item.id = item_id(item, self.cfg)
         if self.cache is not None:
-            item.id = item_id(item, self.cfg)
-            if self.cached(build_multi_request([item], self.cfg), item.plan.prompt_version, item.plan.metric.rubric, item.trial):
+            req = build_multi_request([item], self.cfg)
+            if self.cache.get(self.key(req, item.plan.prompt_version, item.plan.metric.rubric, item.trial)) is not None:
                 self.row(key).cache_hits += 1
                 return
+        if item.id in self.seen_items:
+            est = self.row(key)
+            est.cache_hits += 1
+            est.repeats += 1
+            self.bound_item(est, item)  # (sent again when in another group, or when the first's reply was unusable)
+            return
+        self.seen_items.add(item.id)
         group = self.pending.setdefault((key, item.trial), [])
         group.append(item)
         if len(group) >= self.cfg.items_per_request:
@@ -240,10 +266,19 @@ class _Judge:
                 continue
             mest.truncated += fitted.truncated
             req = fitted.req
-            if self.cached(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or by_itself else None, trial):
+            reasks = a.metrics if a.metrics > 1 and not by_itself else 0
+            address = self.key(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or by_itself else None, trial)
+            if self.cache is not None and self.cache.get(address) is not None:
                 mest.cache_hits += 1
                 continue
-            self.charge(mest, req, len(qs), 1 if by_itself else a.metrics, reasks=a.metrics if a.metrics > 1 and not by_itself else 0)
+            if self.asked_before(address):
+                mest.cache_hits += 1
+                mest.repeats += 1
+                tin = request_tokens(req, self.tokenizer)
+                self.bound(mest, tin, req.max_tokens, self.writable(req, tin), True, reasks)  # (sent again if the first's reply was unusable)
+                continue
+            asked = fitted.asked if fitted.asked is not None else qs
+            self.charge(mest, req, asked_ids(plan, asked), len(qs), reasks)
 
     def finish(self) -> None:
         for (key, _), items in self.pending.items():
@@ -252,7 +287,7 @@ class _Judge:
 
 
 def _add(into: MetricEstimate, e: MetricEstimate, skip: tuple[str, ...] = ()) -> None:
-    for f in _FIELDS:
+    for f in FIELDS:
         if f not in skip:
             setattr(into, f, getattr(into, f) + getattr(e, f))
 

@@ -58,11 +58,9 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     for line in _judges_lines(got):
         console.print(line, highlight=False, soft_wrap=True)
     lo, hi = got["range"]["low"], got["range"]["high"]
-    why = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({got['reask_rate']:.2f} extra requests per request)"
-           if got["reask_rate"] is not None else f"no earlier run in {got['run_dir']}: low assumes no repair or re-ask, high that every reply needs them")
     money = f", ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f}" if got["priced"] else ""
     console.print(f"range: {lo['requests']:,}–{hi['requests']:,} requests, {lo['input_tokens']:,}–{hi['input_tokens']:,} input and "
-                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({why})", highlight=False)
+                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({_range_why(got)})", highlight=False)
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens
@@ -78,6 +76,27 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK
+
+
+def _range_why(got: dict) -> str:
+    """What the range's two ends assume (`tracejudge.stages.judge.estimate`'s module doc)."""
+    t = got["total"]
+    stored = t.cache_hits - t.repeats
+    low = ("low: no repair or re-ask, each reply as short as its verdict format allows, a cold judge cache"
+           + (f" but for the {stored:,} answers it holds" if stored else "") + " and a cold provider prompt cache")
+    if t.repeats:
+        low += f", the {t.repeats:,} {'items' if got['items_per_request'] > 1 else 'requests'} asked again within the run answered by their first"
+    if got["items_per_request"] > 1:
+        low += f", items packed {got['items_per_request']} to a request"
+    rate = got["reask_rate"]
+    high = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({rate:.2f} extra requests per request)" if rate is not None
+            else f"high: no earlier run in {got['run_dir']}, so as if every reply needs a repair and every grouped request each metric alone")
+    high += ", each reply as long as max_tokens allows, no prompt-cache discount"
+    if t.repeats:
+        high += ", the repeats sent again"
+    if got["items_per_request"] > 1:
+        high += ", each item as a request of its own"
+    return f"{low}; {high}"
 
 
 def _judges_lines(got: dict) -> list[str]:
