@@ -13,31 +13,65 @@ import msgspec
 
 # ---- redaction: `llm.redact`'s rule for text quoted from a trace (`redact_quoted`) and for labels ----
 MASK = "[REDACTED]"
-_URL = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"']*:)[^\s/?#"']+(?=@)"""
-_SHAPE = "|".join((
-    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", r"\bxox[abprs]-[A-Za-z0-9-]{10,}", r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",
-    r"\bAIza[0-9A-Za-z_-]{35,}", r"\bhf_[A-Za-z0-9]{30,}", r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin|ant|or)-[A-Za-z0-9_-]{20,}", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
+
+
+def _ci(words: str) -> str:  # lower-case letters in any case, as classes (`re` tries those fast, `(?i:…)` slowly)
+    return re.sub(r"[a-z]", lambda m: f"[{m.group().upper()}{m.group()}]", words)
+
+
+_Q, _CHAR = r"""\\*["']""", r"[A-Za-z0-9._~+/=-]"
+_URL = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@"']*:)[^\s/?#"']+(?=@)"""
+_SHAPE = "|".join((  # key shapes, masked whole
+    r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", r"\bxox[abprse]-[A-Za-z0-9-]{10,}|\bxapp-[0-9]-[A-Za-z0-9-]{10,}",
+    r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,}",
+    r"gl(?<!\wgl)(?:pat|ptt|dt|rtr?|cbt|ft|imt|agent|oas|soat|ffct|wt)-[A-Za-z0-9_-]{20,}(?:\.[0-9a-z]{2,}){0,2}|GR(?<!\wGR)1348941[A-Za-z0-9_-]{20,}",
+    r"do(?<!\wdo)[opr]_v1_[a-f0-9]{64}(?![A-Za-z0-9])", r"ya(?<!\wya)29\.(?=[A-Za-z0-9_.-]{20})[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*",
+    r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", r"(?<![A-Za-z0-9])[rs]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
+    r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])",
+    r"(?P<kv>\b(?:AccountKey|SharedAccessKey)=|(?<![A-Za-z0-9])_gitlab_session=)[A-Za-z0-9+/]{20,}={0,2}",
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}", r"\bAIza[0-9A-Za-z_-]{35,}", r"\bhf_[A-Za-z0-9]{30,}",
+    r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin|ant|or)-[A-Za-z0-9_-]{20,}", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
     r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)"))
-_CHAR = r"[A-Za-z0-9._~+/=-]"
-_TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
-_NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
-          r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey|private[-_]?key|PRIVATE[-_]?KEY|PrivateKey"
-          r"|password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret|token|TOKEN|Token")
-_FIELD = (r"""(?P<field>["'][A-Za-z0-9_.-]*(?:password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret)["']\s*:\s*["'])"""
-          r"""[^"'\\\n]+(?=["'])""")  # a password or secret field's quoted value, whatever its shape
-_QUOTED = (_FIELD + "|" + rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"""
+_TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"  # a token after a name
+_NAMES = _ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")
+_CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)|secret|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
+                                    "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
+_FIELD_NAME, _PIN = _CRED + "|" + _ci("(?:set-)?cookie"), r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
+# A field's quoted value to its string's end at any depth (a quote is inside it unless escaped as its closing one and
+# followed by what may follow a string), or a PIN's field's 4 to 12 digits.
+_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)\\\\)*+(?P=bs)(?P=bs)\\(?P=q)|(?:(?P=bs)(?P=bs)\\\\)++(?=(?P=bs)(?P=q))"""
+          r"""|\\*+(?P=q)(?!(?:[\s,:;)}\]`]|\Z|(?!(?P=q))["']|(?!(?P=bs)\\)\\+[nrt]|(?!(?P=bs))\\*["'])))++(?=\\*(?P=q)|\n|\Z)""")
+_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?P<bs>\\*)(?P<q>["'])(?:[Bb]earer\s+|[Bb]asic\s+)?"""
+          rf"""|(?P<pin>{_PIN}){_Q}\s*:\s*(?:{_Q})?(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))(?(pin)[0-9]{{4,12}}|{_VALUE})""")
+_P = r"%(?:25)*+"  # a query string's or form body's field (after `?`/`&`, before `&`, or its `=` percent-encoded)
+_FORM = (rf"""(?P<form>(?:(?<=[?&;])|{_P}(?:26|3[Ff])|(?<![A-Za-z0-9_.%-])(?=[A-Za-z0-9_.-]*+(?:=[^&\s"'\\=#]*+=*+&|{_P}3[Dd])))"""
+         rf"""{_CRED}(?:=(?P<raw>)|{_P}3[Dd]))(?(raw)[^&\s"'\\#]++|(?:[^&\s"'\\#%]|%(?!(?:25)*+26))++)""")
+_COOKIE = (r"""(?P<cookie>[CcSs](?:(?<![A-Za-z0-9_-].)|(?<=\\[nr].))(?i:(?<=s)et-cookie|(?<=c)ookie)[ \t]*:[ \t]*)(?=[^\s=;,"'\\]+=)[^\r\n"'\\]+""")
+_QUOTED = (_FIELD + "|" + _FORM + "|" + rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?){_TOKEN}"""
+           rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE}"
            rf"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{{20,}}|{_URL}|{_SHAPE}")
-_W, _S = r"[A-Za-z0-9._~+/=-]{15}", r"""["']?\s*[:=]"""
+# A key spelled with `\u` escapes (`"pass\u0077ord"`) that names a credential or a PIN is written as it reads first.
+_ESCAPED = (r"""(?<=["'])(?=[A-Za-z0-9_.-]*+\\++u00[2-7])(?:[A-Za-z0-9_.-]++|\\++u00[2-7][0-9A-Fa-f])++(?=\\*["']\s*:)""",
+            r"\\++u00([2-7][0-9A-Fa-f])", rf"(?:{_FIELD_NAME}|{_PIN})")
+_W, _S, _SP = r"[A-Za-z0-9._~+/=-]{15}", r"""(?:(?:\\*["'])?\s*[:=]|%(?:25)*3[Dd])""", r"""\\*["']\s*:"""
 _HINT = re.compile(  # a part of every match of `_QUOTED`: text without one holds no credential
-    rf"k(?:ey{_S}|(?<=ok)en{_S}|[-_](?<=(?<![A-Za-z0-9])sk[-_]))|K(?:EY{_S}|ey{_S}|IA)|z(?:ation|a(?<=AIza))|ZATION"
-    rf"|w(?:or)?d{_S}|W(?:OR)?D{_S}|cret{_S}|CRET{_S}|OKEN{_S}|B(?:earer\s+{_W}|asic\s+{_W}|EGIN)"
-    rf"|b(?:earer\s+{_W}|asic\s+{_W}|_pat_(?<=github_pat_))|SIA|xox|h(?:f_|(?<=gh)[pousr]_)|J(?<=eyJ)|/(?<=://)").search
-_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|password|passwd|secret|token|private[-_]?key)$").search  # a label naming one
-_compiled: list[Any] = []  # `_QUOTED`, compiled on first need: text without a hint never needs it
+    rf"k(?:[Ee][Yy](?:[-_]?[Ii][Dd])?{_S}|[Ii][Ee]{_S}|(?<=[Oo]k)[Ee][Nn]{_S}|[-_](?<=(?<![A-Za-z0-9])sk[-_])|_(?<=(?<![A-Za-z0-9])rk_))"
+    rf"|K(?:[Ee][Yy](?:[-_]?[Ii][Dd])?{_S}|[Ii][Ee]{_S}|(?<=[Oo]K)[Ee][Nn]{_S}|IA)"
+    rf"|z(?:[Aa][Tt][Ii][Oo][Nn]|a(?<=AIza))|Z[Aa][Tt][Ii][Oo][Nn]|w(?:[Oo][Rr])?[Dd]{_S}|W(?:[Oo][Rr])?[Dd]{_S}"
+    rf"|c(?:[Rr][Ee][Tt]{_S}|Hlw(?<=AgEIcHlw))|C(?:[Rr][Ee][Tt]{_S}|CA)|p(?:[Hh][Rr][Aa][Ss][Ee]{_S}|[Ii][Nn]{_SP}"
+    rf"|(?<=np)m_|(?<=glp)(?:at|tt)-)|P(?:[Hh][Rr][Aa][Ss][Ee]{_S}|[Ii][Nn]{_SP})"
+    rf"|B(?:earer\s+{_W}|asic\s+{_W}|EGIN|IA)|b(?:earer\s+{_W}|asic\s+{_W}|_pat_(?<=github_pat_)|_session=(?<=_gitlab_session=))"
+    rf"|S(?:IA|G\.)|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
+    r"|gl(?:dt|rtr?|cbt|ft|imt|agent|oas|soat|ffct|wt)-|GR1348941|v1_(?<=do[opr]_v1_)|ya29\.|\\u00[2-7]").search
+_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)|secret|token|private[-_]?key(?:[-_]?id)?"
+                  r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$").search  # a label naming one
+_SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)").match  # kept before a label's value masked whole
+_compiled: list[Any] = []  # `_QUOTED` and the `\u` keys' patterns, compiled on first need: text without a hint never needs them
 
 
 def _mask(m: re.Match[str]) -> str:
-    return (m.group("field") or m.group(2) or m.group(3) or m.group("url") or "") + MASK
+    return (m.group("field") or m.group("form") or m.group("name") or m.group("scheme") or m.group("cookie") or m.group("url")
+            or m.group("kv") or "") + MASK
 
 
 def redact(text: str, shown: int | None = None) -> str:
@@ -46,8 +80,10 @@ def redact(text: str, shown: int | None = None) -> str:
         return text
     head = text if shown is None else text[: shown + 256]
     if not _compiled:
-        _compiled.append(re.compile(_QUOTED).sub)
-    masked = _compiled[0](_mask, head)
+        _compiled.extend((re.compile(_QUOTED).sub, *(re.compile(p) for p in _ESCAPED)))
+    sub, key, esc, name = _compiled
+    keyed = key.sub(lambda m: s if name.fullmatch(s := esc.sub(lambda e: chr(int(e[1], 16)), m[0])) else m[0], head) if "u00" in head else head
+    masked = sub(_mask, keyed)
     return text if masked == head else masked if len(head) == len(text) else masked + "…"
 
 
@@ -74,7 +110,9 @@ def _masked(value: Any, whole: bool = True) -> Any:
             out[key] = MASK
         elif isinstance(v, str):
             got = redact(v)
-            out[key] = MASK if got == v and isinstance(k, str) and (v and _KEY(k) or redact(f"{k}: {v}") != f"{key}: {v}") else got
+            if got == v and isinstance(k, str) and (v and _KEY(k) or redact(f"{k}: {v}") != f"{key}: {v}"):
+                got = (s.group() if (s := _SCHEME(v)) else "") + MASK  # masked whole but for its scheme
+            out[key] = got
         else:
             out[key] = _masked(v, whole)
     return out
@@ -86,7 +124,7 @@ def labels(tags: list[str], metadata: dict[str, Any]) -> tuple[Any, Any]:
     seen = _CLEAN_LABELS
     if seen.issuperset(tags):
         for k, x in metadata.items():
-            if not (f"{k}: {x}" in seen if type(x) is str else type(x) in _FLAT and k in seen and (x is None or not _KEY(k))):
+            if not (f"{k}: {x}" in seen and not (x and _KEY(k)) if type(x) is str else type(x) in _FLAT and k in seen and (x is None or not _KEY(k))):
                 break
         else:
             return tags, metadata

@@ -6,12 +6,18 @@ reason, `details.raw`, an error message, a log line — first goes through
 `redact`. It removes the configured key's value wherever it appears and
 anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
 (`sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, `sk-ant-…`, `sk-or-…` whatever their characters),
-the value after an `x-api-key` / `api-key` / `authorization` /
+the value after an `x-api-key` / `api-key` / `apikey` / `authorization` /
 `secret_access_key` / `private_key` / `password` / `passwd` / `passphrase` / `client_secret` / `access_token` (and
-`refresh_`, `auth_`, `id_`, `bearer_`, `session_token`) name — its quotes escaped or not, at any depth, as in a
-JSON-encoded request body; a quoted value whole, as `redact_quoted` masks a quoted field's —, a `Cookie:` /
-`Set-Cookie:` header's value, AWS access key ids (`AKIA…`, `ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`,
-`xapp-…`) and webhook URLs, GitHub tokens (`ghp_…`, `github_pat_…`), GitLab (`glpat-…`, `glptt-…`), npm (`npm_…`),
+`refresh_`, `auth_`, `id_`, `bearer_`, `session_token`) name, in any letter case (`PassWord`, `API_Key`, `apiKey`) —
+its quotes escaped or not, at any depth, as in a JSON-encoded request body, or in Python's repr of one (its
+backslashes doubled: a quote not followed by what may follow a string is inside the value); a key spelled with `\\u`
+escapes (`"pass\\u0077ord"`) as the name it spells; a quoted value whole, as `redact_quoted` masks a quoted field's —,
+a PIN's field's 4 to 12 digits (`"pin"`, `"card_pin"`), a credential's field in a query string or form body (`?api_key=…&`,
+`user=a&password=…`, `%3Fpassword%3D…%26`), a `Cookie:` / `Set-Cookie:` header's value, AWS access key ids (`AKIA…`,
+`ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`, `xapp-…`) and webhook URLs, GitHub tokens (`ghp_…`,
+`github_pat_…`), GitLab tokens by every prefix GitLab documents (`glpat-`, `glptt-`, `gldt-`, `glrt-`, `glrtr-`,
+`glcbt-`, `glft-`, `glimt-`, `glagent-`, `gloas-`, `glsoat-`, `glffct-`, `glwt-`, `GR1348941…`, `_gitlab_session=`),
+DigitalOcean (`dop_v1_…`, `doo_v1_…`, `dor_v1_…`), Google OAuth access tokens (`ya29.…`), npm (`npm_…`),
 PyPI (`pypi-…`), Stripe (`sk_live_…`, `rk_live_…`), SendGrid (`SG.….…`) and Shopify (`shpat_…`) tokens, an Azure
 connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks. A
 `Bearer`/`Basic` scheme is kept wherever its token is masked (`Authorization: Bearer [REDACTED]`).
@@ -28,7 +34,11 @@ what the reason shows, once, with one pattern, and returns text without a
 credential unchanged: reasons are built for every case. A quoted field named for a password, secret, API key,
 authorization, private key (or its id) or access/refresh/session token has its quoted value masked whatever its
 shape, its quotes escaped or not (`\\"password\\": \\"…\\"`), as a mapping's value under such a key is; so has a
-passphrase's and a `Cookie` / `Set-Cookie` header's.
+passphrase's and a `Cookie` / `Set-Cookie` header's, and a query string's or form body's field of those names (only
+there, behind `?` or `&` or before `&`, or with its `=` percent-encoded: `password=None` in code is no form). A PIN is
+masked only as a PIN's field's digits: "pin" is also prose and a map's pin, a PIN code an Indian postal code. A
+credential told in prose ("my password is hunter2") is left: its value cannot be told from the words around it, and
+masking the word after every "password is" would spoil the evidence a judge needs ("the password is incorrect").
 
 Both also mask AWS secret access keys after their name, Google API keys
 (`AIza…`), Hugging Face tokens (`hf_…`) and the password of a URL or DSN
@@ -53,7 +63,8 @@ from functools import cache, lru_cache
 from typing import Any
 
 from tracejudge.core.memo import SeenSet
-from tracejudge.llm.redact_patterns import _COOKIE_HEADER, _HINT, _PATTERN_TEXTS, _QUOTED, _SECRET_FIELD, _SHAPE, _URL_PASSWORD  # noqa: F401  (`reply_secrets` takes _HINT from here)
+from tracejudge.llm.redact_patterns import (  # noqa: F401  (`reply_secrets` takes _HINT from here)
+    _COOKIE_HEADER, _ESCAPE, _ESCAPED_KEY, _FORM_FIELD, _HINT, _KEY_NAME, _PATTERN_TEXTS, _QUOTED, _SECRET_FIELD, _SHAPE, _URL_PASSWORD)
 
 __all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_details", "redact_labels",
            "redact_quoted", "redact_url_passwords"]
@@ -67,10 +78,32 @@ MASK = "[REDACTED]"
 
 @cache
 def _compiled() -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str], re.Pattern[str]]:
-    """`(_PATTERN_TEXTS` and `_SECRET_FIELD` or `_COOKIE_HEADER`, `_SHAPE, _QUOTED)` compiled, on first use: a run whose
-    texts hold no credential's hint (`_HINT`) never needs them, and compiling them cost every start-up about 2 ms."""
-    patterns = (*_PATTERN_TEXTS, f"{_SECRET_FIELD}|{_COOKIE_HEADER}")
+    """`(_PATTERN_TEXTS` and the fields' rules (`_SECRET_FIELD`, `_FORM_FIELD`, `_COOKIE_HEADER`), `_SHAPE,
+    _QUOTED)` compiled, on first use: a run whose texts hold no credential's hint (`_HINT`) never needs them, and
+    compiling them cost every start-up about 2 ms."""
+    patterns = (*_PATTERN_TEXTS, f"{_SECRET_FIELD}|{_FORM_FIELD}|{_COOKIE_HEADER}")
     return tuple(re.compile(p) for p in patterns), re.compile(_SHAPE), re.compile(_QUOTED)
+
+
+@cache
+def _key_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """`(_ESCAPED_KEY, _ESCAPE, _KEY_NAME)` compiled, on first use (a text with a `\\u00` escape after a hint)."""
+    return re.compile(_ESCAPED_KEY), re.compile(_ESCAPE), re.compile(_KEY_NAME)
+
+
+def _unescaped_keys(text: str) -> str:
+    """`text` with each key spelled with `\\u` escapes of ASCII characters (`"pass\\u0077ord": …`, at any depth) that
+    names a credential or a PIN written as JSON reads it (`"password": …`), so that the fields' rules mask its value;
+    any other key, and the rest of the text, as it is."""
+    if "u00" not in text:
+        return text
+    key, escape, name = _key_patterns()
+
+    def unescaped(m: re.Match[str]) -> str:
+        spelled = escape.sub(lambda e: chr(int(e.group(1), 16)), m.group())
+        return spelled if name.fullmatch(spelled) else m.group()
+
+    return key.sub(unescaped, text)
 
 
 # How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
@@ -90,15 +123,20 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
     patterns, shape, _ = _compiled()
-    # A quoted field's value whole (to its string's end, whatever it holds), a cookie header's; then the other rules.
+    # A quoted field's value whole (to its string's end, whatever it holds; a key spelled with `\u` escapes read as
+    # JSON reads it), a PIN's field's digits, a form's field's value, a cookie header's; then the other rules.
     # (`_HINT` finds a part of each of their matches; most text has none, and the search costs a tenth of theirs.)
     if _HINT.search(text) is not None:
-        text = patterns[4].sub(lambda m: (m.group("field") or m.group("cookie")) + MASK, text)
+        text = patterns[4].sub(_mask_field, _unescaped_keys(text))
     text = patterns[0].sub(lambda m: m.group(1) + MASK, text)
     text = patterns[1].sub(lambda m: m.group(1) + " " + MASK, text)
     text = patterns[2].sub(MASK, text)
     text = patterns[3].sub(lambda m: m.group("url") + MASK, text)
     return shape.sub(_mask_shape, text)
+
+
+def _mask_field(m: re.Match[str]) -> str:
+    return (m.group("field") or m.group("form") or m.group("cookie")) + MASK
 
 
 def _mask_shape(m: re.Match[str]) -> str:
@@ -111,7 +149,8 @@ def _mask(m: re.Match[str]) -> str:
 
 def _kept(m: re.Match[str]) -> str:
     """What a match of `_QUOTED` keeps before its mask: a field's or header's name, a scheme, a URL's user, a key's name."""
-    return m.group("field") or m.group("name") or m.group("scheme") or m.group("cookie") or m.group("url") or m.group("kv") or ""
+    return (m.group("field") or m.group("form") or m.group("name") or m.group("scheme") or m.group("cookie") or m.group("url")
+            or m.group("kv") or "")
 
 
 def redact_quoted(text: str, shown: int | None = None) -> str:
@@ -127,7 +166,7 @@ def redact_quoted(text: str, shown: int | None = None) -> str:
     if _HINT.search(text if shown is None else text[: shown + 32]) is None:
         return text
     head = text if shown is None else text[: shown + _REACH]
-    masked = _compiled()[2].sub(_mask, head)
+    masked = _compiled()[2].sub(_mask, _unescaped_keys(head))
     if masked == head:
         return text
     return masked if len(head) == len(text) else masked + "…"

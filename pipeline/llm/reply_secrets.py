@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from tracejudge.llm.redact import _HINT, _compiled, _kept
+from tracejudge.llm.redact import _HINT, _compiled, _kept, _unescaped_keys
 
 __all__ = ["prompt_secrets", "quoted_values"]
 
@@ -35,6 +35,7 @@ def quoted_values(text: str) -> tuple[str, ...]:
     if _HINT.search(text) is None:
         return ()
     found: dict[str, None] = {}
+    text = _unescaped_keys(text)  # (a key spelled with `\u` escapes written as it reads: only keys change)
     for m in _compiled()[2].finditer(text):
         value = m.group(0)[len(_kept(m)):]
         value = _SCHEME.sub("", value)  # (`Authorization: Bearer <token>`: the token)
