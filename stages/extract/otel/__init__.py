@@ -155,7 +155,6 @@ documents become `trace.retrieved`.
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,18 +172,17 @@ from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_sdk import unanswered_usage
 from tracejudge.stages.extract.otel.conventions.langfuse_cost import langfuse_cost
 from tracejudge.stages.extract.otel.dropped import warn_lost
+from tracejudge.stages.extract.otel.export_files import export_files, otlp_document, warn_blank
 from tracejudge.stages.extract.otel.item_ids import link_item_ids
-from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, unread_requests, warn_unread
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
-from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.load import RawRecord
 
 log = get_logger("tracejudge.extract.otel")
 
-__all__ = ["CONVERSATION_KEYS", "Options", "adapt", "read", "turn_calls"]
+__all__ = ["CONVERSATION_KEYS", "Options", "adapt", "otlp_document", "read", "turn_calls"]
 
 CONVERSATION_KEYS = ["gen_ai.conversation.id", "session.id", "gcp.vertex.agent.session_id", "langfuse.session.id"]
 
@@ -212,41 +210,6 @@ class Options(BaseModel):
     exclude: list[str] = []
 
 
-def _a_file(p: Path) -> bool:
-    # A link whose target is missing is listed too: reading it gives the invalid_input that names it,
-    # where `is_file()` alone dropped it without a word.
-    return p.is_file() or (p.is_symlink() and not p.exists())
-
-
-def _files(path: Path, opts: Options) -> list[Path]:
-    """The export files to read: `path` itself, or the files under it matching `include` and no `exclude`.
-
-    Files of the folder left out are not silent: one warning says how many matched no `include` glob and how many
-    an `exclude` glob removed, with a few names (an export saved as `.otlp` or `.txt` was skipped without a word).
-    """
-    if path.is_file():
-        return [path]
-    found: set[Path] = set()
-    for pattern in opts.include:
-        found.update(p for p in path.glob(pattern) if _a_file(p))
-    def rel(p: Path) -> str:
-        return p.relative_to(path).as_posix()
-
-    def excluded(p: Path) -> bool:
-        return any(fnmatch.fnmatch(rel(p), ex) or fnmatch.fnmatch(p.name, ex) for ex in opts.exclude)
-
-    kept = sorted(p for p in found if not excluded(p))
-    unmatched = sorted(rel(p) for p in path.rglob("*") if _a_file(p) and p not in found)
-    removed = len(found) - len(kept)
-    if (unmatched or removed) and first_time("folder_files", str(path)):  # once per folder, however often a run lists it
-        why = [f"{len(unmatched)} match no include glob ({', '.join(opts.include)}): {', '.join(unmatched[:3])}{', …' if len(unmatched) > 3 else ''}"] \
-            if unmatched else []
-        why += [f"{removed} removed by the exclude globs ({', '.join(opts.exclude)})"] if removed else []
-        log.warning(f"otel: {len(unmatched) + removed} files under {path} not read: {'; '.join(why)} "
-                    "(dataset.options.include / exclude choose the files)")
-    return kept
-
-
 def read(dataset: Any) -> Iterator[RawRecord]:
     """Read every export under `dataset.path` and yield one `RawRecord` per conversation.
 
@@ -257,7 +220,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     opts = Options.model_validate(dataset.options)
     collector = Collector()
     blank: list[str] = []
-    for path in _files(Path(dataset.path), opts):
+    for path in export_files(Path(dataset.path), opts.include, opts.exclude):
         blank.append(str(path))
         for line, doc, error in iter_exports(path):
             if blank and blank[-1] == str(path):
@@ -274,7 +237,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                     yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
                 except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
                     yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {exc}")
-    _warn_blank(Path(dataset.path), blank)
+    warn_blank(Path(dataset.path), blank)
     warn_lost(s for spans in collector.spans.values() for s in spans)  # spans past the attribute limit: once per file
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
@@ -307,50 +270,6 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         return
     if count == 0 and skipped:
         yield RawRecord(str(dataset.path), 1, error=f"{skipped} trace(s) read, none with a model request, tool call or agent run of a known span convention")
-
-
-def _warn_blank(path: Path, blank: list[str]) -> None:
-    """Warn, once per folder, about the files of the folder `path` that held no export (empty or only white space).
-
-    Such a file reads as no record, not as a broken one (`exports`); in a folder its siblings still make cases, so
-    without this it would vanish without a word. A single such file needs no warning: the dataset's own
-    "no records in it" error names it.
-    """
-    if not blank or not path.is_dir() or not first_time("blank_files", str(path)):
-        return
-    names = ", ".join(Path(b).relative_to(path).as_posix() for b in blank[:3]) + (", …" if len(blank) > 3 else "")
-    log.warning(f"otel: {len(blank)} files under {path} hold no export (empty or only white space), so nothing was read "
-                f"from them: {names}")
-
-
-def otlp_document(doc: Any) -> dict[str, Any] | None:
-    """An export document in the current OTLP/JSON shape, or `None` when `doc` is not an export.
-
-    Grafana Tempo's trace API answers in older or wrapped shapes of the same
-    data: `{"batches": [...]}` for `resourceSpans` (Tempo v1), each resource
-    holding `instrumentationLibrarySpans` (OTLP before 0.15) for
-    `scopeSpans`, and Tempo v2 puts the export under `{"trace": {...}}`.
-    Those are renamed here (shallow copies; `doc` is not changed), so the
-    rest of the reader sees one shape. A Jaeger JSON export is converted
-    (`jaeger.from_jaeger`).
-    """
-    if is_jaeger(doc):
-        return from_jaeger(doc)
-    if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and not ("resourceSpans" in doc or "resourceLogs" in doc):
-        doc = doc["trace"]
-    if not isinstance(doc, dict):
-        return None
-    if "resourceSpans" not in doc and "batches" in doc:
-        doc = {**doc, "resourceSpans": doc["batches"]}
-    if not ("resourceSpans" in doc or "resourceLogs" in doc):
-        return None
-    resources = doc.get("resourceSpans")
-    if isinstance(resources, list) and any(isinstance(r, dict) and "scopeSpans" not in r and "instrumentationLibrarySpans" in r for r in resources):
-        doc = {**doc, "resourceSpans": [
-            {**r, "scopeSpans": r["instrumentationLibrarySpans"]} if isinstance(r, dict) and "scopeSpans" not in r and "instrumentationLibrarySpans" in r else r
-            for r in resources
-        ]}
-    return doc
 
 
 def _runs(trace: Group) -> list[Group]:
