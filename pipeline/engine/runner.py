@@ -40,7 +40,8 @@ from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.fingerprint_ahead import FingerprintAhead
-from tracejudge.engine.flow import _aiter, _Flow
+from tracejudge.engine.flow import _Flow
+from tracejudge.engine.flow_streams import _aiter
 from tracejudge.engine.journal_counts import agent_raised, judge_refused, worker_died
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.read_ahead import read_ahead
