@@ -132,8 +132,13 @@ def recover(
         results_crc = store.file_crc32(results, size - cp.results_bytes, offset=cp.results_bytes, crc=journal._results_crc)
     else:
         results_crc = store.file_crc32(results, size)
-    journal._writer = store.ResultWriter(
-        d, size=size, lines=lines, index_crc=crc, results_crc=results_crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=journal._checkpoint
+    from tracejudge.stages.reports.superseded import result_writer
+
+    # Reports an earlier segment left (a PASS) are made to say the run is being written before this segment's first new
+    # result is on disk: killed after it (SIGKILL, `os._exit`), nothing in the directory says PASS (`reports.superseded`).
+    journal._writer = result_writer(
+        d, journal._segment, size=size, lines=lines, index_crc=crc, results_crc=results_crc, flush_every=flush_every,
+        flush_seconds=flush_seconds, on_flush=journal._checkpoint
     )
     if changed:
         journal._write_checkpoint()
