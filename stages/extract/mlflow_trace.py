@@ -101,6 +101,7 @@ from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span, adopt_orphans
 from tracejudge.stages.extract.otel.view import unjson
 from tracejudge.stages.extract.said_once import first_time
+from tracejudge.stages.extract.mlflow_code_tools import joined
 from tracejudge.stages.extract.mlflow_labels import trace_labels
 from tracejudge.stages.extract.store_labels import merge_label_metadata
 from tracejudge.stages.load import RawRecord
@@ -367,12 +368,11 @@ def _resumes(record: dict[str, Any]) -> tuple[str, Any, bool] | None:
 def read(dataset: Any) -> Iterator[RawRecord]:
     """One record per session (`group_by: conversation`, `conversation_groups`), else per line (`_read_traces`).
 
-    A line that does not decode is yielded as it is, for `adapt` to name its error; `dataset.limit` counts records.
-    """
-    if Options.model_validate(dataset.options or {}).group_by == "conversation":
-        yield from group_lines(dataset, _SESSION_FIELD, SESSION.encode(), _seen)
-    else:
-        yield from _read_traces(dataset)
+    A line that does not decode is yielded as it is, for `adapt` to name its error; `dataset.limit` counts records
+    (a `CodeAgent`'s tool calls, which MLflow writes as traces of their own, are read in their run's: `mlflow_code_tools`)."""
+    by_session = Options.model_validate(dataset.options or {}).group_by == "conversation"
+    records = group_lines(dataset, _SESSION_FIELD, SESSION.encode(), _seen) if by_session else _read_traces(dataset)
+    yield from joined(dataset, records, SESSION)
 
 
 def _read_traces(dataset: Any) -> Iterator[RawRecord]:

@@ -1,7 +1,7 @@
 """The exported spans of one trace of format `openai-agents` as spans of the `otel` model (see `tracejudge.stages.extract.openai_agents`).
 
 `spans_of` translates them (and runs the `openai_agents` convention's checks that need the whole trace: run
-errors, handoff calls and their results, missing tools, runs cut short before their calls ran (`agents_cancel`), runs paused for
+errors, handoff calls and their results, handoffs ignored or failed (`agents_handoffs`), missing tools, runs cut short before their calls ran (`agents_cancel`), runs paused for
 approval (`agents_approval`), runs stopped at a tool); `problem` says what makes a record no trace the format reads, for the reader (a trace of a conversation it
 cannot read is a case of its own) and the adapter alike.
 """
@@ -13,6 +13,7 @@ from typing import Any
 from tracejudge.stages.extract.common import json_type
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
+from tracejudge.stages.extract.otel.conventions.agents_handoffs import missed_handoffs
 from tracejudge.stages.extract.otel.conventions.openai_agents import (AWAITING_APPROVAL, FINAL_OUTPUT, HANDOFF_CALLS, HANDOFF_RESULTS, NOT_FINISHED, NOT_RUN, RUN_ERROR,
                                                                      error_text, handoff_calls, handoff_results, missing_tools, run_errors, stopped_runs,
                                                                      turn_data)
@@ -68,6 +69,10 @@ def spans_of(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[li
         model.attrs.setdefault(HANDOFF_RESULTS, {})[tool_name] = output  # the convention gives the call it as its result
     for model, tool_name, why in missing_tools(out, _kind, read_view):
         model.attrs.setdefault(NOT_RUN, {})[tool_name] = why  # the convention marks the model's call of it as not run
+    for missed in missed_handoffs(out, _kind, read_view, _handoff_target, lambda s: error_text(s.attrs.get("openai_agents.error"))):
+        missed.model.attrs.setdefault(NOT_RUN, {}).update(missed.unrun)  # an ignored or failed handoff: its call did not run
+        if missed.run_error and missed.agent is not None:
+            missed.agent.attrs[RUN_ERROR] = missed.run_error  # the run raised; only the handoff span says why
     for cut in unrun_calls(out, _kind, read_view):  # a run cut short (a cancel): stopped at no tool
         cut.model.attrs.setdefault(NOT_RUN, {}).update(cut.unrun)  # the convention marks the model's calls of them as not run
         for tool in cut.unfinished:

@@ -14,6 +14,7 @@ from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, 
 from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, approved_run, run_approved
+from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import unrecorded_usage
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
 from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
@@ -135,6 +136,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     ordered = sorted(anchors.values(), key=lambda s: (heads[s.span_id].start if s.span_id in heads else s.start, s.start, s.span_id))
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
+    asked_names = {p.get("name") for m in models for p in _parts(views[m.span_id].outputs, "tool_call")}
     first = group.spans[0] if group.spans else None
     by_start = sorted(models, key=lambda s: (s.start, s.span_id))
     asked = {s.span_id: i for i, s in enumerate(by_start)}
@@ -183,6 +185,14 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         # two agents run as parallel calls ask for the same tool: each request's call ran inside its own agent's call
         free = [t for t in free if scope(t.span) is within] or free
         same = next((t for t in free if t.args is not MISSING and unjson(t.args) == wanted), None)
+        if not free and isinstance(wanted, dict) and wanted:
+            # a tool span its application named otherwise (Langfuse's `@observe(name=…)`, a span renamed with
+            # `update_current_span(name=…)`), of no tool any request asked for: the one with the part's arguments, run
+            # in the part's round (before the run's next request), is its call, not a call of its own beside it
+            until = next((s.start for s in by_start if s.start > after and scope(s) is within), None)
+            same = next((t for t in tool_list if not t.claimed and t.name not in asked_names and t.call_id in (None, pid) and after <= t.span.start
+                         and (until is None or t.span.start < until) and scope(t.span) is within and t.args is not MISSING
+                         and unjson(t.args) == wanted), None)
         return (same or (free[0] if free else None)), False
 
     builder = Builder(views)
@@ -276,7 +286,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     made = {s.span_id for s in group.spans if s.stand_in}  # stand-ins for lost parents were not delivered: no convention's spans
     builder.retried = [(t.call, retried[t.span.span_id]) for t in tool_list if t.call is not None and t.span.span_id in retried]
-    return builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))
+    built = builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))
+    unrecorded_usage(built, group.spans, views)  # a smolagents run under MLflow, which records none of its requests: unknown, not 0
+    return built
 
 
 def _request_above(span: Span, index: dict[str, Span], role: dict[str, str | None]) -> Span | None:

@@ -92,7 +92,9 @@ def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict
 def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
     """The native call of tool span `t`, paired with the model's `part` (asked for by request number `asked_at`) when there is one."""
     pid = None if part is None or part.get("id") is None else str(part["id"])
-    call: dict[str, Any] = {"id": t.call_id or pid, "name": t.name}
+    # named as the model asked: a span may carry another name (an application's own, `tool-call`; a class, smolagents'
+    # `SimpleTool` under MLflow) once it is paired with the part (by id, or by arguments: `assemble`)
+    call: dict[str, Any] = {"id": t.call_id or pid, "name": part["name"] if part is not None else t.name}
     args = _part_args(part)
     if args is MISSING or (t.args is not MISSING and not t.args_wrapped and not isinstance(unjson(args), dict)):
         args = t.args

@@ -17,6 +17,11 @@ with a model) is a trace of a tool span holding that request. It joins the
 same way: a trace whose one root is a tool span, with tool spans and model
 requests under it (no agent run: that is a conversation of its own). Its
 requests are then steps made inside that call (`nesting`).
+
+A smolagents `CodeAgent` under `mlflow.smolagents.autolog()` runs the model's code in a worker thread, so each tool the
+code calls is a trace of its own too; MLflow records no model request of the run, and a model writing code asks for no
+call by name anyway. Such a tool trace (`mlflow_smolagents.tool_call`) joins the trace whose `CodeAgent` run
+(`mlflow_smolagents.code_run`) holds it in time, when exactly one does (two runs at once: it stays apart).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, tool_call
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
@@ -52,6 +58,11 @@ def _asks(group: Group, name: str, args: Any) -> bool:
                 if part.get("type") == "tool_call" and part.get("name") == name and (args is MISSING or unjson(part.get("arguments")) == args):
                     return True
     return False
+
+
+def _code_holds(host: Group, span: Span) -> bool:
+    """Whether `span` is a smolagents tool call MLflow recorded and a `CodeAgent` run of `host` holds it in time (module docstring)."""
+    return tool_call(span) and any(code_run(s) and s.start <= span.start and span.end <= s.end for s in host.spans)
 
 
 def _holder(host: Group, span: Span) -> Span:
@@ -87,7 +98,7 @@ def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
         root, view = strays[id(group)]
         args = view.args if not view.args_wrapped or isinstance(view.args, dict) else MISSING
         fits = [h for h in hosts if min(s.start for s in h.spans) <= root.start and root.end <= max(s.end for s in h.spans)
-                and _asks(h, view.tool_name, args)]
+                and (_asks(h, view.tool_name, args) or _code_holds(h, root))]
         if len(fits) != 1:
             continue
         host = fits[0]

@@ -30,7 +30,9 @@ Under OpenInference, `stop_answers` runs on a whole group (the spans of one trac
   final output (`agents_approval.paused_runs`);
 - a handoff whose `input_filter` removed the transfer from the next agent's input (`remove_all_tools`) has its
   `transfer_to_<agent>` call's result, which no request's input holds, from its `handoff to <agent>` span: the SDK's
-  transfer message `{"assistant": "<agent>"}` (`openai_agents.handoff_results`).
+  transfer message `{"assistant": "<agent>"}` (`openai_agents.handoff_results`);
+- a handoff the SDK ignored (a second one in a reply) or that failed (its `handoff` span names no agent) has its call
+  failed as not run or with the handoff's error, and a run that ended in it its error (`agents_handoffs`).
 
 `unanswered_usage` runs on the case a group of the SDK's spans (OpenInference's or OpenLLMetry's instrumentation)
 assembles: a run that failed before any model request was answered (a tripped input guardrail; one at the first
@@ -52,6 +54,7 @@ from typing import Any
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
+from tracejudge.stages.extract.otel.conventions.agents_handoffs import missed_handoffs
 from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_group, agents_sdk_span, from_instrumentation
 from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
@@ -158,6 +161,10 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
     for model, name, output in handoff_results(spans, kind, view, handoff_target):  # a transfer an `input_filter` removed
         # decoded, as format otel decodes the tool message that holds it when no filter removed it
         give_handoff_results(views[model.span_id].outputs, {name: json.loads(output)})
+    for missed in missed_handoffs(spans, kind, view, handoff_target, _status_error):  # an ignored or failed handoff: not run
+        mark_not_run(views[missed.model.span_id].outputs, missed.unrun)
+        if missed.run_error and missed.agent is not None:
+            views[missed.agent.span_id].error = missed.run_error  # the run raised; only the handoff span says why
     for cut in unrun_calls(spans, kind, view):  # before the stops too: a run cut short stopped at no tool
         mark_not_run(views[cut.model.span_id].outputs, cut.unrun)
         for tool in cut.unfinished:
@@ -253,6 +260,14 @@ def handoff_target(span: Span) -> str | None:
 
 
 def handoff_span(span: Span) -> bool:
-    """True for the Agents SDK's handoff span as OpenInference's `openai_agents` instrumentation writes it."""
-    return (span.name.startswith("handoff to ") and "tool.name" not in span.attrs
-            and (span.scope is None or span.scope.startswith(_AGENTS_SCOPE)))
+    """True for the Agents SDK's handoff span as OpenInference's `openai_agents` instrumentation writes it: `handoff to
+    <agent>`, or `handoff` with no `output.value` when it recorded no agent (the handoff failed: `agents_handoffs`)."""
+    named = span.name.startswith("handoff to ") or (span.name == "handoff" and "output.value" not in span.attrs)
+    return named and "tool.name" not in span.attrs and (span.scope is None or span.scope.startswith(_AGENTS_SCOPE))
+
+
+def _status_error(span: Span) -> str | None:
+    """A span's failure as the SDK's export reads it (`repr_error`), else its status text; `None` when it did not fail."""
+    if not span.status_error:
+        return None
+    return repr_error(span.status_message) or span.status_message if span.status_message else "error"

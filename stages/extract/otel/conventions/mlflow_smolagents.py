@@ -12,7 +12,14 @@ value it returned, by their `__dict__`:
 - `FinalAnswerTool.__call__` is smolagents' `final_answer`: the run's answer, not a tool call;
 - the AGENT span's (`<Agent>.run`) output is the answer, an `AgentText` too (`{"_value": <text>}`).
 
-`adjust` reads those into the arguments, result and answer the model and the application saw.
+A `CodeAgent` runs the model's code in a worker thread (smolagents' `LocalPythonExecutor` under its default timeout), where
+MLflow's context is lost: each tool the code calls, `final_answer` included, is a trace of its own, its one span's inputs
+without `sanitize_inputs_outputs` (`{"kwargs": {…}}`, `{"args": […]}`: the code passed no such flag) and its output the
+tool's value as it is; `strays` (format `otel`) and `mlflow_code_tools` (format `mlflow`) join such a trace to the run that
+holds it in time (`code_run`, `tool_call`).
+
+`adjust` reads those into the arguments, result and answer the model and the application saw. MLflow records none of a
+smolagents 1.x run's model requests, so its tokens and request count are unknown, not 0 (`unrecorded_usage`).
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View
+from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["adjust"]
+__all__ = ["adjust", "agent_run", "code_run", "tool_call", "unrecorded_usage"]
 
 _CALL = ".__call__"
 _FINAL = "FinalAnswerTool"
@@ -38,7 +45,7 @@ def adjust(span: Span, v: View, inputs: Any, outputs: Any, present: bool) -> Non
 
     `present`: the span recorded an output (`outputs` holds it).
     """
-    if v.role == "tool" and span.name.endswith(_CALL) and isinstance(inputs, dict) and "sanitize_inputs_outputs" in inputs:
+    if v.role == "tool" and _tool_call(span, inputs):
         cls = span.name[: -len(_CALL)]
         kwargs, args = inputs.get("kwargs"), inputs.get("args")
         if isinstance(kwargs, dict) and kwargs:
@@ -58,3 +65,44 @@ def adjust(span: Span, v: View, inputs: Any, outputs: Any, present: bool) -> Non
             v.tool_name = cls
     elif v.role == "agent" and present and isinstance(outputs, dict) and set(outputs) == {"_value"} and isinstance(outputs["_value"], str):
         v.answer = outputs["_value"] or None
+
+
+_BOUND = {"sanitize_inputs_outputs", "args", "kwargs"}  # `Tool.__call__(self, *args, sanitize_inputs_outputs=False, **kwargs)`
+
+
+def _tool_call(span: Span, inputs: object) -> bool:
+    """Whether `span` (a TOOL) is smolagents' `Tool.__call__` as MLflow records it: named `<ToolClass>.__call__`, its inputs
+    the method's bound arguments (a `ToolCallingAgent` passes `sanitize_inputs_outputs`, a `CodeAgent`'s code does not)."""
+    return (span.name.endswith(_CALL) and span.name[: -len(_CALL)].isidentifier() and isinstance(inputs, dict) and set(inputs) <= _BOUND
+            and bool(set(inputs) & _BOUND))
+
+
+def tool_call(span: Span) -> bool:
+    """Whether `span` is a smolagents tool call MLflow recorded (`mlflow.spanType` TOOL, `Tool.__call__`'s shape)."""
+    return unjson(span.attrs.get("mlflow.spanType")) == "TOOL" and _tool_call(span, unjson(span.attrs.get("mlflow.spanInputs")))
+
+
+def agent_run(span: Span) -> bool:
+    """Whether `span` is a smolagents agent's run MLflow recorded: an AGENT span `<Agent>.run` holding the agent's own
+    attributes, as MLflow keeps them (a `MultiStepAgent`'s `max_steps` and `step_number`)."""
+    return (unjson(span.attrs.get("mlflow.spanType")) == "AGENT" and span.name.endswith(".run") and "max_steps" in span.attrs
+            and "step_number" in span.attrs)
+
+
+def code_run(span: Span) -> bool:
+    """Whether `span` is a smolagents `CodeAgent` run MLflow recorded (`agent_run`), its attributes naming its `python_executor`."""
+    return agent_run(span) and "python_executor" in span.attrs
+
+
+def unrecorded_usage(built: dict[str, Any], spans: list[Span], views: dict[str, View]) -> None:
+    """`built` (the case mapping of `spans`) with unknown tokens and request count when it is a smolagents run MLflow recorded
+    with no model request (module docstring): the run asked the model, MLflow kept none of it. In place."""
+    usage = built.get("trace", {}).get("usage")
+    if not isinstance(usage, dict) or usage.get("requests") != 0 or any(v.role == "model" for v in views.values()):
+        return
+    if not any(tool_call(s) or agent_run(s) for s in spans):
+        return
+    usage["input_tokens"] = usage["output_tokens"] = usage["requests"] = None
+    for turn in built.get("metadata", {}).get("otel", {}).get("turns") or []:
+        if isinstance(turn.get("usage"), dict) and turn["usage"].get("requests") == 0:
+            turn["usage"] = {"input_tokens": None, "output_tokens": None, "requests": None}

@@ -11,7 +11,7 @@ by the scope when the span has one (the rule each reader had), else by such a te
 - `agents_sdk_span`: openinference-instrumentation-openai-agents' spans, inside a group `agents_sdk_group` says is
   its (an `AGENT` span with `graph.node.id` and `agent.name` its name, or an `LLM` named `response` / `generation`
   with `llm.system` `openai`): an `LLM` so named, an `AGENT` so written or a trace's span (the span kind alone), a
-  function `TOOL` (`tool.name` its name), a handoff (`handoff to <agent>`), a `CHAIN` or `GUARDRAIL`.
+  function `TOOL` (`tool.name` its name), a handoff (`handoff to <agent>`; `handoff` when it failed), a `CHAIN` or `GUARDRAIL`.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def agents_sdk_span(span: Span) -> bool:
     if kind == "AGENT":
         return _agents_sdk_mark(span) or not (set(a) - _CONTEXT)
     if kind == "TOOL":
-        return a.get("tool.name") == span.name or (span.name.startswith("handoff to ") and "tool.name" not in a)
+        return a.get("tool.name") == span.name or ((span.name.startswith("handoff to ") or span.name == "handoff") and "tool.name" not in a)
     return kind in ("CHAIN", "GUARDRAIL")
 
 

@@ -1,0 +1,113 @@
+"""Format `mlflow`: the tool calls of a smolagents `CodeAgent` run, which MLflow writes as traces of their own, read as the run's.
+
+A `CodeAgent` runs the model's code in a worker thread (smolagents' `LocalPythonExecutor`, under its default timeout), and
+`mlflow.smolagents.autolog()` loses its span context there: every tool the code calls (`final_answer` included) is a trace
+of its own, one `TOOL` span `<ToolClass>.__call__` with no parent and no session, while the run's trace (`CodeAgent.run`)
+holds no call. Read line by line, such a run is one case without its calls and one case per call.
+
+`joined` reads the file once before the records are read (only the lines that can be such a run or such a call are
+decoded) and joins each such call's trace to the one trace whose `CodeAgent.run` span (`mlflow_smolagents.code_run`) holds
+it in time: its span goes into that trace, under that span, and its own line is not read as a case. A call that no run
+holds, or that two runs running at once both hold, stays a case of its own; so does one whose run is in a session (read
+with its session's traces, `conversation_groups`). Format `otel` joins the same spans read over OTLP (`otel.strays`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tracejudge.stages.extract.common import JsonLine
+from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, tool_call
+from tracejudge.stages.extract.otel.native import native_span, nanos
+from tracejudge.stages.load import RawRecord, loads_line, read_jsonl
+
+__all__ = ["joined"]
+
+_RUN, _CALL = b"python_executor", b".__call__"  # what a line must hold to be a `CodeAgent` run's trace, or a tool call's
+
+
+def joined(dataset: Any, records: Iterator[RawRecord], session_key: str) -> Iterator[RawRecord]:
+    """`records` (the format's, in its order) with each lone tool call's trace joined to the `CodeAgent` run holding it
+    (module docstring): that run's record holds its span, its own record is left out. `session_key`: the trace metadata
+    key of a trace's session. Only the calls' traces (one span each) are kept in memory, and of the runs their times."""
+    runs: dict[tuple[str, int], tuple[dict[str, Any], int, int]] = {}  # (file, line): (run span without attributes, start, end)
+    calls: list[tuple[tuple[str, int], dict[str, Any], int, int]] = []  # ((file, line), trace, start, end)
+    for raw in read_jsonl(dataset.path):  # (no limit: a run's calls may come after the last record read)
+        data = raw.payload
+        if raw.error is not None or not isinstance(data, bytes):
+            continue
+        if _RUN not in data and not (_CALL in data and data.count(b'"span_id"') == 1):  # (a call's trace: one span)
+            continue
+        record = _decoded(data)
+        if record is None or _session(record, session_key):
+            continue
+        spans = [s for s in record["data"]["spans"] if isinstance(s, dict)]
+        for span in spans:
+            kind = _kind(span, len(spans))
+            start, end = nanos(span.get("start_time_unix_nano", span.get("start_time"))), nanos(span.get("end_time_unix_nano", span.get("end_time")))
+            if kind is None or start is None or end is None:
+                continue
+            if kind == "run":
+                runs[(raw.file, raw.line)] = ({k: v for k, v in span.items() if k != "attributes"}, start, end)
+            else:
+                calls.append(((raw.file, raw.line), record, start, end))
+    held: dict[tuple[str, int], list[dict[str, Any]]] = {}  # a run's place: the calls' traces it holds
+    gone: set[tuple[str, int]] = set()  # the places of those calls
+    for place, record, start, end in calls:
+        holders = [at for at, (_, s, e) in runs.items() if s <= start and end <= e and at != place]
+        if len(holders) == 1:
+            held.setdefault(holders[0], []).append(record)
+            gone.add(place)
+    for raw in records:
+        place = (raw.file, raw.line)
+        if place in gone:
+            continue
+        if place in held and isinstance(raw.payload, JsonLine) and (record := _decoded(raw.payload.data)) is not None:
+            raw.payload = JsonLine(_with_calls(record, runs[place][0], held[place]), raw.payload.default_id)
+        yield raw
+
+
+def _decoded(data: bytes) -> dict[str, Any] | None:
+    """A line's trace when it decodes to one with a list of spans, else None (the format's reader names its error)."""
+    try:
+        record = loads_line(data)
+    except (ValueError, RecursionError):
+        return None
+    payload = record.get("data") if isinstance(record, dict) else None
+    return record if isinstance(payload, dict) and isinstance(payload.get("spans"), list) else None
+
+
+def _session(record: dict[str, Any], key: str) -> bool:
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    meta = info.get("trace_metadata") or info.get("request_metadata") or {}
+    return isinstance(meta, dict) and bool(meta.get(key))
+
+
+def _kind(span: dict[str, Any], count: int) -> str | None:
+    """`run` for a `CodeAgent.run` span, `call` for the one span of a trace that is a smolagents tool call, else None."""
+    attrs = span.get("attributes")
+    if not isinstance(attrs, dict):
+        return None
+    view = native_span("", "", None, span.get("name"), 0, 0, attrs)
+    if code_run(view):
+        return "run"
+    return "call" if count == 1 and tool_call(view) and not (span.get("parent_span_id") or span.get("parent_id")) else None
+
+
+def _with_calls(record: dict[str, Any], run: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
+    """The JSON text of `record` with the span of each of `calls` (traces) added under its `run` span."""
+    context = run.get("context") if isinstance(run.get("context"), dict) else {}
+    run_id = run.get("span_id") or context.get("span_id")
+    spans = list(record["data"]["spans"])
+    for call in calls:
+        for span in call["data"]["spans"]:
+            span = dict(span)
+            if "context" in span and isinstance(span["context"], dict):  # (MLflow 2: ids under `context`, the parent as `parent_id`)
+                span["context"] = {**span["context"], "trace_id": context.get("trace_id", span["context"].get("trace_id"))}
+                span["parent_id"] = run_id
+            else:
+                span["trace_id"], span["parent_span_id"] = run.get("trace_id", span.get("trace_id")), run_id
+            spans.append(span)
+    return json.dumps({**record, "data": {**record["data"], "spans": spans}}).encode()
