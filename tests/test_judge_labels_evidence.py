@@ -48,6 +48,8 @@ def test_two_agreeing_labels_and_labels_of_one_class_stay_not_informative() -> N
     m = metric_agreement("TaskCompletion", pairs, yes_no=True)
     assert m["kappa"] == cohen_kappa_score([p.label for p in pairs], [p.passed for p in pairs]) == 0.0
     assert m["kappa_ci_informative"] is False and "every label is pass" in m["kappa_ci_why"], m
+    # The gate says what to add: labels of the other class, not "more cases" (there are 60).
+    assert "add labels for cases that should fail" in _gate(m).detail and "label more cases" not in _gate(m).detail
     assert not _gate(m, least=0.0).ok  # not even a bar of 0 passes on it
     # Graded labels of one grade alike.
     graded = [Pair(f"c{i:03d}", 0, 3.0, None, 0.0, float(1 + i % 5)) for i in range(40)]

@@ -357,9 +357,9 @@ def kappa_lines(m: dict[str, Any]) -> list[str]:
             lines.append(f"{figure} CI: none: {m[f'{figure}_ci_note']}")
     if m.get("kappa_ci_informative") is False:
         both = " and spearman CIs" if m.get("spearman_ci_informative") is False else " CI"
-        lines.append(f"* kappa{both} not informative: {m.get('kappa_ci_why')}; min_kappa fails on it — label more cases")
+        lines.append(f"* kappa{both} not informative: {m.get('kappa_ci_why')}; min_kappa fails on it")
     elif m.get("spearman_ci_informative") is False:
-        lines.append(f"* spearman CI not informative: {m.get('spearman_ci_why')} — label more cases")
+        lines.append(f"* spearman CI not informative: {m.get('spearman_ci_why')}")
     return lines
 
 

@@ -204,7 +204,7 @@ def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
     if got.get("kappa_ci_informative") is False:
         # A κ over a handful of cases (2 of 2 agreeing: 1.000 [1.000, 1.000]) shows nothing about the judge: no pass on it.
         return Check(f"{key} min_kappa", False, f"{got.get('kappa_kind', 'kappa')} {got['kappa']:.3f}{span} {over}: not informative, "
-                     f"{got.get('kappa_ci_why', 'too few labelled cases')}; label more cases, required kappa >= {least}")
+                     f"{got.get('kappa_ci_why', 'too few labelled cases; label more cases')}, required kappa >= {least}")
     ok = got["kappa"] >= least - 1e-12
     return Check(f"{key} min_kappa", ok, f"{got.get('kappa_kind', 'kappa')} {_f(got['kappa'], least, ok)}{span} {over}, required >= {least}")
 

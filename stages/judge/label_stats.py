@@ -187,7 +187,7 @@ def uninformative(y: Any, groups: list[list[int]], figure: str = "kappa") -> str
     cases = len(groups)
     if cases < MIN_CASES:
         return (f"only {cases} labelled case{'s' if cases != 1 else ''} (fewer than {MIN_CASES}): a bootstrap interval over "
-                "so few cases holds the true figure well under 95% of the time")
+                "so few cases holds the true figure well under 95% of the time; label more cases")
     kinds = [set(y[g].tolist()) for g in groups]
     top = Counter(c for k in kinds for c in k).most_common(1)[0][0]
     other = sum(1 for k in kinds if k - {top})
