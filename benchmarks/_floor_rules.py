@@ -38,11 +38,12 @@ _CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)|secret|authorization|
                                     "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
 _FIELD_NAME, _PIN = _CRED + "|" + _ci("(?:set-)?cookie"), r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
 # A field's quoted value to its string's end at any depth (a quote is inside it unless escaped as its closing one and
-# followed by what may follow a string), or a PIN's field's 4 to 12 digits.
+# followed by what may follow a string), a bare number's 4 or more digits there, or a PIN's field's 4 to 12 digits.
 _VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)\\\\)*+(?P=bs)(?P=bs)\\(?P=q)|(?:(?P=bs)(?P=bs)\\\\)++(?=(?P=bs)(?P=q))"""
           r"""|\\*+(?P=q)(?!(?:[\s,:;)}\]`]|\Z|(?!(?P=q))["']|(?!(?P=bs)\\)\\+[nrt]|(?!(?P=bs))\\*["'])))++(?=\\*(?P=q)|\n|\Z)""")
-_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?P<bs>\\*)(?P<q>["'])(?:[Bb]earer\s+|[Bb]asic\s+)?"""
-          rf"""|(?P<pin>{_PIN}){_Q}\s*:\s*(?:{_Q})?(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))(?(pin)[0-9]{{4,12}}|{_VALUE})""")
+_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?:(?P<bs>\\*)(?P<q>["'])(?:[Bb]earer\s+|[Bb]asic\s+)?"""
+          rf"""|(?P<num>)(?=[0-9]{{4,}}+(?![0-9A-Za-z_.])))|(?P<pin>{_PIN}){_Q}\s*:\s*(?:{_Q})?(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))"""
+          rf"""(?(pin)[0-9]{{4,12}}|(?(num)[0-9]++|{_VALUE}))""")
 _P = r"%(?:25)*+"  # a query string's or form body's field (after `?`/`&`, before `&`, or its `=` percent-encoded)
 _FORM = (rf"""(?P<form>(?:(?<=[?&;])|{_P}(?:26|3[Ff])|(?<![A-Za-z0-9_.%-])(?=[A-Za-z0-9_.-]*+(?:=[^&\s"'\\=#]*+=*+&|{_P}3[Dd])))"""
          rf"""{_CRED}(?:=(?P<raw>)|{_P}3[Dd]))(?(raw)[^&\s"'\\#]++|(?:[^&\s"'\\#%]|%(?!(?:25)*+26))++)""")
@@ -66,6 +67,7 @@ _HINT = re.compile(  # a part of every match of `_QUOTED`: text without one hold
 _KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)|secret|token|private[-_]?key(?:[-_]?id)?"
                   r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$").search  # a label naming one
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)").match  # kept before a label's value masked whole
+_FIELD_KEY, _PIN_KEY = re.compile(_FIELD_NAME).fullmatch, re.compile(_PIN).fullmatch  # a key naming a field, a PIN's
 _compiled: list[Any] = []  # `_QUOTED` and the `\u` keys' patterns, compiled on first need: text without a hint never needs them
 
 
@@ -94,6 +96,29 @@ _CLEAN_NAMES: set[str] = set()
 _FLAT = frozenset({int, float, bool, type(None)})
 
 
+def _pin_value(v: Any) -> bool:  # 4 to 12 digits, a string or an integer
+    return (4 <= len(v) <= 12 and v.isascii() and v.isdigit()) if type(v) is str else type(v) is int and 1000 <= v < 10**12
+
+
+def _digits(k: Any, v: Any, whole: bool) -> bool:
+    """`_keyed_digits`: a PIN under its key; in details, an integer of 4+ digits under a credential's key."""
+    if type(k) is not str or type(v) not in (str, int):
+        return False
+    return _pin_value(v) and _PIN_KEY(k) is not None or not whole and type(v) is int and v >= 1000 and _KEY(k) is not None
+
+
+def masked_under(key: str, v: Any) -> bool:
+    """`masked_under`: a value shown apart from its key is masked whole when the key would mask it in text."""
+    if v is None or v == "" or type(v) is bool:
+        return False
+    if _FIELD_KEY(key) or _PIN_KEY(key) and _pin_value(v):
+        return True
+    if type(v) is not str:
+        return False
+    text = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(redact(v), ensure_ascii=False)}"
+    return redact(text) != text
+
+
 def _masked(value: Any, whole: bool = True) -> Any:
     """`_masked_label`: strings and keys redacted, a non-empty value under a credential's name masked whole (only a
     string when not `whole`: `redact_details`)."""
@@ -106,7 +131,9 @@ def _masked(value: Any, whole: bool = True) -> Any:
     out = {}
     for k, v in value.items():
         key = redact(k) if isinstance(k, str) else k
-        if whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _KEY(k):
+        if _digits(k, v, whole):
+            out[key] = MASK
+        elif whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _KEY(k):
             out[key] = MASK
         elif isinstance(v, str):
             got = redact(v)
@@ -124,7 +151,7 @@ def labels(tags: list[str], metadata: dict[str, Any]) -> tuple[Any, Any]:
     seen = _CLEAN_LABELS
     if seen.issuperset(tags):
         for k, x in metadata.items():
-            if not (f"{k}: {x}" in seen and not (x and _KEY(k)) if type(x) is str else type(x) in _FLAT and k in seen and (x is None or not _KEY(k))):
+            if _digits(k, x, True) or not (f"{k}: {x}" in seen and not (x and _KEY(k)) if type(x) is str else type(x) in _FLAT and k in seen and (x is None or not _KEY(k))):
                 break
         else:
             return tags, metadata
@@ -181,13 +208,17 @@ def render_call(name: str, args: Any) -> str:
     return f"{name}({text[:119]}…)" if len(text) > 120 else f"{name}({text})"
 
 
-def short_json(value: Any, limit: int = 60) -> str:
+def short_json(value: Any, limit: int = 60, key: str | None = None) -> str:
+    if key is not None and value is not ABSENT and masked_under(key, value):
+        return MASK
     text = "<absent>" if value is ABSENT else redact(dumps(value, False), limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def short_pair(exp: Any, got: Any, limit: int = 60) -> tuple[str, str]:
-    """Both values' texts, cut around their first differing character when long."""
+def short_pair(exp: Any, got: Any, limit: int = 60, key: str | None = None) -> tuple[str, str]:
+    """Both values' texts, cut around their first differing character when long (`[REDACTED]` when `masked_under` `key`)."""
+    if key is not None and (masked_under(key, exp) or masked_under(key, got)):
+        return short_json(exp, limit, key), short_json(got, limit, key)
     a, b = redact(dumps(exp, False)), redact(dumps(got, False))
     if len(a) <= limit and len(b) <= limit:
         return a, b
@@ -285,7 +316,7 @@ def difference(e: dict[str, Any] | None, a: dict[str, Any], prefix: str = "") ->
         if type(exp) is dict and _matcher(exp) is None and type(got) is dict and (inner := difference(exp, got, f"{prefix}{key}.")):
             return inner
         if got is ABSENT:
-            return f"{prefix}{key}: expected {short_json(exp)}, missing"
-        return "{}{}: expected {}, got {}".format(prefix, key, *short_pair(exp, got))
+            return f"{prefix}{key}: expected {short_json(exp, key=key)}, missing"
+        return "{}{}: expected {}, got {}".format(prefix, key, *short_pair(exp, got, key=key))
     extra = next((k for k in a if k not in e), None)
-    return None if extra is None else f"{prefix}{extra}: unexpected argument {short_json(a[extra])}"
+    return None if extra is None else f"{prefix}{extra}: unexpected argument {short_json(a[extra], key=extra)}"

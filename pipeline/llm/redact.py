@@ -35,7 +35,9 @@ credential unchanged: reasons are built for every case. A quoted field named for
 authorization, private key (or its id) or access/refresh/session token has its quoted value masked whatever its
 shape, its quotes escaped or not (`\\"password\\": \\"…\\"`), as a mapping's value under such a key is; so has a
 passphrase's and a `Cookie` / `Set-Cookie` header's, and a query string's or form body's field of those names (only
-there, behind `?` or `&` or before `&`, or with its `=` percent-encoded: `password=None` in code is no form). A PIN is
+there, behind `?` or `&` or before `&`, or with its `=` percent-encoded: `password=None` in code is no form); so has
+such a field's bare number of 4 or more digits (`"password": 12345678`). A value shown apart from its key (an argument's
+difference in a reason) is masked whole when `masked_under` that key says the key would mask it. A PIN is
 masked only as a PIN's field's digits: "pin" is also prose and a map's pin, a PIN code an Indian postal code. A
 credential told in prose ("my password is hunter2") is left: its value cannot be told from the words around it, and
 masking the word after every "password is" would spoil the evidence a judge needs ("the password is incorrect").
@@ -56,6 +58,7 @@ the target's replies goes through `redact` / `redact_data` with them.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -64,10 +67,11 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 from tracejudge.llm.redact_patterns import (  # noqa: F401  (`reply_secrets` takes _HINT from here)
-    _COOKIE_HEADER, _ESCAPE, _ESCAPED_KEY, _FORM_FIELD, _HINT, _KEY_NAME, _PATTERN_TEXTS, _QUOTED, _SECRET_FIELD, _SHAPE, _URL_PASSWORD)
+    _COOKIE_HEADER, _ESCAPE, _ESCAPED_KEY, _FIELD_NAME, _FORM_FIELD, _HINT, _KEY_NAME, _PATTERN_TEXTS, _PIN_NAME, _QUOTED, _SECRET_FIELD,
+    _SHAPE, _URL_PASSWORD)
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_details", "redact_labels",
-           "redact_quoted", "redact_url_passwords"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "masked_under", "quoted_clean", "redact", "redact_data", "redact_details",
+           "redact_labels", "redact_quoted", "redact_url_passwords"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -172,6 +176,42 @@ def redact_quoted(text: str, shown: int | None = None) -> str:
     return masked if len(head) == len(text) else masked + "…"
 
 
+@cache
+def _name_rules() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """`(_FIELD_NAME, _PIN_NAME)` compiled, on first use: the names of the fields trace text masks the value of."""
+    return re.compile(_FIELD_NAME), re.compile(_PIN_NAME)
+
+
+def masked_under(key: Any, value: Any) -> bool:
+    """Whether a JSON-like `value` is shown masked whole when it sits under the mapping key `key` in trace text.
+
+    For text that shows a value apart from its key (an argument's difference, `password: expected …, got …`), where
+    `redact_quoted` would not see the key: True when `key` names a credential's field as `redact_quoted` reads a quoted
+    field's name (`password`, `db_password`, `passphrase`, `api_key`, `client_secret`, `access_token`, `Cookie`, …; not
+    `token` or `next_token`) and `value` is neither null, `""` nor a bool; when `key` names a PIN's field (`pin`,
+    `card_pin`, `cardPin`) and `value` is 4 to 12 digits, a string or an integer; and when `redact_quoted` masks the
+    value only with its key before it (a token-shaped string after `token`). Never raises.
+    """
+    if not isinstance(key, str) or value is None or value == "" or isinstance(value, bool):
+        return False
+    field, pin = _name_rules()
+    if field.fullmatch(key) is not None:
+        return True
+    if pin.fullmatch(key) is not None and _pin_value(value):
+        return True
+    if not isinstance(value, str):
+        return False
+    text = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(redact_quoted(value), ensure_ascii=False)}"
+    return redact_quoted(text) != text
+
+
+def _pin_value(value: Any) -> bool:
+    """True for 4 to 12 digits, as a string or an integer (what a PIN's field holds)."""
+    if type(value) is str:
+        return 4 <= len(value) <= 12 and value.isascii() and value.isdigit()
+    return type(value) is int and 1000 <= value < 10**12
+
+
 def quoted_clean(texts: list[str]) -> bool:
     """True when `redact_quoted` returns every string of `texts` as it is because none holds a credential's hint.
 
@@ -243,9 +283,11 @@ def redact_url_passwords(value: Any) -> Any:
 def redact_details(value: Any) -> Any:
     """A copy of a custom metric's JSON-like `details` with every string and str key passed through `redact_quoted`, and
     a non-empty *string* under a key that names a credential (`_CREDENTIAL_KEY`, any letter case: `password`,
-    `api_key`, `client_secret`, …) masked whole, as labels are (`redact_labels`). Numbers, lists and mappings under
-    such keys are looked into, not masked: details are often keyed by tool name, and a count of `reset_password`
-    calls is not a secret. Never raises."""
+    `api_key`, `client_secret`, …) masked whole, as labels are (`redact_labels`); so is an integer of 4 or more digits
+    there (`{"password": 12345678}`, as trace text masks it), and 4 to 12 digits, a string or an integer, under a key
+    that names a PIN (`pin`, `card_pin`, `cardPin`: `_PIN_NAME`, as in text). Smaller numbers, lists and mappings
+    under such keys are looked into, not masked: details are often keyed by tool name, and a count of
+    `reset_password` calls is not a secret. Never raises."""
     return _masked_label(value, whole=False)
 
 
@@ -295,9 +337,9 @@ def _seen_clean(tags: Any, metadata: Any) -> bool:
         t = type(x)
         if t is str:
             # (a text seen clean as a tag, "PassWord: hunter2", is still a secret as the value of a credential's key)
-            if f"{k}: {x}" not in seen or (x and _credential_key(k)):
+            if f"{k}: {x}" not in seen or (x and _credential_key(k)) or _pin_key(k) and _pin_value(x):
                 return False
-        elif t not in _SCALARS or k not in seen or (x is not None and _credential_key(k)):
+        elif t not in _SCALARS or k not in seen or (x is not None and _credential_key(k)) or _pin_key(k) and _pin_value(x):
             return False
     return True
 
@@ -306,6 +348,22 @@ def _seen_clean(tags: Any, metadata: Any) -> bool:
 def _credential_key(key: str) -> bool:
     """Whether `key` names a credential (`_CREDENTIAL_KEY`); memoised, as metadata keys repeat from case to case."""
     return _CREDENTIAL_KEY.search(key) is not None
+
+
+@lru_cache(maxsize=4096)
+def _pin_key(key: str) -> bool:
+    """Whether `key` names a PIN's field (`_PIN_NAME`: `pin`, `card_pin`, `cardPin`; not `pincode`), as trace text reads one."""
+    return _name_rules()[1].fullmatch(key) is not None
+
+
+def _keyed_digits(key: Any, value: Any, whole: bool) -> bool:
+    """True when `value` is masked whole for its digits under `key`: 4 to 12 under a PIN's key; when not `whole` (details,
+    where only strings are masked under a credential's key), an integer of 4 or more digits under a credential's key."""
+    if not isinstance(key, str) or type(value) not in (str, int):
+        return False
+    if _pin_value(value) and _pin_key(key):
+        return True
+    return not whole and type(value) is int and value >= 1000 and _credential_key(key)
 
 
 def _label_texts(value: Any, out: list[str]) -> None:
@@ -354,7 +412,7 @@ def _credential_keyed(value: Any) -> bool:
         v = stack.pop()
         if isinstance(v, dict):
             for k, x in v.items():
-                if isinstance(k, str) and x not in (None, "", [], {}) and _credential_key(k):
+                if isinstance(k, str) and (x not in (None, "", [], {}) and _credential_key(k) or _keyed_digits(k, x, True)):
                     return True
                 if isinstance(x, (dict, list, tuple)):
                     stack.append(x)
@@ -372,6 +430,9 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
         out = {}
         for k, v in value.items():
             key = redact_quoted(k) if isinstance(k, str) else k
+            if _keyed_digits(k, v, whole):
+                out[key] = MASK  # a PIN under its field's name, a numeric password
+                continue
             if whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _credential_key(k):
                 out[key] = MASK  # a number, list or mapping under a credential's name: the secret whatever its type
                 continue

@@ -104,15 +104,17 @@ _CLOSED = r"""(?:[\s,:;)}\]`]|\Z|(?!(?P=q))["']|(?!(?P=bs)\\)\\+[nrt]|(?!(?P=bs)
 _FIELD_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)\\\\)*+(?P=bs)(?P=bs)\\(?P=q)"""
                 r"""|(?:(?P=bs)(?P=bs)\\\\)++(?=(?P=bs)(?P=q))|\\*+(?P=q)(?!""" + _CLOSED + r"""))++"""
                 r"""(?=\\*(?P=q)|\n|\Z)""")
+# A bare number of 4 or more digits under such a field (`"password": 12345678`, group `num`) is masked too: a numeric
+# password is written unquoted; fewer digits are a count (`"reset_password": 3`, details keyed by tool name), no secret.
 # A field named for a PIN (`"pin"`, `"card_pin"`, `"cardPin"`, `"ATM_PIN"`, its quotes escaped or not) holding 4 to 12
 # digits, quoted or bare, is masked too (group `pin` holds its name). Only there: "pin" is also a map's pin, a pinned
 # message or prose ("pin the tab"), and a PIN code (`"pincode": "560001"`) an Indian postal code, so other names,
 # other values and any text are left as written. (One branch with the other fields': `re` enters each branch that
 # starts with a group at every position, so a branch more cost every search a tenth.)
 _PIN_NAME = r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
-_SECRET_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?P<bs>\\*)(?P<q>["'])"""
-                 rf"""(?:[Bb]earer\s+|[Bb]asic\s+)?|(?P<pin>{_PIN_NAME}){_Q}\s*:\s*(?:{_Q})?(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))"""
-                 rf"""(?(pin)[0-9]{{4,12}}|{_FIELD_VALUE})""")
+_SECRET_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?:(?P<bs>\\*)(?P<q>["'])"""
+                 rf"""(?:[Bb]earer\s+|[Bb]asic\s+)?|(?P<num>)(?=[0-9]{{4,}}+(?![0-9A-Za-z_.])))|(?P<pin>{_PIN_NAME}){_Q}\s*:\s*(?:{_Q})?"""
+                 rf"""(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))(?(pin)[0-9]{{4,12}}|(?(num)[0-9]++|{_FIELD_VALUE}))""")
 # A credential's field in a query string or a form body (`?api_key=…&`, `user=a&password=…`, a body that starts
 # `password=…&`), or with its `=` percent-encoded in an encoded one (`%3Fpassword%3D…%26`, `%253D` encoded twice): its
 # value whatever its shape, to the field's end (`&`, in an encoded one `%26`; `#`, a quote, a backslash, white space).

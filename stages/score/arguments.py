@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.llm.redact import redact_data
+from tracejudge.llm.redact import MASK, masked_under, redact_details
 from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
 from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json, short_pair
 
@@ -83,13 +83,14 @@ class ArgumentCorrectness(ToolMetric):
         for key, exp in self.expected_arguments.items():
             got = args.get(key, ABSENT)
             if not match_value(exp, got, "exact"):
-                mismatches[key] = {"expected": exp, "actual": None if got is ABSENT else redact_data(got, quoted=True), "present": got is not ABSENT}
-                problems.append(f"{key}: missing (expected {short_json(exp)})" if got is ABSENT else "{}: expected {}, got {}".format(key, *short_pair(exp, got)))
+                mismatches[key] = {"expected": _shown(key, exp), "actual": None if got is ABSENT else _shown(key, got), "present": got is not ABSENT}
+                problems.append(f"{key}: missing (expected {short_json(exp, key=key)})" if got is ABSENT
+                                else "{}: expected {}, got {}".format(key, *short_pair(exp, got, key=key)))
         if self.match_mode == "exact":
             for key in args:
                 if key not in self.expected_arguments:
-                    mismatches[key] = {"expected": None, "actual": redact_data(args[key], quoted=True), "present": True}
-                    problems.append(f"{key}: unexpected argument {short_json(args[key])}")
+                    mismatches[key] = {"expected": None, "actual": _shown(key, args[key]), "present": True}
+                    problems.append(f"{key}: unexpected argument {short_json(args[key], key=key)}")
         details = {"call": index, "mismatches": mismatches}
         if problems:
             return self._fail(f"{where}: argument mismatch ({self.match_mode}): " + "; ".join(problems), details)
@@ -98,6 +99,12 @@ class ArgumentCorrectness(ToolMetric):
     @staticmethod
     def _fail(reason: str, details: dict[str, Any]) -> Score:
         return Score(value=0.0, passed=False, reason=reason, details=details or None)
+
+
+def _shown(key: str, value: Any) -> Any:
+    """`value` of the argument `key` as details keep it: `[REDACTED]` when its name hides it (`masked_under`, as the
+    reason shows it), else with its credentials masked (`redact_details`: a string under a credential's key inside)."""
+    return MASK if masked_under(key, value) else redact_details(value)
 
 
 def _select(occurrence: Any, count: int) -> int | None:

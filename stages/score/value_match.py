@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from tracejudge.core.records import decode_arguments
-from tracejudge.llm.redact import redact_quoted
+from tracejudge.llm.redact import MASK, masked_under, redact_quoted
 from tracejudge.stages.score.call_text import dumps as _dumps, render_call
 
 if TYPE_CHECKING:
@@ -298,34 +298,41 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
             if inner:
                 return inner
         if got is ABSENT:
-            return f"{path}: expected {short_json(exp)}, missing"
-        want, seen = short_pair(exp, got)
+            return f"{path}: expected {short_json(exp, key=key)}, missing"
+        want, seen = short_pair(exp, got, key=key)
         return f"{path}: expected {want}, got {seen}"
     if mode == "exact":
         for key in actual:
             if key not in expected:
-                return f"{prefix}{key}: unexpected argument {short_json(actual[key])}"
+                return f"{prefix}{key}: unexpected argument {short_json(actual[key], key=key)}"
     return None
 
 
-def short_json(value: Any, limit: int = 60) -> str:
-    """Compact JSON of `value` cut to `limit` characters, for reasons (credentials masked before the cut)."""
+def short_json(value: Any, limit: int = 60, key: Any = None) -> str:
+    """Compact JSON of `value` cut to `limit` characters, for reasons (credentials masked before the cut).
+
+    `key`: the name of the argument `value` is, if any. Shown apart from its key, a value would escape the masking of a
+    field by its name (`{"password": "hunter2"}` in a call), so a value that `masked_under` that key is `[REDACTED]`.
+    """
     if value is ABSENT:
         return "<absent>"
+    if key is not None and masked_under(key, value):
+        return MASK
     text = redact_quoted(_dumps(value), limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def short_pair(expected: Any, got: Any, limit: int = 60) -> tuple[str, str]:
-    """`short_json` of both values, cut around their first differing character.
+def short_pair(expected: Any, got: Any, limit: int = 60, key: Any = None) -> tuple[str, str]:
+    """`short_json` of both values, cut around their first differing character; under an argument's name `key`, a value
+    `masked_under` it is `[REDACTED]` (`password: expected [REDACTED], got [REDACTED]`: they differ, not shown how).
 
     Two long values that share a prefix longer than `limit` would otherwise
     read the same once cut; each is shown from a little before the first
     difference (a leading `…` marks the cut), so the reason shows where
     they part.
     """
-    if expected is ABSENT or got is ABSENT:
-        return short_json(expected, limit), short_json(got, limit)
+    if expected is ABSENT or got is ABSENT or key is not None and (masked_under(key, expected) or masked_under(key, got)):
+        return short_json(expected, limit, key), short_json(got, limit, key)
     a, b = redact_quoted(_dumps(expected)), redact_quoted(_dumps(got))  # whole: the part shown may be anywhere
     if len(a) <= limit and len(b) <= limit:
         return a, b
