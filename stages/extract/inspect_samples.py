@@ -31,8 +31,9 @@ read as JSON: inspect-ai is never imported. A sample becomes a case:
   them), before the agent's steps, so a judge reads `q1`, `a1`, then the question the agent answered; `requests`
   and the trace's fallback output count the agent's steps only. System messages are skipped. Every user message
   with text is one of `trace.user_messages`, before the step that answered it. A user message carrying a tool's
-  payload (`tool_call_id`) is no turn. (In a log whose messages have no `source`, the input's user messages are
-  the first ones, as many as `input` holds);
+  payload (`tool_call_id`) is no turn, nor is a prompt react() / basic_agent() add (`inspect_agents`, which also gives a
+  call a limit left without its tool message its `tool` event's result). (In a log whose messages have no `source`,
+  the input's user messages are the first ones, as many as `input` holds);
 - `trace.output`: the sample's `output.completion`, what inspect scored, `""` included (inspect scores an empty
   completion, and one of a sample stopped by a limit, `I`, `no_response`); the last assistant text only when the
   sample has no `output.completion` at all (a log not written by inspect's recorder);
@@ -67,6 +68,7 @@ from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, json_type, text_of
+from tracejudge.stages.extract.inspect_agents import REFUSED, agent_prompt, results_from_events
 from tracejudge.stages.extract.inspect_logs import Sample, as_object, count, log_files, read
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.load import deep_message, loads, too_deep
@@ -189,8 +191,8 @@ def _assistant(b: TraceBuilder, msg: dict[str, Any], where: str, cid: str, opts:
 class _Walk:
     """What `_steps` found: the builder, its trace mapping, whether the agent answered last, the later turns, the history steps."""
 
-    def __init__(self, b: TraceBuilder, trace: dict[str, Any], answered: bool, turns: list[str], history: int) -> None:
-        self.b, self.trace, self.answered, self.turns, self.history = b, trace, answered, turns, history
+    def __init__(self, b: TraceBuilder, trace: dict[str, Any], answered: bool, turns: list[str], history: int, prompts: list[Any]) -> None:
+        self.b, self.trace, self.answered, self.turns, self.history, self.prompts = b, trace, answered, turns, history, prompts
 
 
 def _input_users(sample: dict[str, Any]) -> int:
@@ -212,6 +214,7 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
     skip: set[str] = set()
     answered_last = False
     turns: list[str] = []
+    prompts: list[dict[str, Any]] = []  # react()'s / basic_agent()'s own user-role prompts (`inspect_agents`)
     history, users, input_users = 0, 0, _input_users(sample)
     for i, msg in enumerate(messages):
         where = f"messages[{i}]"
@@ -232,6 +235,11 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
         if role == "user":
             if not msg.get("tool_call_id"):  # (else a tool's payload sent as a user message: no turn)
                 said = text_of(msg.get("content"))
+                if msg.get("source") != "input" and (kind := agent_prompt(said)) is not None:  # the agent's, not the user's
+                    b.close_step()
+                    prompts.append({"step": len(b.steps), "content": said.strip(), "refused": kind == "incorrect"})  # type: ignore[union-attr]
+                    answered_last = False
+                    continue
                 b.user_text(said)
                 given = msg["source"] == "input" if "source" in msg else users < input_users
                 users += 1
@@ -255,9 +263,12 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
         text = step.pop("output", None)
         step["thought"] = "\n".join(t for t in (step.get("thought"), text) if t) or None
         step["output"] = answer
+    for p in prompts:  # an answer the agent's scorer refused: its step's error (`inspect_agents`)
+        if p.pop("refused") and p["step"] > history:
+            trace["steps"][p["step"] - 1]["error"] = REFUSED + p["content"]
     if history:  # (the last text the agent said, not the history's)
         trace["output"] = next((s["output"] for s in reversed(trace["steps"][history:]) if s.get("output")), None)
-    return _Walk(b, trace, answered_last or bool(answered), turns, history)
+    return _Walk(b, trace, answered_last or bool(answered), turns, history, prompts)
 
 
 def _usage(sample: dict[str, Any], requests: int, cid: str) -> dict[str, Any]:
@@ -346,6 +357,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     cid = _identity(sample, payload)
     walk = _steps(sample, cid, opts)
     trace = walk.trace
+    results_from_events(sample, trace["steps"], walk.b.set_result)  # calls a limit left without their tool message
     output = sample.get("output")
     completion = output.get("completion") if isinstance(output, dict) else None
     if not isinstance(completion, str):  # (no `output`: a log not written by inspect's own recorder)
@@ -353,6 +365,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     trace["output"] = None if sample.get("error") and not walk.answered else completion
     trace["usage"] = _usage(sample, walk.b.responses - walk.history, cid)
     metadata, tags = _metadata(sample, payload, walk.b.unpaired)
+    if walk.prompts:
+        metadata["inspect"]["agent_prompts"] = walk.prompts
     data: dict[str, Any] = {"id": cid, "input": _input(sample, cid), "expected_output": _target(sample, cid),
                             "turns": walk.turns, "tags": list(dict.fromkeys([*payload.log.tags, *tags])),
                             "metadata": metadata, "trace": trace}

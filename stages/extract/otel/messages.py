@@ -158,7 +158,8 @@ def _chat(role: str, msg: dict[str, Any]) -> dict[str, Any]:
 
 def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
     """A part already in GenAI form, two writers' variants read as the convention's own: pydantic-ai's `thinking`
-    part (its `ThinkingPart`, whatever the provider) is a `reasoning` part, and a tool response holding a list of
+    part (its `ThinkingPart`, whatever the provider) is a `reasoning` part, its tool response's `result` the
+    convention's `response`, and a tool response holding a list of
     text content blocks (an Anthropic `tool_result` sent as blocks, as OpenLLMetry's Anthropic instrumentation
     copies it; a Responses API `function_call_output`'s `input_text` items, as OpenLLMetry's openai-agents
     instrumentation copies the Agents SDK's structured tool output) is their text, as that block list reads anywhere
@@ -168,6 +169,10 @@ def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
         return {**part, "type": "reasoning"}
     if is_server_block(kind):  # OpenLLMetry's Anthropic instrumentation copies a block it has no part for as it was sent
         return server_part(part)
+    if kind == "tool_call_response" and "response" not in part and "result" in part:
+        # pydantic-ai (its `_otel_messages.ToolCallResponsePart`) names the convention's `response` `result`: unread, a call
+        # no tool span answered (an unknown tool's retry) had no result, and a tool's `ModelRetry` seemed unanswered
+        part = {**part, "response": part["result"]}
     response = part.get("response")
     if (kind == "tool_call_response" and isinstance(response, list) and response
             and all(isinstance(c, dict) and c.get("type") in ("text", "input_text") and isinstance(c.get("text"), str) for c in response)):

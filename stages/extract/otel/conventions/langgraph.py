@@ -47,6 +47,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.graph_state import lift_answers
+from tracejudge.stages.extract.otel.conventions.langgraph_steps import read_out_of_steps
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
@@ -64,10 +65,12 @@ def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
     """Fill `interrupts` and `resume` of the views of `spans` (see the module docstring).
 
     Also gives an agent span wrapping a graph run the answer the run's final state holds (`graph_state.lift_answers`:
-    the group pass for LangGraph runs is this one), and reads handoffs' results and the calls they lost (`read_handoffs`).
+    the group pass for LangGraph runs is this one), reads handoffs' results and the calls they lost (`read_handoffs`), and
+    the calls of a reply an agent out of steps dropped (`langgraph_steps`).
     """
     lift_answers(spans, views)
     read_handoffs(spans, views)
+    read_out_of_steps(spans, views)  # (the calls of a reply `create_react_agent` dropped when out of steps: not run)
     for span in spans:
         v = views[span.span_id]
         asked = _interrupts(span)

@@ -56,6 +56,11 @@ Shapes, and how they read:
   The words beside the calls then read as the run's answer; such a run gets an error saying it ended after its calls
   (`STOPPED_AFTER`), so that its words stay the step's and the run answered nothing, as it did.
   (A tool that raised ends the run too, but the calls beside it have spans of their own, cancelled: they are read so.)
+- A call of a tool the request did not offer (a name the model made up or misspelt, or one a toolset's `prepare` / filter
+  left out of that step): pydantic-ai runs nothing (no tool span), and answers it, in the next request's input, with its
+  retry prompt ("Unknown tool name: 'get_wether'. Available tools: …"). It reads as a call, failed as not run
+  (`UNKNOWN`), its result that prompt: the request's `model_request_parameters` name every function and output tool it
+  offered (a `builtin` part is the provider's, not pydantic-ai's to run).
 
 Nothing is read when content is not recorded (no `all_messages`, no `final_result`, no messages): a paused run then
 reads as a run that ended, and a resumed one as a run of its own.
@@ -65,12 +70,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import feedback, ours
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, unjson
 
-__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "STOPPED", "STOPPED_AFTER", "held", "read_deferrals", "skipped", "unrun"]
+__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "STOPPED", "STOPPED_AFTER", "UNKNOWN", "held", "read_deferrals", "skipped",
+           "unrun"]
 
 SKIPPED = "Tool not executed"  # how pydantic-ai's note on a function call it did not run starts (1.x and 2.x)
 DENIED = ("not run: the application denied its approval (a `requires_approval` call pydantic-ai deferred; the run that "
@@ -87,6 +94,8 @@ STOPPED = ("Run ended before the tool calls of its last model request ran ({name
 STOPPED_AFTER = ("Run ended after the tool calls of its last model request ({names}), before a model request sent their "
                  "results: pydantic-ai recorded no answer and no error, as for a run the application stopped (leaving "
                  "`agent.iter()` or `agent.run_stream_events()` once the calls were made)")
+UNKNOWN = ("not run: the request offered the model no tool of this name (pydantic-ai ran nothing and sent the model its "
+           "retry prompt, the call's result, in its place)")
 _INDEX_KEY = "pydantic_ai.new_message_index"
 _APPROVAL = "ApprovalRequired"  # (a tool span's deferral: the exception the tool raised; `CallDeferred` asks for a result)
 
@@ -123,6 +132,7 @@ def read_deferrals(spans: list[Span], views: dict[str, View]) -> None:
     ran = _ran(mine, views)
     for m in models:
         _answered_calls(views[m.span_id], returned, ran)
+        _unknown_calls(m, views[m.span_id], ran)
     _deferred_spans(mine, views, returned)
     requests = _run_requests(spans, agents, models)
     for a in agents:
@@ -174,6 +184,20 @@ def _answered_calls(v: View, returned: dict[str, Any], ran: set[str]) -> None:
                 p.setdefault("not_run", DENIED)
             p["framework_result"] = returned[str(p["id"])]
         del v.deferred_tools[name]
+
+
+def _unknown_calls(m: Span, v: View, ran: set[str]) -> None:
+    """Mark the calls of request `m` of a tool it did not offer, that no tool span ran, as not run (module docstring).
+
+    Before, such a call read as one that ran and returned its retry prompt (or nothing): a made-up tool seemed to work."""
+    params = maybe_json(m.attrs.get("model_request_parameters"))
+    if not isinstance(params, dict) or not isinstance(params.get("function_tools"), list):
+        return  # (not recorded: what was offered is unknown)
+    offered = {t.get("name") for key in ("function_tools", "output_tools") for t in params.get(key) or [] if isinstance(t, dict)}
+    for p in (p for msg in v.outputs or [] for p in msg.get("parts") or [] if isinstance(p, dict) and p.get("type") == "tool_call"):
+        if (isinstance(p.get("name"), str) and p["name"] not in offered and not p.get("builtin") and not p.get("server")
+                and p.get("id") not in (None, "") and str(p["id"]) not in ran):
+            p.setdefault("not_run", UNKNOWN)
 
 
 def _deferred_spans(spans: list[Span], views: dict[str, View], returned: dict[str, Any]) -> None:

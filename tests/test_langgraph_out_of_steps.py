@@ -1,0 +1,67 @@
+"""LangGraph runs that ran out of steps: the calls of the last reply, which never ran, read as not run.
+
+Recorded by `tests/frameworks/record_langgraph_out_of_steps.py` (real langgraph 1.2, `ChatOpenAI` against the scripted
+loopback server, OpenInference's and OpenLLMetry's LangChain instrumentations); each `<scenario>.truth.json` holds every
+call the model asked for, every run of the tool (its own log), the state `invoke` returned and what it raised.
+
+`create_react_agent` with too few steps left drops the model's reply and returns "Sorry, need more steps to process this
+request." instead; a graph of its own raises `GraphRecursionError` before the last reply's calls run. Either way the model
+span records calls no tool ran. Before, they read as calls that ran and returned nothing; now each is failed as not run,
+saying why. The graph's answer (the stand-in text), or the run's error, reads as before.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from framework_truth import only_case
+from tracejudge.core.records import Case
+from tracejudge.stages.extract.otel.conventions.langgraph_steps import OUT_OF_STEPS, SORRY, recursion_unrun
+
+DATA = Path(__file__).parent / "data" / "langgraph-out-of-steps"
+NAMES = [f"{k}-{s}" for s in ("react", "graph") for k in ("oi", "tl")]
+
+
+def truth(name: str) -> dict[str, Any]:
+    return json.loads((DATA / f"{name}.truth.json").read_text())
+
+
+def reading(name: str) -> Case:
+    return only_case(DATA / f"{name}.jsonl", "otel")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_call_reads_as_it_ran_or_as_not_run(name: str) -> None:
+    want = truth(name)
+    case = reading(name)
+    assert case.trace is not None
+    ran = {(r["name"], json.dumps(r["arguments"])): r["result"] for r in want["tool_runs"]}
+    run_error = case.metadata.get("run_error")
+    why = OUT_OF_STEPS if want["raised"] is None else recursion_unrun(run_error)
+    expected = [(c["id"], c["name"], c["arguments"], ran.get((c["name"], json.dumps(c["arguments"]))),
+                 None if (c["name"], json.dumps(c["arguments"])) in ran else why) for c in want["asked"]]
+    assert [(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == expected
+    assert sum(c.error is not None for c in case.trace.tool_calls()) == 2  # Oslo and Rome never ran
+    assert len(case.trace.steps) == want["requests"] == case.trace.usage.requests
+    assert case.input == want["question"]
+
+
+@pytest.mark.parametrize("kind", ["oi", "tl"])
+def test_the_react_agents_stand_in_is_still_the_graphs_answer(kind: str) -> None:
+    want = truth(f"{kind}-react")
+    assert want["raised"] is None and want["answer"] == SORRY
+    case = reading(f"{kind}-react")
+    assert case.trace is not None and case.trace.output == SORRY and case.metadata.get("run_error") is None
+
+
+@pytest.mark.parametrize("kind", ["oi", "tl"])
+def test_a_graph_recursion_error_is_the_runs_error_and_names_the_calls_it_stopped(kind: str) -> None:
+    want = truth(f"{kind}-graph")
+    assert want["raised"].startswith("GraphRecursionError: Recursion limit of 5 reached") and want["messages"] is None
+    case = reading(f"{kind}-graph")
+    assert case.trace is not None and case.trace.output is None
+    assert case.metadata["run_error"].startswith("langgraph.errors.GraphRecursionError: Recursion limit of 5 reached")
+    assert all("GraphRecursionError: Recursion limit of 5 reached" in c.error for c in case.trace.steps[-1].tool_calls)  # type: ignore[operator]
