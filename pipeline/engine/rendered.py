@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import pydantic_core
 from pydantic import BaseModel
+from tracejudge.core.inert_text import visible
 from tracejudge.core.memo import Memo
 from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
@@ -102,6 +103,15 @@ def _float_text(v: float) -> str:
     return _FLOAT_TEXTS.put(v, shown) if v and v == v else shown
 
 
+def _inert(reason: Any) -> Any:
+    """A reason as `report.md` shows it (`inert_text.visible`: control and invisible characters as `\\xNN` /
+    `\\u{NNNN}`); the same object when `visible` would change nothing, told at once for printable ASCII without a
+    backslash (most reasons)."""
+    if type(reason) is not str or (reason.isascii() and reason.isprintable() and "\\" not in reason):
+        return reason
+    return visible(reason)
+
+
 def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) -> str:
     """The end of one metric's `<testcase>` (after its `time` attribute) for a result that counts the score.
 
@@ -111,8 +121,11 @@ def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) ->
     passes, its value and reason in `<system-out>`, which starts with `below
     threshold:` when `passed` is False. A case below its metric's threshold does
     not fail the run (the gate decides, from the figures over all cases), so it
-    is no `<failure>`: CI would show a passing run red (`stages.reports.junit`).
+    is no `<failure>`: CI would show a passing run red (`stages.reports.junit`). The reason is shown as `report.md` shows
+    it (`_inert`): a bidirectional override, a zero-width space or a tag character quoted from a trace is written as
+    `\\u{NNNN}`, never acted on or hidden on a CI page.
     """
+    reason = _inert(reason)
     if not computed or value is None:
         if computed and type(reason) is str and reason.startswith(METRIC_ERRORS):
             return f'>\n      <skipped type="metric_error" message={attr(reason)}/>\n    </testcase>\n'

@@ -139,6 +139,7 @@ async def run(
         ahead = FingerprintAhead(config)
     try:
         from tracejudge.stages.reports import ReportFeed, finish_run, finish_stopped
+        from tracejudge.stages.reports.stopped import stopped_gracefully
 
         for note in run_warnings(config):
             log.warning(note)
@@ -236,6 +237,10 @@ async def run(
                 # why (an error, an abort), never an earlier segment's PASS (`reports.finish_stopped`).
                 finish_stopped(run_dir, summary, config, crashed, segment=journal.segment.get("segment"), results_intact=journal.broken is None,
                                resume=command.get("line") if command else None)
+            elif ended == "interrupted" and command and command.get("line"):
+                # Stopped without an error (a first Ctrl-C or SIGTERM): the saved reports name the command that resumes
+                # the run, as the terminal does (`reports.stopped_gracefully`).
+                summary["stopped"] = stopped_gracefully(journal.segment.get("segment"), command["line"], stop.is_set())
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)

@@ -10,7 +10,9 @@ Then one `<testsuite>` per metric. A result whose status is not `ok` is
 `<skipped>`, its message the status and why (`max_invalid_share`,
 `max_error_share` and the other checks decide whether such results fail the
 run; by default an unreadable record does). A score is a passing test case with its
-value and reason in `<system-out>`, starting `below threshold:` when its
+value and reason in `<system-out>` (the reason, as the skipped message, shown as `report.md` shows it:
+control characters, bidirectional overrides, zero-width and tag characters as `\\xNN` / `\\u{NNNN}`,
+`inert_text.visible`), starting `below threshold:` when its
 `passed` is false: a case below its metric's threshold does not fail the run
 (the gate's figures over all cases do; `min_pass_rate: 1.0` asks that every
 case pass), as a run's exit status says. A score that could not be computed is
@@ -40,7 +42,7 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from tracejudge.core.inert_text import INVISIBLE
+from tracejudge.core.inert_text import INVISIBLE, visible
 from tracejudge.core.records import score_counts
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.engine.rendered import Finished, attr, testcase_end, text
@@ -112,7 +114,7 @@ def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[s
         score = scores.get(key)
         if status != "ok" and not (isinstance(score, dict) and score_counts(status, score.get("value"))):
             if error is None:
-                msg = f"{status}: {(res.get('error') or {}).get('message', '')}"
+                msg = visible(f"{status}: {(res.get('error') or {}).get('message', '')}")  # (as report.md shows it)
                 error = f">\n      <skipped type={_attr(status)} message={_attr(msg)}/>\n    </testcase>\n"
             out.append(head + error)
         elif not isinstance(score, dict):

@@ -2,7 +2,9 @@
 
 A segment that raised (a judge that cannot be reached: exit 3; a second Ctrl-C: exit 130) wrote only its summary,
 so junit.xml, report.md and report.html kept the last segment's PASS. `stop_cause` says how it ended, as the command
-line does; `finish_stopped` replaces the reports at once and then rewrites them from the results there.
+line does; `finish_stopped` replaces the reports at once and then rewrites them from the results there. A segment
+stopped without an exception (a first Ctrl-C or SIGTERM: the cases under way finish) is written as any other, with
+`stopped_gracefully`'s `stopped` in its summary: the reports then name the command that resumes it, as the terminal does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 
-__all__ = ["SAME_COMMAND", "finish_stopped", "stop_cause"]
+__all__ = ["SAME_COMMAND", "finish_stopped", "stop_cause", "stopped_gracefully"]
 
 # How tracejudge's own errors that stop a run (the judge's `stopping`, a live target that cannot be reached) say to
 # resume it; `finish_stopped` and `tracejudge run --fresh` name the command instead.
@@ -67,8 +69,11 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
     log = get_logger("tracejudge.reports")
     run_dir = Path(run_dir)
     cause = stop_cause(exc)
+    resume = _shown(resume) if resume else resume
     if resume and SAME_COMMAND in cause["reason"]:
         cause["reason"] = cause["reason"].replace(SAME_COMMAND, f"resume with: {resume}")
+    elif resume and cause["how"] == "aborted":  # (a CI job's timeout: what it saves says how to go on, as the terminal did)
+        cause["reason"] += f"; resume with: {resume}"
     summary["complete"] = False
     summary["stopped"] = {"segment": segment, **cause}
     try:
@@ -91,6 +96,23 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
         finish_run(run_dir, summary, config)
     except Exception as err:  # noqa: BLE001  (the minimal junit.xml above stands)
         log.warning("the reports of the stopped run could not be written", run_dir=str(run_dir), error=f"{type(err).__name__}: {err}")
+
+
+def stopped_gracefully(segment: int | None, resume: str, requested: bool = True) -> dict[str, Any]:
+    """`summary.stopped` of a segment that ended before every case was written without raising: `requested` when a
+    stop was asked for (a first Ctrl-C or SIGTERM: no new case was taken, those under way finished), else some
+    cases' results were lost (a worker process that died). Its reason names `resume`, the command that resumes the run
+    (the one `run` recorded): a `--fresh` run's own command would start over in yet another directory."""
+    why = ("stopped on request (a Ctrl-C or SIGTERM: no new case was taken, those under way finished)" if requested
+           else "some cases' results were not written")
+    return {"segment": segment, "how": "stopped", "exit_status": 130, "reason": f"{why}; resume with: {_shown(resume)}"}
+
+
+def _shown(command: str) -> str:
+    """A recorded command as the saved reports give it: a key or a URL's password typed on the command line masked."""
+    from tracejudge.llm.redact import redact, redact_url_passwords
+
+    return redact(redact_url_passwords(command))
 
 
 def _same_trouble(exc: BaseException, err: OSError) -> bool:

@@ -25,7 +25,8 @@ as `${NAME}` (headers, URL, command) and the judge's API key are masked,
 with anything credential-shaped, in what is kept of the target's replies:
 error messages and details, turns, and any trace text holding a secret
 (`tracejudge.llm.redact`), before a result, a report or `traces.jsonl`
-sees it.
+sees it; the case a `traces.jsonl` line copies is masked as a result line
+masks what it copies (`traces.recorded_case`).
 Concurrency: the stage runs `concurrency` workers, so at most that many
 cases are at the target at once, independently of the judge's limits.
 """
@@ -61,7 +62,7 @@ from tracejudge.stages.target.protocol import (
 )
 from tracejudge.stages.target.replay import replay_stage, rescore_config
 from tracejudge.stages.target.scrub import scrub, target_secrets
-from tracejudge.stages.target.traces import TRACES, Answered, TraceIndex, TraceWriter, target_fingerprint
+from tracejudge.stages.target.traces import TRACES, Answered, TraceIndex, TraceWriter, recorded_case, target_fingerprint
 
 __all__ = [
     "TRACES",
@@ -361,7 +362,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
                     "conversation_id": got.conversation_id,
                     "attempts": got.attempts,
                     "turns": got.turns,
-                    "case": case.model_copy(update={"trace": got.trace if got.trace is not None else got.partial}).model_dump(mode="json", exclude_defaults=True),
+                    "case": recorded_case(case, got.trace if got.trace is not None else got.partial),
                 }
             )
 

@@ -11,7 +11,10 @@ from a resumed run, supersedes an earlier one):
 ```
 
 `case` is a native case with the live trace (partial when the target
-failed); `turns` is `null` for a single-turn case; `target` fingerprints the
+failed), its credentials masked as a result line masks what it copies
+(`recorded_case`: tags and metadata by `redact_labels`, every other string by
+`redact_details`: a value under a credential's name, a token, a URL's
+password); `turns` is `null` for a single-turn case; `target` fingerprints the
 `target` config that made the line (`target_fingerprint`). A resumed run
 takes an answered pair's trace from here instead of calling the agent again
 (`Answered`): the line reached the file before its result, so a kill between
@@ -31,14 +34,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.engine import store
+from tracejudge.llm.redact import quoted_clean, redact_details, redact_labels
 
 if TYPE_CHECKING:
     from tracejudge.core.config import TargetConfig
-    from tracejudge.core.records import Case
+    from tracejudge.core.records import Case, Trace
 
-__all__ = ["TRACES", "Answered", "TraceIndex", "TraceWriter", "target_fingerprint"]
+__all__ = ["TRACES", "Answered", "TraceIndex", "TraceWriter", "recorded_case", "target_fingerprint"]
 
 TRACES = "traces.jsonl"
+
+
+def _masked_case(data: dict[str, Any]) -> dict[str, Any]:
+    """A case's JSON (without its trace) with its credentials masked: tags and metadata as a result line masks them
+    (`redact_labels`), every other string as the viewer masks a case (`redact_details`); the id is kept. The same
+    object when nothing needs masking."""
+    tags, metadata = redact_labels(data.get("tags"), data.get("metadata"))
+    rest = {k: v for k, v in data.items() if k not in ("id", "tags", "metadata")}
+    if rest and not quoted_clean([json.dumps(rest, ensure_ascii=False)]):
+        rest = redact_details(rest)
+    elif tags is data.get("tags") and metadata is data.get("metadata"):
+        return data
+    labels = {"tags": tags, "metadata": metadata}
+    return {k: labels[k] if k in labels else rest.get(k, v) for k, v in data.items()}
+
+
+def recorded_case(case: Case, trace: Trace | None) -> dict[str, Any]:
+    """The `case` object of a trace line: `case` with `trace` as JSON, the case's own fields masked (`_masked_case`).
+
+    `trace` is kept as it is: the target stage has masked it already (`scrub`).
+    """
+    data = _masked_case(case.model_dump(mode="json", exclude_defaults=True, exclude={"trace"}))
+    if trace is not None:
+        data = {**data, "trace": trace.model_dump(mode="json", exclude_defaults=True)}
+    return data
 
 
 class TraceWriter:
@@ -118,7 +147,8 @@ class Answered:
 
     `get(case, trial)` gives the recorded line only when it holds an answer (`status` ok) made by the
     same target config (`fingerprint`, see `target_fingerprint`) for the same case (every field but the
-    trace equal): an edited case or a changed target is asked again. Lines written before lines
+    trace equal, as masked when the line holds it masked: an edit of a masked value alone is not seen): an
+    edited case or a changed target is asked again. Lines written before lines
     carried a fingerprint are never reused. Raises `FileNotFoundError` when the file does not exist.
     """
 
@@ -132,7 +162,9 @@ class Answered:
         if rec is None or rec.get("status") != "ok" or rec.get("target") != self.fingerprint:
             return None
         was = {k: v for k, v in (rec.get("case") or {}).items() if k != "trace"}
-        if was != case.model_dump(mode="json", exclude_defaults=True, exclude={"trace"}) or not isinstance(rec["case"].get("trace"), dict):
+        now = case.model_dump(mode="json", exclude_defaults=True, exclude={"trace"})
+        # (a line holds the case masked, `recorded_case`; one written before lines were masked holds it as it was)
+        if (was != now and was != _masked_case(now)) or not isinstance(rec["case"].get("trace"), dict):
             return None
         return rec
 
