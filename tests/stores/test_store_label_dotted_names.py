@@ -16,25 +16,17 @@ The trace is a Langfuse API trace (`score_v1`, as Langfuse lists scores) read by
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from helpers import extract_path
+from langfuse_traces import DATA, score_v1, trace_with_full_details
 from tracejudge.core.config import load_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.entrypoints.cli import main
 from tracejudge.stages.judge.labels import field_labels
 
-pytest.importorskip("langfuse.api")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frameworks"))
-try:
-    from langfuse_api import score_v1, trace_with_full_details
-finally:
-    sys.path.pop(0)
-
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _results(tmp_path: Path) -> tuple[Path, list[dict]]:

@@ -16,23 +16,14 @@ and the case had no label. Now (`store_labels`, `judge.labels._field_value`):
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from helpers import extract_path
+from langfuse_traces import DATA, score_v1, trace_with_full_details
 from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, merge_label_metadata
 from tracejudge.stages.judge.labels import field_labels
 
-pytest.importorskip("langfuse.api")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frameworks"))
-try:
-    from langfuse_api import score_v1, trace_with_full_details
-finally:
-    sys.path.pop(0)
-
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _traces() -> list[dict[str, Any]]:

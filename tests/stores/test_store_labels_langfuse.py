@@ -17,22 +17,14 @@ The traces are the API JSON `tests/frameworks/langfuse_api.py` builds from recor
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from langfuse_traces import DATA, score_v1, trace_with_full_details
 from tracejudge.entrypoints.cli import main
 
-pytest.importorskip("langfuse.api")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frameworks"))
-try:
-    from langfuse_api import score_v1, trace_with_full_details
-finally:
-    sys.path.pop(0)
-
-DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDINGS = ["langfuse-api-observe/lf-args.otlp.jsonl", "langfuse-api-observe/lf-manual.otlp.jsonl", "langfuse-api-langgraph/lf-react.otlp.jsonl"]
 
 

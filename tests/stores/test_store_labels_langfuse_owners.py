@@ -16,21 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import extract_path
+from langfuse_traces import DATA, score_v1, trace_with_full_details
 
-pytest.importorskip("langfuse.api")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frameworks"))
-try:
-    from langfuse_api import score_v1, trace_with_full_details
-finally:
-    sys.path.pop(0)
-
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _renamed(trace: dict[str, Any], tid: str) -> dict[str, Any]:
