@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Score, Status
 from tracejudge.engine import journal_standing as standing
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
@@ -57,6 +57,15 @@ from tracejudge.engine.segment_end import record_failed_end
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
 log = get_logger("tracejudge.checkpoint")
+
+_SCORE = frozenset({Score})
+
+
+def _scores_only(scores: dict[str, Any]) -> dict[str, Any]:
+    """`scores`, what is not a `Score` (None: a metric ended without one) made the metric's failure (counted as raised):
+    written as it was, it ended the run, and each resume, with an internal error. (The score stage's guard is first.)"""
+    return {k: s if isinstance(s, Score) else Score(value=None, passed=None, reason=f"metric failed: metric {k} gave no "
+                                                    f"score ({type(s).__name__})") for k, s in scores.items()}
 
 
 def _place(result: CaseResult) -> tuple[str, int] | None:
@@ -175,6 +184,8 @@ class RunJournal:
             return self._record_finished(result)
         if result.tags or result.metadata:  # copied from the dataset (or a live agent's turns): no credential is written
             result.tags, result.metadata = redact_labels(result.tags, result.metadata)
+        if result.scores and not {*map(type, result.scores.values())} <= _SCORE:
+            result.scores = _scores_only(result.scores)
         line = result.model_dump_json()
         key = result_key(result.case_id, result.trial)
         if result.status is Status.skipped_budget and self.provisional.get(key):

@@ -77,7 +77,7 @@ from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.calls.repair import REPAIR
 from tracejudge.stages.judge.calls.request import asked_ids
 from tracejudge.stages.judge.client import key_components, request_tokens
-from tracejudge.stages.judge.estimate_range import FIELDS, MetricEstimate, add_bound, cost_range, last_run_rate, least_reply_tokens
+from tracejudge.stages.judge.estimate_range import FIELDS, MetricEstimate, add_bound, cost_range, finished_keys, last_run_rate, least_reply_tokens
 from tracejudge.stages.judge.fit import Fitted, fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 from tracejudge.stages.judge.requests import Asked, case_requests, fitted_requests
@@ -305,8 +305,12 @@ def _judges(config: RunConfig, cache: DiskJudgeCache | None) -> list[_Judge]:
     return out
 
 
-def estimate(config: RunConfig) -> dict[str, Any]:
+def estimate(config: RunConfig, fresh: bool = False) -> dict[str, Any]:
     """Per-metric (and per-group) estimates and totals: `{"metrics": {key: MetricEstimate}, "total": MetricEstimate, "priced": bool, ...}`.
+
+    What the run of `config` will do: the (case, trial) pairs with a final result in its run directory are left out, as
+    its resume skips them (`finished` of `of`); when every one has, a resume sends nothing, and the run priced is a
+    fresh one (`run --fresh`, `all_finished`). `fresh`: price every case, whatever the directory holds.
 
     Every judge of the run is counted: each panel member (`judge.models`) with its own model, prices, tokenizer and
     structured output, and each request `judge.samples` times (sample s > 0 keyed as the run keys it,
@@ -314,6 +318,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     `priced` (its own price known) and `model`; `priced` is False and `unpriced` names the judges without a price
     when any has none (their dollars are unknown, and so are the total's).
     """
+    from tracejudge.engine.keyset import result_key
     from tracejudge.stages.extract import extract_record
     from tracejudge.stages.judge.repeat import sample_trial
 
@@ -329,6 +334,9 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     ctx = fmt.prepare(config.dataset)
     invalid = 0
     valid = 0
+    # The (case, trial) pairs with a final result in the run directory: the run (a resume) skips them, so they are not priced.
+    done = None if fresh else finished_keys(Path(config.run.dir))
+    finished = 0
     try:
         for raw in fmt.read(config.dataset):
             case = extract_record(raw, fmt, ctx)
@@ -336,17 +344,23 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                 invalid += 1
                 continue
             valid += 1
+            trials = list(range(config.run.trials))
+            if done is not None:
+                trials = [t for t in trials if not done(result_key(case.id, t))]
+                finished += config.run.trials - len(trials)
+                if not trials:
+                    continue
             for i, j in enumerate(judges):
                 asked, no_request = case_requests(case, metrics, j.cfg, reused)  # (plans of its own: fitting notes on them)
                 if i == 0:
                     for metric in metrics:
-                        cases[metric.key].cases += config.run.trials
+                        cases[metric.key].cases += len(trials)
                         if metric.key in no_request:
-                            cases[metric.key].no_request += config.run.trials
+                            cases[metric.key].no_request += len(trials)
                     for a in asked:
                         if a.metrics > 1:  # a group's own row: the cases it asks about (the total counts its metrics' rows)
-                            group_cases[a.key] = group_cases.get(a.key, 0) + config.run.trials
-                for trial in range(config.run.trials):
+                            group_cases[a.key] = group_cases.get(a.key, 0) + len(trials)
+                for trial in trials:
                     for sample in range(cfg.samples):
                         for a in asked:
                             j.ask(case.id, a, sample_trial(trial, sample))
@@ -355,6 +369,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     finally:
         if cache is not None:
             cache.close()
+    if done is not None and finished and finished == valid * config.run.trials:
+        return {**estimate(config, fresh=True), "finished": finished, "all_finished": True}
     out: dict[str, MetricEstimate] = dict(cases)
     for j in judges:
         for k, e in j.out.items():
@@ -366,7 +382,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         # A group's row counts requests, not cases: its metrics' rows count the cases.
         _add(total, e, ("cases",) if k in cases else ("cases", "no_request"))
     # The cases judged, each once (and per trial): the metric rows' sum counted a case once per metric.
-    total.cases = valid * config.run.trials
+    total.cases = valid * config.run.trials - finished
     models: dict[str, dict[str, Any]] = {}
     for j in judges:
         mine = MetricEstimate()
@@ -379,5 +395,6 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     return {"metrics": out, "total": total, "priced": not unpriced, "unpriced": unpriced, "reask_rate": rate, "run_dir": str(config.run.dir),
             "range": cost_range(total, rate), "model": f"panel of {len(judges)}: {', '.join(models)}" if panel else cfg.model,
             "models": models, "panel": panel, "samples": cfg.samples, "invalid_cases": invalid,
+            "finished": finished, "of": valid * config.run.trials, "trials": config.run.trials, "all_finished": False,
             "items_per_request": cfg.items_per_request, "mode": cfg.mode, "group": cfg.group,
             "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}

@@ -24,7 +24,7 @@ from typing import Any
 
 from tracejudge.llm.providers import JudgeRequest
 
-__all__ = ["FIELDS", "MetricEstimate", "add_bound", "cost_range", "last_run_rate", "least_reply", "least_reply_tokens"]
+__all__ = ["FIELDS", "MetricEstimate", "add_bound", "cost_range", "finished_keys", "last_run_rate", "least_reply", "least_reply_tokens"]
 
 
 @dataclass
@@ -93,6 +93,37 @@ def last_run_rate(run_dir: Path) -> float | None:
     except (OSError, ValueError, TypeError, AttributeError):
         return None
     return extra / first if first > 0 else None
+
+
+def finished_keys(run_dir: Path) -> Callable[[int], bool] | None:
+    """Whether a (case, trial) key (`keyset.result_key`) has a final result in `run_dir`, which a resume of it skips;
+    None when the directory holds no result. Read as the resume reads it, without writing: the keys of `results.idx`
+    but for those `checkpoint.json` holds as provisional (a budget skip, a failure the resume retries), and the lines
+    of `results.jsonl` past the checkpoint (a segment killed before its next one: a line that `store` marks provisional
+    is not final). Without a checkpoint, every line. Costs a read of the index, not a parse of every result."""
+    from tracejudge.engine import store
+    from tracejudge.engine.keyset import KeySet, result_key
+
+    try:
+        cp = json.loads((run_dir / store.CHECKPOINT).read_text(encoding="utf-8"))
+        start, provisional = int(cp["results_bytes"]), {int(k) for k in cp.get("provisional") or {}}
+        data = (run_dir / store.INDEX).read_bytes()
+        done = KeySet.from_index(data[: int(cp["results_lines"]) * 8])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        start, provisional, done = 0, set(), KeySet()
+    for line in store.iter_result_lines(run_dir / store.RESULTS, start):
+        key = store.line_key(line)
+        if key is None:
+            continue
+        k = result_key(*key)
+        if any(mark in line for mark in store.PROVISIONAL_MARKS):
+            provisional.add(k)
+        else:
+            done.add_hash(k)
+            provisional.discard(k)
+    if not len(done):
+        return None
+    return lambda k: done.contains_hash(k) and k not in provisional
 
 
 def cost_range(total: MetricEstimate, rate: float | None) -> dict[str, dict[str, Any]]:

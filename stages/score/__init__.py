@@ -21,7 +21,7 @@ from tracejudge.core.work import Stage, Work
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.load.depth import MAX_DEPTH
 from tracejudge.stages.score import time_limit
-from tracejudge.stages.score.base import Metric, ToolMetric, bounded, details_fault, metric_fault
+from tracejudge.stages.score.base import FAILED, SCORE_TASK, Metric, ToolMetric, bounded, details_fault, metric_fault
 from tracejudge.stages.score.masking import custom_keys, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
@@ -164,10 +164,11 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
     import anyio  # here: a worker process scoring plain metrics never needs it
 
     keys, custom = _keys(metrics)
-    scores: dict[str, Score] = dict.fromkeys(keys)  # type: ignore[arg-type]  # (every key is set below)
+    scores: dict[str, Score] = dict.fromkeys(keys, _UNSET)  # type: ignore[arg-type]  # (every key is set below)
     limit_s = time_limit.seconds()
 
     async def awaited(key: str, aevaluate: Any, metric: Metric) -> None:
+        SCORE_TASK.set(True)  # (this task's context only: a cancellation no scope made is the metric's, `metric_fault`)
         try:
             with anyio.move_on_after(limit_s or math.inf) as scope:
                 scores[key] = await aevaluate(metric, case)
@@ -195,12 +196,19 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
                 if not metric_fault(exc):
                     raise
                 scores[key] = _raised(exc)
+    for key, score in scores.items():
+        if score is _UNSET:  # (a metric's task that ended cancelled by no stop of the run: the group ignores such a task)
+            scores[key] = Score(value=None, passed=None, reason=f"{FAILED}metric {key} ended without a score (its task "
+                                "was cancelled, not by the run)")
     for key in custom:
         scores[key] = score = bounded(scores[key], key)
         if isinstance(score, Score) and score.details:
             scores[key] = details_fault(score, key, _DETAILS_DEPTH)
     mask_scores(scores, case, custom)
     return scores
+
+
+_UNSET: Any = object()  # (`ascore_case`: the score of a metric not yet scored)
 
 
 def has_async(metrics: Sequence[Metric]) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from contextvars import ContextVar
 from fnmatch import fnmatchcase
 from typing import Any, ClassVar
 
@@ -228,8 +230,11 @@ def bounded(score: Any, key: str) -> Any:
     """`score` (what a custom metric returned for metric `key`), or, when its value is NaN, infinite or outside [0, 1],
     a `value: null` score saying so: as a bare number outside [0, 1] is (`custom.FunctionMetric`). Every figure of the
     run (mean, pass rate, the bootstrap) assumes values in [0, 1]; a NaN stopped the fold with an internal error.
-    Anything that is not a `Score` is returned as it is."""
-    v = getattr(score, "value", None) if isinstance(score, Score) else None
+    What is not a `Score` (a metric class's `evaluate` returning None, a dict, a number) is the metric's failure too:
+    the result was written with it and the run ended with an internal error."""
+    if not isinstance(score, Score):
+        return Score(value=None, passed=None, reason=f"{FAILED}metric {key} returned {type(score).__name__}, not a Score")
+    v = score.value
     if v is None or (v == v and 0.0 <= v <= 1.0):  # (`v == v`: not NaN)
         return score
     return Score(value=None, passed=None, reason=f"{FAILED}metric {key} returned a Score with value {v!r}, outside [0, 1]")
@@ -312,6 +317,12 @@ def _visible(item: Any) -> Any:
     return item
 
 
+# True in a task `ascore_case` awaits a metric in: there the run's cancellations come through anyio cancel scopes only, so
+# one that none of them made is the metric's own (`metric_fault`). Elsewhere (a caller awaiting `aevaluate` under its
+# own `asyncio.timeout`) a task being cancelled stays the caller's cancellation.
+SCORE_TASK: ContextVar[bool] = ContextVar("tracejudge_score_task", default=False)
+
+
 def metric_fault(exc: BaseException, awaited: bool = False) -> bool:
     """True when `exc`, raised by a metric, costs that metric's score: an `Exception`, a `SystemExit` (a metric, or
     a library it calls, that calls `sys.exit()` or argparse's `parse_args()` failing: never the run's exit), any
@@ -319,9 +330,11 @@ def metric_fault(exc: BaseException, awaited: bool = False) -> bool:
     them. A `KeyboardInterrupt` too where SIGINT is ignored (a worker process: a Ctrl-C never reaches it, so only
     code raised it); elsewhere a Ctrl-C is one and stops the run as one. What the run itself raises inside a metric
     goes on: the sync time limit's `MetricTimeout` and, where the metric was `awaited` and its task is being
-    cancelled, the cancellation (a stop, an async metric's time limit; trio's `Cancelled` always). A sync call is
-    never cancelled from outside (a cancellation arrives where a coroutine awaits), so a cancellation it raised is the
-    metric's own. (Called only once a metric raised: the path of a metric that returns costs nothing.)"""
+    cancelled, the cancellation (a stop, an async metric's time limit; trio's `Cancelled` always), unless, in a task
+    `ascore_case` started (`SCORE_TASK`), no cancel scope of the run made it: the metric cancelled its own task, which
+    is then uncancelled (`Task.uncancel`) and the metric's failure. A sync call is never cancelled from outside (a
+    cancellation arrives where a coroutine awaits), so a cancellation it raised is the metric's own. (Called only once
+    a metric raised: the path of a metric that returns costs nothing.)"""
     if isinstance(exc, (Exception, SystemExit)):
         return True
     if isinstance(exc, KeyboardInterrupt):
@@ -350,7 +363,21 @@ def metric_fault(exc: BaseException, awaited: bool = False) -> bool:
             task = asyncio.current_task()
         except RuntimeError:  # (no loop running: not awaited after all)
             return True
-        return task is not None and not task.cancelling()
+        if task is None or not task.cancelling():
+            return task is not None
+        # In a task of `ascore_case` the run cancels a metric only through anyio's cancel scopes (a stop, the time
+        # limit): with none of them cancelled, the metric cancelled its own task (`asyncio.current_task().cancel()`).
+        # That is its failure: the task's cancel requests are withdrawn (`Task.uncancel`), or the task ended
+        # cancelled, taken for the run's, and the case was written with no score for the metric (an internal error).
+        if not SCORE_TASK.get():
+            return False
+        import anyio
+
+        if anyio.current_effective_deadline() == -math.inf:  # (a cancelled scope encloses the task: the run's)
+            return False
+        while task.uncancel():
+            pass
+        return True
     t = type(exc)
     return not (t.__name__ == "Cancelled" and t.__module__.partition(".")[0] == "trio")
 

@@ -53,6 +53,12 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     console = stdout_console()
     table = fitted(console, build, 1)
     console.print(table)
+    if got["finished"]:  # (a resume skips them: only what it will do is priced)
+        what = "cases" if got["trials"] == 1 else "(case, trial) pairs"
+        said = (f"all {got['of']:,} {what} already finished in {got['run_dir']}: a resume sends nothing; priced as a fresh run "
+                "(run --fresh)" if got["all_finished"] else
+                f"{got['finished']:,} of {got['of']:,} {what} already finished in {got['run_dir']}: not priced")
+        console.print(said, highlight=False, markup=False, soft_wrap=True)
     console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
     for line in _judges_lines(got):
