@@ -32,6 +32,9 @@ CONTROL = re.compile(_CONTROLS)
 INVISIBLE = re.compile(_INVISIBLE)
 _SHOWN = re.compile(f"(\\\\+)(?={_ESCAPES})|(\\\\*)({_CONTROLS})|(\\\\*)({_INVISIBLE})")
 DOUBLED = re.compile(f"\\\\(?={_ESCAPES}|{_CONTROLS}|{_INVISIBLE})")  # a backslash `visible` doubles
+# Any character `visible` may write otherwise (a backslash only before an escape's shape or such a character): text with
+# none is returned as it is, told by one scan of a character class (a reason per metric per case goes through here).
+_ANY = re.compile(f"[{_CONTROLS[1:-1]}{_INVISIBLE[1:-1]}\\\\]")
 
 
 def _show(m: re.Match[str]) -> str:
@@ -45,4 +48,6 @@ def _show(m: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """`text` with each control character but newline and tab as `\\xNN`, each invisible character as `\\u{NNNN}`,
     and a backslash of the text right before `xNN`, `u{…}` or such a character doubled (the module doc); the rest as it is."""
+    if (text.isascii() and text.isprintable() and "\\" not in text) or _ANY.search(text) is None:
+        return text  # (the same object: nothing to show, which most text is)
     return _SHOWN.sub(_show, text)

@@ -105,11 +105,8 @@ def _float_text(v: float) -> str:
 
 def _inert(reason: Any) -> Any:
     """A reason as `report.md` shows it (`inert_text.visible`: control and invisible characters as `\\xNN` /
-    `\\u{NNNN}`); the same object when `visible` would change nothing, told at once for printable ASCII without a
-    backslash (most reasons)."""
-    if type(reason) is not str or (reason.isascii() and reason.isprintable() and "\\" not in reason):
-        return reason
-    return visible(reason)
+    `\\u{NNNN}`); the same object when `visible` would change nothing (most reasons: told by one scan)."""
+    return visible(reason) if type(reason) is str else reason
 
 
 def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) -> str:
