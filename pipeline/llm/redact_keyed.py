@@ -1,0 +1,186 @@
+"""Values masked by the key they sit under, as a result copies them: a case's tags and metadata (`redact_labels`) and
+a custom metric's details (`redact_details`). Their strings go through `redact.redact_quoted` as trace text does; a
+value under a key that names a credential (`password`, `db_password`, `api_key`, `Cookie`, …, any letter case) is the
+secret itself, not prose that mentions one, and is masked whole; so is a PIN (4 to 12 digits) under its field's name.
+Re-exported by `tracejudge.llm.redact`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from tracejudge.core.memo import SeenSet
+from tracejudge.llm.redact import MASK, _name_rules, _pin_value, quoted_clean, redact_quoted
+
+__all__ = ["redact_details", "redact_labels"]
+
+
+def redact_details(value: Any) -> Any:
+    """A copy of a custom metric's JSON-like `details` with every string and str key passed through `redact_quoted`, and
+    a non-empty *string* under a key that names a credential (`_CREDENTIAL_KEY`, any letter case: `password`,
+    `api_key`, `client_secret`, …) masked whole, as labels are (`redact_labels`); so is an integer of 4 or more digits
+    there (`{"password": 12345678}`, as trace text masks it), and 4 to 12 digits, a string or an integer, under a key
+    that names a PIN (`pin`, `card_pin`, `cardPin`: `_PIN_NAME`, as in text). Smaller numbers, lists and mappings
+    under such keys are looked into, not masked: details are often keyed by tool name, and a count of
+    `reset_password` calls is not a secret. Never raises."""
+    return _masked_label(value, whole=False)
+
+
+def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
+    """`(tags, metadata)` of a case as its result may copy them: the same objects when no string of theirs holds a
+    credential (the common case: one `_HINT` search over their text), else copies with each credential masked as
+    `redact_quoted` masks trace text; a mapping's non-empty value (a string, number, bool, list or mapping) is also
+    masked whole when its key names a credential in any letter case (`_CREDENTIAL_KEY`: `password`, `db_password`,
+    `api_key`, `client_secret`, `github_token`, …): under such a key the value is the secret, not prose that mentions
+    one. Keys are masked as strings. Never raises.
+    """
+    if _seen_clean(tags, metadata):
+        return tags, metadata
+    texts: list[str] = []
+    _label_texts(tags, texts)
+    _label_texts(metadata, texts)
+    if (not texts or quoted_clean(texts)) and not _credential_keyed(metadata) and not _credential_keyed(tags):
+        _CLEAN_LABELS.remember(texts)
+        return tags, metadata
+    masked_tags, masked_metadata = _masked_label(tags), _masked_label(metadata)
+    if masked_tags == tags and masked_metadata == metadata:
+        return tags, metadata
+    return masked_tags, masked_metadata
+
+
+# The texts of labels (`_label_texts`) seen to hold no credential's hint. A text is clean alone exactly when it is
+# clean joined with others (`quoted_clean`), so labels whose every text is here are clean without a search; tags
+# and metadata keys repeat from case to case. Bounded: texts that never repeat must not grow memory without bound.
+_CLEAN_LABELS: SeenSet[str] = SeenSet()  # (`core.memo`: bounded, per process)
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _seen_clean(tags: Any, metadata: Any) -> bool:
+    """True when `tags` (a list) and `metadata` (a mapping of str keys to scalars and str) have every text of theirs
+    (`_label_texts`) in `_CLEAN_LABELS`; False for other shapes, or a text not seen clean yet."""
+    if type(tags) is not list or type(metadata) is not dict:
+        return False
+    seen = _CLEAN_LABELS
+    try:
+        if not seen.issuperset(tags):  # (in C; only str texts are in the set, so a tag of another type is not)
+            return False
+    except TypeError:  # an unhashable tag (a custom adapter's list or mapping)
+        return False
+    for k, x in metadata.items():
+        if type(k) is not str:
+            return False
+        t = type(x)
+        if t is str:
+            # (a text seen clean as a tag, "PassWord: hunter2", is still a secret as the value of a credential's key)
+            if f"{k}: {x}" not in seen or (x and _credential_key(k)) or _pin_key(k) and _pin_value(x):
+                return False
+        elif t not in _SCALARS or k not in seen or (x is not None and _credential_key(k)) or _pin_key(k) and _pin_value(x):
+            return False
+    return True
+
+
+@lru_cache(maxsize=4096)
+def _credential_key(key: str) -> bool:
+    """Whether `key` names a credential (`_CREDENTIAL_KEY`); memoised, as metadata keys repeat from case to case."""
+    return _CREDENTIAL_KEY.search(key) is not None
+
+
+@lru_cache(maxsize=4096)
+def _pin_key(key: str) -> bool:
+    """Whether `key` names a PIN's field (`_PIN_NAME`: `pin`, `card_pin`, `cardPin`; not `pincode`), as trace text reads one."""
+    return _name_rules()[1].fullmatch(key) is not None
+
+
+def _keyed_digits(key: Any, value: Any, whole: bool) -> bool:
+    """True when `value` is masked whole for its digits under `key`: 4 to 12 under a PIN's key; when not `whole` (details,
+    where only strings are masked under a credential's key), an integer of 4 or more digits under a credential's key."""
+    if not isinstance(key, str) or type(value) not in (str, int):
+        return False
+    if _pin_value(value) and _pin_key(key):
+        return True
+    return not whole and type(value) is int and value >= 1000 and _credential_key(key)
+
+
+def _label_texts(value: Any, out: list[str]) -> None:
+    # Every string of a JSON-like value, a mapping's string value preceded by its key as `key: value`. (A loop over a
+    # stack, not a call per value: most values are scalars, and a call each cost more than the search after it.)
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, str):
+                    out.append(f"{k}: {x}" if isinstance(k, str) else x)
+                    continue
+                if isinstance(k, str):
+                    out.append(k)
+                if isinstance(x, (dict, list, tuple)):
+                    stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, str):
+                    out.append(x)
+                elif isinstance(x, (dict, list, tuple)):
+                    stack.append(x)
+
+
+# A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`), or
+# a cookie header's (`Cookie`, `Set-Cookie`; not `accept_cookie`).
+_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)|secret|token|private[-_]?key(?:[-_]?id)?"
+                             r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$")
+# A value's authentication scheme, kept when the value is masked whole (`Bearer [REDACTED]`, as in a text).
+_SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)")
+
+
+def _whole(value: str) -> str:
+    """`value`, under a credential's name, masked whole but for its scheme."""
+    scheme = _SCHEME.match(value)
+    return scheme.group() + MASK if scheme else MASK
+
+
+def _credential_keyed(value: Any) -> bool:
+    """True when a mapping inside `value` holds a non-empty value under a key that names a credential."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(k, str) and (x not in (None, "", [], {}) and _credential_key(k) or _keyed_digits(k, x, True)):
+                    return True
+                if isinstance(x, (dict, list, tuple)):
+                    stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(x for x in v if isinstance(x, (dict, list, tuple)))
+    return False
+
+
+def _masked_label(value: Any, whole: bool = True) -> Any:
+    """`value` with its strings and str keys through `redact_quoted`; a non-empty value under a credential's name
+    masked whole (only a string there when not `whole`: `redact_details`)."""
+    if isinstance(value, str):
+        return redact_quoted(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = redact_quoted(k) if isinstance(k, str) else k
+            if _keyed_digits(k, v, whole):
+                out[key] = MASK  # a PIN under its field's name, a numeric password
+                continue
+            if whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _credential_key(k):
+                out[key] = MASK  # a number, list or mapping under a credential's name: the secret whatever its type
+                continue
+            if isinstance(v, str):
+                got = redact_quoted(v)
+                if got == v and isinstance(k, str) and (v and _credential_key(k) or redact_quoted(f"{k}: {v}") != f"{key}: {v}"):
+                    got = _whole(v)  # a value whose key names it a credential (not a key that is one itself)
+                out[key] = got
+            else:
+                out[key] = _masked_label(v, whole)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_masked_label(v, whole) for v in value]
+    return value
