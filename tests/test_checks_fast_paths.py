@@ -20,6 +20,7 @@ from helpers import make_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import tracejudge.stages.score.tool_calls as tool_calls
+from tracejudge.core.inert_text import visible
 from tracejudge.engine import rendered
 from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
 from tracejudge.stages.score.base import _by_name
@@ -172,6 +173,7 @@ _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 @given(st.text(max_size=40), st.sampled_from([None, 0.0, 0.5, 1.0]), st.sampled_from([None, True, False]))
 def test_testcase_end_escapes_as_quoteattr(reason, value, passed):
     end = rendered.testcase_end(value, passed, reason)
+    reason = visible(reason)  # (shown as report.md shows it: a control character as `\xNN`, an invisible one as `\u{NNNN}`)
     if value is None:
         assert end == f">\n      <skipped message={quoteattr(_ILLEGAL.sub('', reason))}/>\n    </testcase>\n"
         return
