@@ -174,6 +174,11 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
                 scores[key] = await aevaluate(metric, case)
             if scope.cancelled_caught:
                 scores[key] = time_limit.timeout_score(key, limit_s)
+            elif _cancelling() and anyio.current_effective_deadline() != -math.inf:
+                # The metric returned with a cancel request of its task pending that no cancel scope of the run made
+                # (`asyncio.current_task().cancel()`, not awaited after): the task ended cancelled, which cancelled the
+                # task group, and the metrics still awaited were blamed (`ended without a score`) instead of this one.
+                scores[key] = await _own_cancel()
         except time_limit.MetricTimeout:
             scores[key] = time_limit.timeout_score(key, limit_s)
         except BaseException as exc:  # a metric bug must cost one score, not the run (`sys.exit()` included)
@@ -209,6 +214,36 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
 
 
 _UNSET: Any = object()  # (`ascore_case`: the score of a metric not yet scored)
+
+
+def _cancelling() -> int:
+    """`Task.cancelling()` of the current task: its cancel requests not withdrawn (`ascore_case`, after a metric returned)."""
+    import asyncio
+
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None else 0
+
+
+async def _own_cancel() -> Score:
+    """The score of an awaited metric that returned with its own task's cancellation pending (`ascore_case`): its
+    cancellation is taken where it would have ended the task, and its requests withdrawn (`Task.uncancel`), as
+    `metric_fault` does for one the metric raised. A cancellation of the run's arriving meanwhile (a stop) goes on."""
+    import asyncio
+
+    import anyio
+
+    task = asyncio.current_task()
+    assert task is not None  # (`_cancelling` said so)
+    try:
+        await asyncio.sleep(0)  # (the pending cancellation, `Task.cancel` while running, is delivered here)
+    except asyncio.CancelledError:
+        if anyio.current_effective_deadline() == -math.inf:  # (a cancel scope of the run was cancelled meanwhile)
+            raise
+    while task.uncancel():
+        pass
+    return Score(value=None, passed=None, reason="metric raised CancelledError (it cancelled its own task, "
+                 "asyncio.current_task().cancel(), and returned with the cancellation pending)",
+                 details={"exception": "CancelledError"})
 
 
 def has_async(metrics: Sequence[Metric]) -> bool:

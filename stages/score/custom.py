@@ -15,8 +15,10 @@ unknown or mistyped parameter is refused when it loads, like any metric's.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import math
+import os
 import traceback
 import typing
 from collections.abc import Awaitable, Callable
@@ -120,11 +122,7 @@ class FunctionMetric(Metric):
         # the group itself is raised where the task group ends, which says nothing of what failed. A leaf built
         # into a group without being raised has no place of its own: the group's is where the metric raised it.
         leaf = leaves(exc)[0]
-        frames = traceback.extract_tb(leaf.__traceback__ or exc.__traceback__)
-        where = ""
-        if frames:
-            last = frames[-1]
-            where = f" (at {last.filename}:{last.lineno}, in {last.name})"
+        where = _where(traceback.extract_tb(leaf.__traceback__ or exc.__traceback__))
         return Score(
             value=None,
             passed=None,
@@ -152,6 +150,49 @@ class FunctionMetric(Metric):
         if out is None:
             return Score(value=None, reason=f"not computed: {label} returned None")
         return Score(value=None, reason=f"{FAILED}{label} returned {type(out).__name__}; expected a float, bool, Score or None")
+
+
+def _where(frames: traceback.StackSummary) -> str:
+    """` (at checks.py:5, in broken)`: where a metric raised, for its score's reason. The innermost frame outside the
+    standard library, site-packages and tracejudge itself (the metric's own code: a cancellation raised inside
+    `asyncio.sleep` named `asyncio/tasks.py`, in `__sleep0`, with the interpreter's path); its file as the code names it.
+    Without such a frame, the innermost one, by its file's name alone (never a path of the machine's installation)."""
+    if not frames:
+        return ""
+    for frame in reversed(frames):
+        if not _library(frame.filename):
+            return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
+    last = frames[-1]
+    return f" (at {os.path.basename(last.filename)}:{last.lineno}, in {last.name})"
+
+
+def _library(filename: str) -> bool:
+    """True for a file of the standard library (a frozen module too), of site-packages, or of tracejudge."""
+    if filename.startswith("<frozen "):
+        return True
+    path = os.path.normcase(os.path.abspath(filename))
+    if any(part in ("site-packages", "dist-packages") for part in path.split(os.sep)):
+        return True
+    return path.startswith(_library_dirs())
+
+
+@functools.lru_cache(maxsize=1)
+def _library_dirs() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    import tracejudge
+    import tracejudge.stages
+
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    try:
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except AttributeError:  # (an old virtualenv's `site` has neither)
+        pass
+    dirs.add(os.path.dirname(tracejudge.__file__ or ""))
+    dirs.update(tracejudge.stages.__path__)
+    return tuple(os.path.join(os.path.normcase(os.path.abspath(d)), "") for d in dirs if d)
 
 
 def _build(fn: MetricFunction, name: str | None, threshold: float | None) -> type[FunctionMetric]:
