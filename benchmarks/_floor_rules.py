@@ -198,6 +198,10 @@ def render_call(name: str, args: Any) -> str:
         return f"{name}(…)"
     text = dumps(args, True)
     if text not in _CLEAN_CALLS:
+        if _HINT(text[:152]) is not None and (shown := _masked_args(args)) is not args:  # a value under a credential's key
+            text = dumps(shown, True)
+            text = redact(text.replace(_MASK_TEXT, MASK), 120)
+            return f"{name}({text[:119]}…)" if len(text) > 120 else f"{name}({text})"
         masked = redact(text, 120)
         if masked is not text:
             text = masked
@@ -206,6 +210,21 @@ def render_call(name: str, args: Any) -> str:
                 _CLEAN_CALLS.clear()
             _CLEAN_CALLS.add(text)
     return f"{name}({text[:119]}…)" if len(text) > 120 else f"{name}({text})"
+
+
+_MASK_VALUE = "\x00" + MASK + "\x00"  # a non-string value masked under its key: written as a bare `[REDACTED]`
+_MASK_TEXT = json.dumps(_MASK_VALUE)
+
+
+def _masked_args(v: Any) -> Any:
+    """`call_text._masked_arguments`: each value `masked_under` its key replaced, at any depth; `v` itself when none is."""
+    if isinstance(v, dict):
+        out = {k: (MASK if isinstance(x, str) else _MASK_VALUE) if masked_under(k, x) else _masked_args(x) for k, x in v.items()}
+        return out if any(out[k] is not x for k, x in v.items()) else v
+    if isinstance(v, list):
+        items = [_masked_args(x) for x in v]
+        return items if any(a is not b for a, b in zip(items, v)) else v
+    return v
 
 
 def short_json(value: Any, limit: int = 60, key: str | None = None) -> str:
@@ -313,7 +332,8 @@ def difference(e: dict[str, Any] | None, a: dict[str, Any], prefix: str = "") ->
         got = a.get(key, ABSENT)
         if match(exp, got):
             continue
-        if type(exp) is dict and _matcher(exp) is None and type(got) is dict and (inner := difference(exp, got, f"{prefix}{key}.")):
+        if (type(exp) is dict and _matcher(exp) is None and type(got) is dict and not masked_under(key, exp)
+                and (inner := difference(exp, got, f"{prefix}{key}."))):
             return inner
         if got is ABSENT:
             return f"{prefix}{key}: expected {short_json(exp, key=key)}, missing"

@@ -10,6 +10,7 @@ only their key says they are secrets.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +63,19 @@ def _lines() -> list[dict]:
         _case("map_pin", {"pin": "blue"}, {"pin": "red"}),
         _case("postal", {"pincode": "560001"}, {"pincode": "560002"}),
     ]
+    lines += [_case(cid, {"password": exp}, {"password": got}, name) for cid, name, exp, got in SHAPES]
     return lines
+
+
+# A value under a credential's key that is no string: a matcher, a mapping, a short or a decimal number. The reasons
+# render the calls (`login({...})`) beside the argument's difference: both show it `[REDACTED]`.
+SHAPES = [
+    ("matcher", "login", {"$any_of": ["ANYexp1", "ANYexp2"]}, {"value": "ANYgot3"}),
+    ("mapping", "login4", {"value": "MapVal41"}, {"value": "MapVal42"}),
+    ("short", "unlock2", 731, 732),
+    ("decimal", "unlock3", 5551.5, 5552.5),
+]
+SHAPE_LEAKS = re.compile(r"ANYexp|ANYgot|MapVal4|555[12]\.5|password\W{0,24}73[12]\b")
 
 
 def _run(tmp_path: Path) -> Path:
@@ -86,7 +99,7 @@ def test_argument_differences_mask_credential_values_in_every_file_of_the_run(tm
     run_dir = _run(tmp_path)
     files = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in sorted(run_dir.iterdir()) if p.is_file()}
     assert {"results.jsonl", "report.html", "junit.xml", "report.md", "summary.json"} <= files.keys()
-    leaks = {name: [c for c in CANARIES if c in text] for name, text in files.items()}
+    leaks = {name: [c for c in CANARIES if c in text] + SHAPE_LEAKS.findall(text) for name, text in files.items()}
     assert not {name: found for name, found in leaks.items() if found}
     # The config's own expected value is recorded with the config (configs.jsonl, manifest.json), in nothing scored.
     assert not [name for name, text in files.items() if CONFIG_SECRET in text and name not in ("configs.jsonl", "manifest.json")]
@@ -105,6 +118,11 @@ def test_argument_differences_mask_credential_values_in_every_file_of_the_run(tm
     assert "password: expected [REDACTED], got [REDACTED]" in arg["reason"], arg["reason"]
     assert arg["details"]["mismatches"]["password"] == {"expected": MASK, "actual": MASK, "present": True}
     assert "db_password: unexpected argument [REDACTED]" in results["c_db_password"]["ArgumentCorrectness"]["reason"]
+    # A call rendered in a reason masks what the argument's difference beside it masks, whatever the value's shape.
+    for cid, name, _, _ in SHAPES:
+        reason = results[cid]["ToolCalls"]["reason"]
+        assert "password: expected [REDACTED], got [REDACTED]" in reason and f'{name}({{"password":[REDACTED]}})' in reason, reason
+    assert 'login({"password":[REDACTED]})' in results["matcher"]["ArgumentCorrectness"]["reason"]
     # Ordinary values, as written.
     assert 'page_token: expected "pg2", got "pg3"' in results["page"]["ToolCalls"]["reason"]
     assert 'pin: expected "blue", got "red"' in results["map_pin"]["ToolCalls"]["reason"]

@@ -2,7 +2,9 @@
 
 Reasons name calls (a missing expected call, an unexpected one, where two lists part): about two calls
 a case with τ-bench's checks, most with a few arguments, some with a dozen running to a kilobyte. The
-text is the arguments' JSON with sorted keys, credentials masked before the cut (`redact_quoted`).
+text is the arguments' JSON with sorted keys, credentials masked before the cut (`redact_quoted`), and a value
+under a key that `masked_under` masks shown as `[REDACTED]` whatever its shape (a matcher, a mapping, a list, a short
+or decimal number), as an argument's difference in the same reason shows it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from tracejudge.core.memo import SeenSet
-from tracejudge.llm.redact import redact_quoted
+from tracejudge.llm.redact import MASK, masked_under, redact_quoted
+from tracejudge.llm.redact_patterns import _HINT
 
 try:
     from json.encoder import c_make_encoder as _c_make_encoder
@@ -80,16 +83,61 @@ def render_call(name: str, arguments: Any, limit: int = _LIMIT) -> str:
         text = dumps(arguments, sort_keys=True)
     if limit == _LIMIT and text in _CLEAN:
         masked = text
+    elif _HINT.search(text[: limit + 32]) is None:  # `redact_quoted`'s own first test: no credential's name or shape shown
+        masked = text
+        if limit == _LIMIT and len(text) <= _CLEAN_LONGEST:
+            _CLEAN.remember_one(text)
+    elif (shown := _masked_arguments(arguments)) is not arguments:  # a value under a credential's key: masked whole
+        masked = redact_quoted(_bare_masks(dumps(shown, sort_keys=True)), limit)
     else:
         masked = redact_quoted(text, limit)
         if masked is text and limit == _LIMIT and len(text) <= _CLEAN_LONGEST:
             _CLEAN.remember_one(text)
-    if masked is not text and len(text) > limit:  # perhaps a start of the arguments only (`_sorted_head`): mask them whole
-        masked = redact_quoted(dumps(arguments, sort_keys=True), limit)
+        elif masked is not text and len(text) > limit:  # perhaps a start of the arguments only (`_sorted_head`): mask them whole
+            masked = redact_quoted(dumps(arguments, sort_keys=True), limit)
     text = masked
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return f"{name}({text})"
+
+
+# What `_masked_arguments` puts for a value that is not a string: encoded, its JSON string is written as a bare
+# `[REDACTED]` (`_bare_masks`), as `redact_quoted` shows a credential's number (`"password":[REDACTED]`).
+_MASK_VALUE = "\x00" + MASK + "\x00"
+_MASK_TEXT = dumps(_MASK_VALUE)
+
+
+def _masked_arguments(value: Any) -> Any:
+    """`value` (arguments) with each value under a key that `masked_under` masks replaced, at any depth: a string by
+    `[REDACTED]`, anything else (a mapping, a matcher, a list, a number) by `_MASK_VALUE`; `value` itself when none is.
+
+    Called only for arguments whose text holds a credential's hint (`_HINT`), so ordinary calls are never walked.
+    """
+    try:
+        return _masked_value(value)
+    except RecursionError:  # nested deeper than a copy can be made: shown masked whole
+        return _MASK_VALUE
+
+
+def _masked_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for key, v in value.items():
+            if masked_under(key, v):
+                out[key] = MASK if isinstance(v, str) else _MASK_VALUE
+                changed = True
+            else:
+                out[key] = got = _masked_value(v)
+                changed = changed or got is not v
+        return out if changed else value
+    if isinstance(value, (list, tuple)):
+        items = [_masked_value(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    return value
+
+
+def _bare_masks(text: str) -> str:
+    return text.replace(_MASK_TEXT, MASK) if _MASK_TEXT in text else text
 
 
 def _sorted_head(arguments: dict[str, Any], limit: int) -> str | None:

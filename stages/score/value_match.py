@@ -293,7 +293,8 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
         if match_value(exp, got, nested):
             continue
         path = f"{prefix}{key}"
-        if isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict):
+        # (Not into a mapping under a credential's key: shown masked whole, as the call's text shows it.)
+        if isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict) and not masked_under(key, exp):
             inner = _diff(exp, got, nested, nested, path + ".")
             if inner:
                 return inner
