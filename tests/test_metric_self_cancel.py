@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _metric_runs import IDS, write_metric_run
+from _metric_runs import results as _results
+from _metric_runs import tj as _tj
 import tracejudge as tj
 from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.engine.checkpoint import RunJournal
@@ -76,25 +79,10 @@ async def waits(case, trace):
     return 1.0
 '''
 
-IDS = ["ok-0", "bad-1", "ok-2", "bad-3"]
 
 
 def _write(tmp_path: Path, metrics: list[str], processes: int) -> None:
-    (tmp_path / "checks.py").write_text(CHECKS)
-    case = {"trace": {"steps": [{"tool_calls": [{"name": "t", "arguments": {"a": 1}}]}], "output": "ok"},
-            "expected_tool_calls": [{"name": "t", "arguments": {"a": 1}}]}
-    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"id": i, **case}) + "\n" for i in IDS))
-    specs = ", ".join(["{type: ToolCalls}", *(f'{{type: "checks:{m}"}}' for m in metrics)])
-    (tmp_path / "eval.yaml").write_text(f"dataset: {{path: data.jsonl, format: native}}\nmetrics: [{specs}]\n"
-                                        f"run: {{dir: runs/eval, processes: {processes}}}\n")
-
-
-def _tj(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
-def _results(run_dir: Path) -> dict[str, dict]:
-    return {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    write_metric_run(tmp_path, CHECKS, metrics, processes)
 
 
 @pytest.mark.parametrize("processes", [1, 2])
