@@ -34,7 +34,7 @@ _SHAPE = "|".join((  # key shapes, masked whole
     r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)"))
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"  # a token after a name
 _NAMES = _ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")
-_CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)|secret|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
+_CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
                                     "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
 _FIELD_NAME, _PIN = _CRED + "|" + _ci("(?:set-)?cookie"), r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
 # A field's quoted value to its string's end at any depth (a quote is inside it unless escaped as its closing one and
@@ -58,13 +58,13 @@ _W, _S, _SP = r"[A-Za-z0-9._~+/=-]{15}", r"""(?:(?:\\*["'])?\s*[:=]|%(?:25)*3[Dd
 _HINT = re.compile(  # a part of every match of `_QUOTED`: text without one holds no credential
     rf"k(?:[Ee][Yy](?:[-_]?[Ii][Dd])?{_S}|[Ii][Ee]{_S}|(?<=[Oo]k)[Ee][Nn]{_S}|[-_](?<=(?<![A-Za-z0-9])sk[-_])|_(?<=(?<![A-Za-z0-9])rk_))"
     rf"|K(?:[Ee][Yy](?:[-_]?[Ii][Dd])?{_S}|[Ii][Ee]{_S}|(?<=[Oo]K)[Ee][Nn]{_S}|IA)"
-    rf"|z(?:[Aa][Tt][Ii][Oo][Nn]|a(?<=AIza))|Z[Aa][Tt][Ii][Oo][Nn]|w(?:[Oo][Rr])?[Dd]{_S}|W(?:[Oo][Rr])?[Dd]{_S}"
-    rf"|c(?:[Rr][Ee][Tt]{_S}|Hlw(?<=AgEIcHlw))|C(?:[Rr][Ee][Tt]{_S}|CA)|p(?:[Hh][Rr][Aa][Ss][Ee]{_S}|[Ii][Nn]{_SP}"
-    rf"|(?<=np)m_|(?<=glp)(?:at|tt)-)|P(?:[Hh][Rr][Aa][Ss][Ee]{_S}|[Ii][Nn]{_SP})"
+    rf"|z(?:[Aa][Tt][Ii][Oo][Nn]|a(?<=AIza))|Z[Aa][Tt][Ii][Oo][Nn]|w(?:[Oo][Rr])?[Dd](?:[Ss]|[-_]?[Cc][Oo][Nn][Ff][Ii][Rr][Mm](?:[Aa][Tt][Ii][Oo][Nn])?)?{_S}|W(?:[Oo][Rr])?[Dd](?:[Ss]|[-_]?[Cc][Oo][Nn][Ff][Ii][Rr][Mm](?:[Aa][Tt][Ii][Oo][Nn])?)?{_S}"
+    rf"|c(?:[Rr][Ee][Tt][Ss]?{_S}|Hlw(?<=AgEIcHlw))|C(?:[Rr][Ee][Tt][Ss]?{_S}|CA)|p(?:[Hh][Rr][Aa][Ss][Ee][Ss]?{_S}|[Ii][Nn]{_SP}"
+    rf"|(?<=np)m_|(?<=glp)(?:at|tt)-)|P(?:[Hh][Rr][Aa][Ss][Ee][Ss]?{_S}|[Ii][Nn]{_SP})"
     rf"|B(?:earer\s+{_W}|asic\s+{_W}|EGIN|IA)|b(?:earer\s+{_W}|asic\s+{_W}|_pat_(?<=github_pat_)|_session=(?<=_gitlab_session=))"
     rf"|S(?:IA|G\.)|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
     r"|gl(?:dt|rtr?|cbt|ft|imt|agent|oas|soat|ffct|wt)-|GR1348941|v1_(?<=do[opr]_v1_)|ya29\.|\\u00[2-7]").search
-_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)|secret|token|private[-_]?key(?:[-_]?id)?"
+_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|token|private[-_]?key(?:[-_]?id)?"
                   r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$").search  # a label naming one
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)").match  # kept before a label's value masked whole
 _FIELD_KEY, _PIN_KEY = re.compile(_FIELD_NAME).fullmatch, re.compile(_PIN).fullmatch  # a key naming a field, a PIN's

@@ -130,7 +130,7 @@ def _label_texts(value: Any, out: list[str]) -> None:
 
 # A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`), or
 # a cookie header's (`Cookie`, `Set-Cookie`; not `accept_cookie`).
-_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)|secret|token|private[-_]?key(?:[-_]?id)?"
+_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|token|private[-_]?key(?:[-_]?id)?"
                              r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$")
 # A value's authentication scheme, kept when the value is masked whole (`Bearer [REDACTED]`, as in a text).
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)")

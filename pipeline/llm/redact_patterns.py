@@ -90,7 +90,7 @@ _NAMES = _ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-
 # before its own: the search stays linear. (It starts at a quote or backslash, no backslash before it, looked
 # behind once it is read: `re` skips the other positions fast.)
 _Q = r"""\\*["']"""
-_CREDENTIAL_NAME = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)|secret|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
+_CREDENTIAL_NAME = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
                                                "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
 _FIELD_NAME = _CREDENTIAL_NAME + "|" + _ci("(?:set-)?cookie")
 # What may follow a string's closing quote: a delimiter (`,` `:` `;` `)` `}` `]` a backtick, white space, the text's end,
@@ -161,9 +161,9 @@ _HINT = re.compile(
     # skip the positions holding none: `(?i:…)` or a class first made every position a start (a search cost 7x).
     rf"k(?:[Ee][Yy](?:[-_]?[Ii][Dd])?{_SET}|[Ii][Ee]{_SET}|(?<=[Oo]k)[Ee][Nn]{_SET}|[-_](?<=(?<![A-Za-z0-9])sk[-_])|_(?<=(?<![A-Za-z0-9])rk_))"
     rf"|K(?:[Ee][Yy](?:[-_]?[Ii][Dd])?{_SET}|[Ii][Ee]{_SET}|(?<=[Oo]K)[Ee][Nn]{_SET}|IA)"
-    rf"|z(?:[Aa][Tt][Ii][Oo][Nn]|a(?<=AIza))|Z[Aa][Tt][Ii][Oo][Nn]|w(?:[Oo][Rr])?[Dd]{_SET}|W(?:[Oo][Rr])?[Dd]{_SET}"
-    rf"|c(?:[Rr][Ee][Tt]{_SET}|Hlw(?<=AgEIcHlw))|C(?:[Rr][Ee][Tt]{_SET}|CA)|p(?:[Hh][Rr][Aa][Ss][Ee]{_SET}|[Ii][Nn]{_PIN_SET}"
-    rf"|(?<=np)m_|(?<=glp)(?:at|tt)-)|P(?:[Hh][Rr][Aa][Ss][Ee]{_SET}|[Ii][Nn]{_PIN_SET})"
+    rf"|z(?:[Aa][Tt][Ii][Oo][Nn]|a(?<=AIza))|Z[Aa][Tt][Ii][Oo][Nn]|w(?:[Oo][Rr])?[Dd](?:[Ss]|[-_]?[Cc][Oo][Nn][Ff][Ii][Rr][Mm](?:[Aa][Tt][Ii][Oo][Nn])?)?{_SET}|W(?:[Oo][Rr])?[Dd](?:[Ss]|[-_]?[Cc][Oo][Nn][Ff][Ii][Rr][Mm](?:[Aa][Tt][Ii][Oo][Nn])?)?{_SET}"
+    rf"|c(?:[Rr][Ee][Tt][Ss]?{_SET}|Hlw(?<=AgEIcHlw))|C(?:[Rr][Ee][Tt][Ss]?{_SET}|CA)|p(?:[Hh][Rr][Aa][Ss][Ee][Ss]?{_SET}|[Ii][Nn]{_PIN_SET}"
+    rf"|(?<=np)m_|(?<=glp)(?:at|tt)-)|P(?:[Hh][Rr][Aa][Ss][Ee][Ss]?{_SET}|[Ii][Nn]{_PIN_SET})"
     rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN|IA)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_)|_session=(?<=_gitlab_session=))"
     rf"|S(?:IA|G\.)|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
     rf"|gl(?:dt|rtr?|cbt|ft|imt|agent|oas|soat|ffct|wt)-|GR1348941|v1_(?<=do[opr]_v1_)|ya29\."
