@@ -89,12 +89,14 @@ def test_eval_and_json_logs_of_one_run_give_the_same_cases() -> None:
 
 
 def test_a_failed_sample_keeps_what_it_did_and_its_error() -> None:
-    """The tool raised RuntimeError: inspect ended the sample. Its call stays, unanswered; no output; `metadata.run_error`."""
+    """The tool raised RuntimeError: inspect ended the sample. Its call stays, failed with that error (its `tool` event:
+    `failed`, no result), not a call in flight; no output; `metadata.run_error`."""
     crash = _cases(DATA / "weather-chat.eval")["crash"]
-    assert crash.metadata["run_error"] == "RuntimeError('weather backend crashed on Nowhere')"
+    said = "RuntimeError('weather backend crashed on Nowhere')"
+    assert crash.metadata["run_error"] == said
     assert crash.trace.output is None  # inspect's completion is the text said before the crash, never an answer
     (step,) = crash.trace.steps
-    assert (step.thought, [(c.name, c.result, c.error) for c in step.tool_calls]) == ("Looking it up.", [("get_weather", None, None)])
+    assert (step.thought, [(c.name, c.result, c.error) for c in step.tool_calls]) == ("Looking it up.", [("get_weather", None, said)])
 
 
 def test_a_multi_turn_sample_places_each_user_turn_before_its_answer() -> None:

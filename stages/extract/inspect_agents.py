@@ -14,7 +14,8 @@
   kept: the message limit counts the tool message that would exceed it and drops it. The sample's messages then
   show the call unanswered, though the tool ran; its `tool` event (same call id) holds what it returned or its
   error. `results_from_events` gives such a call that result (a `tool` event that failed without an error, as a
-  tool raising a non-`ToolError` exception that ended the sample leaves it, gives none).
+  tool raising a non-`ToolError` exception that ended the sample leaves it, or one still pending when a limit stopped the
+  sample, gives none: `inspect_stops` says why such a call has no result).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["REFUSED", "agent_prompt", "results_from_events"]
+__all__ = ["REFUSED", "agent_prompt", "resolved", "results_from_events"]
 
 REFUSED = "output rejected: "  # how the step error of an answer the agent's scorer refused starts
 _CONTINUE = re.compile(r"Please proceed to the next step using your best judgement\."
@@ -52,14 +53,14 @@ def _tool_events(events: Any) -> Iterator[dict[str, Any]]:
             yield from _tool_events(e.get("events"))
 
 
-def _resolved(value: Any, attachments: dict[str, Any]) -> Any:
+def resolved(value: Any, attachments: dict[str, Any]) -> Any:
     """`value` with an `attachment://<hash>` reference (a condensed event's text) replaced by the text it names."""
     if isinstance(value, str) and value.startswith(_ATTACHMENT) and isinstance(attachments.get(value[len(_ATTACHMENT):]), str):
         return attachments[value[len(_ATTACHMENT):]]
     if isinstance(value, list):
-        return [_resolved(v, attachments) for v in value]
+        return [resolved(v, attachments) for v in value]
     if isinstance(value, dict):
-        return {k: _resolved(v, attachments) for k, v in value.items()}
+        return {k: resolved(v, attachments) for k, v in value.items()}
     return value
 
 
@@ -77,6 +78,6 @@ def results_from_events(sample: dict[str, Any], steps: list[dict[str, Any]], set
         error = e.get("error")
         said = error.get("message") if isinstance(error, dict) else error
         if error:
-            set_result(call, _resolved(e.get("result"), attachments), said if isinstance(said, str) and said else "error")
-        elif not e.get("failed"):
-            set_result(call, _resolved(e.get("result"), attachments))
+            set_result(call, resolved(e.get("result"), attachments), said if isinstance(said, str) and said else "error")
+        elif not e.get("failed") and not e.get("pending"):  # (a pending event's call never finished: no result, `inspect_stops`)
+            set_result(call, resolved(e.get("result"), attachments))

@@ -42,7 +42,9 @@ read as JSON: inspect-ai is never imported. A sample becomes a case:
   counts the agent's steps; `latency_s` is `total_time` (else `working_time`);
 - a sample whose `error` is set (it failed in inspect: a tool raised, the model API failed) keeps what it did,
   with the error's message as `metadata.run_error`, as the span formats mark a failed run; its output is null
-  unless the agent had answered (the last message is an assistant message without calls: the error came after);
+  unless the agent had answered (the last message is an assistant message without calls: the error came after).
+  A limit that stopped a sample is its `run_error` too; the reply past a token limit (only in its `model` event) is
+  its last step, and a call a raise or a limit left without a result fails saying why (`inspect_stops`);
 - `metadata`: `task` and `model` (the log's), the sample metadata's scalar values (strings, numbers, booleans,
   null) under their own keys, and `inspect`: `{"sample_id", "epoch", "log"}` plus what the sample has of
   `scores` (each scorer's `value`), `limit` (the limit that stopped it), `working_time`, `metadata` (its values
@@ -70,6 +72,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, json_type, text_of
 from tracejudge.stages.extract.inspect_agents import REFUSED, agent_prompt, results_from_events
 from tracejudge.stages.extract.inspect_logs import Sample, as_object, count, log_files, read
+from tracejudge.stages.extract.inspect_stops import late_reply, unfinished
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.load import deep_message, loads, too_deep
 from tracejudge.stages.load.encoding import strip_bom
@@ -257,6 +260,8 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
                      (said if isinstance(said, str) and said else "error") if error else None)
         if role in ("user", "tool"):
             answered_last = False
+    if (late := late_reply(sample, messages)) is not None:  # the reply past a limit, only in its model event (`inspect_stops`)
+        _assistant(b, late, "events", cid, opts, answered)
     trace = b.trace()
     for k, answer in answered.items():  # an answer tool's argument is its step's output; the step's own text is its thought
         step = trace["steps"][k]
@@ -365,6 +370,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     trace["output"] = None if sample.get("error") and not walk.answered else completion
     trace["usage"] = _usage(sample, walk.b.responses - walk.history, cid)
     metadata, tags = _metadata(sample, payload, walk.b.unpaired)
+    unfinished(sample, trace["steps"], metadata)  # a limit's reason as the run error; calls a raise or a limit left without a result
     if walk.prompts:
         metadata["inspect"]["agent_prompts"] = walk.prompts
     data: dict[str, Any] = {"id": cid, "input": _input(sample, cid), "expected_output": _target(sample, cid),

@@ -194,8 +194,8 @@ def truth() -> dict[str, Any]:
                     call: dict[str, Any] = {"id": cid, "name": name, "arguments": args, "result": None, "error": None}
                     try:
                         call["result"] = weather(**args) if name == "get_weather" else convert(**args)
-                    except RuntimeError as exc:  # the sample ends here: the call has no result
-                        answer, error = None, repr(exc)
+                    except RuntimeError as exc:  # the sample ends here, with this error: the call failed with it, no result
+                        answer, error, call["error"] = None, repr(exc), repr(exc)
                     except Exception as exc:  # noqa: BLE001 - ToolError: the model is told, with an empty result
                         call["result"], call["error"] = "", str(exc)
                     calls.append(call)
