@@ -4,7 +4,7 @@ A replayed message is identified by its role, its texts (an empty text part is n
 for or answers (arguments may be re-encoded on the way). `Unprompted` holds a trace's fingerprints with the
 system messages left out, for an application that re-renders its system prompt per request (a timestamp, RAG
 context, memory) or trims its history at the start (a sliding window) or in the middle (`compacted`: the question kept,
-earlier tool rounds dropped).
+earlier tool rounds dropped), or sends the assistant's words back without their text (`textless`: its calls kept).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["INSTRUCTIONS", "Unprompted", "after_overlap", "answered", "bare", "compacted", "hashes", "message_key"]
+__all__ = ["INSTRUCTIONS", "Unprompted", "after_overlap", "answered", "bare", "compacted", "hashes", "message_key", "textless"]
 
 
 def message_key(msg: dict[str, Any]) -> tuple[Any, ...]:
@@ -62,7 +62,7 @@ def after_overlap(seen: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> l
         if keys[:n] == said[-n:]:
             return got[n:]
     n = compacted(said, keys)
-    return got[n:] if n else None
+    return got[n:] if n else textless(seen, inputs)
 
 
 def compacted(said: list[Any], keys: list[Any]) -> int:
@@ -84,6 +84,42 @@ def compacted(said: list[Any], keys: list[Any]) -> int:
         if 0 < head and head + t < len(said) and keys[:head] == said[:head]:
             return k + 1
     return 0
+
+
+def _textless_keys(messages: list[dict[str, Any]]) -> list[tuple[int, tuple[Any, ...]]]:
+    """(index, key) of `messages`, the assistant's texts left out of its keys and a message of the assistant's that then
+    holds nothing (it only spoke) left out."""
+    out = []
+    for i, m in enumerate(messages):
+        key = message_key(m)
+        if key[0] == "assistant":
+            key = tuple(k for k in key if not (isinstance(k, tuple) and k[0] == "t"))
+            if len(key) == 1:
+                continue
+        out.append((i, key))
+    return out
+
+
+def textless(seen: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """What `inputs` add after replaying `seen` whole, system messages aside, with the assistant's texts left out; `None`:
+    no such replay.
+
+    An application may send the model's replies back without what they said: a reply that called tools as its calls
+    alone (`content` removed: the chatter beside them, "Checking Paris."), a reply that only spoke not at all. Such a
+    request replays the history, calls and results in order, but not the text the previous request's reply had, so the
+    exact match fails and a request of the same user exchange read as the user asking again (`stitch.continues`). The
+    reply it replays must name its calls by id, which are that exchange's own.
+    """
+    history, got = bare(seen), bare(inputs)
+    said, keyed = _textless_keys(history), _textless_keys(got)
+    if not said or said[-1][0] != len(history) - 1 or not any(isinstance(k, tuple) and k[0] == "c" for k in said[-1][1][1:]):
+        return None  # (the reply, `seen`'s last message, must have asked for calls)
+    reply = history[-1]
+    if not all(p.get("id") not in (None, "") for p in reply.get("parts") or [] if p.get("type") == "tool_call"):
+        return None  # (a call named by its tool alone proves nothing)
+    if len(keyed) < len(said) or [k for _, k in keyed[: len(said)]] != [k for _, k in said]:
+        return None
+    return got[keyed[len(said) - 1][0] + 1 :]
 
 
 def hashes(keys: list[Any]) -> list[int]:
