@@ -17,10 +17,15 @@ A graph of its own (an agent node and a `ToolNode` in a loop) that reaches its `
 `GraphRecursionError` (the run's error: the `exception` event of the graph's run span, whichever instrumentation): LangGraph
 checks the limit before the next step, so the calls of the last reply, asked for in the step that used the last of it,
 never run (no tool span, no request after it). They too are calls not run, the error named (`recursion_unrun`).
+Langfuse's LangChain `CallbackHandler` records no `exception` event and no type: only the graph's root span at level
+ERROR with `str(error)` as its status message. That text is LangGraph's own for this error alone (`Recursion limit of <n>
+reached without hitting a stop condition…`), so such a span is read as the same `GraphRecursionError`, and its error (the
+run's) names the type as the other instrumentations' do.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tracejudge.stages.extract.otel.messages import normalise
@@ -33,6 +38,8 @@ SORRY = "Sorry, need more steps to process this request."  # (langgraph-prebuilt
 OUT_OF_STEPS = ("not run: LangGraph's agent ran out of steps (its `recursion_limit`) before running this call, and put "
                 f"{SORRY!r} in place of the reply that asked for it")
 _RECURSION = "GraphRecursionError"
+# LangGraph's message for it (`langgraph.pregel`: "Recursion limit of {n} reached without hitting a stop condition. …")
+_RECURSION_TEXT = re.compile(r"(?:[\w.]*GraphRecursionError: )?Recursion limit of \d+ reached without hitting a stop condition")
 _OUTPUT_KEYS = ("output.value", "traceloop.entity.output", "mlflow.spanOutputs", "langfuse.observation.output")
 
 
@@ -58,12 +65,21 @@ def recursion_unrun(error: str) -> str:
     return f"not run: the graph stopped before this call ran ({error.splitlines()[0]}); no tool span records it"
 
 
-def _recursion(span: Span) -> str | None:
-    """`"<type>: <message>"` of `span`'s `GraphRecursionError` exception event, else None."""
+def _recursion(span: Span, v: View) -> str | None:
+    """`"<type>: <message>"` of `span`'s `GraphRecursionError` exception event, else None.
+
+    A span with no exception event whose error is LangGraph's text for that error alone (Langfuse keeps only the status
+    message, `str(error)`: module docstring) is that error too; its error, the run's, then names the type.
+    """
     for name, ev in span.events:
         etype = ev.get("exception.type")
         if name == "exception" and isinstance(etype, str) and etype.rsplit(".", 1)[-1] == _RECURSION:
             return f"{etype}: {ev.get('exception.message') or ''}".rstrip(": ")
+    if not any(name == "exception" for name, _ in span.events) and isinstance(v.error, str) and _RECURSION_TEXT.match(v.error):
+        if not v.error.startswith("Recursion"):
+            return v.error  # (the type already named)
+        v.error = f"{_RECURSION}: {v.error}"
+        return v.error
     return None
 
 
@@ -74,7 +90,7 @@ def _calls(v: View) -> list[dict[str, Any]]:
 def read_out_of_steps(spans: list[Span], views: dict[str, View]) -> None:
     """Mark the calls of each reply an out-of-steps agent dropped, or a `GraphRecursionError` stopped, as not run (module docstring)."""
     below = {s.span_id: OUT_OF_STEPS for s in spans if _stand_in(s)}
-    stopped = {s.span_id: e for s in spans if (e := _recursion(s)) is not None}
+    stopped = {s.span_id: e for s in spans if (e := _recursion(s, views[s.span_id])) is not None}
     if not below and not stopped:
         return
     index = {s.span_id: s for s in spans}
