@@ -68,6 +68,14 @@ def _scores_only(scores: dict[str, Any]) -> dict[str, Any]:
                                                     f"score ({type(s).__name__})") for k, s in scores.items()}
 
 
+def _with_missing(scores: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """`scores` (of a result of status ok), with a score for each of the run's `keys` it lacks: that metric's failure
+    (counted as raised). A case whose scores were lost on the way (a metric's cancellation taken for the run's) was
+    written `ok` with none, counted as unscored, and a resume took it as finished: the loss went unseen."""
+    return {**scores, **{k: Score(value=None, passed=None, reason=f"metric failed: metric {k} gave no score (none was "
+                                  "recorded for the case)") for k in keys if k not in scores}}
+
+
 def _place(result: CaseResult) -> tuple[str, int] | None:
     # The file and line a result's error names (`store.error_place`).
     err = result.error
@@ -137,6 +145,7 @@ class RunJournal:
         self._checkpointed_at_close = False
         self._last_checkpoint = 0.0
         self._lines_at_checkpoint = 0  # results.jsonl's line count the last checkpoint covers
+        self._expected: frozenset[str] | None = None  # (`_per_result`)
 
     # ------------------------------------------------------------------ open
 
@@ -186,6 +195,8 @@ class RunJournal:
             result.tags, result.metadata = redact_labels(result.tags, result.metadata)
         if result.scores and not {*map(type, result.scores.values())} <= _SCORE:
             result.scores = _scores_only(result.scores)
+        if result.status is Status.ok and not result.scores.keys() >= self._per_result():
+            result.scores = _with_missing(result.scores, self.agg.metric_keys)
         line = result.model_dump_json()
         key = result_key(result.case_id, result.trial)
         if result.status is Status.skipped_budget and self.provisional.get(key):
@@ -196,6 +207,13 @@ class RunJournal:
         if self.on_record is not None:
             self.on_record(result)
         return True
+
+    def _per_result(self) -> frozenset[str]:
+        """The keys of the metrics every result of status ok holds a score of (the aggregate's: not those over trials)."""
+        keys = self._expected
+        if keys is None:
+            keys = self._expected = frozenset(getattr(self.agg, "metric_keys", ()))
+        return keys
 
     def _record_finished(self, done: Finished) -> bool:
         # `record` for a result rendered where it was scored: status ok, no judge, so final (it ends any

@@ -22,6 +22,7 @@ from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.load.depth import MAX_DEPTH
 from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import FAILED, SCORE_TASK, Metric, ToolMetric, bounded, details_fault, metric_fault
+from tracejudge.stages.score.faults import ON_LOOP, OWED, loop_task, own_cancel, self_cancelled, settle_owed
 from tracejudge.stages.score.masking import custom_keys, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
@@ -79,6 +80,10 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     """
     scores: dict[str, Score] = {}
     keys, custom = _keys(metrics)
+    # On the event loop, a custom metric may cancel the task calling it (`faults.ON_LOOP`, `faults.own_cancel`; a built-in
+    # never does): that task's cancel requests are counted before and after each call, one int compare a call.
+    task = ON_LOOP.get() if custom else None
+    before = task.cancelling() if task is not None else 0
     views = open_scope(case)
     watch = time_limit.watch_case()
     try:
@@ -90,6 +95,8 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
                     if not metric_fault(exc):
                         raise
                     scores[key] = _raised(exc)
+                if task is not None and task.cancelling() > before:
+                    scores[key] = own_cancel(task, before)
         else:
             started = watch.started
             for key, metric in zip(keys, metrics):
@@ -105,6 +112,8 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
                     if not metric_fault(exc):
                         raise
                     scores[key] = _raised(exc)
+                if task is not None and task.cancelling() > before:
+                    scores[key] = own_cancel(task, before)
         # Custom metrics' values are checked and their reasons, and tool names any reason copied, masked here (built-in
         # metrics give values in [0, 1] and mask reasons as they quote).
         for key in custom:
@@ -160,7 +169,14 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
     model) are awaited side by side, as pydantic-evals runs a case's evaluators.
     """
     if not has_async(metrics):
-        return score_case(case, metrics)  # nothing to await: one alarm handler for the case, not one per metric
+        token = ON_LOOP.set(loop_task() if _keys(metrics)[1] else None)  # (a custom metric may cancel this task: `faults.own_cancel`)
+        try:
+            got = score_case(case, metrics)  # nothing to await: one alarm handler for the case, not one per metric
+        finally:
+            ON_LOOP.reset(token)
+        if OWED.get():
+            await settle_owed()
+        return got
     import anyio  # here: a worker process scoring plain metrics never needs it
 
     keys, custom = _keys(metrics)
@@ -186,7 +202,9 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
                 raise
             scores[key] = _raised(exc)
 
+    task = loop_task() if custom else None  # (as in `score_case`: a sync custom metric may cancel this task)
     async with anyio.create_task_group() as tg:
+        before = task.cancelling() if task is not None else 0
         for key, metric in zip(keys, metrics):
             aevaluate = _aevaluate_of(type(metric))
             if aevaluate is not None:
@@ -201,6 +219,10 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
                 if not metric_fault(exc):
                     raise
                 scores[key] = _raised(exc)
+            if task is not None and task.cancelling() > before:
+                scores[key] = own_cancel(task, before)
+        if OWED.get():  # taken here, or the task group took it for a cancellation: the case was written with no scores
+            await settle_owed()
     for key, score in scores.items():
         if score is _UNSET:  # (a metric's task that ended cancelled by no stop of the run: the group ignores such a task)
             scores[key] = Score(value=None, passed=None, reason=f"{FAILED}metric {key} ended without a score (its task "
@@ -241,9 +263,7 @@ async def _own_cancel() -> Score:
             raise
     while task.uncancel():
         pass
-    return Score(value=None, passed=None, reason="metric raised CancelledError (it cancelled its own task, "
-                 "asyncio.current_task().cancel(), and returned with the cancellation pending)",
-                 details={"exception": "CancelledError"})
+    return self_cancelled()
 
 
 def has_async(metrics: Sequence[Metric]) -> bool:

@@ -1,6 +1,7 @@
 """A metric's faults become its score, never the run's end: what it returned that no score can be (`bounded`), details
-JSON cannot carry (`details_fault`), and what it raised (`metric_fault`). Such a score's reason starts `FAILED` or
-`metric raised`, counted as raised (`engine.rendered.METRIC_ERRORS`). Re-exported by `stages.score.base`."""
+JSON cannot carry (`details_fault`), what it raised (`metric_fault`), and a sync metric's cancellation of the task calling
+it (`own_cancel`). Such a score's reason starts `FAILED` or `metric raised`, counted as raised
+(`engine.rendered.METRIC_ERRORS`). Re-exported by `stages.score.base`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 
 from tracejudge.core.records import Score
 
-__all__ = ["FAILED", "SCORE_TASK", "bounded", "details_fault", "metric_fault"]
+__all__ = ["FAILED", "ON_LOOP", "OWED", "SCORE_TASK", "OnLoop", "bounded", "details_fault", "loop_task", "metric_fault",
+           "own_cancel", "self_cancelled", "settle_owed"]
 
 
 def bounded(score: Any, key: str) -> Any:
@@ -167,3 +169,77 @@ def metric_fault(exc: BaseException, awaited: bool = False) -> bool:
         return True
     t = type(exc)
     return not (t.__name__ == "Cancelled" and t.__module__.partition(".")[0] == "trio")
+
+
+def self_cancelled() -> Score:
+    """The score of a metric that cancelled the task it runs in (`asyncio.current_task().cancel()`) and returned with
+    that cancellation pending: the metric's failure, counted as raised."""
+    return Score(value=None, passed=None, reason="metric raised CancelledError (it cancelled its own task, "
+                 "asyncio.current_task().cancel(), and returned with the cancellation pending)",
+                 details={"exception": "CancelledError"})
+
+
+# The task that calls sync metrics on the event loop while it does (None elsewhere: a worker process, a caller of
+# `score_case` of its own), set by that caller around its sync section, with no await inside it (`CpuJob.arun`,
+# `ascore_case`): `score_case` watches its cancel requests around each custom metric's call (`own_cancel`). Looked up
+# per case it cost more than a small metric (`asyncio.current_task` reads the process id from the system each time).
+ON_LOOP: ContextVar[Any] = ContextVar("tracejudge_on_loop", default=None)
+
+# True in a task a sync metric cancelled (`own_cancel`): its requests are withdrawn, but before Python 3.13
+# `Task.uncancel` leaves the cancellation itself pending, delivered at the task's next suspension. Each async caller of
+# sync metrics takes it there first (`if OWED.get(): await settle_owed()`): left to the code after it, it ended the run
+# as if stopped. (Set by sync code running in the task: the task's own context holds it.)
+OWED: ContextVar[bool] = ContextVar("tracejudge_owed", default=False)
+
+
+def loop_task() -> Any:
+    """The asyncio task this call runs in, or None (no asyncio loop running: a worker process, trio): what a caller of
+    sync metrics on the loop notes in `ON_LOOP`. A sync metric cancels it with `asyncio.current_task().cancel()`."""
+    import asyncio  # (imported by custom metrics already: `stages.score.custom`)
+
+    loop = asyncio._get_running_loop()
+    return None if loop is None else asyncio.current_task(loop)
+
+
+class OnLoop:
+    """`with OnLoop():` around sync metric calls on the event loop, with no await in the body: the current task is
+    `ON_LOOP` in it (`loop_task`, looked up once), the one noted before it once it ends."""
+
+    __slots__ = ("token",)
+
+    def __enter__(self) -> None:
+        self.token = ON_LOOP.set(loop_task())
+
+    def __exit__(self, *exc: object) -> None:
+        ON_LOOP.reset(self.token)
+
+
+def own_cancel(task: Any, before: int) -> Score:
+    """The score of a sync metric after whose call `task` (`loop_task`) has more cancel requests than the `before` it had:
+    the metric cancelled the task it runs in (a sync call is never cancelled from outside: a request arrives while the
+    task waits). Its requests are withdrawn (`Task.uncancel`), the task noted as `OWED`. Otherwise the cancellation
+    surfaced at the task's next await: a run of sync metrics ended saying the dataset was empty, and beside an async
+    metric the case was written with no scores at all, which a resume took as finished."""
+    while task.cancelling() > before:
+        task.uncancel()
+    OWED.set(True)
+    return self_cancelled()
+
+
+async def settle_owed() -> None:
+    """Take the cancellation a sync metric left pending on the current task (`own_cancel`), if any: here, where the
+    caller expects it, not at whatever the task awaits next. A cancellation of the run's (a stop, a cancelled scope)
+    that arrives meanwhile, or was requested before the metric's, goes on."""
+    import asyncio
+
+    task = asyncio.current_task()
+    if task is None or not OWED.get():
+        return
+    OWED.set(False)
+    try:
+        await asyncio.sleep(0)  # (the pending cancellation is delivered here; from Python 3.13 `uncancel` dropped it)
+    except asyncio.CancelledError:
+        import anyio
+
+        if task.cancelling() or anyio.current_effective_deadline() == -math.inf:
+            raise

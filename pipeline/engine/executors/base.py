@@ -207,6 +207,7 @@ class CpuJob:
         import anyio
 
         from tracejudge.stages.score import ascore_case, has_async, score_case, time_limit
+        from tracejudge.stages.score.faults import OWED, OnLoop, settle_owed
 
         async def scored(item: Extracted, use: Sequence[Any]) -> None:
             item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
@@ -215,8 +216,9 @@ class CpuJob:
         out = []
         waiting = []
         # One alarm for the chunk's sync metric calls, as `run` has (nothing awaits inside): armed and disarmed
-        # per case, it cost four system calls a case on the event loop's thread.
-        with time_limit.across_cases():
+        # per case, it cost four system calls a case on the event loop's thread. `OnLoop`: a sync custom metric may
+        # cancel this task (`stages.score.faults.own_cancel`).
+        with time_limit.across_cases(), OnLoop():
             for raw in chunk:
                 item, use = self._extract(raw)
                 if use is not None and has_async(use):
@@ -225,6 +227,8 @@ class CpuJob:
                     item.scores = score_case(item.case, use)  # type: ignore[arg-type]
                     self._render(item)
                 out.append(item)  # in this process: nothing to pickle, so no lighter copy to make
+        if OWED.get():  # a sync metric cancelled this task (`stages.score.faults.own_cancel`): taken here, not by the run
+            await settle_owed()
         if waiting:
             async with anyio.create_task_group() as tg:
                 for item, use in waiting:

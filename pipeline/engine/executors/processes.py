@@ -295,10 +295,19 @@ class ProcessExecutor:
                 self._warm_started = True
                 for _ in range(self.processes):
                     self._warming.start_soon(self._warm)
+            from tracejudge.stages.score.faults import ON_LOOP, OWED, loop_task, settle_owed
+
             out: list[Extracted] = []
+            task = loop_task()  # (a case's own custom metric may cancel it: `stages.score.faults.own_cancel`)
             for raw in chunk:  # one record at a time: a stop or cancellation gets in between
                 await anyio.lowlevel.checkpoint()
-                out.extend(self.job.run([raw]))
+                token = ON_LOOP.set(task)
+                try:
+                    out.extend(self.job.run([raw]))
+                finally:
+                    ON_LOOP.reset(token)
+                if OWED.get():  # taken here, not by the run
+                    await settle_owed()
             return out
         self.inline_left = 0
         try:
