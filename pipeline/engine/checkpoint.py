@@ -34,7 +34,6 @@ and rebuilt from `results.jsonl`.
 
 from __future__ import annotations
 
-import os
 import struct
 import time
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Score, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
 from tracejudge.engine import journal_standing as standing
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
@@ -51,30 +50,13 @@ from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, 
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
+from tracejudge.engine.result_guards import guard_scores
 from tracejudge.llm.redact import redact_labels
 from tracejudge.engine.segment_end import record_failed_end
 
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
 log = get_logger("tracejudge.checkpoint")
-
-_SCORE = frozenset({Score})
-
-
-def _scores_only(scores: dict[str, Any]) -> dict[str, Any]:
-    """`scores`, what is not a `Score` (None: a metric ended without one) made the metric's failure (counted as raised):
-    written as it was, it ended the run, and each resume, with an internal error. (The score stage's guard is first.)"""
-    return {k: s if isinstance(s, Score) else Score(value=None, passed=None, reason=f"metric failed: metric {k} gave no "
-                                                    f"score ({type(s).__name__})") for k, s in scores.items()}
-
-
-def _with_missing(scores: dict[str, Any], keys: list[str]) -> dict[str, Any]:
-    """`scores` (of a result of status ok), with a score for each of the run's `keys` it lacks: that metric's failure
-    (counted as raised). A case whose scores were lost on the way (a metric's cancellation taken for the run's) was
-    written `ok` with none, counted as unscored, and a resume took it as finished: the loss went unseen."""
-    return {**scores, **{k: Score(value=None, passed=None, reason=f"metric failed: metric {k} gave no score (none was "
-                                  "recorded for the case)") for k in keys if k not in scores}}
-
 
 def _place(result: CaseResult) -> tuple[str, int] | None:
     # The file and line a result's error names (`store.error_place`).
@@ -193,10 +175,7 @@ class RunJournal:
             return self._record_finished(result)
         if result.tags or result.metadata:  # copied from the dataset (or a live agent's turns): no credential is written
             result.tags, result.metadata = redact_labels(result.tags, result.metadata)
-        if result.scores and not {*map(type, result.scores.values())} <= _SCORE:
-            result.scores = _scores_only(result.scores)
-        if result.status is Status.ok and not result.scores.keys() >= self._per_result():
-            result.scores = _with_missing(result.scores, self.agg.metric_keys)
+        guard_scores(result, self._per_result(), self.agg.metric_keys)
         line = result.model_dump_json()
         key = result_key(result.case_id, result.trial)
         if result.status is Status.skipped_budget and self.provisional.get(key):
