@@ -6,6 +6,10 @@ priced at 40 tokens a question where the simulator writes about 20. Each config 
 `range:` line), then run against the simulator over real HTTP on 127.0.0.1, and the run's spending (`summary.json`'s
 judge block) must fall inside the range; then estimated again beside that run (the high end at its measured re-ask
 rate), with a cold cache, and it must still.
+
+A calibrated judge (`judge.calibration`) asks its sampled items alone and rendered in full besides the shared request
+that scores them: the estimate left those requests out, so a run sampling every item sent 42 requests where the range
+said 12–36. They are counted now, at both ends.
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ CONFIGS: dict[str, tuple[list[dict[str, Any]], dict[str, Any], int, int]] = {
                                          {"type": "ToolCallNecessity", "one_question_per_request": True}], {"group": "none"}, 5, 0),
     "multi-item requests": (TWO, {"group": "none", "items_per_request": 3, "item_wait_s": 0.2}, 7, 2),
     "multi-item grouped requests": (TWO, {"group": "case", "items_per_request": 2, "item_wait_s": 0.2}, 5, 2),
+    "calibrated, grouped, with a rubric": ([*TWO, RUBRIC], {"calibration": {"fraction": 1.0}}, 6, 0),
+    "calibrated, a sample of multi-item requests": (TWO, {"group": "none", "items_per_request": 3, "item_wait_s": 0.2,
+                                                          "calibration": {"fraction": 0.6}}, 7, 2),
 }
 
 _RANGE = re.compile(r"range: ([\d,]+)–([\d,]+) requests, ([\d,]+)–([\d,]+) input and ([\d,]+)–([\d,]+) output tokens, "
@@ -101,6 +108,12 @@ def test_the_real_spend_falls_inside_the_printed_range(name: str, simulator: Any
     assert "no earlier run" in why and "each reply as long as max_tokens allows" in why, why
     if again or name.startswith("one prompt"):
         assert "asked again within the run answered by their first" in why and "the repeats sent again" in why, why
+    if "calibration" in judge:
+        # The sampled items were asked alone (when shared) and in full: requests the range counts at both ends, and says so.
+        assert summary["judge"]["calibration"], summary["judge"]
+        assert re.search(r"both ends count the [\d,]+ requests judge\.calibration adds", why), why
+        if "items_per_request" not in judge:  # (the batcher's real groups may differ from the estimate's a little)
+            assert cold["requests"][0] == spent["requests"] and cold["input_tokens"][0] == spent["input_tokens"], (cold, spent)
 
     # Beside that run, its re-ask rate (none) makes the high end; a cold cache again, so the same requests are counted.
     measured, why = printed_range(config("cold-again"), capsys)

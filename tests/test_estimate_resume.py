@@ -6,6 +6,10 @@ the resume reads it: `results.idx`, the checkpoint's provisional results, the li
 and the output says how many (`N of M cases already finished in RUN_DIR: not priced`); a budget skip, which the
 resume redoes, is priced. Each resume's real spending (`summary.json`'s judge block, less what the directory held
 before) falls inside the printed range. Against the simulator over real HTTP on 127.0.0.1.
+
+`--run-dir` is the directory `run --run-dir` was given (relative to the current directory, where `--set run.dir=`
+resolves against the config's folder, so it priced another directory). The budget line compared only the rest of
+the work with the caps, which are for the whole run: it adds what the directory's earlier segments spent.
 """
 
 from __future__ import annotations
@@ -56,11 +60,11 @@ def _tj(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "COLUMNS": "200", "OPENAI_API_KEY": "sk-test"})
 
 
-def _estimate(cfg: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, tuple[float, float]], str]:
-    """`tracejudge estimate CFG` (in this process: a command's start-up is most of a test's time): its `range:` figures
-    (low, high) and its whole output on one line."""
+def _estimate(cfg: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[dict[str, tuple[float, float]], str]:
+    """`tracejudge estimate CFG [OPTIONS]` (in this process: a command's start-up is most of a test's time): its `range:`
+    figures (low, high) and its whole output on one line."""
     capsys.readouterr()
-    assert main(["estimate", str(cfg)]) == 0
+    assert main(["estimate", str(cfg), *options]) == 0
     text = " ".join(capsys.readouterr().out.split())
     got = _RANGE.search(text)
     assert got is not None, text
@@ -68,8 +72,8 @@ def _estimate(cfg: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, 
     return {"requests": (n[0], n[1]), "input_tokens": (n[2], n[3]), "output_tokens": (n[4], n[5]), "cost_usd": (n[6], n[7])}, text
 
 
-def _spent(tmp_path: Path) -> dict[str, Any]:
-    judge = json.loads((tmp_path / "run" / store.SUMMARY).read_text())["judge"]
+def _spent(tmp_path: Path, run: str = "run") -> dict[str, Any]:
+    judge = json.loads((tmp_path / run / store.SUMMARY).read_text())["judge"]
     return {k: judge.get(k) or 0 for k in _SPENT}
 
 
@@ -181,3 +185,61 @@ def test_finished_keys_reads_past_the_checkpoint(tmp_path: Path) -> None:
     (tmp_path / store.RESULTS).write_text("".join(lines[:4]))  # b not redone yet: still provisional
     done = finished_keys(tmp_path)
     assert done is not None and done(result_key("a", 0)) and not done(result_key("b", 0)) and done(result_key("d", 1))
+
+
+def test_the_run_dir_run_was_given_is_the_one_priced(simulator: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _here(tmp_path, monkeypatch)
+    write_cases(tmp_path / "c.jsonl", 12)
+    sim = simulator(prefix_cache=False)
+    (tmp_path / "configs").mkdir()
+    cfg = _config(tmp_path / "configs", sim.url, "eval", dataset={"path": "../c.jsonl"})
+    first = _tj(tmp_path, "run", "configs/eval.yaml", "--no-progress", "--set", "dataset.limit=5", "--run-dir", "runs/try")
+    assert first.returncode == 0, first.stdout + first.stderr
+    rng, text = _estimate(cfg, capsys, "--run-dir", "runs/try")
+    assert "5 of 12 cases already finished in runs/try: not priced" in text, text
+    assert rng["requests"][0] == 12 - 5
+    before = _spent(tmp_path, "runs/try")
+    done = _tj(tmp_path, "run", "configs/eval.yaml", "--no-progress", "--force", "--run-dir", "runs/try")
+    assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stdout + done.stderr
+    after = _spent(tmp_path, "runs/try")
+    spent = {k: after[k] - before[k] for k in _SPENT}
+    assert spent["requests"] == 12 - 5 and inside(rng, spent) == [], (rng, spent)
+    # The config's own run directory (configs/run) holds nothing: every case priced there.
+    whole, text = _estimate(cfg, capsys)
+    assert whole["requests"][0] == 12 and "already finished" not in text, text
+
+
+_BUDGET = re.compile(r"budget \(the caps are for the whole run in (\S+), its earlier segments' spending included\): "
+                     r"tokens: ([\d,]+) spent so far \+ ([\d,]+)–([\d,]+) remaining = ([\d,]+)–([\d,]+) of ([\d,]+)")
+
+
+def test_the_budget_line_adds_what_the_run_spent_so_far(simulator: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A resume's budget starts from what the earlier segments spent (`resources.local_resources`): the line compared the
+    # rest of the work alone with the cap (`budget: 5,792 of 6,000 tokens`), which the run had mostly spent already.
+    _here(tmp_path, monkeypatch)
+    write_cases(tmp_path / "c.jsonl", 12)
+    sim = simulator(prefix_cache=False)
+    cap = 6000
+    capped = _config(tmp_path, sim.url, "capped", budget={"max_judge_tokens": cap}, limits={"max_in_flight": 1})
+    _tj(tmp_path, "run", capped.name, "--no-progress")
+    statuses = [json.loads(line)["status"] for line in (tmp_path / "run" / store.RESULTS).read_text().splitlines()]
+    assert "skipped_budget" in statuses and "ok" in statuses, statuses
+    judge = json.loads((tmp_path / "run" / store.SUMMARY).read_text())["judge"]
+    so_far = judge["input_tokens"] + judge["output_tokens"]
+    rng, text = _estimate(capped, capsys)
+    got = _BUDGET.search(text)
+    assert got is not None, text
+    where, done, low, high, total_low, total_high, of = got.group(1), *(int(x.replace(",", "")) for x in got.groups()[1:])
+    assert (where, done, of) == (str(tmp_path / "run"), so_far, cap), text
+    assert (low, high) == (rng["input_tokens"][0] + rng["output_tokens"][0], rng["input_tokens"][1] + rng["output_tokens"][1])
+    assert (total_low, total_high) == (so_far + low, so_far + high)
+    assert total_high > cap and "crosses budget.max_judge_tokens" in text, text
+    # A cap at the line's high end finishes the run: the caps count the whole run's spending, and that is all of it.
+    _, text = _estimate(capped, capsys, "--set", f"budget.max_judge_tokens={total_high}")
+    assert "within the caps at the high end" in text, text
+    done_run = _tj(tmp_path, "run", capped.name, "--no-progress", "--set", f"budget.max_judge_tokens={total_high}")
+    assert done_run.returncode == 0 and "verdict: PASS" in done_run.stdout, done_run.stdout + done_run.stderr
+    judge = json.loads((tmp_path / "run" / store.SUMMARY).read_text())["judge"]
+    assert total_low <= judge["input_tokens"] + judge["output_tokens"] <= total_high, (judge, text)

@@ -79,3 +79,28 @@ def test_a_member_without_a_price_makes_the_estimates_dollars_unknown_and_is_nam
     text = " ".join(done.stdout.split())
     assert "simulator:my-local-model: 3 requests" in text and "cost unknown (no price for 'simulator:my-local-model'" in text, text
     assert "simulator:gpt-4o-mini: 3 requests" in text and "no price" in text, text
+
+
+def test_a_calibrated_panel_with_samples_is_estimated_as_the_run_sends_it(tmp_path: Path) -> None:
+    # `judge.calibration` asks each sampled item alone (its verdict came from a grouped request) and rendered in full,
+    # per pass: its slot names the sample (`/s1`) and the panel member (`@name`), so each pass samples items of its own.
+    # The estimate left those requests out (24 of the run's 80); each pass's are in rows of their own now.
+    judge = {"provider": "simulator", "models": ["gpt-4o-mini", "gpt-4.1"], "samples": 2, "temperature": 0.7,
+             "calibration": {"fraction": 0.5, "seed": 1}}
+    config = validate_config({**_config(tmp_path, judge), "dataset": {"path": str(write_cases(tmp_path / "c.jsonl", 6))}})
+    got = estimate(config)
+    total, rows = got["total"], got["metrics"]
+    assert rows["TaskCompletion+ToolCallNecessity"].requests == 24, rows
+    calibration = {k: e for k, e in rows.items() if k.endswith(" (calibration)")}
+    assert set(calibration) == {"TaskCompletion (calibration)", "ToolCallNecessity (calibration)"}, rows
+    assert got["calibration"]["requests"] == sum(e.requests for e in calibration.values()) == total.requests - 24 > 0, got["calibration"]
+    assert got["calibration"]["items"] == sum(e.cases for e in calibration.values()) < 6 * 2 * 2 * 2  # a sample, not every item
+
+    summary = anyio.run(lambda: runner.run(config)).summary["judge"]
+    assert summary["calibration"], summary
+    assert (summary["requests"], summary["input_tokens"]) == (total.requests, total.input_tokens), (summary["requests"], total)
+    for name in ("simulator:gpt-4o-mini", "simulator:gpt-4.1"):
+        ran, est = summary["panel"]["models"][name], got["models"][name]["total"]
+        assert (ran["requests"], ran["input_tokens"]) == (est.requests, est.input_tokens), (name, ran, est)
+    warm = estimate(config)["total"]
+    assert (warm.requests, warm.cache_hits) == (0, total.requests), warm

@@ -14,20 +14,25 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import Judge, Outcome
 
-__all__ = ["calibrate", "full_render", "record_render", "with_full"]
+__all__ = ["calibrate", "full_plan", "full_render", "record_render", "with_full"]
+
+
+def full_plan(metric: JudgeMetric, case: Case, plan: Plan) -> Plan | None:
+    """The plan of `case` rendered uncut (`trace_format: full`) that calibration asks besides `plan`, its compact one; `None`
+    when nothing is asked (the metric renders in full already, a grouped plan, no request needed, or both renderings the
+    same). Raises what the metric's `plan` raises. (`tracejudge estimate` counts the requests it gives.)"""
+    if metric.trace_format == "full" or plan.parts:
+        return None
+    full = metric.model_copy(update={"trace_format": "full"}).plan(case)
+    return None if isinstance(full, Score) or full.render(0) == plan.render(0) else full
 
 
 async def full_render(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool) -> Outcome | None:
     """The item rendered uncut (`trace_format: full`) and judged alone; `None`, with no request, when both renderings are the same."""
     if metric.trace_format == "full" or plan.parts:
         return None
-
-    def build() -> Plan | None:
-        full = metric.model_copy(update={"trace_format": "full"}).plan(case)
-        return None if isinstance(full, Score) or full.render(0) == plan.render(0) else full
-
     try:  # rendering a long trace takes a while: off the event loop
-        full = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
+        full = await anyio.to_thread.run_sync(full_plan, metric, case, plan, abandon_on_cancel=True)
     except Exception as exc:  # a metric bug costs the comparison, not the score
         return Outcome(Score(value=None, passed=None, reason=f"metric raised {describe(exc)}"), "judge_error", text_of(exc), "metric_error")
     return None if full is None else await judge.judge(full, trial, slot + "|full", per_q)

@@ -31,6 +31,13 @@ priced at its own prices (a member without a price makes the dollars unknown,
 named in `unpriced`, never $0); with `judge.samples` N each request is counted
 N times, sample s > 0 keyed as the run keys it (`repeat.sample_trial`).
 
+With `judge.calibration`, the requests it adds are counted in rows of their own
+(`TaskCompletion (calibration)`), the total and both ends of the range: the
+items its sample holds (a fixed hash of the slot, `Calibration.sampled`, per
+trial, sample and panel member as the stage names them) are asked alone too
+when their verdict comes from a shared request (a group, a multi-item request),
+and rendered in full (`calibrated.full_plan`) unless that renders the same.
+
 With `items_per_request` N > 1, items are grouped N at a time in dataset
 order (the run groups them as they arrive, so real groups may differ a
 little) and each group is priced as one multi-item request; an item the
@@ -61,6 +68,7 @@ alone with its repair).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +85,16 @@ from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.calls.repair import REPAIR
 from tracejudge.stages.judge.calls.request import asked_ids
 from tracejudge.stages.judge.client import key_components, request_tokens
-from tracejudge.stages.judge.estimate_range import FIELDS, MetricEstimate, add_bound, cost_range, finished_keys, last_run_rate, least_reply_tokens
+from tracejudge.stages.judge.estimate_range import (FIELDS, MetricEstimate, add_bound, cost_range, finished_keys, last_run_rate, least_reply_tokens,
+                                                    spent_so_far)
 from tracejudge.stages.judge.fit import Fitted, fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
-from tracejudge.stages.judge.requests import Asked, case_requests, fitted_requests
+from tracejudge.stages.judge.requests import Asked, case_requests, fitted_requests, per_question
 
-__all__ = ["MetricEstimate", "estimate", "judge_metrics"]
+__all__ = ["CALIBRATION", "MetricEstimate", "estimate", "judge_metrics"]
+
+# What a metric's row of `judge.calibration`'s requests adds to its key: `TaskCompletion (calibration)`.
+CALIBRATION = "(calibration)"
 
 
 def judge_metrics(config: RunConfig) -> list[JudgeMetric]:
@@ -95,7 +107,7 @@ class _Judge:
     its own config (model, structured output, tokenizer, context), keyed for the cache as its requests are, priced at
     its own prices, fed to a prefix cache of its own; rows by metric key in `out`."""
 
-    def __init__(self, name: str, cfg: JudgeConfig, cache: DiskJudgeCache | None, cache_base: str) -> None:
+    def __init__(self, name: str, cfg: JudgeConfig, cache: DiskJudgeCache | None, cache_base: str, calibrated: bool = False) -> None:
         self.name, self.cfg, self.cache, self.base = name, cfg, cache, cache_base
         self.price = price_for(cfg.model, cfg.prices)
         self.batch = cfg.mode == "batch"
@@ -108,10 +120,19 @@ class _Judge:
         self.prefix = PrefixCache()
         self.out: dict[str, MetricEstimate] = {}
         self.pending: dict[tuple[str, Any], list[Item]] = {}
+        # With `judge.calibration` (`calibrated`), the multi-item groups of the range's low end are packed apart, without
+        # the items the sample holds (`low_pending`): the batcher may ask such an item alone, which is the very request
+        # its calibration asks, so its group costs nothing more. Without, one packing makes both (`both`).
+        self.split = calibrated and cfg.items_per_request > 1
+        self.low_pending: dict[tuple[str, Any], list[Item]] = {}
+        self.low_prefix = PrefixCache()  # (the provider's prompt cache as the low end's requests leave it, when packed apart)
         # Content addresses asked so far (the first 64 bits of each key; items by their id): a later request with the same
         # one is answered by the first in the run (its cache, or single flight while the first is out).
         self.seen: set[int] = set()
         self.seen_items: set[str] = set()
+        # `judge.calibration`: by metric key, the items sampled, and those of them whose full rendering is the compact one.
+        self.sampled: dict[str, int] = {}
+        self.identical: dict[str, int] = {}
         # A self-hosted server's weights, as the last run learnt them (the estimate asks no server anything).
         self.served = (cache.last_served(cfg.provider, cache_base, cfg.model)
                        if cache is not None and cfg.provider != "simulator" and served_model.self_hosted(cache_base) else None)
@@ -133,30 +154,39 @@ class _Judge:
         add_bound(est, self.dollars, self.note, tin, cap, write, repair, plain)
 
     def charge(self, est: MetricEstimate, req: JudgeRequest, ids: list[str], questions: int, reasks: int = 0,
-               low_tin: int | None = None, bounded: bool = True) -> None:
+               low_tin: int | None = None, bounded: bool = True, part: str = "both") -> None:
         """Count `req` as sent (`ids`: the question ids it asks; `reasks`: metrics asked alone after an unusable reply;
-        `low_tin`: its prompt tokens at the least, when less than counted; `bounded`: its high end counted here)."""
+        `low_tin`: its prompt tokens at the least, when less than counted; `bounded`: its high end counted here; `part`:
+        `expected` counts it in the expected figures (and the high end) only, `low` in the low end only)."""
         cfg = self.cfg
         tin = request_tokens(req, self.tokenizer)
         cap = req.max_tokens
         least = min(cap, least_reply_tokens(req, ids, self.count))
         tout = max(least, min(cap, cfg.expected_output_tokens * questions))
         payload = build_payload(self.protocol, req, self.structured)
-        read, write = self.prefix.anthropic(req.model, payload) if self.protocol == "anthropic" else (self.prefix.openai(req.model, payload), 0)
-        read = min(read, tin)
-        write = min(write, tin - read)
-        est.requests += 1
-        est.questions += questions
-        est.input_tokens += tin
-        est.output_tokens += tout
-        est.cached_input_tokens += read
-        est.cache_write_input_tokens += write
-        est.cost_usd += self.dollars(tin, tout, read, write)
-        low = tin if low_tin is None else min(tin, low_tin)
-        est.low_input_tokens += low
-        est.low_output_tokens += least
-        est.low_cost_usd += self.dollars(low, least, min(read, low), min(write, low - min(read, low)))
-        if bounded:
+
+        def cached(prefix: PrefixCache) -> tuple[int, int]:
+            got = prefix.anthropic(req.model, payload) if self.protocol == "anthropic" else (prefix.openai(req.model, payload), 0)
+            return min(got[0], tin), min(got[1], tin - min(got[0], tin))
+
+        # Each end's provider cache sees its own requests (one model for both, unless the low end packs items apart).
+        read, write = cached(self.prefix) if part != "low" else (0, 0)
+        low_read, low_write = (cached(self.low_prefix) if self.split and part != "expected" else (read, write))
+        if part != "low":
+            est.requests += 1
+            est.questions += questions
+            est.input_tokens += tin
+            est.output_tokens += tout
+            est.cached_input_tokens += read
+            est.cache_write_input_tokens += write
+            est.cost_usd += self.dollars(tin, tout, read, write)
+        if part != "expected":
+            low = tin if low_tin is None else min(tin, low_tin)
+            est.low_requests += 1
+            est.low_input_tokens += low
+            est.low_output_tokens += least
+            est.low_cost_usd += self.dollars(low, least, min(low_read, low), min(low_write, low - min(low_read, low)))
+        if bounded and part != "low":
             self.bound(est, tin, cap, read + write, True, reasks)
 
     def key(self, req: JudgeRequest, version: str, rubric: Any, trial: int | str) -> str:
@@ -188,23 +218,29 @@ class _Judge:
             for f in ("worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd"):
                 setattr(est, f, getattr(est, f) + getattr(chain, f))
 
-    def alone(self, key: str, item: Item) -> None:
+    def alone(self, key: str, item: Item, part: str = "both") -> None:
         # As the run asks an item alone: fitted to the context window, or nothing sent when it cannot fit.
         est = self.row(key)
         fitted = fit_request(item.plan, item.questions, self.cfg)
+        if part == "low":
+            if fitted.fits:
+                qs = fitted.asked if fitted.asked is not None else item.questions
+                self.charge(est, fitted.req, asked_ids(item.plan, qs), len(item.questions), bounded=False, part=part)
+            return
         self.bound_item(est, item, fitted)
         if not fitted.fits:
             est.too_long += 1
             return
         est.truncated += fitted.truncated
         qs = fitted.asked if fitted.asked is not None else item.questions
-        self.charge(est, fitted.req, asked_ids(item.plan, qs), len(item.questions), bounded=False)
+        self.charge(est, fitted.req, asked_ids(item.plan, qs), len(item.questions), bounded=False, part=part)
 
-    def flush(self, key: str, items: list[Item]) -> None:
+    def flush(self, key: str, items: list[Item], part: str = "both") -> None:
+        """Price `items` (one metric or group, one trial) as one multi-item request (`part`: see `charge`)."""
         if not items:
             return
         if len(items) == 1:
-            self.alone(key, items[0])
+            self.alone(key, items[0], part)
             return
         cfg = self.cfg
         for it in items:
@@ -213,7 +249,7 @@ class _Judge:
         tin = request_tokens(req, self.tokenizer)
         if tin > cfg.context_tokens - req.max_tokens:
             for it in items:  # the run asks each item alone when the group does not fit (`multi`)
-                self.alone(key, it)
+                self.alone(key, it, part)
             return
         est = self.row(key)
         # At the least, the run's groups share one verdict shape each (the schema states each shape once: `$defs`).
@@ -223,13 +259,22 @@ class _Judge:
             small = min(defs, key=lambda k: len(canonical(defs[k])))
             slack = self.count(canonical(req.schema)) - self.count(canonical({**req.schema, "$defs": {small: defs[small]}}))
         ids = [i for it in items for i in asked_ids(it.plan, it.questions)]
-        self.charge(est, req, ids, sum(len(it.questions) for it in items), low_tin=tin - max(0, slack), bounded=False)
-        for it in items:
-            self.bound_item(est, it)
+        self.charge(est, req, ids, sum(len(it.questions) for it in items), low_tin=tin - max(0, slack), bounded=False, part=part)
+        if part != "low":
+            for it in items:
+                self.bound_item(est, it)
 
-    def ask_item(self, key: str, item: Item) -> None:
+    def queue(self, pending: dict[tuple[str, Any], list[Item]], key: str, item: Item, part: str) -> None:
+        group = pending.setdefault((key, item.trial), [])
+        group.append(item)
+        if len(group) >= self.cfg.items_per_request:
+            self.flush(key, group, part)
+            pending[(key, item.trial)] = []
+
+    def ask_item(self, key: str, item: Item, covered: bool = False) -> None:
         # `items_per_request` > 1: gathered N at a time per trial (a sample's its own), as each judge's batcher gathers
-        # them; a cached item, or one an earlier item asks the same, is left out of its group.
+        # them; a cached item, or one an earlier item asks the same, is left out of its group. `covered`: a metric's item
+        # the calibration sample holds (its calibration request is the request the batcher sends for it alone).
         item.id = item_id(item, self.cfg)
         if self.cache is not None:
             req = build_multi_request([item], self.cfg)
@@ -243,19 +288,18 @@ class _Judge:
             self.bound_item(est, item)  # (sent again when in another group, or when the first's reply was unusable)
             return
         self.seen_items.add(item.id)
-        group = self.pending.setdefault((key, item.trial), [])
-        group.append(item)
-        if len(group) >= self.cfg.items_per_request:
-            self.flush(key, group)
-            self.pending[(key, item.trial)] = []
+        self.queue(self.pending, key, item, "expected" if self.split else "both")
+        if self.split and not covered:
+            self.queue(self.low_pending, key, item, "low")
 
-    def ask(self, case_id: str, a: Asked, trial: int | str) -> None:
-        """What the run sends for `a` about case `case_id` as `trial` (`repeat.sample_trial`: a sample's own trial)."""
+    def ask(self, case_id: str, a: Asked, trial: int | str, covered: bool = False) -> None:
+        """What the run sends for `a` about case `case_id` as `trial` (`repeat.sample_trial`: a sample's own trial);
+        `covered`: `a` is one metric's item that the calibration sample holds (`ask_item`)."""
         cfg = self.cfg
         est = self.row(a.key)
         if cfg.items_per_request > 1 and a.batchable:
             slot = f"{case_id}|group|{trial}" if a.metrics > 1 else f"{case_id}|{a.key}|{trial}"
-            self.ask_item(a.key, Item(a.plan, trial, slot))  # type: ignore[arg-type]
+            self.ask_item(a.key, Item(a.plan, trial, slot), covered and a.metrics == 1)  # type: ignore[arg-type]
             return
         # What the run sends (and caches under): a long trace is fitted, a group that cannot fit asked metric by metric.
         for key, plan, qs, fitted in fitted_requests(a, cfg):
@@ -280,10 +324,39 @@ class _Judge:
             asked = fitted.asked if fitted.asked is not None else qs
             self.charge(mest, req, asked_ids(plan, asked), len(qs), reasks)
 
+    def calibrate(self, case: Case, a: Asked, trial: int | str, sampled: Callable[[str], bool], tail: str) -> None:
+        """The requests `judge.calibration` adds for `a` about `case` (as `stage` and `calibrated` send them): each metric
+        whose slot (`case|metric` + `tail`: the trial, the sample's `/sN`, a panel member's `@name`) the sample holds is
+        asked alone too when its verdict comes from a shared request (a group, a multi-item request), and rendered in
+        full (`trace_format: full`) unless that is its compact rendering; in that metric's `… (calibration)` row."""
+        from tracejudge.stages.judge.calibrated import full_plan
+
+        cfg = self.cfg
+        shared = a.metrics > 1 or (cfg.items_per_request > 1 and a.batchable)
+        for plan in (a.plan.parts if a.metrics > 1 else [a.plan]):
+            metric = plan.metric
+            if not sampled(f"{case.id}|{metric.key}{tail}"):
+                continue
+            key = f"{metric.key} {CALIBRATION}"
+            self.sampled[key] = self.sampled.get(key, 0) + 1
+            if shared:  # one request for that metric on that case, as a run without sharing asks it
+                self.ask(case.id, Asked(key, plan, [plan.questions], False), trial)
+            try:
+                full = full_plan(metric, case, plan)
+            except Exception:  # the run compares nothing and sends nothing for it
+                continue
+            if full is None:
+                self.identical[key] = self.identical.get(key, 0) + 1
+                continue
+            qs = [[q] for q in full.questions] if per_question(metric, cfg) and full.kind == "yes_no" else [full.questions]
+            self.ask(case.id, Asked(key, full, qs, False), trial)
+
     def finish(self) -> None:
         for (key, _), items in self.pending.items():
-            self.flush(key, items)
-        self.pending = {}
+            self.flush(key, items, "expected" if self.split else "both")
+        for (key, _), items in self.low_pending.items():
+            self.flush(key, items, "low")
+        self.pending, self.low_pending = {}, {}
 
 
 def _add(into: MetricEstimate, e: MetricEstimate, skip: tuple[str, ...] = ()) -> None:
@@ -301,7 +374,7 @@ def _judges(config: RunConfig, cache: DiskJudgeCache | None) -> list[_Judge]:
     for m in panel_members(config):
         c = m.cfg
         base = simulator_cache_name(section.simulator) if c.provider == "simulator" else (c.base_url or DEFAULT_BASE_URLS[c.provider]).rstrip("/")
-        out.append(_Judge(m.name, c, cache, base))
+        out.append(_Judge(m.name, c, cache, base, section.calibration is not None))
     return out
 
 
@@ -317,15 +390,22 @@ def estimate(config: RunConfig, fresh: bool = False) -> dict[str, Any]:
     `repeat.sample_trial`). The metric rows and the total add up every judge's; `models` holds each judge's total,
     `priced` (its own price known) and `model`; `priced` is False and `unpriced` names the judges without a price
     when any has none (their dollars are unknown, and so are the total's).
+
+    `calibration` (None without `judge.calibration`) counts the items sampled, those whose full rendering is the compact
+    one, and the requests and cache hits of the `… (calibration)` rows. `budget` holds the caps and `spent`, what the run
+    in the directory spent so far (`estimate_range.spent_so_far`; None for nothing, or for a fresh run), which the
+    caps count too.
     """
     from tracejudge.engine.keyset import result_key
     from tracejudge.stages.extract import extract_record
+    from tracejudge.stages.judge.calibration import Calibration
     from tracejudge.stages.judge.repeat import sample_trial
 
     cfg = config.judge or JudgeConfig()
     metrics = judge_metrics(config)
     cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None
     judges = _judges(config, cache)
+    calibration = Calibration(cfg.calibration)
     cases = {m.key: MetricEstimate() for m in metrics}  # each metric's cases and no-request counts (once, whatever the judges)
     group_cases: dict[str, int] = {}
     # As the run marks a grouped trace for the prefix cache: asked again by another trial, calibration, sample or judge.
@@ -362,8 +442,13 @@ def estimate(config: RunConfig, fresh: bool = False) -> dict[str, Any]:
                             group_cases[a.key] = group_cases.get(a.key, 0) + len(trials)
                 for trial in trials:
                     for sample in range(cfg.samples):
+                        # (each pass's calibration slots as the stage names them: `case|metric|trial/sN@member`)
+                        tail = f"|{trial}" + (f"/s{sample}" if sample else "") + (f"@{j.name}" if i else "")
                         for a in asked:
-                            j.ask(case.id, a, sample_trial(trial, sample))
+                            j.ask(case.id, a, sample_trial(trial, sample), calibration.sampled(f"{case.id}|{a.key}{tail}"))
+                        if calibration.cfg is not None:
+                            for a in asked:
+                                j.calibrate(case, a, sample_trial(trial, sample), calibration.sampled, tail)
         for j in judges:
             j.finish()
     finally:
@@ -377,6 +462,17 @@ def estimate(config: RunConfig, fresh: bool = False) -> dict[str, Any]:
             _add(out.setdefault(k, MetricEstimate()), e, ("cases", "no_request"))
     for k, n in group_cases.items():
         out.setdefault(k, MetricEstimate()).cases = n
+    # `judge.calibration`'s rows last, each counting the items sampled (per trial, sample and panel member).
+    sampled: dict[str, int] = {}
+    identical = 0
+    for j in judges:
+        for k, n in j.sampled.items():
+            sampled[k] = sampled.get(k, 0) + n
+        identical += sum(j.identical.values())
+    for k in sorted(sampled):
+        row = out.pop(k, None) or MetricEstimate()
+        row.cases = sampled[k]
+        out[k] = row
     total = MetricEstimate()
     for k, e in out.items():
         # A group's row counts requests, not cases: its metrics' rows count the cases.
@@ -392,9 +488,18 @@ def estimate(config: RunConfig, fresh: bool = False) -> dict[str, Any]:
     panel = bool(cfg.models)
     unpriced = [j.name if panel else j.cfg.model for j in judges if j.price is None]  # (named as the run's judge line names them)
     rate = last_run_rate(Path(config.run.dir))
+    calib = None
+    if cfg.calibration is not None:
+        rows = [out[k] for k in sampled]
+        calib = {"fraction": cfg.calibration.fraction, "seed": cfg.calibration.seed, "items": sum(sampled.values()), "identical_render": identical,
+                 "requests": sum(e.requests for e in rows), "cache_hits": sum(e.cache_hits for e in rows)}
+    # The caps are for the whole run in the directory, what its earlier segments spent included (`spent_so_far`); a fresh
+    # run (`run --fresh`: a new directory) starts from nothing.
+    spent = None if fresh else spent_so_far(Path(config.run.dir), price_for(cfg.model, cfg.prices))
     return {"metrics": out, "total": total, "priced": not unpriced, "unpriced": unpriced, "reask_rate": rate, "run_dir": str(config.run.dir),
             "range": cost_range(total, rate), "model": f"panel of {len(judges)}: {', '.join(models)}" if panel else cfg.model,
             "models": models, "panel": panel, "samples": cfg.samples, "invalid_cases": invalid,
             "finished": finished, "of": valid * config.run.trials, "trials": config.run.trials, "all_finished": False,
             "items_per_request": cfg.items_per_request, "mode": cfg.mode, "group": cfg.group,
-            "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}
+            "calibration": calib,
+            "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd, "spent": spent}}

@@ -24,7 +24,8 @@ from typing import Any
 
 from tracejudge.llm.providers import JudgeRequest
 
-__all__ = ["FIELDS", "MetricEstimate", "add_bound", "cost_range", "finished_keys", "last_run_rate", "least_reply", "least_reply_tokens"]
+__all__ = ["FIELDS", "MetricEstimate", "add_bound", "cost_range", "finished_keys", "last_run_rate", "least_reply", "least_reply_tokens",
+           "spent_so_far"]
 
 
 @dataclass
@@ -39,7 +40,10 @@ class MetricEstimate:
     prompt cache would serve / store. `output_tokens` and `cost_usd` are the
     expected figures (`expected_output_tokens` per question); `low_*` the range's
     low end (each reply as short as its format allows; a multi-item request's
-    schema as small as its items allow), `high_*` the first requests at their
+    schema as small as its items allow; with `judge.calibration`, the multi-item
+    requests packed without the sampled items, which the batcher may ask alone:
+    the same request as their calibration one, so `low_requests` may be below
+    `requests`), `high_*` the first requests at their
     bound (each reply at `max_tokens`, no prefix-cache discount, repeats and
     each item of a multi-item request sent alone), `again_*` one more request
     like each of those carrying a whole reply (a repair's shape), `worst_*` as
@@ -57,6 +61,7 @@ class MetricEstimate:
     questions: int = 0  # questions asked by the requests charged (not the cache hits)
     cached_input_tokens: int = 0
     cache_write_input_tokens: int = 0
+    low_requests: int = 0
     low_input_tokens: int = 0
     low_output_tokens: int = 0
     low_cost_usd: float = 0.0
@@ -75,7 +80,7 @@ class MetricEstimate:
 
 
 FIELDS = ("cases", "requests", "cache_hits", "repeats", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions",
-          "cached_input_tokens", "cache_write_input_tokens", "low_input_tokens", "low_output_tokens", "low_cost_usd",
+          "cached_input_tokens", "cache_write_input_tokens", "low_requests", "low_input_tokens", "low_output_tokens", "low_cost_usd",
           "high_requests", "high_input_tokens", "high_output_tokens", "high_cost_usd", "again_input_tokens", "again_cost_usd",
           "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd", "truncated", "too_long")
 
@@ -126,10 +131,40 @@ def finished_keys(run_dir: Path) -> Callable[[int], bool] | None:
     return lambda k: done.contains_hash(k) and k not in provisional
 
 
+def spent_so_far(run_dir: Path, price: Any) -> dict[str, Any] | None:
+    """What the earlier segments of the run in `run_dir` spent on the judge, which its resume's budget starts from (the
+    caps are for the whole run: `resources.local_resources`): `{"tokens", "cost_usd", "requests"}`, read as the resume
+    reads it (`run_summary._prior_judge`: the summary's judge block, the checkpoint's count from the results, the spend
+    journal, the largest), its dollars priced from the tokens at `price` when unknown there, as the judge stage prices
+    them (still unknown, None, without a price). None when the directory records no judge spending. Writes nothing."""
+    from tracejudge.engine import store
+    from tracejudge.engine.run_summary import _prior_judge
+    from tracejudge.llm.prices import cost_usd
+
+    spent = {"input_tokens": 0, "output_tokens": 0, "requests": 0, "answered": 0}
+    try:
+        got = json.loads((run_dir / store.CHECKPOINT).read_text(encoding="utf-8")).get("judge_spent") or {}
+        spent.update({k: int(got.get(k) or 0) for k in spent})
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    try:
+        block = _prior_judge(run_dir, spent)
+        tokens = int(block.get("input_tokens") or 0) + int(block.get("output_tokens") or 0)
+        dollars = block.get("cost_usd")
+        requests = int(block.get("requests") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    if not tokens and not requests:
+        return None
+    if dollars is None and price is not None:
+        dollars = cost_usd(price, int(block.get("input_tokens") or 0), int(block.get("output_tokens") or 0))
+    return {"tokens": tokens, "cost_usd": None if dollars is None else float(dollars), "requests": requests}
+
+
 def cost_range(total: MetricEstimate, rate: float | None) -> dict[str, dict[str, Any]]:
     """`{"low": …, "high": …}` requests, tokens and dollars: none re-asked, each reply as short as its format allows; and
     each request at its bound, re-asked at `rate` (None: the worst case). See the module doc."""
-    low = {"requests": total.requests, "input_tokens": total.low_input_tokens, "output_tokens": total.low_output_tokens,
+    low = {"requests": total.low_requests, "input_tokens": total.low_input_tokens, "output_tokens": total.low_output_tokens,
            "cost_usd": round(total.low_cost_usd, 6)}
     if rate is None:
         high = {"requests": total.worst_requests, "input_tokens": total.worst_input_tokens, "output_tokens": total.worst_output_tokens,

@@ -19,7 +19,8 @@ __all__ = ["command"]
 def command(args: argparse.Namespace, config, err: Console) -> int:
     """`tracejudge estimate`: the judge requests, tokens and dollars a run of the config would spend, per metric, before any call.
 
-    Exit 2 when the config has no LLM-judge metric.
+    Exit 2 when the config has no LLM-judge metric. `--run-dir` is the run directory as `tracejudge run --run-dir` takes it
+    (relative to the current directory), in place of the config's `run.dir`.
     """
     from rich import box
     from rich.table import Table
@@ -30,6 +31,8 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         err.print(f"error: {args.config}: no LLM-judge metric in `metrics:` (`tracejudge list metrics` marks them), "
                   "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
+    if getattr(args, "run_dir", None) is not None:  # (as `run` takes it: the resume it prices runs there)
+        config = config.model_copy(update={"run": config.run.model_copy(update={"dir": args.run_dir})})
     if args.show_prompt is not None:
         return _show_prompt(args, config)
     if args.json:
@@ -63,18 +66,15 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
     for line in _judges_lines(got):
         console.print(line, highlight=False, soft_wrap=True)
+    if got["calibration"] is not None:
+        console.print(_calibration_line(got["calibration"]), highlight=False, markup=False)
     lo, hi = got["range"]["low"], got["range"]["high"]
     money = f", ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f}" if got["priced"] else ""
     console.print(f"range: {lo['requests']:,}–{hi['requests']:,} requests, {lo['input_tokens']:,}–{hi['input_tokens']:,} input and "
                   f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({_range_why(got)})", highlight=False)
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
-        tokens = t.input_tokens + t.output_tokens
-        # An unpriced model's dollars are unknown, not $0 (a dollar cap on one is refused when the config loads).
-        dollars = (f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}"
-                   if got["priced"] else f"cost unknown (no price for {', '.join(map(repr, got['unpriced']))}; give one under judge.prices)")
-        console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
-                      f"{dollars}", highlight=False)
+        console.print(_budget_line(got), highlight=False, markup=False)
     if t.truncated or t.too_long:
         console.print(f"too long for the judge's context (judge.too_long: {config.judge.too_long if config.judge else 'truncate'}): {t.truncated:,} requests "
                       f"priced as fitted (steps left out or fields cut, as the run sends them), {t.too_long:,} left out (the run sends nothing for them)",
@@ -82,6 +82,54 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK
+
+
+def _budget_line(got: dict) -> str:
+    """The caps against what the run will have spent when it ends: what its earlier segments spent in the run directory
+    (the caps are for the whole run: a resume's budget starts from it) plus the range of what is left, each end."""
+    b, (lo, hi) = got["budget"], (got["range"]["low"], got["range"]["high"])
+    spent = b["spent"] or {"tokens": 0, "cost_usd": 0.0, "requests": 0}
+    where = ("priced as a fresh run (run --fresh: a new directory, which starts from nothing)" if got["all_finished"] else
+             f"the caps are for the whole run in {got['run_dir']}, its earlier segments' spending included")
+    parts: list[str] = []
+    crossed: dict[str, list[str]] = {"low": [], "high": []}
+
+    def figure(name: str, cap: float | None, done: float, low: float, high: float, show: Callable[[float], str]) -> None:
+        total = f"{show(done + low)}–{show(done + high)}"
+        text = (f"{show(low)}–{show(high)} remaining = {total}" if got["all_finished"] else
+                f"{show(done)} spent so far + {show(low)}–{show(high)} remaining = {total}")
+        parts.append(f"{name}: {text} of {show(cap) if cap is not None else 'unlimited'}")
+        key = "budget.max_judge_tokens" if name == "tokens" else "budget.max_cost_usd"
+        if cap is not None and done + low > cap:
+            crossed["low"].append(key)
+        elif cap is not None and done + high > cap:
+            crossed["high"].append(key)
+
+    figure("tokens", b["max_judge_tokens"], spent["tokens"], lo["input_tokens"] + lo["output_tokens"], hi["input_tokens"] + hi["output_tokens"],
+           lambda n: f"{n:,.0f}")
+    if not got["priced"]:  # An unpriced model's dollars are unknown, not $0 (a dollar cap on one is refused when the config loads).
+        parts.append(f"dollars: cost unknown (no price for {', '.join(map(repr, got['unpriced']))}; give one under judge.prices)")
+    elif spent["cost_usd"] is None:
+        parts.append(f"dollars: unknown spent so far (no price for what {got['run_dir']} holds) + ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f} remaining")
+    else:
+        figure("dollars", b["max_cost_usd"], spent["cost_usd"], lo["cost_usd"], hi["cost_usd"], lambda x: f"${x:,.4f}")
+    said = f"budget ({where}): {'; '.join(parts)}"
+    if crossed["low"] or crossed["high"]:
+        ends = ([f"even the low end crosses {' and '.join(crossed['low'])}"] if crossed["low"] else []) + \
+               ([f"the high end crosses {' and '.join(crossed['high'])}"] if crossed["high"] else [])
+        return said + (f"; {', '.join(ends)}: the run {'will' if crossed['low'] else 'may'} stop short, the requests that would cross a cap "
+                       "skipped (skipped_budget) until a resume with a larger budget")
+    return said + "; within the caps at the high end"
+
+
+def _calibration_line(c: dict) -> str:
+    """What `judge.calibration` adds: the rows `… (calibration)`, in the table and in both ends of the range."""
+    return (f"judge.calibration: fraction {c['fraction']:g} (seed {c['seed']}): {c['items']:,} sampled items (a metric on a case, per trial, "
+            "sample and panel member; the same on every run) are also asked alone when their verdict comes from a shared request (a group, "
+            "a multi-item request) and rendered in full (trace_format: full) unless that renders the same"
+            + (f" ({c['identical_render']:,} do: no request)" if c["identical_render"] else "")
+            + f": {c['requests']:,} requests" + (f" and {c['cache_hits']:,} cache hits" if c["cache_hits"] else "")
+            + ", the rows 'METRIC (calibration)', counted in the total and the range")
 
 
 def _range_why(got: dict) -> str:
@@ -102,7 +150,10 @@ def _range_why(got: dict) -> str:
         high += ", the repeats sent again"
     if got["items_per_request"] > 1:
         high += ", each item as a request of its own"
-    return f"{low}; {high}"
+    calib = got["calibration"]
+    both = (f"; both ends count the {calib['requests']:,} requests judge.calibration adds (its sample is fixed) as they count the others"
+            if calib and calib["requests"] else "")
+    return f"{low}; {high}{both}"
 
 
 def _judges_lines(got: dict) -> list[str]:

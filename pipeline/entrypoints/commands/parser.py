@@ -117,9 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call",
                          **_examples("tracejudge estimate configs/demo.yaml", "tracejudge estimate configs/demo.yaml --set judge.model=gpt-4o",
+                                   "tracejudge estimate configs/demo.yaml --run-dir runs/try   # beside `run --run-dir runs/try`",
                                    "tracejudge estimate configs/demo.yaml --show-prompt 5-3"))
     est.add_argument("config", type=Path, help=_CONFIG_HELP + " (with LLM-judge metrics)")
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
+    est.add_argument("--run-dir", type=Path, help="the run directory `tracejudge run --run-dir` was given, relative to the current directory "
+                     "(default: the config's run.dir): the cases finished there are not priced, as the resume skips them, and the "
+                     "budget line counts what the run spent there")
     est.add_argument("--show-prompt", metavar="CASE_ID", help="print the requests the judge would get about this case, exactly as the "
                      "run builds them (grouped, fitted to judge.context_tokens, trace fenced); nothing is sent")
     est.add_argument("--json", action="store_true", help="with --show-prompt: one JSON object a line per request, its `body` the JSON "
