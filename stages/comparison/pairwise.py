@@ -14,12 +14,17 @@ whatever it reads first cannot favour either run:
 - they disagree (the verdict flips with the order) → a tie, counted in
   `position_bias_rate` = flipped pairs / judged pairs.
 
-B's `win_rate` = (wins + ties / 2) / judged pairs, with a 95% percentile
-bootstrap CI resampling cases, a case's trials together (seeded). The
+B's `win_rate` = (wins + ties / 2) / judged pairs, with a 95% BCa
+bootstrap CI resampling cases, a case's trials together (seeded), marked not
+informative (`win_rate_ci_informative: false`, `win_rate_ci_why`) over fewer
+than `pairwise_rule.MIN_CASES` (30) judged cases or when every pair has one
+outcome; the report then prints why instead of the interval. The
 definitions and their sources: `tracejudge.stages.comparison.pairwise_rule`.
 `deciding` lists the pairs won or lost
 in both orders, with the judge's reasons. With `min_win_rate` (the option
-or `judge.pairwise.min_win_rate`) the comparison FAILS below it. It FAILS
+or `judge.pairwise.min_win_rate`) the comparison FAILS when the win rate itself
+(not a bound of its CI) is below it; a CI that is not informative does not
+change that verdict, its line says what to add. It FAILS
 too on the judge's own checks as a run does (`pairwise_gate`): its judge
 errors past `judge.max_error_share` (a judged result there is one pair in
 one order), verdicts the judge budget skipped, and no pair judged at all.
@@ -44,7 +49,7 @@ from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.core.work import Work
 from tracejudge.engine import shards, store
 from tracejudge.stages.comparison.pairwise_gate import judge_checks
-from tracejudge.stages.comparison.pairwise_rule import B_SIDE, case_bootstrap, order_preference, pair_point
+from tracejudge.stages.comparison.pairwise_rule import B_SIDE, CI_METHOD, MIN_CASES, case_bootstrap, order_preference, pair_point, uninformative
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.judge.metrics import _trace_sections
@@ -108,6 +113,10 @@ class PairwiseResult:
     no_trace: int = 0
     win_rate: float | None = None
     win_rate_ci: list[float] | None = None
+    win_rate_ci_method: str | None = None
+    win_rate_ci_informative: bool | None = None  # False: too few judged cases, or every pair one outcome (`pairwise_rule.uninformative`)
+    win_rate_ci_why: str | None = None  # why not informative, and what to add
+    cases: int = 0  # judged cases: the cases with a pair judged in both orders (the CI's resampling unit)
     first_shown_win_rate: float | None = None
     min_win_rate: float | None = None
     deciding: list[dict[str, Any]] = field(default_factory=list)
@@ -231,6 +240,10 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
     if points:
         res.win_rate = round(sum(p for _, p in points) / len(points), 6)
         res.win_rate_ci = case_bootstrap(points, seed)
+        res.win_rate_ci_method = CI_METHOD
+        res.win_rate_ci_why = uninformative(points)
+        res.win_rate_ci_informative = res.win_rate_ci_why is None
+        res.cases = len({cid for cid, _ in points})
         res.first_shown_win_rate = round(first_wins / res.pairs, 6)
     res.checks = judge_checks(res, len(synthetic))
     return res
@@ -262,8 +275,12 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
     if line := error_line(res.judge.get("error_kinds") or {}, first, where):
         say(line)
     if res.win_rate is not None:
-        ci = f" (95% CI [{res.win_rate_ci[0]:.3f}, {res.win_rate_ci[1]:.3f}])" if res.win_rate_ci else ""
-        say(f"B wins {res.wins}, ties {res.ties}, loses {res.losses}: win rate {res.win_rate:.3f}{ci} (ties count half)")
+        if res.win_rate_ci_informative is False:  # not "[1.000, 1.000]" over 3 cases all won: say why, and what to add
+            say(f"B wins {res.wins}, ties {res.ties}, loses {res.losses}: win rate {res.win_rate:.3f} (ties count half); "
+                f"95% CI not informative: {res.win_rate_ci_why}")
+        else:
+            ci = f" (95% CI [{res.win_rate_ci[0]:.3f}, {res.win_rate_ci[1]:.3f}])" if res.win_rate_ci else ""
+            say(f"B wins {res.wins}, ties {res.ties}, loses {res.losses}: win rate {res.win_rate:.3f}{ci} (ties count half)")
         say(f"position bias: {res.flipped} of {res.pairs} verdicts flipped with the order ({res.position_bias_rate:.1%}), counted as ties; "
             f"asked A first only, A would win {res.first_shown_win_rate:.3f} of the points")
     for d in res.deciding:
@@ -277,6 +294,11 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
     if res.min_win_rate is not None:
         # As many places as show how it compares with the threshold: not "0.500, required >= 0.5" on a FAIL line.
         got = "none" if res.win_rate is None else figure(res.win_rate, res.min_win_rate, res.win_rate_ok, places=3)
-        say(f"{'ok  ' if res.win_rate_ok else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")
+        # The threshold is on the win rate itself; a CI that is not informative leaves the verdict and says what to add.
+        more = MIN_CASES - res.cases
+        add = "" if res.win_rate_ci_informative is not False else (
+            f" (over {res.cases} judged case{'s' if res.cases != 1 else ''} its 95% CI is not informative: "
+            + (f"compare at least {more} more case{'s' if more != 1 else ''})" if more > 0 else "every pair has one outcome; compare more cases)"))
+        say(f"{'ok  ' if res.win_rate_ok else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}{add}")
     if res.min_win_rate is not None or res.checks:
         say(f"verdict: {'PASS' if res.passed else 'FAIL'}")
