@@ -33,25 +33,32 @@ _SHAPE = "|".join((  # key shapes, masked whole
     r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin|ant|or)-[A-Za-z0-9_-]{20,}", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
     r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)"))
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"  # a token after a name
-_NAMES = _ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")
+_NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")
+          + r"""(?:(?<=["'][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone, a quote before it: group `bare`)
+_SHORT = rf"""(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{8,}}+(?=\\*["'])"""  # under `token` alone: 8+, letters and digits
 _CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
                                     "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
 _FIELD_NAME, _PIN = _CRED + "|" + _ci("(?:set-)?cookie"), r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
 # A field's quoted value to its string's end at any depth (a quote is inside it unless escaped as its closing one and
-# followed by what may follow a string), a bare number's 4 or more digits there, or a PIN's field's 4 to 12 digits.
-_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)\\\\)*+(?P=bs)(?P=bs)\\(?P=q)|(?:(?P=bs)(?P=bs)\\\\)++(?=(?P=bs)(?P=q))"""
+# followed by what may follow a string, at the opening's level when after more backslashes than the opening's), a bare
+# number's 4 or more digits there, or a PIN's field's 4 to 12 digits.
+_AFTER = r"""(?=[ \t\r,:;(){}\[\]]*+(?:\Z|\n|(?!(?P=bs)\\)\\*+(?P=q)|(?!(?P=bs)\\)\\++[nrt]))"""  # at the opening's level
+_UNIT = r"""(?P=bs)(?P=bs)(?(even)\\\\\\\\|\\\\)"""  # a backslash of the value: 2n+2 backslashes, 2n+4 for n even
+_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:""" + _UNIT + r""")++(?=(?P=bs)(?P=q)""" + _AFTER + r""")|(?=(?P=bs)\\)\\++(?P=q)"""
           r"""|\\*+(?P=q)(?!(?:[\s,:;)}\]`]|\Z|(?!(?P=q))["']|(?!(?P=bs)\\)\\+[nrt]|(?!(?P=bs))\\*["'])))++(?=\\*(?P=q)|\n|\Z)""")
-_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?:(?P<bs>\\*)(?P<q>["'])(?:[Bb]earer\s+|[Bb]asic\s+)?"""
+_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?:(?P<bs>(?:\\\\)++(?!\\)(?P<even>)|\\*+)(?P<q>["'])(?:[Bb]earer\s+|[Bb]asic\s+)?"""
           rf"""|(?P<num>)(?=[0-9]{{4,}}+(?![0-9A-Za-z_.])))|(?P<pin>{_PIN}){_Q}\s*:\s*(?:{_Q})?(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))"""
           rf"""(?(pin)[0-9]{{4,12}}|(?(num)[0-9]++|{_VALUE}))""")
 _P = r"%(?:25)*+"  # a query string's or form body's field (after `?`/`&`, before `&`, or its `=` percent-encoded)
 _FORM = (rf"""(?P<form>(?:(?<=[?&;])|{_P}(?:26|3[Ff])|(?<![A-Za-z0-9_.%-])(?=[A-Za-z0-9_.-]*+(?:=[^&\s"'\\=#]*+=*+&|{_P}3[Dd])))"""
          rf"""{_CRED}(?:=(?P<raw>)|{_P}3[Dd]))(?(raw)[^&\s"'\\#]++|(?:[^&\s"'\\#%]|%(?!(?:25)*+26))++)""")
 _COOKIE = (r"""(?P<cookie>[CcSs](?:(?<![A-Za-z0-9_-].)|(?<=\\[nr].))(?i:(?<=s)et-cookie|(?<=c)ookie)[ \t]*:[ \t]*)(?=[^\s=;,"'\\]+=)[^\r\n"'\\]+""")
-_QUOTED = (_FIELD + "|" + _FORM + "|" + rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?){_TOKEN}"""
+_QUOTED = (_FIELD + "|" + _FORM + "|" + rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
+    rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT})|{_TOKEN})"""
            rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE}"
            rf"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{{20,}}|{_URL}|{_SHAPE}")
-# A key spelled with `\u` escapes (`"pass\u0077ord"`) that names a credential or a PIN is written as it reads first.
+# A key spelled with `\u` escapes (`"pass\u0077ord"`) that names a credential or a PIN is written as it reads first, and
+# spelled back as it was once masked.
 _ESCAPED = (r"""(?<=["'])(?=[A-Za-z0-9_.-]*+\\++u00[2-7])(?:[A-Za-z0-9_.-]++|\\++u00[2-7][0-9A-Fa-f])++(?=\\*["']\s*:)""",
             r"\\++u00([2-7][0-9A-Fa-f])", rf"(?:{_FIELD_NAME}|{_PIN})")
 _W, _S, _SP = r"[A-Za-z0-9._~+/=-]{15}", r"""(?:(?:\\*["'])?\s*[:=]|%(?:25)*3[Dd])""", r"""\\*["']\s*:"""
@@ -68,12 +75,20 @@ _KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|
                   r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$").search  # a label naming one
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)").match  # kept before a label's value masked whole
 _FIELD_KEY, _PIN_KEY = re.compile(_FIELD_NAME).fullmatch, re.compile(_PIN).fullmatch  # a key naming a field, a PIN's
+_AUTH_KEY = re.compile(r"(?i)user(?:[-_]?(?:name|id))?|login|e-?mail|[a-z0-9_.-]*(?:pass(?:word|wd|phrase)s?|secrets?)"  # beside `token`
+                       r"|client[-_]?id|(?:grant|token)[-_]?type|expires(?:[-_]?(?:in|at))?|expiry|scopes?|auth(?:[-_][a-z0-9_-]+|entication"
+                       r"|ori[sz]ation|type|method|code)?"
+                       r"|(?:access|refresh|id|session)[-_]?token|api[-_]?key|session(?:[-_]?id)?|otp|totp|mfa[a-z0-9_-]*").fullmatch
 _compiled: list[Any] = []  # `_QUOTED` and the `\u` keys' patterns, compiled on first need: text without a hint never needs them
 
 
-def _mask(m: re.Match[str]) -> str:
+def _kept(m: re.Match[str]) -> str:  # what a mask keeps before it: a field's or header's name, a scheme, a URL's user, …
     return (m.group("field") or m.group("form") or m.group("name") or m.group("scheme") or m.group("cookie") or m.group("url")
-            or m.group("kv") or "") + MASK
+            or m.group("kv") or "")
+
+
+def _mask(m: re.Match[str]) -> str:
+    return _kept(m) + MASK
 
 
 def redact(text: str, shown: int | None = None) -> str:
@@ -82,11 +97,39 @@ def redact(text: str, shown: int | None = None) -> str:
         return text
     head = text if shown is None else text[: shown + 256]
     if not _compiled:
-        _compiled.extend((re.compile(_QUOTED).sub, *(re.compile(p) for p in _ESCAPED)))
-    sub, key, esc, name = _compiled
-    keyed = key.sub(lambda m: s if name.fullmatch(s := esc.sub(lambda e: chr(int(e[1], 16)), m[0])) else m[0], head) if "u00" in head else head
-    masked = sub(_mask, keyed)
+        _compiled.extend((re.compile(_QUOTED), *(re.compile(p) for p in _ESCAPED)))
+    quoted, key, esc, name = _compiled
+    spans, parts, pos, size = [], [], 0, 0  # keys spelled with `\u` escapes naming a credential or PIN: read as JSON reads them
+    for m in key.finditer(head) if "u00" in head else ():
+        if name.fullmatch(s := esc.sub(lambda e: chr(int(e[1], 16)), m[0])):
+            size += m.start() - pos
+            parts += (head[pos:m.start()], s)
+            spans.append((size, size + len(s), m[0]))
+            size, pos = size + len(s), m.end()
+    keyed = "".join(parts) + head[pos:] if spans else head
+    masked = quoted.sub(_mask, keyed) if not spans else _spelled(quoted, keyed, spans)
     return text if masked == head else masked if len(head) == len(text) else masked + "…"
+
+
+def _spelled(quoted: re.Pattern[str], keyed: str, spans: list[tuple[int, int, str]]) -> str:
+    """`quoted.sub(_mask, keyed)`, each key of `spans` that no mask overlaps spelled back as it was (`redact._sub_spelled`)."""
+    out, pos, i = [], 0, 0
+
+    def copy(a: int, b: int) -> None:
+        nonlocal i
+        while i < len(spans) and spans[i][0] < a:
+            i += 1
+        while i < len(spans) and spans[i][1] <= b:
+            out.extend((keyed[a:spans[i][0]], spans[i][2]))
+            a, i = spans[i][1], i + 1
+        out.append(keyed[a:b])
+
+    for m in quoted.finditer(keyed):
+        copy(pos, m.start() + len(_kept(m)))
+        out.append(MASK)
+        pos = m.end()
+    copy(pos, len(keyed))
+    return "".join(out)
 
 
 # Pure answers kept (texts seen clean: calls', labels', tool names'), bounded: a set is emptied when full.
@@ -107,14 +150,18 @@ def _digits(k: Any, v: Any, whole: bool) -> bool:
     return _pin_value(v) and _PIN_KEY(k) is not None or not whole and type(v) is int and v >= 1000 and _KEY(k) is not None
 
 
-def masked_under(key: str, v: Any) -> bool:
-    """`masked_under`: a value shown apart from its key is masked whole when the key would mask it in text."""
+def masked_under(key: str, v: Any, beside: Any = None) -> bool:
+    """`masked_under`: a value shown apart from its key is masked whole when the key would mask it in text; under `token`
+    alone, any string when a key of `beside` (the mapping, or a tuple of them) shows an authentication."""
     if v is None or v == "" or type(v) is bool:
         return False
     if _FIELD_KEY(key) or _PIN_KEY(key) and _pin_value(v):
         return True
     if type(v) is not str:
         return False
+    if beside is not None and key.lower() == "token" and any(
+            type(k) is str and k != key and _AUTH_KEY(k) for m in (beside if type(beside) is tuple else (beside,)) for k in m):
+        return True
     text = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(redact(v), ensure_ascii=False)}"
     return redact(text) != text
 
@@ -219,7 +266,7 @@ _MASK_TEXT = json.dumps(_MASK_VALUE)
 def _masked_args(v: Any) -> Any:
     """`call_text._masked_arguments`: each value `masked_under` its key replaced, at any depth; `v` itself when none is."""
     if isinstance(v, dict):
-        out = {k: (MASK if isinstance(x, str) else _MASK_VALUE) if masked_under(k, x) else _masked_args(x) for k, x in v.items()}
+        out = {k: (MASK if isinstance(x, str) else _MASK_VALUE) if masked_under(k, x, v) else _masked_args(x) for k, x in v.items()}
         return out if any(out[k] is not x for k, x in v.items()) else v
     if isinstance(v, list):
         items = [_masked_args(x) for x in v]
@@ -227,17 +274,17 @@ def _masked_args(v: Any) -> Any:
     return v
 
 
-def short_json(value: Any, limit: int = 60, key: str | None = None) -> str:
-    if key is not None and value is not ABSENT and masked_under(key, value):
+def short_json(value: Any, limit: int = 60, key: str | None = None, beside: Any = None) -> str:
+    if key is not None and value is not ABSENT and masked_under(key, value, beside):
         return MASK
     text = "<absent>" if value is ABSENT else redact(dumps(value, False), limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def short_pair(exp: Any, got: Any, limit: int = 60, key: str | None = None) -> tuple[str, str]:
+def short_pair(exp: Any, got: Any, limit: int = 60, key: str | None = None, beside: Any = None) -> tuple[str, str]:
     """Both values' texts, cut around their first differing character when long (`[REDACTED]` when `masked_under` `key`)."""
-    if key is not None and (masked_under(key, exp) or masked_under(key, got)):
-        return short_json(exp, limit, key), short_json(got, limit, key)
+    if key is not None and (masked_under(key, exp, beside) or masked_under(key, got, beside)):
+        return short_json(exp, limit, key, beside), short_json(got, limit, key, beside)
     a, b = redact(dumps(exp, False)), redact(dumps(got, False))
     if len(a) <= limit and len(b) <= limit:
         return a, b
@@ -336,7 +383,7 @@ def difference(e: dict[str, Any] | None, a: dict[str, Any], prefix: str = "") ->
                 and (inner := difference(exp, got, f"{prefix}{key}."))):
             return inner
         if got is ABSENT:
-            return f"{prefix}{key}: expected {short_json(exp, key=key)}, missing"
-        return "{}{}: expected {}, got {}".format(prefix, key, *short_pair(exp, got, key=key))
+            return f"{prefix}{key}: expected {short_json(exp, key=key, beside=(e, a))}, missing"
+        return "{}{}: expected {}, got {}".format(prefix, key, *short_pair(exp, got, key=key, beside=(e, a)))
     extra = next((k for k in a if k not in e), None)
-    return None if extra is None else f"{prefix}{extra}: unexpected argument {short_json(a[extra], key=extra)}"
+    return None if extra is None else f"{prefix}{extra}: unexpected argument {short_json(a[extra], key=extra, beside=a)}"

@@ -101,8 +101,8 @@ def test_argument_differences_mask_credential_values_in_every_file_of_the_run(tm
     assert {"results.jsonl", "report.html", "junit.xml", "report.md", "summary.json"} <= files.keys()
     leaks = {name: [c for c in CANARIES if c in text] + SHAPE_LEAKS.findall(text) for name, text in files.items()}
     assert not {name: found for name, found in leaks.items() if found}
-    # The config's own expected value is recorded with the config (configs.jsonl, manifest.json), in nothing scored.
-    assert not [name for name, text in files.items() if CONFIG_SECRET in text and name not in ("configs.jsonl", "manifest.json")]
+    # The config's own expected value is in no file either: configs.jsonl and manifest.json record the config masked.
+    assert not [name for name, text in files.items() if CONFIG_SECRET in text]
 
     results = {r["case_id"]: r["scores"] for r in map(json.loads, files["results.jsonl"].splitlines())}
     reason = results["c_password"]["ToolCalls"]["reason"]

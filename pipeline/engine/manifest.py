@@ -6,6 +6,10 @@ and the tracejudge version. A
 resume compares the new manifest with the recorded one and refuses, naming
 every changed config key and dataset file, unless forced.
 
+The config is recorded with its credentials masked (`redact.redact_config`: a password in a metric's
+`expected_arguments`, a target's `Authorization` header), the hash computed over it as given: two configs that
+read the same masked but hash differently differ in a masked value, a change too (named by its key, not shown).
+
 Not hashed (they change how fast a run goes, where it writes or what it may
 spend, never its answers): `run.dir`, `run.workers`, `run.queue_size`,
 `run.flush_every`, `run.executor`, `run.processes`, `limits`, `budget`, `cache`,
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from threading import Event
 from typing import Any
@@ -26,7 +31,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.engine.dataset_fingerprint import files_of
-from tracejudge.llm.redact import redact_url_passwords
+from tracejudge.llm.redact import MASK, redact_config, redact_url_passwords
 
 __all__ = ["CLI_OPTIONS", "ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "refusal", "with_history"]
 
@@ -126,9 +131,10 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files
         **shard,
         "dataset_fingerprint": _digest({role: f["sha256"] for role, f in files.items()}),
         "dataset": files,
-        # Hashed as given, kept with a URL's password masked (a judge's `base_url` `http://user:pass@host`): the run
-        # directory is uploaded, shared and read by other commands (configs.jsonl copies this).
-        "config": redact_url_passwords(dumped),
+        # Hashed as given, kept with its credentials masked (a judge's `base_url` `http://user:pass@host`, a password in
+        # a metric's `expected_arguments`, a target's `Authorization` header: `redact_config`): the run directory is
+        # uploaded, shared and read by other commands (configs.jsonl copies this).
+        "config": redact_config(redact_url_passwords(dumped)),
     }
 
 
@@ -163,6 +169,15 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# A URL's password masked (`scheme://user:[REDACTED]@host`): a judge's proxy password, rotated without changing any answer.
+_URL_MASK = re.compile(r"://[^\s:/@\"']*:" + re.escape(MASK) + "(?=@)")
+
+
+def _hides(value: Any) -> bool:
+    """True for a config value (flattened) that a masked credential stands in (but a URL's password)."""
+    return isinstance(value, str) and MASK in value and MASK in _URL_MASK.sub("", value)
+
+
 def _show(value: Any) -> str:
     text = json.dumps(value) if value is not _MISSING else "(absent)"
     return text if len(text) <= 60 else text[:57] + "..."
@@ -180,14 +195,19 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     is compared by its overall `dataset_fingerprint`.
     """
     lines: list[str] = []
-    a = _flatten(hashed_config(_with_resolved_metrics(old.get("config") or {})), "", {})
-    b = _flatten(hashed_config(_with_resolved_metrics(new.get("config") or {})), "", {})
+    # Both as a manifest keeps them, credentials masked (one written before they were is masked here, and never shown).
+    a = _flatten(hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {}))), "", {})
+    b = _flatten(hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {}))), "", {})
     for key in sorted(set(a) | set(b)):
         va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
         if va != vb:
             lines.append(f"config {key}: {_show(va)} → {_show(vb)}")
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
+    elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v)]):
+        # The hash is over the config as given: equal masked configs of different hashes differ in a masked value (an
+        # expected argument's password), which changes the results as any other value does.
+        lines.append(f"config {' or '.join(hidden)}: {MASK} → {MASK} (a masked value changed: the config hashes differ)")
     old_files, new_files = old.get("dataset"), new["dataset"]
     if not isinstance(old_files, dict):
         if old.get("dataset_fingerprint") != new["dataset_fingerprint"]:
@@ -294,7 +314,9 @@ def with_history(old: dict[str, Any] | None, new: dict[str, Any], forced: list[s
     `forced` the changes `--force` accepted (recorded on the new entry). A
     config already in the history is not added again.
     """
-    history = [] if old is None else _history(old)
+    # (Each past config as a manifest keeps it now, credentials masked: an entry written before they were is masked.)
+    history = [] if old is None else [{**h, "config": redact_config(h["config"])} if isinstance(h.get("config"), dict) else h
+                                      for h in _history(old)]
     if not any(h.get("config_hash") == new["config_hash"] and h.get("dataset_fingerprint") == new["dataset_fingerprint"] for h in history):
         entry = {k: new[k] for k in _HISTORY_KEYS}
         if forced:

@@ -10,8 +10,11 @@ the value after an `x-api-key` / `api-key` / `apikey` / `authorization` /
 `secret_access_key` / `private_key` / `password` / `passwd` / `passphrase` / `client_secret` / `access_token` (and
 `refresh_`, `auth_`, `id_`, `bearer_`, `session_token`) name, in any letter case (`PassWord`, `API_Key`, `apiKey`) —
 its quotes escaped or not, at any depth, as in a JSON-encoded request body, or in Python's repr of one (its
-backslashes doubled: a quote not followed by what may follow a string is inside the value); a key spelled with `\\u`
-escapes (`"pass\\u0077ord"`) as the name it spells; a quoted value whole, as `redact_quoted` masks a quoted field's —,
+backslashes doubled: a quote not followed by what may follow a string is inside the value, and so is one after more
+backslashes than the value's opening quote unless what follows it is what follows a string at that quote's level: the
+value ends only where its string does, `repr(json.dumps({"password": 'ab", "x": "…'}))` whole); a key spelled with
+`\\u` escapes (`"pass\\u0077ord"`) as the name it spells, the masked text keeping the key as it was spelled; a quoted
+value whole, as `redact_quoted` masks a quoted field's —,
 a PIN's field's 4 to 12 digits (`"pin"`, `"card_pin"`), a credential's field in a query string or form body (`?api_key=…&`,
 `user=a&password=…`, `%3Fpassword%3D…%26`), a `Cookie:` / `Set-Cookie:` header's value, AWS access key ids (`AKIA…`,
 `ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`, `xapp-…`) and webhook URLs, GitHub tokens (`ghp_…`,
@@ -28,7 +31,8 @@ shapes, but a value after a credential's name (those above, and any name ending 
 `secret`, `token` or `private_key`, such as `db_password` or `github_token`), a `Bearer`/`Basic` token and
 an `sk-` key count only when they look like a credential (a run of token
 characters, 16+ long — `sk-` keys 20+ — with letters and digits, or base64
-ending in `=`), because a trace is full of ordinary phrases ("basic
+ending in `=`; under a key named `token` alone, a quoted value of 8 or more of them with letters and digits, whole:
+`"token": "tok_9f8e7d6c"`, where `"the"` is a tokenizer's word and `512` a count), because a trace is full of ordinary phrases ("basic
 economy", "api_key: not configured", "SKU sk-100200300"). It searches only
 what the reason shows, once, with one pattern, and returns text without a
 credential unchanged: reasons are built for every case. A quoted field named for a password, secret, API key,
@@ -45,6 +49,10 @@ masking the word after every "password is" would spoil the evidence a judge need
 Both also mask AWS secret access keys after their name, Google API keys
 (`AIza…`), Hugging Face tokens (`hf_…`) and the password of a URL or DSN
 (`postgres://user:[REDACTED]@host/db`, any scheme).
+
+A run's config is recorded in `manifest.json` and `configs.jsonl` through `redact_config`: a value under a
+credential's key (a metric's `expected_arguments`, a target's headers) masked whole, as `masked_under` says, and every
+other string through `redact_quoted`.
 
 A case's tags and metadata are copied into its result line and the reports as the
 dataset wrote them; `redact_labels` passes them through `redact_quoted` first, a
@@ -69,8 +77,8 @@ from tracejudge.llm.redact_patterns import (  # noqa: F401  (`reply_secrets` tak
     _COOKIE_HEADER, _ESCAPE, _ESCAPED_KEY, _FIELD_NAME, _FORM_FIELD, _HINT, _KEY_NAME, _PATTERN_TEXTS, _PIN_NAME, _QUOTED, _SECRET_FIELD,
     _SHAPE, _URL_PASSWORD)
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "masked_under", "quoted_clean", "redact", "redact_data", "redact_details",
-           "redact_labels", "redact_quoted", "redact_url_passwords"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "masked_under", "quoted_clean", "redact", "redact_config", "redact_data",
+           "redact_details", "redact_labels", "redact_quoted", "redact_url_passwords"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -98,15 +106,98 @@ def _unescaped_keys(text: str) -> str:
     """`text` with each key spelled with `\\u` escapes of ASCII characters (`"pass\\u0077ord": …`, at any depth) that
     names a credential or a PIN written as JSON reads it (`"password": …`), so that the fields' rules mask its value;
     any other key, and the rest of the text, as it is."""
+    return _keys_read(text)[0]
+
+
+# Where `_keys_read` wrote a key as it reads: its start and end in the text it returns, and the key as it was spelled.
+_Spans = list[tuple[int, int, str]]
+
+
+def _keys_read(text: str) -> tuple[str, _Spans]:
+    """`_unescaped_keys(text)`, and where it wrote each key it read (`_Spans`), so that the masked text can spell it back."""
     if "u00" not in text:
-        return text
+        return text, []
     key, escape, name = _key_patterns()
-
-    def unescaped(m: re.Match[str]) -> str:
+    out: list[str] = []
+    spans: _Spans = []
+    pos = size = 0
+    for m in key.finditer(text):
         spelled = escape.sub(lambda e: chr(int(e.group(1), 16)), m.group())
-        return spelled if name.fullmatch(spelled) else m.group()
+        if name.fullmatch(spelled) is None:
+            continue
+        out.append(text[pos:m.start()])
+        size += m.start() - pos
+        out.append(spelled)
+        spans.append((size, size + len(spelled), m.group()))
+        size += len(spelled)
+        pos = m.end()
+    if not spans:
+        return text, spans
+    out.append(text[pos:])
+    return "".join(out), spans
 
-    return key.sub(unescaped, text)
+
+def _sub_spelled(pattern: re.Pattern[str], kept: Any, tail: Any, text: str, spans: _Spans) -> tuple[str, _Spans]:
+    """`pattern.sub` of `text` where each match becomes `kept(m)` (a start of the match: a field's name, a scheme, …) and
+    then `tail(m)`, and `spans` (`_keys_read`'s) moved along with the text around them; a key that what a match
+    replaced overlaps is gone with it. (Only for a text with a key spelled with `\\u` escapes: a loop in Python per match.)"""
+    out: list[str] = []
+    moved: _Spans = []
+    pos = size = i = 0
+
+    def copy(a: int, b: int) -> None:  # text[a:b] as it is, the keys wholly inside it moved along
+        nonlocal size, i
+        while i < len(spans) and spans[i][0] < a:
+            i += 1
+        while i < len(spans) and spans[i][1] <= b:
+            start, end, spelled = spans[i]
+            moved.append((start - a + size, end - a + size, spelled))
+            i += 1
+        out.append(text[a:b])
+        size += b - a
+
+    for m in pattern.finditer(text):
+        copy(pos, m.start() + len(kept(m)))
+        rest = tail(m)
+        out.append(rest)
+        size += len(rest)
+        pos = m.end()
+    copy(pos, len(text))
+    return "".join(out), moved
+
+
+def _spelled_back(text: str, spans: _Spans) -> str:
+    """`text` with each key `_keys_read` wrote as it reads (`spans`, moved along by `_sub_spelled`) spelled as it was."""
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end, spelled in spans:
+        out.append(text[pos:start])
+        out.append(spelled)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _masked_spelled(text: str, spans: _Spans) -> str:
+    """`redact`'s rules (but the secrets') over `text` whose keys `_keys_read` wrote as they read (`spans`), each key
+    then spelled back as it was: the text keeps its own spelling, only credentials masked."""
+    patterns, shape, _ = _compiled()
+    masks: tuple[tuple[re.Pattern[str], Any, Any], ...] = (
+        (patterns[4], _field_kept, _mask_tail),
+        (patterns[0], lambda m: m.group(1), _mask_tail),
+        (patterns[1], lambda m: m.group(1), lambda m: " " + MASK),
+        (patterns[2], lambda m: "", _mask_tail),
+        (patterns[3], lambda m: m.group("url"), _mask_tail),
+        (shape, lambda m: m.group("kv") or "", _mask_tail),
+    )
+    for pattern, kept, tail in masks:
+        text, spans = _sub_spelled(pattern, kept, tail, text, spans)
+    return _spelled_back(text, spans)
+
+
+def _mask_tail(m: re.Match[str]) -> str:
+    return MASK
 
 
 # How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
@@ -127,10 +218,14 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
             text = text.replace(secret, MASK)
     patterns, shape, _ = _compiled()
     # A quoted field's value whole (to its string's end, whatever it holds; a key spelled with `\u` escapes read as
-    # JSON reads it), a PIN's field's digits, a form's field's value, a cookie header's; then the other rules.
-    # (`_HINT` finds a part of each of their matches; most text has none, and the search costs a tenth of theirs.)
+    # JSON reads it, then spelled back as it was), a PIN's field's digits, a form's field's value, a cookie header's;
+    # then the other rules. (`_HINT` finds a part of each of their matches; most text has none, and the search costs a
+    # tenth of theirs.)
     if _HINT.search(text) is not None:
-        text = patterns[4].sub(_mask_field, _unescaped_keys(text))
+        text, spans = _keys_read(text)
+        if spans:
+            return _masked_spelled(text, spans)
+        text = patterns[4].sub(_mask_field, text)
     text = patterns[0].sub(lambda m: m.group(1) + MASK, text)
     text = patterns[1].sub(lambda m: m.group(1) + " " + MASK, text)
     text = patterns[2].sub(MASK, text)
@@ -139,7 +234,11 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 
 def _mask_field(m: re.Match[str]) -> str:
-    return (m.group("field") or m.group("form") or m.group("cookie")) + MASK
+    return _field_kept(m) + MASK
+
+
+def _field_kept(m: re.Match[str]) -> str:
+    return m.group("field") or m.group("form") or m.group("cookie")
 
 
 def _mask_shape(m: re.Match[str]) -> str:
@@ -169,7 +268,12 @@ def redact_quoted(text: str, shown: int | None = None) -> str:
     if _HINT.search(text if shown is None else text[: shown + 32]) is None:
         return text
     head = text if shown is None else text[: shown + _REACH]
-    masked = _compiled()[2].sub(_mask, _unescaped_keys(head))
+    read, spans = _keys_read(head)
+    # (A key spelled with `\u` escapes is read as JSON reads it, then spelled back as it was.)
+    if spans:
+        masked = _spelled_back(*_sub_spelled(_compiled()[2], _kept, _mask_tail, read, spans))
+    else:
+        masked = _compiled()[2].sub(_mask, read)
     if masked == head:
         return text
     return masked if len(head) == len(text) else masked + "…"
@@ -181,7 +285,7 @@ def _name_rules() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(_FIELD_NAME), re.compile(_PIN_NAME)
 
 
-def masked_under(key: Any, value: Any) -> bool:
+def masked_under(key: Any, value: Any, beside: Any = None) -> bool:
     """Whether a JSON-like `value` is shown masked whole when it sits under the mapping key `key` in trace text.
 
     For text that shows a value apart from its key (an argument's difference, `password: expected …, got …`), where
@@ -189,7 +293,12 @@ def masked_under(key: Any, value: Any) -> bool:
     field's name (`password`, `db_password`, `passphrase`, `api_key`, `client_secret`, `access_token`, `Cookie`, …; not
     `token` or `next_token`) and `value` is neither null, `""` nor a bool; when `key` names a PIN's field (`pin`,
     `card_pin`, `cardPin`) and `value` is 4 to 12 digits, a string or an integer; and when `redact_quoted` masks the
-    value only with its key before it (a token-shaped string after `token`). Never raises.
+    value only with its key before it (a token-shaped string after `token`; under `token` alone, 8 or more of a token's
+    characters with a letter and a digit). `beside`: the mapping `key` sits in (or a tuple of mappings: an expected
+    call's arguments and the actual one's), when the caller has it: under `token` alone any string is masked when
+    another key there shows an authentication (`_AUTH_KEY`: `username`, `client_id`, `token_type`, `expires_in`,
+    `password`, …), where `"abc"` is the token, not a word of a tokenizer's. A number under `token` is a count: never
+    masked. Never raises.
     """
     if not isinstance(key, str) or value is None or value == "" or isinstance(value, bool):
         return False
@@ -200,8 +309,35 @@ def masked_under(key: Any, value: Any) -> bool:
         return True
     if not isinstance(value, str):
         return False
+    if beside is not None and len(key) == 5 and key.lower() == "token" and _auth_beside(key, beside):
+        return True
     text = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(redact_quoted(value), ensure_ascii=False)}"
     return redact_quoted(text) != text
+
+
+# A key that shows its mapping holds an authentication (a login's, a session's, an OAuth token response's), beside a
+# `token`: a user's name or id, a login, an e-mail, a password or secret, a client's id, a grant's or token's type, an
+# expiry, a scope, `auth` (`auth_type`, `authentication`; not `author`), another token of a session, an API key, a
+# session's id, a one-time code.
+_AUTH_KEY = (r"(?i)user(?:[-_]?(?:name|id))?|login|e-?mail|[a-z0-9_.-]*(?:pass(?:word|wd|phrase)s?|secrets?)"
+             r"|client[-_]?id|(?:grant|token)[-_]?type|expires(?:[-_]?(?:in|at))?|expiry|scopes?|auth(?:[-_][a-z0-9_-]+|entication"
+             r"|ori[sz]ation|type|method|code)?"
+             r"|(?:access|refresh|id|session)[-_]?token|api[-_]?key|session(?:[-_]?id)?|otp|totp|mfa[a-z0-9_-]*")
+
+
+@cache
+def _auth_key() -> re.Pattern[str]:
+    """`_AUTH_KEY` compiled, on first use (a value under `token` alone, shown apart from its key)."""
+    return re.compile(_AUTH_KEY)
+
+
+def _auth_beside(key: str, beside: Any) -> bool:
+    """True when a mapping of `beside` (one, or a tuple or list of them) has a key other than `key` that `_AUTH_KEY` names."""
+    auth = _auth_key().fullmatch
+    for mapping in beside if isinstance(beside, (tuple, list)) else (beside,):
+        if isinstance(mapping, Mapping) and any(type(k) is str and k != key and auth(k) for k in mapping):
+            return True
+    return False
 
 
 def _pin_value(value: Any) -> bool:
@@ -280,4 +416,4 @@ def redact_url_passwords(value: Any) -> Any:
 
 
 # Values masked by the key they sit under (a case's tags and metadata, a metric's details): `redact_keyed`.
-from tracejudge.llm.redact_keyed import redact_details, redact_labels  # noqa: E402  (it reads this module's rules)
+from tracejudge.llm.redact_keyed import redact_config, redact_details, redact_labels  # noqa: E402  (it reads this module's rules)

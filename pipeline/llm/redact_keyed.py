@@ -1,7 +1,8 @@
-"""Values masked by the key they sit under, as a result copies them: a case's tags and metadata (`redact_labels`) and
-a custom metric's details (`redact_details`). Their strings go through `redact.redact_quoted` as trace text does; a
-value under a key that names a credential (`password`, `db_password`, `api_key`, `Cookie`, …, any letter case) is the
-secret itself, not prose that mentions one, and is masked whole; so is a PIN (4 to 12 digits) under its field's name.
+"""Values masked by the key they sit under, as a result copies them: a case's tags and metadata (`redact_labels`),
+a custom metric's details (`redact_details`) and a run's config as its run directory records it (`redact_config`).
+Their strings go through `redact.redact_quoted` as trace text does; a value under a key that names a credential
+(`password`, `db_password`, `api_key`, `Cookie`, …, any letter case) is the secret itself, not prose that mentions one,
+and is masked whole; so is a PIN (4 to 12 digits) under its field's name.
 Re-exported by `tracejudge.llm.redact`.
 """
 
@@ -12,9 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 from tracejudge.core.memo import SeenSet
-from tracejudge.llm.redact import MASK, _name_rules, _pin_value, quoted_clean, redact_quoted
+from tracejudge.llm.redact import MASK, _name_rules, _pin_value, masked_under, quoted_clean, redact_quoted
 
-__all__ = ["redact_details", "redact_labels"]
+__all__ = ["redact_config", "redact_details", "redact_labels"]
 
 
 def redact_details(value: Any) -> Any:
@@ -183,4 +184,32 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
         return out
     if isinstance(value, (list, tuple)):
         return [_masked_label(v, whole) for v in value]
+    return value
+
+
+# A value that only names environment variables (`${AGENT_TOKEN}`, `Bearer ${TOKEN}`): the variable's name, expanded at
+# run time, is no secret, and it says which one a config used.
+_ENV_ONLY = re.compile(r"(?:[Bb]earer\s+|[Bb]asic\s+)?(?:\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
+
+
+def redact_config(value: Any) -> Any:
+    """A copy of a run's dumped config as `manifest.json` and `configs.jsonl` record it, its credentials masked as a
+    result masks them: a metric's `expected_arguments`, a target's `headers`, a case's values written in the config are
+    the user's, and a password there was copied in clear. A value under a key that `masked_under` masks (`password`,
+    `api_key`, `Authorization`, a PIN's digits under `pin`, a token under `token`; beside other keys of an
+    authentication, any string under `token`) is masked whole (a string but for its `Bearer`/`Basic` scheme), unless it
+    only names environment variables (`Bearer ${TOKEN}`); every other string goes through `redact_quoted`. Keys, numbers
+    and the rest are kept, so the copy still validates as a config (`report` reads it). Never raises."""
+    if isinstance(value, str):
+        return redact_quoted(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if masked_under(k, v, value) and not (isinstance(v, str) and _ENV_ONLY.fullmatch(v)):
+                out[k] = _whole(v) if isinstance(v, str) else MASK
+            else:
+                out[k] = redact_config(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_config(v) for v in value]
     return value

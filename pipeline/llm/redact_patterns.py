@@ -73,22 +73,36 @@ _SHAPE = "|".join(_SHAPES)
 # Group `name` keeps a header's name, group `scheme` a `Bearer`/`Basic` prefix.
 _CHAR = r"[A-Za-z0-9._~+/=-]"
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
-_NAMES = _ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")  # any case
+_NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")  # any case
+          + r"""(?:(?<=["'][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone, a quote before it: group `bare`)
+# A field named `token` alone (`"token": "…"`, `'Token': '…'`, its quotes escaped or not; group `bare`): its quoted value
+# counts from 8 characters, when it is a token's characters to the string's end with a letter and a digit
+# (`"tok_9f8e7d6c"`: a session's or an API's token). Not any shorter or other value: under `token` a tokenizer's trace
+# keeps a word (`"the"`, `"##ing"`) and a usage record a count (`"token": 512`, unquoted: never masked), and those are
+# evidence a judge needs. A mapping whose other keys show an authentication (`redact.masked_under`'s `beside`) has any
+# string under `token` masked, where a mapping is at hand (a call's arguments, their differences, a config).
+_SHORT = rf"""(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{8,}}+(?=\\*["'])"""
 # A JSON (or Python repr) field named for a password, a secret, an API key, an authorization header, a private key
 # (and its id), a session's token or a cookie (`Cookie` / `Set-Cookie` alone: not `accept_cookie`): its quoted value is
 # the secret whatever its shape ("hunter2" is not token-shaped), as under a metadata key (`_CREDENTIAL_KEY`); a
 # `Bearer`/`Basic` scheme is kept. Not any `token`: `next_token` pages. Its quotes may be escaped, to any depth
 # (`\"password\": \"…\"` in a JSON-encoded request body). The value ends where its string does. Its opening quote
-# (`"` or `'`) has n backslashes before it (`bs`: none at depth 0, one at depth 1, three at depth 2, …); a quote of
-# the same kind inside the value has 2n+1 (`\"` at depth 0, `\\\"` at depth 1), after 2n+2 for each backslash before
-# it in the value, and the closing one n, after 2n+2 for each backslash the value ends with (`"a\\"` at depth 0).
-# So a quote of its kind whose backslashes number 2n+1 modulo 2n+2 is inside the value, and any other ends it when what
-# follows may follow a string (`_CLOSED`; a quote of the other kind is inside): the mask leaves valid JSON at every
-# depth. A value not closed (a cut text) runs to the line's or the text's end. The value is read possessively and
-# always ends (at a quote, a line's end or the text's end; what follows a quote is looked at once, within the run of
-# backslashes after it), so each character is read by one match at most, and a match starts only at a quote with no backslash
-# before its own: the search stays linear. (It starts at a quote or backslash, no backslash before it, looked
-# behind once it is read: `re` skips the other positions fast.)
+# (`"` or `'`) has n backslashes before it (`bs`: none at depth 0, one at depth 1, three at depth 2, …; in Python's repr
+# of such a text, which doubles each backslash and escapes no `"`, twice as many). Every quote of its kind inside the value
+# has more than n (it is escaped at the value's own level, then as the opening one is at every level around it); the
+# closing one has n, after those of the backslashes the value ends with. So a quote of its kind after more than n
+# backslashes is inside the value, unless they are n plus a whole number of `_UNIT`s *and* what follows the quote is what
+# follows a string at the opening's level (`_AFTER`). A `_UNIT` is 2n+2 backslashes when n is odd or 0 (a backslash the
+# value ends with at depth 0 is `\\`, at depth 1 `\\\\`; in a repr of JSON at depth 0 `\\\\`, two units) and 2n+4 when
+# n is even (a repr of a text at depth 1: `\\\\\\\\`). Inside a repr of JSON, `\\", \\"x\\": \\"` is the value's own
+# `", "x": "` (the next quote has as many backslashes, not n): before, the value ended at the first `\\"` and its tail
+# was left in clear. A quote after n backslashes or fewer ends the value when what follows may follow a string
+# (`_CLOSED`; a quote of the other kind is inside): the mask leaves valid JSON at every depth. A value not closed (a cut
+# text) runs to the line's or the text's end. The value is read possessively and always ends (at a quote, a line's end or
+# the text's end; what follows a quote is looked at once, to the next quote or backslash), so each character is read by
+# one match at most, and a match starts only at a quote with no backslash before its own: the search stays linear. (It
+# starts at a quote or backslash, no backslash before it, looked behind once it is read: `re` skips the other positions
+# fast.)
 _Q = r"""\\*["']"""
 _CREDENTIAL_NAME = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
                                                "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
@@ -101,9 +115,13 @@ _FIELD_NAME = _CREDENTIAL_NAME + "|" + _ci("(?:set-)?cookie")
 # JSON text doubles each backslash (`{'body': '{"password": "ab\\"cd"}'}`), so the value's escaped quote reads as a
 # closing one after an escaped backslash, and `cd` was left in clear.
 _CLOSED = r"""(?:[\s,:;)}\]`]|\Z|(?!(?P=q))["']|(?!(?P=bs)\\)\\+[nrt]|(?!(?P=bs))\\*["'])"""
-_FIELD_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)\\\\)*+(?P=bs)(?P=bs)\\(?P=q)"""
-                r"""|(?:(?P=bs)(?P=bs)\\\\)++(?=(?P=bs)(?P=q))|\\*+(?P=q)(?!""" + _CLOSED + r"""))++"""
-                r"""(?=\\*(?P=q)|\n|\Z)""")
+# What follows a string's closing quote at the opening's level: delimiters, then a quote of the value's kind after n
+# backslashes or fewer (the next key, an outer string's end), an escaped line break there, a line's end or the text's
+# end; not a letter, a digit or a quote escaped deeper (the value's own text). At worst a value's own delimiters are shown.
+_AFTER = r"""(?=[ \t\r,:;(){}\[\]]*+(?:\Z|\n|(?!(?P=bs)\\)\\*+(?P=q)|(?!(?P=bs)\\)\\++[nrt]))"""
+_UNIT = r"""(?P=bs)(?P=bs)(?(even)\\\\\\\\|\\\\)"""  # a backslash of the value: 2n+2 backslashes, 2n+4 for n even (`even`)
+_FIELD_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:""" + _UNIT + r""")++(?=(?P=bs)(?P=q)""" + _AFTER + r""")"""
+                r"""|(?=(?P=bs)\\)\\++(?P=q)|\\*+(?P=q)(?!""" + _CLOSED + r"""))++(?=\\*(?P=q)|\n|\Z)""")
 # A bare number of 4 or more digits under such a field (`"password": 12345678`, group `num`) is masked too: a numeric
 # password is written unquoted; fewer digits are a count (`"reset_password": 3`, details keyed by tool name), no secret.
 # A field named for a PIN (`"pin"`, `"card_pin"`, `"cardPin"`, `"ATM_PIN"`, its quotes escaped or not) holding 4 to 12
@@ -112,7 +130,7 @@ _FIELD_VALUE = (r"""(?:[^"'\\\n]|(?!(?P=q))["']|\\++(?!(?P=q))|(?:(?P=bs)(?P=bs)
 # other values and any text are left as written. (One branch with the other fields': `re` enters each branch that
 # starts with a group at every position, so a branch more cost every search a tenth.)
 _PIN_NAME = r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
-_SECRET_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?:(?P<bs>\\*)(?P<q>["'])"""
+_SECRET_FIELD = (rf"""(?P<field>[\\"'](?<!\\[\\"'])(?:(?<=["'])|(?<=\\)\\*["'])(?:(?:{_FIELD_NAME}){_Q}\s*:\s*(?:(?P<bs>(?:\\\\)++(?!\\)(?P<even>)|\\*+)(?P<q>["'])"""
                  rf"""(?:[Bb]earer\s+|[Bb]asic\s+)?|(?P<num>)(?=[0-9]{{4,}}+(?![0-9A-Za-z_.])))|(?P<pin>{_PIN_NAME}){_Q}\s*:\s*(?:{_Q})?"""
                  rf"""(?=[0-9]{{4,12}}(?:\\*["']|[\s,}}\]]|\Z))))(?(pin)[0-9]{{4,12}}|(?(num)[0-9]++|{_FIELD_VALUE}))""")
 # A credential's field in a query string or a form body (`?api_key=…&`, `user=a&password=…`, a body that starts
@@ -139,7 +157,8 @@ _COOKIE_HEADER = (r"""(?P<cookie>[CcSs](?:(?<![A-Za-z0-9_-].)|(?<=\\[nr].))(?i:(
                   r"""(?=[^\s=;,"'\\]+=)[^\r\n"'\\]+""")
 _QUOTED = (
     _SECRET_FIELD + "|" + _FORM_FIELD + "|"
-    rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?){_TOKEN}"""
+    rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
+    rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT})|{_TOKEN})"""
     rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE_HEADER}"
     r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
     rf"|{_URL_PASSWORD}|" + _SHAPE

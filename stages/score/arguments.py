@@ -80,17 +80,19 @@ class ArgumentCorrectness(ToolMetric):
 
         mismatches: dict[str, dict[str, Any]] = {}
         problems: list[str] = []
+        beside = (self.expected_arguments, args)  # (their other keys may show an authentication: `masked_under`)
         for key, exp in self.expected_arguments.items():
             got = args.get(key, ABSENT)
             if not match_value(exp, got, "exact"):
-                mismatches[key] = {"expected": _shown(key, exp), "actual": None if got is ABSENT else _shown(key, got), "present": got is not ABSENT}
-                problems.append(f"{key}: missing (expected {short_json(exp, key=key)})" if got is ABSENT
-                                else "{}: expected {}, got {}".format(key, *short_pair(exp, got, key=key)))
+                mismatches[key] = {"expected": _shown(key, exp, beside), "actual": None if got is ABSENT else _shown(key, got, beside),
+                                   "present": got is not ABSENT}
+                problems.append(f"{key}: missing (expected {short_json(exp, key=key, beside=beside)})" if got is ABSENT
+                                else "{}: expected {}, got {}".format(key, *short_pair(exp, got, key=key, beside=beside)))
         if self.match_mode == "exact":
             for key in args:
                 if key not in self.expected_arguments:
-                    mismatches[key] = {"expected": None, "actual": _shown(key, args[key]), "present": True}
-                    problems.append(f"{key}: unexpected argument {short_json(args[key], key=key)}")
+                    mismatches[key] = {"expected": None, "actual": _shown(key, args[key], args), "present": True}
+                    problems.append(f"{key}: unexpected argument {short_json(args[key], key=key, beside=args)}")
         details = {"call": index, "mismatches": mismatches}
         if problems:
             return self._fail(f"{where}: argument mismatch ({self.match_mode}): " + "; ".join(problems), details)
@@ -101,10 +103,11 @@ class ArgumentCorrectness(ToolMetric):
         return Score(value=0.0, passed=False, reason=reason, details=details or None)
 
 
-def _shown(key: str, value: Any) -> Any:
+def _shown(key: str, value: Any, beside: Any = None) -> Any:
     """`value` of the argument `key` as details keep it: `[REDACTED]` when its name hides it (`masked_under`, as the
-    reason shows it), else with its credentials masked (`redact_details`: a string under a credential's key inside)."""
-    return MASK if masked_under(key, value) else redact_details(value)
+    reason shows it; `beside`: the arguments it is one of), else with its credentials masked (`redact_details`: a string
+    under a credential's key inside)."""
+    return MASK if masked_under(key, value, beside) else redact_details(value)
 
 
 def _select(occurrence: Any, count: int) -> int | None:

@@ -123,7 +123,7 @@ def _masked_value(value: Any) -> Any:
     if isinstance(value, dict):
         out, changed = {}, False
         for key, v in value.items():
-            if masked_under(key, v):
+            if masked_under(key, v, value):  # (`value`: its other keys may show an authentication, for a `token`)
                 out[key] = MASK if isinstance(v, str) else _MASK_VALUE
                 changed = True
             else:

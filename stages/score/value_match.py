@@ -299,31 +299,32 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
             if inner:
                 return inner
         if got is ABSENT:
-            return f"{path}: expected {short_json(exp, key=key)}, missing"
-        want, seen = short_pair(exp, got, key=key)
+            return f"{path}: expected {short_json(exp, key=key, beside=(expected, actual))}, missing"
+        want, seen = short_pair(exp, got, key=key, beside=(expected, actual))
         return f"{path}: expected {want}, got {seen}"
     if mode == "exact":
         for key in actual:
             if key not in expected:
-                return f"{prefix}{key}: unexpected argument {short_json(actual[key], key=key)}"
+                return f"{prefix}{key}: unexpected argument {short_json(actual[key], key=key, beside=actual)}"
     return None
 
 
-def short_json(value: Any, limit: int = 60, key: Any = None) -> str:
+def short_json(value: Any, limit: int = 60, key: Any = None, beside: Any = None) -> str:
     """Compact JSON of `value` cut to `limit` characters, for reasons (credentials masked before the cut).
 
     `key`: the name of the argument `value` is, if any. Shown apart from its key, a value would escape the masking of a
-    field by its name (`{"password": "hunter2"}` in a call), so a value that `masked_under` that key is `[REDACTED]`.
+    field by its name (`{"password": "hunter2"}` in a call), so a value that `masked_under` that key is `[REDACTED]`;
+    `beside`: the arguments it is one of (`masked_under`'s: their other keys may show an authentication).
     """
     if value is ABSENT:
         return "<absent>"
-    if key is not None and masked_under(key, value):
+    if key is not None and masked_under(key, value, beside):
         return MASK
     text = redact_quoted(_dumps(value), limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def short_pair(expected: Any, got: Any, limit: int = 60, key: Any = None) -> tuple[str, str]:
+def short_pair(expected: Any, got: Any, limit: int = 60, key: Any = None, beside: Any = None) -> tuple[str, str]:
     """`short_json` of both values, cut around their first differing character; under an argument's name `key`, a value
     `masked_under` it is `[REDACTED]` (`password: expected [REDACTED], got [REDACTED]`: they differ, not shown how).
 
@@ -332,8 +333,8 @@ def short_pair(expected: Any, got: Any, limit: int = 60, key: Any = None) -> tup
     difference (a leading `…` marks the cut), so the reason shows where
     they part.
     """
-    if expected is ABSENT or got is ABSENT or key is not None and (masked_under(key, expected) or masked_under(key, got)):
-        return short_json(expected, limit, key), short_json(got, limit, key)
+    if expected is ABSENT or got is ABSENT or key is not None and (masked_under(key, expected, beside) or masked_under(key, got, beside)):
+        return short_json(expected, limit, key, beside), short_json(got, limit, key, beside)
     a, b = redact_quoted(_dumps(expected)), redact_quoted(_dumps(got))  # whole: the part shown may be anywhere
     if len(a) <= limit and len(b) <= limit:
         return a, b
