@@ -102,6 +102,7 @@ async def run(
     live: LiveStatus | None = None,
     command: dict[str, str] | None = None,
     fingerprints: FingerprintAhead | None = None,
+    cancel_after_stop: bool = False,
 ) -> RunOutcome:
     """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`, or its
     `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
@@ -124,6 +125,9 @@ async def run(
             before its first checkpoint) so that `tracejudge report` on an interrupted run can give it.
         fingerprints: the hash of `config.dataset`'s files already under way (`engine.fingerprint_ahead`), started by the
             caller as soon as it had the config; the run takes it over and closes it. Without it the run starts its own.
+        cancel_after_stop: the caller cancels the run only after setting `stop` (the command line: a first Ctrl-C or
+            SIGTERM sets it, a second cancels the run). A cancellation with `stop` unset is then user code's (a metric
+            cancelling every task of the loop), and `summary.stopped` says an internal error (exit status 3), not an abort.
 
     Raises:
         store.LockedError: another process holds the run directory.
@@ -236,7 +240,7 @@ async def run(
                 # finish_run below will not run: the summary of what was done, and reports that say the run stopped and
                 # why (an error, an abort), never an earlier segment's PASS (`reports.finish_stopped`).
                 finish_stopped(run_dir, summary, config, crashed, segment=journal.segment.get("segment"), results_intact=journal.broken is None,
-                               resume=command.get("line") if command else None)
+                               resume=command.get("line") if command else None, stray_cancel=cancel_after_stop and not stop.is_set())
             elif ended == "interrupted" and command and command.get("line"):
                 # Stopped without an error (a first Ctrl-C or SIGTERM): the saved reports name the command that resumes
                 # the run, as the terminal does (`reports.stopped_gracefully`).

@@ -108,6 +108,14 @@ def main(argv: list[str] | None = None) -> int:
         if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves(group)):
             return _interrupted(err)
         return _failed(args, group, err)
+    except BaseException as exc:
+        import asyncio
+
+        if not isinstance(exc, asyncio.CancelledError):
+            raise  # (SystemExit, GeneratorExit: as Python ends on them)
+        # A cancellation no stop made (a run's stop ends without raising, or as 130: `commands.run`): user code (a
+        # metric, the agent) cancelled tasks it does not own. An internal error, not an interrupt.
+        return _failed(args, exc, err)
     finally:
         log.reset()  # called in-process (tests, a wrapper script): the caller's logging is as it was
 

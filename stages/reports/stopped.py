@@ -16,28 +16,43 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 
-__all__ = ["SAME_COMMAND", "finish_stopped", "stop_cause", "stopped_gracefully"]
+__all__ = ["SAME_COMMAND", "STRAY_CANCEL", "finish_stopped", "stop_cause", "stopped_gracefully"]
 
 # How tracejudge's own errors that stop a run (the judge's `stopping`, a live target that cannot be reached) say to
 # resume it; `finish_stopped` and `tracejudge run --fresh` name the command instead.
 SAME_COMMAND = "run the same command to resume"
 
+# What a cancellation of the run that no stop asked for is (`stop_cause(stray_cancel=True)`), as the command line's
+# internal error line says it (`entrypoints.commands.run`).
+STRAY_CANCEL = ("the run was cancelled, and no stop was asked for (no Ctrl-C, no SIGTERM): user code (a metric, the agent) "
+                "cancelled tasks it does not own, such as every task of `asyncio.all_tasks()`?")
 
-def stop_cause(exc: BaseException) -> dict[str, Any]:
+
+def stop_cause(exc: BaseException, *, stray_cancel: bool = False) -> dict[str, Any]:
     """What ended a run segment that raised `exc`, as the command line reports it: `{"how", "exit_status", "reason"}`.
 
     An abort (a second Ctrl-C or SIGTERM cancels the run; a KeyboardInterrupt from user code) is 130; tracejudge's own
     errors (a judge or trace store that cannot be reached) carry their status (`TracejudgeError.exit_status`); anything
-    else (a full disk, an internal error) is 3, as `entrypoints.cli` exits on it.
+    else (a full disk, an internal error) is 3, as `entrypoints.cli` exits on it. `stray_cancel`: the run's caller
+    cancels it only after asking it to stop, and did not (`runner.run(cancel_after_stop=True)`, the command line): a
+    cancellation is then user code's (`STRAY_CANCEL`), an internal error (3), not an abort.
     """
     import asyncio
 
     from tracejudge.core.errors import leaves, text_of
 
     found = leaves(exc)
-    if any(isinstance(leaf, (KeyboardInterrupt, asyncio.CancelledError)) or type(leaf).__name__ == "Cancelled" for leaf in found):
+
+    def cancel(leaf: BaseException) -> bool:
+        return isinstance(leaf, asyncio.CancelledError) or type(leaf).__name__ == "Cancelled"
+
+    if any(isinstance(leaf, KeyboardInterrupt) or (cancel(leaf) and not stray_cancel) for leaf in found):
         return {"how": "aborted", "exit_status": 130, "reason": "the run was aborted (interrupted again while stopping, or cancelled) "
                 "before it finished; the results already written are kept"}
+    if stray_cancel and found and all(cancel(leaf) for leaf in found):
+        return {"how": "error", "exit_status": 3, "reason": f"internal error: CancelledError: {STRAY_CANCEL}; the results already "
+                f"written are kept; {SAME_COMMAND}"}
+    found = [leaf for leaf in found if not cancel(leaf)]  # (beside another error, the stray cancellation is not the cause)
     if found and all(isinstance(leaf, TracejudgeError) for leaf in found):
         status = max(int(getattr(leaf, "exit_status", 2)) for leaf in found)
         reason = "; ".join(str(leaf) for leaf in found)
@@ -51,7 +66,7 @@ def stop_cause(exc: BaseException) -> dict[str, Any]:
 
 
 def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, exc: BaseException, *, segment: int | None = None,
-                   results_intact: bool = True, resume: str | None = None) -> None:
+                   results_intact: bool = True, resume: str | None = None, stray_cancel: bool = False) -> None:
     """Make the reports of a run segment that `exc` ended (an error, an abort) say so, never what an earlier segment said.
 
     First, at once, `junit.xml` becomes one `run` test case in `<error>` naming the cause and `report.md` and
@@ -59,7 +74,7 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
     Then, when the results file is intact, `finish_run` writes `summary.json` (with `stopped`: the cause, and the verdict
     INTERRUPTED) and the three reports from the results there. `resume`, the command line that resumes the run (the
     one `run` recorded), replaces a cause's "run the same command to resume": not true of a `--fresh` run, whose
-    command would start over in yet another directory. Never raises an `Exception` of its own: the run's
+    command would start over in yet another directory. `stray_cancel`: as `stop_cause` takes it. Never raises an `Exception` of its own: the run's
     error is what the command reports; what could not be written is logged.
     """
     from tracejudge.core.log import get_logger
@@ -68,7 +83,7 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
 
     log = get_logger("tracejudge.reports")
     run_dir = Path(run_dir)
-    cause = stop_cause(exc)
+    cause = stop_cause(exc, stray_cancel=stray_cancel)
     resume = _shown(resume) if resume else resume
     if resume and SAME_COMMAND in cause["reason"]:
         cause["reason"] = cause["reason"].replace(SAME_COMMAND, f"resume with: {resume}")

@@ -132,10 +132,12 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     resume = args.resume_command = resume_command(args, run_dir)
     outcome_box: dict[str, runner.RunOutcome] = {}
     error_box: list[TracejudgeError] = []
+    stop_box: list[anyio.Event] = []
 
     async def main_task() -> None:
         _quiet_about_interrupted_tasks()
         stop = anyio.Event()
+        stop_box.append(stop)
         live = LiveStatus()
 
         async def watch_signals(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -201,7 +203,7 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
                     config, run_dir=run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None, live=live,
                     command={"line": resume, "cwd": os.getcwd()},  # `report` on this run, if it stops, gives the same command
-                    fingerprints=fingerprints,
+                    fingerprints=fingerprints, cancel_after_stop=True,  # (a second signal cancels: `watch_signals`)
                 )
             except TracejudgeError as exc:
                 # Raised past the task group it would arrive wrapped in an ExceptionGroup.
@@ -216,7 +218,17 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     except BaseException as exc:
         if args.fresh:
             _resume_hint(exc, resume)
-        raise
+        if not _cancelled(exc):
+            raise
+        if not (stop_box and stop_box[0].is_set()):
+            # No stop was asked for (a second signal cancels the run's own scope, which ends it without raising): user
+            # code cancelled tasks it does not own. An internal error (`cli.main`: exit 3, crash.log), as summary.json says.
+            import asyncio
+
+            from tracejudge.stages.reports.stopped import STRAY_CANCEL
+
+            raise asyncio.CancelledError(STRAY_CANCEL) from exc
+        outcome_box.clear()  # (asked to stop, then cancelled anyway: aborted, as summary.json says)
     if error_box:
         if args.fresh:
             _resume_hint(error_box[0], resume)
@@ -255,6 +267,15 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
         print("\n".join(explain_lines(outcome.summary, config.cache.enabled, outcome.new_results)), file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
     return outcome.verdict.exit_code
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """Whether `exc` is a cancellation alone (asyncio's `CancelledError`, bare or grouped)."""
+    import asyncio
+
+    from tracejudge.core.errors import leaves
+
+    return all(isinstance(leaf, asyncio.CancelledError) for leaf in leaves(exc))
 
 
 def _budget_skips(summary: dict) -> str:
