@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core import suggest
 from tracejudge.core.spec_messages import param_error
-from tracejudge.core.user_code import add_search_dir, import_user_module, lazy_getattr
+from tracejudge.core.user_code import add_search_dir, import_user_module, lazy_getattr, where_imported
 
 __all__ = [
     "Format",
@@ -323,6 +323,7 @@ def import_metric(path: str) -> type[BaseModel]:
     except ImportError as exc:
         raise SpecError(
             ("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)"
+            f"{where_imported(module_name, shadowed_only=True)}"
         ) from None
     except Exception as exc:  # the user's module raised while importing
         raise SpecError(("type",), f"custom metric {path!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
@@ -333,7 +334,10 @@ def import_metric(path: str) -> type[BaseModel]:
             # The metrics the module does define, nearest first: a typo of one is the usual cause.
             metrics = [k for k, v in vars(obj).items() if isinstance(v, type) and issubclass(v, Metric)] if hasattr(obj, "__dict__") else []
             hint = suggest.did_you_mean(part, metrics)
-            raise SpecError(("type",), f"custom metric {path!r}: {module_name!r} has no attribute {attr!r}" + (f"; {hint}" if hint else "")) from None
+            # Which file was imported (an installed package of the same name shadows a module beside the config), unless
+            # the module has a metric of a near name: then it is the user's.
+            where = where_imported(module_name, shadowed_only=bool(hint))
+            raise SpecError(("type",), f"custom metric {path!r}: {module_name!r} has no attribute {attr!r}{where}" + (f"; {hint}" if hint else "")) from None
     if isinstance(obj, type) and issubclass(obj, Metric):
         return obj
     what = f"an instance of {type(obj).__name__}" if not isinstance(obj, type) else f"the class {obj.__name__}"

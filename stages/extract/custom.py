@@ -21,6 +21,7 @@ from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, FormatError, import_user_module
+from tracejudge.core.user_code import where_imported
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 
 __all__ = ["load_adapter"]
@@ -30,7 +31,8 @@ def _import(module: str, spec: str) -> Any:
     try:
         return import_user_module(module)
     except ModuleNotFoundError as exc:
-        raise FormatError(f"cannot import adapter {spec!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)") from None
+        raise FormatError(f"cannot import adapter {spec!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)"
+                          f"{where_imported(module, shadowed_only=True)}") from None
     except Exception as exc:  # a user module that fails on import must be a config error, not a crash
         raise FormatError(f"cannot import adapter {spec!r}: importing {module!r} raised {type(exc).__name__}: {exc}") from None
 
@@ -67,7 +69,7 @@ def load_adapter(spec: str) -> Format:
     obj = mod
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise FormatError(f"cannot import adapter {spec!r}: module {module!r} has no attribute {attr!r}")
+            raise FormatError(f"cannot import adapter {spec!r}: module {module!r} has no attribute {attr!r}{where_imported(module)}")
         obj = getattr(obj, part)
     if isinstance(obj, Format):
         return dataclasses.replace(obj, name=spec)

@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 from tracejudge.core.errors import ConfigError, describe, leaves, text_of
 from tracejudge.core.registry import import_user_module
+from tracejudge.core.user_code import where_imported
 from tracejudge.llm.redact import redact
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
@@ -35,12 +36,14 @@ def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., An
         obj: Any = import_user_module(module_name)
     except ModuleNotFoundError as exc:
         raise ConfigError(f"target.callable: cannot import module {module_name!r}: {exc} "
-                          "(searched target.pythonpath, PYTHONPATH, the config's folder and the current directory)") from None
+                          "(searched target.pythonpath, PYTHONPATH, the config's folder and the current directory)"
+                          f"{where_imported(module_name, shadowed_only=True)}") from None
     except Exception as exc:
         raise ConfigError(f"target.callable: importing {module_name!r} raised {type(exc).__name__}: {text_of(exc)}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ConfigError(f"target.callable: {module_name!r} has no attribute {attr!r}")
+            # (which file: an installed package of the same name shadows a module beside the config: `agents`, `tools`)
+            raise ConfigError(f"target.callable: {module_name!r} has no attribute {attr!r}{where_imported(module_name)}")
         obj = getattr(obj, part)
     if not callable(obj):
         raise ConfigError(f"target.callable: {spec!r} is not callable")
