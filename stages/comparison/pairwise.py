@@ -17,8 +17,8 @@ whatever it reads first cannot favour either run:
 B's `win_rate` = (wins + ties / 2) / judged pairs, with a 95% BCa
 bootstrap CI resampling cases, a case's trials together (seeded), marked not
 informative (`win_rate_ci_informative: false`, `win_rate_ci_why`) over fewer
-than `pairwise_rule.MIN_CASES` (30) judged cases or when every pair has one
-outcome; the report then prints why instead of the interval. The
+than `pairwise_rule.MIN_CASES` (50) judged cases or when every pair has one
+outcome; the report then prints why instead of the interval (`win_rate_ci` keeps its bounds). The
 definitions and their sources: `tracejudge.stages.comparison.pairwise_rule`.
 `deciding` lists the pairs won or lost
 in both orders, with the judge's reasons. With `min_win_rate` (the option
@@ -267,7 +267,7 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
         console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
     why = ", ".join(f"{k} {n}" for k, n in sorted(res.not_judged_verdicts.items()))
-    say(f"pairwise: A {visible(res.run_a)} vs B {visible(res.run_b)}; {res.pairs} pairs judged in both orders"
+    say(f"pairwise: A {visible(res.run_a)} vs B {visible(res.run_b)}; {res.pairs} pair{'s' if res.pairs != 1 else ''} judged in both orders"
         + (f", {res.not_judged} not judged (verdicts not given: {why})" if res.not_judged else "")
         + (f", {res.no_trace} without a trace in both runs" if res.no_trace else ""))
     first = res.first_error
