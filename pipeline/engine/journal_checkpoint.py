@@ -68,12 +68,19 @@ def checkpoint_if_due(journal: RunJournal) -> None:
 
 def _completes(journal: RunJournal, seg: dict[str, Any]) -> bool:
     """True when `seg`, closing as `finished` with nothing new, is what ends a run whose last recorded segment did not
-    finish (killed after writing its last result, stopped, failed): recorded, so the run reads as finished. Not
-    recorded, `tracejudge report` kept calling the run interrupted and giving the resume command that changed nothing."""
+    finish (killed after writing its last result, stopped, failed), or ran with another config or dataset (a `--force`
+    resume, or one with an earlier config of the history: manifest.json now names this segment's): recorded, so the run
+    reads as finished. Not recorded, `tracejudge report` kept calling the run interrupted (`run_state`: the manifest names
+    a config no recorded segment ended with) and giving the resume command that changed nothing."""
     if not (journal._closing and seg["ended"] == "finished"):
         return False
     earlier = [s for s in journal.segments if s is not seg]
-    return bool(earlier) and earlier[-1].get("ended") != "finished"
+    if not earlier:
+        return False
+    last = earlier[-1]
+    return last.get("ended") != "finished" or any(
+        isinstance(last.get(key), str) and isinstance(seg.get(key), str) and last[key] != seg[key]
+        for key in ("config_hash", "dataset_fingerprint"))
 
 
 def _withdraw(journal: RunJournal, seg: dict[str, Any]) -> None:
