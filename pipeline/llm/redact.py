@@ -13,8 +13,8 @@ its quotes escaped or not, at any depth, as in a JSON-encoded request body, or i
 backslashes doubled: a quote not followed by what may follow a string is inside the value, and so is one after more
 backslashes than the value's opening quote unless what follows it is what follows a string at that quote's level: the
 value ends only where its string does, `repr(json.dumps({"password": 'ab", "x": "…'}))` whole); a key spelled with
-`\\u` escapes (`"pass\\u0077ord"`) as the name it spells, the masked text keeping the key as it was spelled; a quoted
-value whole, as `redact_quoted` masks a quoted field's —,
+`\\u` escapes (`"pass\\u0077ord"`) as the name it spells, the masked text keeping the key as it was spelled
+(`redact_spelling`: `_unescaped_keys`, re-exported here); a quoted value whole, as `redact_quoted` masks a quoted field's —,
 a PIN's field's 4 to 12 digits (`"pin"`, `"card_pin"`), a credential's field in a query string or form body (`?api_key=…&`,
 `user=a&password=…`, `%3Fpassword%3D…%26`), a `Cookie:` / `Set-Cookie:` header's value, AWS access key ids (`AKIA…`,
 `ASIA…`, `ABIA…`, `ACCA…`), Slack tokens (`xoxb-…`, `xapp-…`) and webhook URLs, GitHub tokens (`ghp_…`,
@@ -74,8 +74,10 @@ from functools import cache
 from typing import Any
 
 from tracejudge.llm.redact_patterns import (  # noqa: F401  (`reply_secrets` takes _HINT from here)
-    _COOKIE_HEADER, _ESCAPE, _ESCAPED_KEY, _FIELD_NAME, _FORM_FIELD, _HINT, _KEY_NAME, _PATTERN_TEXTS, _PIN_NAME, _QUOTED, _SECRET_FIELD,
-    _SHAPE, _URL_PASSWORD)
+    _COOKIE_HEADER, _FIELD_NAME, _FORM_FIELD, _HINT, _PATTERN_TEXTS, _PIN_NAME, _QUOTED, _SECRET_FIELD, _SHAPE, _URL_PASSWORD)
+# Keys spelled with `\u` escapes, read as JSON reads them and spelled back after masking (`reply_secrets` takes
+# `_unescaped_keys` from here).
+from tracejudge.llm.redact_spelling import _keys_read, _spelled_back, _Spans, _sub_spelled, _unescaped_keys  # noqa: F401
 
 __all__ = ["ENV_VAR", "MASK", "env_secrets", "masked_under", "quoted_clean", "redact", "redact_config", "redact_data",
            "redact_details", "redact_labels", "redact_quoted", "redact_url_passwords"]
@@ -94,89 +96,6 @@ def _compiled() -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str], re.Patter
     compiling them cost every start-up about 2 ms."""
     patterns = (*_PATTERN_TEXTS, f"{_SECRET_FIELD}|{_FORM_FIELD}|{_COOKIE_HEADER}")
     return tuple(re.compile(p) for p in patterns), re.compile(_SHAPE), re.compile(_QUOTED)
-
-
-@cache
-def _key_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """`(_ESCAPED_KEY, _ESCAPE, _KEY_NAME)` compiled, on first use (a text with a `\\u00` escape after a hint)."""
-    return re.compile(_ESCAPED_KEY), re.compile(_ESCAPE), re.compile(_KEY_NAME)
-
-
-def _unescaped_keys(text: str) -> str:
-    """`text` with each key spelled with `\\u` escapes of ASCII characters (`"pass\\u0077ord": …`, at any depth) that
-    names a credential or a PIN written as JSON reads it (`"password": …`), so that the fields' rules mask its value;
-    any other key, and the rest of the text, as it is."""
-    return _keys_read(text)[0]
-
-
-# Where `_keys_read` wrote a key as it reads: its start and end in the text it returns, and the key as it was spelled.
-_Spans = list[tuple[int, int, str]]
-
-
-def _keys_read(text: str) -> tuple[str, _Spans]:
-    """`_unescaped_keys(text)`, and where it wrote each key it read (`_Spans`), so that the masked text can spell it back."""
-    if "u00" not in text:
-        return text, []
-    key, escape, name = _key_patterns()
-    out: list[str] = []
-    spans: _Spans = []
-    pos = size = 0
-    for m in key.finditer(text):
-        spelled = escape.sub(lambda e: chr(int(e.group(1), 16)), m.group())
-        if name.fullmatch(spelled) is None:
-            continue
-        out.append(text[pos:m.start()])
-        size += m.start() - pos
-        out.append(spelled)
-        spans.append((size, size + len(spelled), m.group()))
-        size += len(spelled)
-        pos = m.end()
-    if not spans:
-        return text, spans
-    out.append(text[pos:])
-    return "".join(out), spans
-
-
-def _sub_spelled(pattern: re.Pattern[str], kept: Any, tail: Any, text: str, spans: _Spans) -> tuple[str, _Spans]:
-    """`pattern.sub` of `text` where each match becomes `kept(m)` (a start of the match: a field's name, a scheme, …) and
-    then `tail(m)`, and `spans` (`_keys_read`'s) moved along with the text around them; a key that what a match
-    replaced overlaps is gone with it. (Only for a text with a key spelled with `\\u` escapes: a loop in Python per match.)"""
-    out: list[str] = []
-    moved: _Spans = []
-    pos = size = i = 0
-
-    def copy(a: int, b: int) -> None:  # text[a:b] as it is, the keys wholly inside it moved along
-        nonlocal size, i
-        while i < len(spans) and spans[i][0] < a:
-            i += 1
-        while i < len(spans) and spans[i][1] <= b:
-            start, end, spelled = spans[i]
-            moved.append((start - a + size, end - a + size, spelled))
-            i += 1
-        out.append(text[a:b])
-        size += b - a
-
-    for m in pattern.finditer(text):
-        copy(pos, m.start() + len(kept(m)))
-        rest = tail(m)
-        out.append(rest)
-        size += len(rest)
-        pos = m.end()
-    copy(pos, len(text))
-    return "".join(out), moved
-
-
-def _spelled_back(text: str, spans: _Spans) -> str:
-    """`text` with each key `_keys_read` wrote as it reads (`spans`, moved along by `_sub_spelled`) spelled as it was."""
-    if not spans:
-        return text
-    out, pos = [], 0
-    for start, end, spelled in spans:
-        out.append(text[pos:start])
-        out.append(spelled)
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
 
 
 def _masked_spelled(text: str, spans: _Spans) -> str:
