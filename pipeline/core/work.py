@@ -8,11 +8,15 @@ from typing import Any
 
 from tracejudge.core.records import Case, CaseResult, Status
 
-__all__ = ["AGENT_ANSWERED", "Stage", "Work"]
+__all__ = ["AGENT_ANSWERED", "AGENT_TRACE", "Stage", "Work"]
 
 AGENT_ANSWERED = "agent_answered"
 """A `Work.scratch` key the target stage sets once a live agent was called for the work: a stop lets such work
 finish (scored, judged within the grace, written), since redoing it on resume would pay the agent call again."""
+
+AGENT_TRACE = "agent_trace"
+"""A `Work.scratch` key the target stage sets to the trace as the live agent produced it when the case's trace is a
+masked copy (`stages.target.scrub`): the score stage scores it; the judge's prompt and every file see the copy."""
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tracejudge.core.errors import describe
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
-from tracejudge.core.work import Stage, Work
+from tracejudge.core.work import AGENT_TRACE, Stage, Work
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.load.depth import MAX_DEPTH
 from tracejudge.stages.score import time_limit
@@ -304,15 +304,21 @@ def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], li
     """The `score` stage: run the deterministic metrics on each work item.
 
     `merge(run_metrics, case_specs)` adds a case's own metric specs; a bad
-    case-level spec makes that case `invalid_input` naming the spec.
+    case-level spec makes that case `invalid_input` naming the spec. A live
+    agent's trace is scored as the agent produced it (`Work.scratch[AGENT_TRACE]`),
+    not as the masked copy the case holds for the judge and the files.
     """
 
     async def process(work: Work) -> None:
-        use, error = metrics_for(work.case, metrics, merge)
+        case = work.case
+        raw = work.scratch.pop(AGENT_TRACE, None)  # a live agent's trace as it produced it: `case.trace` is its masked copy
+        if raw is not None:
+            case = case.model_copy(update={"trace": raw})
+        use, error = metrics_for(case, metrics, merge)
         if use is None:
             work.result.status = Status.invalid_input
             work.result.error = error
             return
-        work.result.scores.update(await ascore_case(work.case, use))
+        work.result.scores.update(await ascore_case(case, use))
 
     return Stage("score", process)

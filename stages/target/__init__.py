@@ -24,9 +24,12 @@ Secrets: the values of the environment variables the target's config names
 as `${NAME}` (headers, URL, command) and the judge's API key are masked,
 with anything credential-shaped, in what is kept of the target's replies:
 error messages and details, turns, and any trace text holding a secret
-(`tracejudge.llm.redact`), before a result, a report or `traces.jsonl`
-sees it; the case a `traces.jsonl` line copies is masked as a result line
-masks what it copies (`traces.recorded_case`).
+(`tracejudge.llm.redact`), before a result, a report, `traces.jsonl` or
+the judge's prompt sees it; the case a `traces.jsonl` line copies is masked
+as a result line masks what it copies (`traces.recorded_case`). The
+deterministic metrics score the trace as the agent produced it (`Attempt.raw`,
+handed to the score stage as `Work.scratch[AGENT_TRACE]`), as they score a
+dataset's trace: masking is for what is kept, not for what is compared.
 Concurrency: the stage runs `concurrency` workers, so at most that many
 cases are at the target at once, independently of the judge's limits.
 """
@@ -49,7 +52,7 @@ from tracejudge.core.config import RunConfig, TargetConfig
 from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, ErrorInfo, Status, Trace
-from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
+from tracejudge.core.work import AGENT_ANSWERED, AGENT_TRACE, Stage, Work
 from tracejudge.llm.redact import redact
 from tracejudge.stages.target.conversation import Conversation, converse, merge_traces
 from tracejudge.stages.target.protocol import (
@@ -161,7 +164,9 @@ def _turn_field(case: Case, state: Conversation | None) -> str | None:
 class Attempt:
     """What running one (case, trial) at the target gave; small and picklable (it may come from a Ray worker).
 
-    `trace` is the merged live trace on success; otherwise `message` says why
+    `trace` is the merged live trace on success, masked (`scrub`), and `raw`
+    the same trace as the agent produced it (the object itself when nothing
+    needed masking), for the deterministic metrics only; otherwise `message` says why
     the case failed (with the failing turn, `field` naming it). `partial` is
     what the target did before failing (for `traces.jsonl`); `turns` the
     per-turn record of a multi-turn case; `attempts` how many conversations
@@ -178,6 +183,7 @@ class Attempt:
     partial: Trace | None = None
     details: dict[str, Any] | None = None
     stopped: bool = False  # a stop came while it waited to retry: nothing to write, the resume redoes the case
+    raw: Trace | None = None
 
 
 def _unreachable(cfg: TargetConfig, exc: TransientTargetError, attempts: int, secrets: tuple[str, ...]) -> Unreachable:
@@ -347,6 +353,8 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
             work.result.metadata = {**work.result.metadata, "turns": got.turns}
         if got.trace is not None:
             work.case = case.model_copy(update={"trace": got.trace})
+            if got.raw is not None and got.raw is not got.trace:
+                work.scratch[AGENT_TRACE] = got.raw  # scored as the agent produced it; the judge and the files see the copy
         else:
             work.result.status = Status.target_error
             work.result.error = ErrorInfo(kind="target_error", message=got.message or "no trace", field=got.field, details=got.details)

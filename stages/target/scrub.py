@@ -4,9 +4,11 @@ A live target may echo what it was sent: the header values, URL and command argu
 and the judge's API key (`target_secrets`). Before a result, a report or `traces.jsonl` sees an attempt, `scrub`
 masks those values, anything credential-shaped in its error text (`tracejudge.llm.redact`), and in its trace and
 turns what the viewer masks of a trace (`redact_details`: credential shapes, a value under a credential's name):
-a run directory is an artifact others read. The metrics score the masked trace, so a resumed or re-scored run
-(which reads `traces.jsonl`) scores as the first run did; a metric cannot compare a credential's value. It stands apart
-from the stage because it is one rule applied to each attempt's output, whichever kind of target produced it.
+a run directory is an artifact others read, and a hosted judge a third party (its prompt is rendered from the masked
+trace). The deterministic metrics score the trace as the agent produced it (`Attempt.raw`, kept here before masking),
+as they score a dataset's: an argument a mask would hide (a password, an echoed `${NAME}`) is compared as the agent
+passed it. A resumed or re-scored run reads `traces.jsonl`, so there a metric compares such a value masked. It stands
+apart from the stage because it is one rule applied to each attempt's output, whichever kind of target produced it.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def _scrub_trace(trace: Trace | None, secrets: tuple[str, ...], escaped: tuple[s
 
 
 def scrub(out: Attempt, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Attempt:
-    """`out` with the target's echoes of `secrets` (and credential-shaped text in errors) masked."""
+    """`out` with the target's echoes of `secrets` (and credential-shaped text in errors) masked; `out.raw` keeps the
+    trace as it was, for the deterministic metrics."""
+    out.raw = out.trace
     out.trace = _scrub_trace(out.trace, secrets, escaped)
     out.partial = _scrub_trace(out.partial, secrets, escaped)
     # An agent's exception may carry a lone surrogate: escaped, as every text written of the reply must be encodable.
