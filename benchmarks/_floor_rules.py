@@ -33,8 +33,10 @@ _SHAPE = "|".join((  # key shapes, masked whole
     r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin|ant|or)-[A-Za-z0-9_-]{20,}", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
     r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)"))
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"  # a token after a name
+_PAGE = "".join(rf"(?<!{_ci(w)}{sep}[Tt][Oo][Kk][Ee][Nn])"  # a pagination cursor's name (`page_token`, `NextToken`): no credential
+                for w in ("(?:page|next|prev)", "(?:previous|starting)", "continuation") for sep in ("", "[-_]"))
 _NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")
-          + r"""(?:(?<=["'][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone, a quote before it: group `bare`)
+          + _PAGE + r"""(?:(?<![A-Za-z0-9_.-][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone, no name character before: `bare`)
 _SHORT = rf"""(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{8,}}+(?=\\*["'])"""  # under `token` alone: 8+, letters and digits
 _CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
                                     "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
@@ -71,8 +73,8 @@ _HINT = re.compile(  # a part of every match of `_QUOTED`: text without one hold
     rf"|B(?:earer\s+{_W}|asic\s+{_W}|EGIN|IA)|b(?:earer\s+{_W}|asic\s+{_W}|_pat_(?<=github_pat_)|_session=(?<=_gitlab_session=))"
     rf"|S(?:IA|G\.)|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
     r"|gl(?:dt|rtr?|cbt|ft|imt|agent|oas|soat|ffct|wt)-|GR1348941|v1_(?<=do[opr]_v1_)|ya29\.|\\u00[2-7]").search
-_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|token|private[-_]?key(?:[-_]?id)?"
-                  r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$").search  # a label naming one
+_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|token" + _PAGE
+                  + r"|private[-_]?key(?:[-_]?id)?|(?<![A-Za-z0-9_-])(?:set-)?cookie)$").search  # a label naming one
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)").match  # kept before a label's value masked whole
 _FIELD_KEY, _PIN_KEY = re.compile(_FIELD_NAME).fullmatch, re.compile(_PIN).fullmatch  # a key naming a field, a PIN's
 _AUTH_KEY = re.compile(r"(?i)user(?:[-_]?(?:name|id))?|login|e-?mail|[a-z0-9_.-]*(?:pass(?:word|wd|phrase)s?|secrets?)"  # beside `token`

@@ -135,7 +135,9 @@ def test_short_texts_of_a_value_under_its_arguments_name() -> None:
     assert short_json(["a", "b"], key="client_secret") == MASK
     assert short_json("738291", key="cardPin") == MASK
     assert short_json("blue", key="pin") == '"blue"' and short_json("560001", key="pincode") == '"560001"'
-    assert short_json("pg2", key="page_token") == '"pg2"' and short_json(TOKEN, key="page_token") == MASK
+    # A pagination cursor is no credential, however token-shaped; a token-shaped value after another `…token` name is.
+    assert short_json("pg2", key="page_token") == '"pg2"' and short_json(TOKEN, key="page_token") == f'"{TOKEN}"'
+    assert short_json(TOKEN, key="github_token") == MASK
     assert short_pair("hunter2", "hunter3") == ('"hunter2"', '"hunter3"')  # no key: the value alone
     assert first_difference({"auth": {"client_secret": "s1"}}, {"auth": {"client_secret": "s2"}}) == \
         "auth.client_secret: expected [REDACTED], got [REDACTED]"

@@ -22,17 +22,20 @@ a PIN's field's 4 to 12 digits (`"pin"`, `"card_pin"`), a credential's field in 
 `glcbt-`, `glft-`, `glimt-`, `glagent-`, `gloas-`, `glsoat-`, `glffct-`, `glwt-`, `GR1348941…`, `_gitlab_session=`),
 DigitalOcean (`dop_v1_…`, `doo_v1_…`, `dor_v1_…`), Google OAuth access tokens (`ya29.…`), npm (`npm_…`),
 PyPI (`pypi-…`), Stripe (`sk_live_…`, `rk_live_…`), SendGrid (`SG.….…`) and Shopify (`shpat_…`) tokens, an Azure
-connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks. A
-`Bearer`/`Basic` scheme is kept wherever its token is masked (`Authorization: Bearer [REDACTED]`).
+connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks, and a quoted
+value of 8+ token characters with a letter and a digit under `token` alone, its key quoted or not (`token: "tok_…"`,
+as `redact_quoted` masks it). A `Bearer`/`Basic` scheme is kept wherever its token is masked (`Authorization: Bearer [REDACTED]`).
 
 Text quoted from a trace into a score's reason or an `invalid_input` message
 (a tool call's arguments, an output) goes through `redact_quoted`: the same
 shapes, but a value after a credential's name (those above, and any name ending in `password`, `passwd`,
-`secret`, `token` or `private_key`, such as `db_password` or `github_token`), a `Bearer`/`Basic` token and
+`secret`, `token` or `private_key`, such as `db_password` or `github_token`; not a pagination cursor's, `page_token`,
+`nextPageToken`, `NextToken`, whose value no rule masks by its name), a `Bearer`/`Basic` token and
 an `sk-` key count only when they look like a credential (a run of token
 characters, 16+ long — `sk-` keys 20+ — with letters and digits, or base64
-ending in `=`; under a key named `token` alone, a quoted value of 8 or more of them with letters and digits, whole:
-`"token": "tok_9f8e7d6c"`, where `"the"` is a tokenizer's word and `512` a count), because a trace is full of ordinary phrases ("basic
+ending in `=`; under a key named `token` alone, quoted or not, a quoted value of 8 or more of them with letters and
+digits, whole: `"token": "tok_9f8e7d6c"`, `token: "tok_9f8e7d6c"`, where `"the"` is a tokenizer's word and `512` a
+count), because a trace is full of ordinary phrases ("basic
 economy", "api_key: not configured", "SKU sk-100200300"). It searches only
 what the reason shows, once, with one pattern, and returns text without a
 credential unchanged: reasons are built for every case. A quoted field named for a password, secret, API key,
@@ -74,13 +77,14 @@ from functools import cache
 from typing import Any
 
 from tracejudge.llm.redact_patterns import (  # noqa: F401  (`reply_secrets` takes _HINT from here)
-    _COOKIE_HEADER, _FIELD_NAME, _FORM_FIELD, _HINT, _PATTERN_TEXTS, _PIN_NAME, _QUOTED, _SECRET_FIELD, _SHAPE, _URL_PASSWORD)
+    _BARE_TOKEN, _COOKIE_HEADER, _FIELD_NAME, _FORM_FIELD, _HINT, _PATTERN_TEXTS, _PIN_NAME, _QUOTED, _SECRET_FIELD, _SHAPE,
+    _URL_PASSWORD)
 # Keys spelled with `\u` escapes, read as JSON reads them and spelled back after masking (`reply_secrets` takes
 # `_unescaped_keys` from here).
 from tracejudge.llm.redact_spelling import _keys_read, _spelled_back, _Spans, _sub_spelled, _unescaped_keys  # noqa: F401
 
 __all__ = ["ENV_VAR", "MASK", "env_secrets", "masked_under", "quoted_clean", "redact", "redact_config", "redact_data",
-           "redact_details", "redact_labels", "redact_quoted", "redact_url_passwords"]
+           "redact_details", "redact_labels", "redact_quoted", "redact_url_passwords", "variable_name"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -91,10 +95,10 @@ MASK = "[REDACTED]"
 
 @cache
 def _compiled() -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str], re.Pattern[str]]:
-    """`(_PATTERN_TEXTS` and the fields' rules (`_SECRET_FIELD`, `_FORM_FIELD`, `_COOKIE_HEADER`), `_SHAPE,
+    """`(_PATTERN_TEXTS`, the fields' rules (`_SECRET_FIELD`, `_FORM_FIELD`, `_COOKIE_HEADER`) and `_BARE_TOKEN`, `_SHAPE,
     _QUOTED)` compiled, on first use: a run whose texts hold no credential's hint (`_HINT`) never needs them, and
     compiling them cost every start-up about 2 ms."""
-    patterns = (*_PATTERN_TEXTS, f"{_SECRET_FIELD}|{_FORM_FIELD}|{_COOKIE_HEADER}")
+    patterns = (*_PATTERN_TEXTS, f"{_SECRET_FIELD}|{_FORM_FIELD}|{_COOKIE_HEADER}", _BARE_TOKEN)
     return tuple(re.compile(p) for p in patterns), re.compile(_SHAPE), re.compile(_QUOTED)
 
 
@@ -104,6 +108,7 @@ def _masked_spelled(text: str, spans: _Spans) -> str:
     patterns, shape, _ = _compiled()
     masks: tuple[tuple[re.Pattern[str], Any, Any], ...] = (
         (patterns[4], _field_kept, _mask_tail),
+        (patterns[5], lambda m: m.group("tok"), _mask_tail),
         (patterns[0], lambda m: m.group(1), _mask_tail),
         (patterns[1], lambda m: m.group(1), lambda m: " " + MASK),
         (patterns[2], lambda m: "", _mask_tail),
@@ -145,6 +150,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         if spans:
             return _masked_spelled(text, spans)
         text = patterns[4].sub(_mask_field, text)
+        if "oken" in text or "OKEN" in text:  # (`token`, `Token`, `TOKEN`: a search of its own only then)
+            text = patterns[5].sub(_mask_token, text)
     text = patterns[0].sub(lambda m: m.group(1) + MASK, text)
     text = patterns[1].sub(lambda m: m.group(1) + " " + MASK, text)
     text = patterns[2].sub(MASK, text)
@@ -158,6 +165,10 @@ def _mask_field(m: re.Match[str]) -> str:
 
 def _field_kept(m: re.Match[str]) -> str:
     return m.group("field") or m.group("form") or m.group("cookie")
+
+
+def _mask_token(m: re.Match[str]) -> str:
+    return m.group("tok") + MASK
 
 
 def _mask_shape(m: re.Match[str]) -> str:
@@ -274,6 +285,16 @@ def quoted_clean(texts: list[str]) -> bool:
     text. False says only that some text may need masking (`redact_quoted` each to know).
     """
     return _HINT.search("\x00".join(texts)) is None
+
+
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def variable_name(name: str) -> str:
+    """An environment variable's name as an error shows it: itself when it reads as one (letters, digits and `_`, not
+    starting with a digit) and `redact` masks nothing in it, else `[REDACTED]`: a key pasted where its variable's name
+    goes (`api_key_env: sk-…`) is not echoed on the console. Never raises."""
+    return name if _VARIABLE.fullmatch(name) is not None and redact(name) == name else MASK
 
 
 def env_secrets(texts: Iterable[str | None], environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 from tracejudge.llm.redact import MASK, _name_rules, _pin_value, masked_under, quoted_clean, redact_quoted
+from tracejudge.llm.redact_patterns import _PAGE_TOKEN
 
 __all__ = ["redact_config", "redact_details", "redact_labels"]
 
@@ -129,10 +130,11 @@ def _label_texts(value: Any, out: list[str]) -> None:
                     stack.append(x)
 
 
-# A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`), or
-# a cookie header's (`Cookie`, `Set-Cookie`; not `accept_cookie`).
-_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|token|private[-_]?key(?:[-_]?id)?"
-                             r"|(?<![A-Za-z0-9_-])(?:set-)?cookie)$")
+# A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`; not a
+# pagination cursor's, `page_token`, `nextPageToken`, `NextToken`: `_PAGE_TOKEN`), or a cookie header's (`Cookie`,
+# `Set-Cookie`; not `accept_cookie`).
+_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|token"
+                             + _PAGE_TOKEN + r"|private[-_]?key(?:[-_]?id)?|(?<![A-Za-z0-9_-])(?:set-)?cookie)$")
 # A value's authentication scheme, kept when the value is masked whole (`Bearer [REDACTED]`, as in a text).
 _SCHEME = re.compile(r"(?:[Bb]earer|[Bb]asic)\s+(?=\S)")
 

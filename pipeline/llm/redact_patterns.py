@@ -73,15 +73,27 @@ _SHAPE = "|".join(_SHAPES)
 # Group `name` keeps a header's name, group `scheme` a `Bearer`/`Basic` prefix.
 _CHAR = r"[A-Za-z0-9._~+/=-]"
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
+# A pagination cursor under a name ending in `token` (`page_token`, `next_page_token`, `pageToken`, `nextPageToken`,
+# AWS's `NextToken`, S3's `ContinuationToken`, boto's `StartingToken`, `next_token`, `prev_token`) is a listing's position
+# the agent passes back, no credential: its value is kept wherever a name ending in `token` masks one (here, and
+# `redact_keyed`'s keys). Looked behind once `token` is read (a word of 4, 8 or 12 letters before it, a `-`/`_` between
+# or not), so other text pays nothing; `page_access_token` (a credential) ends in `access_token`, not `page_token`.
+_PAGE_TOKEN = "".join(rf"(?<!{_ci(words)}{sep}[Tt][Oo][Kk][Ee][Nn])"
+                      for words in ("(?:page|next|prev)", "(?:previous|starting)", "continuation") for sep in ("", "[-_]"))
 _NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")  # any case
-          + r"""(?:(?<=["'][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone, a quote before it: group `bare`)
-# A field named `token` alone (`"token": "…"`, `'Token': '…'`, its quotes escaped or not; group `bare`): its quoted value
+          + _PAGE_TOKEN + r"""(?:(?<![A-Za-z0-9_.-][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone: group `bare`)
+# A field named `token` alone (`"token": "…"`, `'Token': '…'`, its quotes escaped or not, or a key without quotes as
+# YAML and logs write it, `token: "…"`, `token='…'`; group `bare`: no name character before `token`): its quoted value
 # counts from 8 characters, when it is a token's characters to the string's end with a letter and a digit
 # (`"tok_9f8e7d6c"`: a session's or an API's token). Not any shorter or other value: under `token` a tokenizer's trace
 # keeps a word (`"the"`, `"##ing"`) and a usage record a count (`"token": 512`, unquoted: never masked), and those are
 # evidence a judge needs. A mapping whose other keys show an authentication (`redact.masked_under`'s `beside`) has any
 # string under `token` masked, where a mapping is at hand (a call's arguments, their differences, a config).
 _SHORT = rf"""(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{8,}}+(?=\\*["'])"""
+# The same rule for `redact` (a reply's or an error's text, which has no `token` rule of its own): a quoted value under
+# `token` alone, its key quoted or not (group `tok` keeps the name, a `Bearer`/`Basic` scheme and the quote).
+_BARE_TOKEN = (r"""(?P<tok>[Tt](?<![A-Za-z0-9_.-][Tt])[Oo][Kk][Ee][Nn](?:\\*["'])?\s*[:=]\s*\\*["'](?:[Bb]earer\s+|[Bb]asic\s+)?)"""
+               + _SHORT)
 # A JSON (or Python repr) field named for a password, a secret, an API key, an authorization header, a private key
 # (and its id), a session's token or a cookie (`Cookie` / `Set-Cookie` alone: not `accept_cookie`): its quoted value is
 # the secret whatever its shape ("hunter2" is not token-shaped), as under a metadata key (`_CREDENTIAL_KEY`); a
