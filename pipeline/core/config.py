@@ -359,9 +359,12 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
         msg = "Input should be a mapping of the section's keys"
         urls = [k for k in suggest.model_keys(model, (*loc, "")) if k in _URL_KEYS] if isinstance(got, str) and "://" in got else []
         hint = f"; a URL goes in {'.'.join(map(str, (*loc, urls[0])))}" if urls else ""
-    shown = json.dumps(got, default=str)
+    from tracejudge.llm.redact import redact  # (here: a valid config never compiles the redaction patterns)
+
+    # A value given where a key's *name* goes (`api_key_env: sk-…`), a URL with its password: masked before it is shown.
+    shown = redact(json.dumps(got, default=str))
     shown = f"a mapping: {shown}" if isinstance(got, dict) else shown
-    return f"{msg} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"
+    return f"{redact(msg)} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"
 
 
 def config_hash(config: RunConfig) -> str:

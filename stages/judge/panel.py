@@ -95,8 +95,20 @@ def member_key(member: Member) -> str | None:
         return None
     value = os.environ.get(cfg.api_key_env)
     if not value:
-        raise ConfigError(f"judge.models: {member.name}: the environment variable {cfg.api_key_env} is not set")
+        raise ConfigError(f"judge.models: {member.name}: {unset_key(cfg.api_key_env)}")
     return value
+
+
+def unset_key(name: str) -> str:
+    """Why a judge's `api_key_env` gives no key, naming the variable (`redact.variable_name`: a key pasted there in
+    place of its variable's name is masked, and the mix-up said)."""
+    from tracejudge.llm.redact import MASK, variable_name
+
+    shown = variable_name(name)
+    if shown != MASK:
+        return f"the environment variable {shown} is not set"
+    return (f"the environment variable {MASK} is not set (api_key_env names the environment variable that holds the key, "
+            "not the key itself; the value given is not shown)")
 
 
 def make_judges(config: RunConfig, members: list[Member], key: str | None, shared: Any, *, session: Any, sim_base: str, run_dir: Any,

@@ -11,9 +11,10 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
+from tracejudge.llm.redact import variable_name
 from tracejudge.llm.wire.payload import public_url
 from tracejudge.llm.ratelimit import AdaptiveLimiter
-from tracejudge.stages.judge.panel import member_key, panel_members
+from tracejudge.stages.judge.panel import member_key, panel_members, unset_key
 
 __all__ = ["JudgeResources", "api_key", "local_resources", "prior_spent"]
 
@@ -39,12 +40,12 @@ def api_key(config: RunConfig) -> str | None:
     if not value and judge.models:
         return None
     if not value:
-        raise ConfigError(f"judge.api_key_env: the environment variable {judge.api_key_env} is not set")
+        raise ConfigError(f"judge.api_key_env: {unset_key(judge.api_key_env)}")
     if judge.provider == "openai" and judge.base_url and urlsplit(judge.base_url).username is not None:
         # The key goes as `Authorization: Bearer …`, the URL's user as `Authorization: Basic …`: one request cannot carry
         # both (aiohttp refuses it per request, which read as a failure of every case).
         raise ConfigError(f"judge.base_url: it holds a user name before its host ({public_url(judge.base_url)}) and "
-                          f"judge.api_key_env ({judge.api_key_env}) gives a key; both would go in the one Authorization "
+                          f"judge.api_key_env ({variable_name(judge.api_key_env)}) gives a key; both would go in the one Authorization "
                           "header: take the credentials out of the URL, or set api_key_env: null")
     return value
 

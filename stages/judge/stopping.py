@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from tracejudge.llm.redact import variable_name
 from tracejudge.stages.judge.client import STOPS, Outcome
 
 __all__ = ["_stopping", "_within_grace"]
@@ -16,7 +17,7 @@ def _stopping(fatal: Outcome, cfg: Any) -> Exception:
     msg = " ".join(fatal.message.split())[:600]  # one line, whatever the server's text held
     tail = "stopped without marking any unjudged case; fix it and run the same command to resume"
     if fatal.kind == "auth_error":
-        where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
+        where = f" (check the key in {variable_name(cfg.api_key_env)})" if cfg.api_key_env else ""
         return STOPS["auth_error"](f"judge: the provider refused the credentials{where}: {msg}; {tail}")
     if fatal.kind == "request_error" and fatal.message.startswith("no batch API: "):  # (`calls.failure.failure`)
         return STOPS["request_error"](f"judge: {msg.removeprefix('no batch API: ')}; {tail}")

@@ -11,7 +11,7 @@ import aiohttp
 import anyio
 from tracejudge.core.errors import ConfigError
 from tracejudge.llm.replies import DEFAULT_MAX_BYTES, ReplyTooLarge, read_capped
-from tracejudge.llm.redact import ENV_VAR
+from tracejudge.llm.redact import ENV_VAR, variable_name
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
 __all__ = ["expand_headers", "http_caller"]
@@ -32,7 +32,7 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
         def sub(m: re.Match[str], key: str = key) -> str:
             name = m.group(1)
             if name not in os.environ:
-                raise ConfigError(f"target.headers.{key}: environment variable {name} is not set")
+                raise ConfigError(f"target.headers.{key}: environment variable {variable_name(name)} is not set")
             return os.environ[name]
 
         out[key] = ENV_VAR.sub(sub, value)
