@@ -123,6 +123,30 @@ def ray_cluster() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def mlflow_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real `mlflow server` (SQLite) for every store test of the session (`tests/stores/servers.py`); its base URL.
+
+    Each file traces into experiments of its own names, so what one file loads is never in another's reads.
+    """
+    from stores.servers import mlflow_server
+
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def phoenix_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real `phoenix serve` (SQLite) for every store test of the session; its base URL (OTLP/HTTP at `/v1/traces`).
+
+    Each file traces into projects of its own names.
+    """
+    from stores.servers import phoenix_server
+
+    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def live_recordings() -> tuple[Path, dict[str, str]]:
     """Every installed framework re-recorded live (`tests/frameworks/live.py`): (folder, failures)."""
     sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
@@ -156,8 +180,12 @@ def _share_bytecode() -> None:
 
 
 # The groups that take longest (measured with --durations), longest first.
-_LONG_GROUPS = ["test_real_model_server.py", "live", "test_store_mlflow.py", "ray", "test_readme_blocks.py", "test_executors.py", "test_cli_run.py",
-                "test_store_phoenix.py", "test_readme_examples.py", "test_bench.py", "test_ray_recipe.py"]
+_LONG_GROUPS = ["test_real_model_server.py", "live", "mlflow", "ray", "test_readme_blocks.py", "test_executors.py", "test_cli_run.py",
+                "phoenix", "test_readme_examples.py", "test_bench.py", "test_ray_recipe.py"]
+
+
+# A session fixture -> the group of the tests using it (one worker starts it once).
+_SHARED_GROUPS = {"ray_cluster": "ray", "live_recordings": "live", "mlflow_url": "mlflow", "phoenix_url": "phoenix"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -165,15 +193,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`--dist loadgroup`), keep what shares a costly session resource on one worker.
 
     Tests using the session's Ray cluster form one group, so one worker starts one cluster;
-    tests using the live recordings form another, so they are recorded once; a test using a
-    module- or session-scoped fixture of its own file stays with its file, whose servers (MLflow,
-    Phoenix, the viewer) and base runs then start once. Every other test goes to whichever worker
+    tests using the live recordings form another, so they are recorded once; so do those of the
+    MLflow server and those of the Phoenix server, each started once; a test using a
+    module- or session-scoped fixture of its own file stays with its file, whose servers (the
+    viewer) and base runs then start once. Every other test goes to whichever worker
     is free: pinning a file of independent slow tests to one worker left the other idle.
     """
     groups = {}
     for item in items:
         names = getattr(item, "fixturenames", ())
-        group = "ray" if "ray_cluster" in names else "live" if "live_recordings" in names else item.path.name if _shares_a_fixture(item) else None
+        group = next((g for fixture, g in _SHARED_GROUPS.items() if fixture in names), None) or (item.path.name if _shares_a_fixture(item) else None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         groups[item] = group or item.path.name
@@ -190,6 +219,21 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
         return True  # unknown: keep it with its file, as before
     return any(d.scope != "function" and getattr(d.func, "__module__", None) == module
                for defs in info.name2fixturedefs.values() for d in defs)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the last test of a shared resource's group here, stop the resource (the Ray cluster, the MLflow and Phoenix
+    servers) rather than at the session's end: idle, the cluster alone burns about 2 CPU-s a minute beside the tests
+    still to run. Only where the next test is in another file (whose module fixtures built on it are gone by then); a
+    test asking for it later starts it again."""
+    for name in ("ray_cluster", "mlflow_url", "phoenix_url"):
+        if name in getattr(item, "fixturenames", ()) and (nextitem is None or (
+                name not in getattr(nextitem, "fixturenames", ()) and getattr(nextitem, "path", None) != getattr(item, "path", None))):
+            info = getattr(item, "_fixtureinfo", None)
+            for fixturedef in (info.name2fixturedefs.get(name, ()) if info is not None else ()):
+                if fixturedef.scope == "session" and fixturedef.cached_result is not None:
+                    fixturedef.finish(item._request)  # type: ignore[attr-defined]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -20,22 +20,20 @@ from tracejudge.entrypoints.cli import main
 pytest.importorskip("mlflow")
 pytest.importorskip("openai")
 from stores.fault_proxy import FaultProxy  # noqa: E402
-from stores.servers import FlakyJudge, free_port, sweep_config, mlflow_server  # noqa: E402
+from stores.servers import FlakyJudge, free_port, run_loader, sweep_config  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "stores" / "load_mlflow.py"
 TASKS = ["sequence", "failing", "parallel"]
 
 
 def _load(url: str, *tasks: str, experiment: str = "agents") -> list[str]:
-    out = subprocess.run([sys.executable, str(LOADER), url, experiment, *tasks], capture_output=True, text=True, timeout=180, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(run_loader(LOADER, url, experiment, *tasks).strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mlflow")
-    with mlflow_server(folder) as url:
-        yield url, _load(url, *TASKS)
+def server(mlflow_url):
+    """The session's MLflow server (tests/conftest.py) and the traces of `TASKS` in its experiment `agents`."""
+    return mlflow_url, _load(mlflow_url, *TASKS)
 
 
 def _config(tmp_path: Path, url: str, **options) -> Path:

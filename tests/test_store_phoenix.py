@@ -7,20 +7,18 @@ read back through `arize-phoenix-client`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from tracejudge.entrypoints.cli import main
 
-if importlib.util.find_spec("phoenix") is None or importlib.util.find_spec("phoenix.server") is None:
+from stores.servers import FlakyJudge, free_port, phoenix_installed, run_loader, sweep_config
+
+if not phoenix_installed():
     pytest.skip("arize-phoenix (the stores extra) is not installed", allow_module_level=True)
 pytest.importorskip("openinference.instrumentation.openai")
-from stores.servers import FlakyJudge, free_port, sweep_config, phoenix_server  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "stores" / "load_phoenix.py"
 
@@ -41,8 +39,7 @@ def _spans(url: str, project: str = "agents") -> int:
 def _load(url: str, *tasks: str, project: str = "agents") -> list[str]:
     """Trace `tasks` into Phoenix and wait until it has stored every span: it takes OTLP in and inserts in the background."""
     before = _spans(url, project)
-    out = subprocess.run([sys.executable, str(LOADER), url, project, *tasks], capture_output=True, text=True, timeout=180, check=True)
-    sent = json.loads(out.stdout.strip().splitlines()[-1])
+    sent = json.loads(run_loader(LOADER, url, project, *tasks).strip().splitlines()[-1])
     deadline = time.monotonic() + 120
     while (held := _spans(url, project)) < before + sent["spans"]:
         assert time.monotonic() < deadline, f"Phoenix holds {held} spans, {before + sent['spans']} were sent"
@@ -51,9 +48,9 @@ def _load(url: str, *tasks: str, project: str = "agents") -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as url:
-        yield url, _load(url, "sequence", "failing", "parallel")
+def server(phoenix_url):
+    """The session's Phoenix server (tests/conftest.py) and three traces in its project `agents`."""
+    return phoenix_url, _load(phoenix_url, "sequence", "failing", "parallel")
 
 
 def _config(tmp_path: Path, url: str, **options) -> Path:

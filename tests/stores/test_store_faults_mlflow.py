@@ -23,7 +23,7 @@ from tracejudge.entrypoints.cli import main
 pytest.importorskip("mlflow")
 pytest.importorskip("openai")
 from stores.fault_proxy import AuthProxy, FaultProxy  # noqa: E402
-from stores.servers import mlflow_server, sweep_config  # noqa: E402
+from stores.servers import run_loader, sweep_config  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "load_mlflow.py"
 ENV = "import os; os.environ.update({'MLFLOW_ENABLE_ASYNC_TRACE_LOGGING': 'false', 'MLFLOW_DISABLE_TELEMETRY': 'true'})\n"
@@ -57,8 +57,7 @@ MANY_TRACES = ENV + textwrap.dedent("""
 
 
 def _load(url: str, *tasks: str, experiment: str) -> list[str]:
-    out = subprocess.run([sys.executable, str(LOADER), url, experiment, *tasks], capture_output=True, text=True, timeout=180, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(run_loader(LOADER, url, experiment, *tasks).strip().splitlines()[-1])
 
 
 def _script(code: str, *args: str) -> list[str]:
@@ -66,10 +65,10 @@ def _script(code: str, *args: str) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def url(tmp_path_factory):
-    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as base:
-        yield base
+@pytest.fixture
+def url(mlflow_url):
+    """The session's MLflow server (tests/conftest.py): these tests trace into experiments of their own names."""
+    return mlflow_url
 
 
 def _case_ids(run: Path) -> list[str]:

@@ -8,10 +8,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import datetime
@@ -20,11 +17,12 @@ from pathlib import Path
 import pytest
 from tracejudge.entrypoints.cli import main
 
-if importlib.util.find_spec("phoenix") is None or importlib.util.find_spec("phoenix.server") is None:
+from stores.servers import phoenix_installed, run_loader, sweep_config
+
+if not phoenix_installed():
     pytest.skip("arize-phoenix (the stores extra) is not installed", allow_module_level=True)
 pytest.importorskip("openinference.instrumentation.openai")
 from stores.fault_proxy import AuthProxy  # noqa: E402
-from stores.servers import phoenix_server, sweep_config  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "load_phoenix.py"
 PROJECTS = ["demo#staging", "team/agents", "demo?x=1", "my project"]
@@ -44,8 +42,7 @@ def _spans(url: str, project: str) -> int:
 def _load(url: str, *tasks: str, project: str) -> list[str]:
     """Trace `tasks` into Phoenix's `project` and wait until it has stored every span (it inserts in the background)."""
     before = _spans(url, project)
-    out = subprocess.run([sys.executable, str(LOADER), url, project, *tasks], capture_output=True, text=True, timeout=180, check=True)
-    sent = json.loads(out.stdout.strip().splitlines()[-1])
+    sent = json.loads(run_loader(LOADER, url, project, *tasks).strip().splitlines()[-1])
     deadline = time.monotonic() + 120
     while _spans(url, project) < before + sent["spans"]:
         assert time.monotonic() < deadline, f"Phoenix did not store the {sent['spans']} spans sent"
@@ -53,10 +50,10 @@ def _load(url: str, *tasks: str, project: str) -> list[str]:
     return sent["ids"]
 
 
-@pytest.fixture(scope="module")
-def url(tmp_path_factory):
-    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as base:
-        yield base
+@pytest.fixture
+def url(phoenix_url):
+    """The session's Phoenix server (tests/conftest.py): these tests trace into projects of their own names."""
+    return phoenix_url
 
 
 def _results(run: Path) -> list[dict]:

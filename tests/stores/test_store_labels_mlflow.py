@@ -16,8 +16,6 @@ dropped every assessment: no `metadata.labels`.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,17 +23,15 @@ from tracejudge.entrypoints.cli import main
 
 pytest.importorskip("mlflow")
 pytest.importorskip("openai")
-from stores.servers import mlflow_server, sweep_config  # noqa: E402
+from stores.servers import run_loader, sweep_config  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "load_mlflow.py"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
-        out = subprocess.run([sys.executable, str(LOADER), url, "labelled", "sequence", "failing"], capture_output=True, text=True,
-                             timeout=180, check=True)
-        yield url, json.loads(out.stdout.strip().splitlines()[-1])
+def server(mlflow_url):
+    """The session's MLflow server (tests/conftest.py) and two traces in its experiment `labelled`."""
+    return mlflow_url, json.loads(run_loader(LOADER, mlflow_url, "labelled", "sequence", "failing").strip().splitlines()[-1])
 
 
 def _results(run: Path) -> dict[str, dict]:

@@ -15,10 +15,7 @@ through Phoenix's own client as a team does: people (`HUMAN`) on the root span a
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,10 +23,11 @@ import pytest
 import yaml
 from tracejudge.entrypoints.cli import main
 
-if importlib.util.find_spec("phoenix") is None or importlib.util.find_spec("phoenix.server") is None:
+from stores.servers import phoenix_installed, run_loader, sweep_config
+
+if not phoenix_installed():
     pytest.skip("arize-phoenix (the stores extra) is not installed", allow_module_level=True)
 pytest.importorskip("openinference.instrumentation.openai")
-from stores.servers import phoenix_server, sweep_config  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "load_phoenix.py"
 PROJECT = "labelled"
@@ -43,17 +41,15 @@ def _spans(url: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """Phoenix holding two traces (`sequence`, `failing`), every span stored."""
-    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as url:
-        out = subprocess.run([sys.executable, str(LOADER), url, PROJECT, "sequence", "failing"], capture_output=True, text=True,
-                             timeout=180, check=True)
-        sent = json.loads(out.stdout.strip().splitlines()[-1])
-        deadline = time.monotonic() + 120
-        while _spans(url) < sent["spans"]:
-            assert time.monotonic() < deadline, "Phoenix did not store the spans sent"
-            time.sleep(0.2)
-        yield url, sent["ids"]
+def server(phoenix_url):
+    """The session's Phoenix server (tests/conftest.py) holding two traces (`sequence`, `failing`) in `PROJECT`, every span stored."""
+    url = phoenix_url
+    sent = json.loads(run_loader(LOADER, url, PROJECT, "sequence", "failing").strip().splitlines()[-1])
+    deadline = time.monotonic() + 120
+    while _spans(url) < sent["spans"]:
+        assert time.monotonic() < deadline, "Phoenix did not store the spans sent"
+        time.sleep(0.2)
+    return url, sent["ids"]
 
 
 def _results(run: Path) -> dict[str, dict]:
