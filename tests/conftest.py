@@ -179,7 +179,7 @@ def _share_bytecode() -> None:
     del os.environ["PYTHONDONTWRITEBYTECODE"]
 
 
-# The groups that take longest (measured with --durations), longest first.
+# The groups that take longest (measured with --durations), longest first (see the sort below).
 _LONG_GROUPS = ["test_real_model_server.py", "live", "mlflow", "ray", "test_readme_blocks.py", "test_executors.py", "test_cli_run.py",
                 "phoenix", "test_readme_examples.py", "test_bench.py", "test_ray_recipe.py"]
 
@@ -206,8 +206,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         groups[item] = group or item.path.name
-    # Groups are handed out in collection order: the longest go first, so no worker idles at the end
-    # while the other runs a two-minute group alone.
+    # pytest-xdist hands out groups by their number of tests, most first (`--loadscope-reorder`, its default); its sort
+    # is stable, so among groups of equal count this order, longest first, decides.
     items.sort(key=lambda item: _LONG_GROUPS.index(groups[item]) if groups[item] in _LONG_GROUPS else len(_LONG_GROUPS))
 
 
