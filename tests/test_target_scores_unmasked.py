@@ -9,7 +9,10 @@ live where the same trace read from a dataset scored 1.0. A python agent on the 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+import tracejudge as tj
 
 from live_support import live_config, read_jsonl, run_live
 from tracejudge.llm.redact import MASK
@@ -58,3 +61,44 @@ def test_a_live_trace_is_scored_unmasked_and_written_masked(tmp_path: Path, monk
     # The judge is sent the masked trace, as the files keep it.
     assert prompted and all(PASSWORD not in p and TOKEN not in p and MASK in p for p in prompted), prompted
     assert json.loads(prompted[0])["steps"][0]["tool_calls"][1]["arguments"] == {"page_token": "pg2"}
+
+
+SECRET = "plainWords" + "Secret42"  # no credential's shape: only its value, from the environment, says it is secret
+
+ECHO_AGENT = '''
+import json, os, sys
+json.load(sys.stdin)
+secret = os.environ["TJ_ECHO_SECRET"]
+calls = [{"name": "search", "arguments": {"query": "connect"}, "result": "ok"},
+         {"name": "lookup", "arguments": {"q": "connect with " + secret}, "result": "ok"}]
+print(json.dumps({"output": "done", "trace": {"steps": [{"tool_calls": calls}], "output": "done"}}))
+'''
+
+
+@tj.metric
+def quoted_secret(case, trace):
+    """A custom metric quoting the agent's second call's argument in its reason and details."""
+    query = trace.steps[0].tool_calls[1].arguments["q"]
+    return tj.Score(value=1.0, reason=f"saw {query!r}", details={query: query})
+
+
+def test_scores_of_an_unmasked_trace_never_quote_a_target_secret(tmp_path: Path, monkeypatch) -> None:
+    # A `${NAME}` value the agent echoes is masked in the copy that is written; the scores are computed on the agent's
+    # own trace, and what their reasons and details quote of it is masked by value (it has no credential's shape).
+    monkeypatch.setenv("TJ_ECHO_SECRET", SECRET)
+    (tmp_path / "echo_agent.py").write_text(ECHO_AGENT, encoding="utf-8")
+    case = {"id": "c1", "input": "connect", "expected_tool_calls": [
+        {"name": "search", "arguments": {"query": "connect"}}, {"name": "lookup", "arguments": {"q": "other"}}]}
+    config = live_config(tmp_path, [case], {"kind": "command", "command": [sys.executable, str(tmp_path / "echo_agent.py"), "${TJ_ECHO_SECRET}"],
+                                            "retries": 0},
+                         metrics=[{"type": "ToolCalls", "arguments": "exact"}, {"type": "test_target_scores_unmasked:quoted_secret"}])
+    run_live(config)
+    run_dir = tmp_path / "run"
+    [result] = read_jsonl(run_dir / "results.jsonl")
+    tool_calls = result["scores"]["ToolCalls"]
+    assert tool_calls["value"] == 0.5, tool_calls
+    assert MASK in tool_calls["reason"], tool_calls["reason"]
+    custom = result["scores"]["quoted_secret"]
+    assert custom["reason"] == f"saw 'connect with {MASK}'" and custom["details"] == {f"connect with {MASK}": f"connect with {MASK}"}, custom
+    leaks = [p.name for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaks == []

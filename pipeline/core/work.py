@@ -8,7 +8,7 @@ from typing import Any
 
 from tracejudge.core.records import Case, CaseResult, Status
 
-__all__ = ["AGENT_ANSWERED", "AGENT_TRACE", "Stage", "Work"]
+__all__ = ["AGENT_ANSWERED", "AGENT_SECRETS", "AGENT_TRACE", "Stage", "Work"]
 
 AGENT_ANSWERED = "agent_answered"
 """A `Work.scratch` key the target stage sets once a live agent was called for the work: a stop lets such work
@@ -17,6 +17,11 @@ finish (scored, judged within the grace, written), since redoing it on resume wo
 AGENT_TRACE = "agent_trace"
 """A `Work.scratch` key the target stage sets to the trace as the live agent produced it when the case's trace is a
 masked copy (`stages.target.scrub`): the score stage scores it; the judge's prompt and every file see the copy."""
+
+AGENT_SECRETS = "agent_secrets"
+"""A `Work.scratch` key set beside `AGENT_TRACE`: the secret values the copy was masked of (`${NAME}` values, as they are
+and JSON-escaped). The scores of the unmasked trace quote it, so the score stage masks those values in their reasons
+and details before anything is written."""
 
 
 @dataclass(slots=True)

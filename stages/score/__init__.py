@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from tracejudge.core.errors import describe
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
-from tracejudge.core.work import AGENT_TRACE, Stage, Work
+from tracejudge.core.work import AGENT_SECRETS, AGENT_TRACE, Stage, Work
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.load.depth import MAX_DEPTH
 from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import FAILED, SCORE_TASK, Metric, ToolMetric, bounded, details_fault, metric_fault
 from tracejudge.stages.score.faults import ON_LOOP, OWED, loop_task, own_cancel, self_cancelled, settle_owed
-from tracejudge.stages.score.masking import custom_keys, mask_scores
+from tracejudge.stages.score.masking import custom_keys, mask_echoes, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
 if TYPE_CHECKING:  # at run time each metric class is imported on first use (`__getattr__`), as the registry imports it
@@ -306,7 +306,9 @@ def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], li
     `merge(run_metrics, case_specs)` adds a case's own metric specs; a bad
     case-level spec makes that case `invalid_input` naming the spec. A live
     agent's trace is scored as the agent produced it (`Work.scratch[AGENT_TRACE]`),
-    not as the masked copy the case holds for the judge and the files.
+    not as the masked copy the case holds for the judge and the files; the
+    secret values that copy was masked of are then masked in the scores'
+    reasons and details (`masking.mask_echoes`), which quote the trace.
     """
 
     async def process(work: Work) -> None:
@@ -319,6 +321,9 @@ def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], li
             work.result.status = Status.invalid_input
             work.result.error = error
             return
-        work.result.scores.update(await ascore_case(case, use))
+        scores = await ascore_case(case, use)
+        if raw is not None:
+            mask_echoes(scores, work.scratch.pop(AGENT_SECRETS, ()))
+        work.result.scores.update(scores)
 
     return Stage("score", process)

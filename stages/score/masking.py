@@ -25,9 +25,9 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 from tracejudge.core.records import Case, Score
-from tracejudge.llm.redact import quoted_clean, redact_details, redact_quoted
+from tracejudge.llm.redact import quoted_clean, redact, redact_data, redact_details, redact_quoted
 
-__all__ = ["custom_keys", "mask_scores", "masked"]
+__all__ = ["custom_keys", "mask_echoes", "mask_scores", "masked"]
 
 _NAME = attrgetter("name")
 _CLEAN: SeenSet[str] = SeenSet()  # tool names seen to hold no credential (`core.memo`: bounded, per process)
@@ -99,3 +99,23 @@ def mask_scores(scores: dict[str, Any], case: Case, custom: Sequence[str], calls
         rest = [key for key in custom if key in scores]
     for key in rest:
         scores[key] = masked(scores[key])
+
+
+def mask_echoes(scores: dict[str, Any], secrets: Sequence[str]) -> None:
+    """Mask, in place, every exact value of `secrets` (a live target's `${NAME}` values and their JSON-escaped spellings,
+    `stages.target.scrub.echo_forms`) in the scores' reasons, details and detail keys.
+
+    The scores of a live agent's unmasked trace (`core.work.AGENT_TRACE`) quote what it sent: a secret that has no
+    credential's shape (a plain word passed on the agent's command line) passes `redact_quoted`, so it is masked here
+    by value. Only a score that holds one is copied.
+    """
+    secrets = [s for s in secrets if s and len(s) >= 4]
+    if not secrets:
+        return
+    for key, score in scores.items():
+        if not isinstance(score, Score):
+            continue
+        reason = redact(score.reason, secrets) if any(s in score.reason for s in secrets) else score.reason
+        details = redact_data(score.details, secrets, only_with_secret=True, keys=True) if score.details else score.details
+        if reason != score.reason or details != score.details:
+            scores[key] = score.model_copy(update={"reason": reason, "details": details})

@@ -52,7 +52,7 @@ from tracejudge.core.config import RunConfig, TargetConfig
 from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, ErrorInfo, Status, Trace
-from tracejudge.core.work import AGENT_ANSWERED, AGENT_TRACE, Stage, Work
+from tracejudge.core.work import AGENT_ANSWERED, AGENT_SECRETS, AGENT_TRACE, Stage, Work
 from tracejudge.llm.redact import redact
 from tracejudge.stages.target.conversation import Conversation, converse, merge_traces
 from tracejudge.stages.target.protocol import (
@@ -64,7 +64,7 @@ from tracejudge.stages.target.protocol import (
     normalize_reply,
 )
 from tracejudge.stages.target.replay import replay_stage, rescore_config
-from tracejudge.stages.target.scrub import scrub, target_secrets
+from tracejudge.stages.target.scrub import echo_forms, scrub, target_secrets
 from tracejudge.stages.target.traces import TRACES, Answered, TraceIndex, TraceWriter, recorded_case, target_fingerprint
 
 __all__ = [
@@ -315,6 +315,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
     runner = TargetRunner(config, stop) if remote is None else None
     attempt = remote if remote is not None else runner.attempt  # type: ignore[union-attr]
     fingerprint = target_fingerprint(cfg)
+    echoes = echo_forms(target_secrets(config))  # what the scores of an unmasked trace must not quote (`AGENT_SECRETS`)
     # Before the writer opens the file: what a killed segment's agent answered is reused, not asked again.
     answered = Answered(run_dir / TRACES, fingerprint) if run_dir is not None and (run_dir / TRACES).is_file() else None
     writer = TraceWriter(run_dir / TRACES) if run_dir is not None else None
@@ -355,6 +356,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
             work.case = case.model_copy(update={"trace": got.trace})
             if got.raw is not None and got.raw is not got.trace:
                 work.scratch[AGENT_TRACE] = got.raw  # scored as the agent produced it; the judge and the files see the copy
+                work.scratch[AGENT_SECRETS] = echoes
         else:
             work.result.status = Status.target_error
             work.result.error = ErrorInfo(kind="target_error", message=got.message or "no trace", field=got.field, details=got.details)

@@ -13,6 +13,7 @@ apart from the stage because it is one rule applied to each attempt's output, wh
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from tracejudge.core.config import RunConfig
@@ -24,7 +25,7 @@ from tracejudge.llm.redact import env_secrets, quoted_clean, redact, redact_data
 if TYPE_CHECKING:
     from tracejudge.stages.target import Attempt
 
-__all__ = ["scrub", "target_secrets"]
+__all__ = ["echo_forms", "scrub", "target_secrets"]
 
 
 def target_secrets(config: RunConfig) -> tuple[str, ...]:
@@ -34,6 +35,13 @@ def target_secrets(config: RunConfig) -> tuple[str, ...]:
     if config.judge is not None and config.judge.api_key_env:
         texts.append(f"${{{config.judge.api_key_env}}}")  # the judge's key, named the same way
     return env_secrets(texts)
+
+
+def echo_forms(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """`secrets` and their JSON-escaped spellings (a secret with a quote or a backslash, as a trace's JSON text holds it),
+    longest first, without repeats: what `redact` must be given to mask every echo."""
+    forms = {*secrets, *(json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets)}
+    return tuple(sorted(forms, key=lambda s: (-len(s), s)))
 
 
 def _scrub_trace(trace: Trace | None, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Trace | None:
