@@ -115,18 +115,65 @@ def test_a_comparison_of_identical_runs_says_its_interval_is_not_informative(tmp
     b = tmp_path / "b"
     shutil.copytree(a, b)
     cfg = _judge(tmp_path, tmp_path / "a.jsonl")
-    assert main(["compare", str(a), "--vs", str(b), "--judge", str(cfg), "--min-win-rate", "0.5"]) == 0  # 0.5 >= 0.5: the verdict stands
+    # 0.5 >= 0.5, but over an interval that is not informative: no evidence B wins that share, so the gate fails (exit 1),
+    # as `min_kappa` fails on a κ that is not informative. (It passed, exit 0, with the CI's note on an "ok" line.)
+    assert main(["compare", str(a), "--vs", str(b), "--judge", str(cfg), "--min-win-rate", "0.5"]) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "[0.500, 0.500]" not in out, out
     more = "compare at least 45 more cases" if cases == 5 else "compare more cases"
-    assert (f"B wins 0, ties {cases}, loses 0: win rate 0.500 (ties count half); 95% CI not informative: every one of the {cases} "
-            f"pairs judged is a tie: every resample has win rate 0.500, so a bootstrap interval has no width and cannot say how "
-            f"far the true win rate may be from it; {more}") in out, out
-    note = "compare at least 45 more cases" if cases == 5 else "every pair has one outcome; compare more cases"
-    assert (f"ok min_win_rate: B's win rate 0.500, required >= 0.5 (over {cases} judged cases its 95% CI is not informative: {note})"
-            in out), out
-    assert "verdict: PASS" in out
+    why = (f"every one of the {cases} pairs judged is a tie: every resample has win rate 0.500, so a bootstrap interval has no width "
+           f"and cannot say how far the true win rate may be from it; {more}")
+    assert f"B wins 0, ties {cases}, loses 0: win rate 0.500 (ties count half); 95% CI not informative: {why}" in out, out
+    assert f"FAIL min_win_rate: B's win rate 0.500 over {cases} judged cases: not informative, {why}, required >= 0.5" in out, out
+    assert "ok min_win_rate" not in out and "verdict: FAIL" in out
+    assert main(["compare", str(a), "--vs", str(b), "--judge", str(cfg), "--min-win-rate", "0.5", "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert (got["win_rate_ok"], got["verdict"], got["win_rate_ci_informative"], got["win_rate_ci_why"]) == (False, "FAIL", False, why)
+    # Without a threshold there is no gate to fail: the interval is only marked.
     assert main(["compare", str(a), "--vs", str(b), "--judge", str(cfg), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["win_rate_ci"] == [0.5, 0.5] and got["win_rate_ci_informative"] is False and got["cases"] == cases
     assert got["win_rate_ci_method"] == "case bootstrap, BCa" and got["win_rate_ci_why"].startswith(f"every one of the {cases} pairs")
+    assert got["win_rate_ok"] is True and got["verdict"] == "PASS"
+
+
+def _printed(res: Any) -> str:
+    import io
+
+    from rich.console import Console
+    from tracejudge.stages.comparison.pairwise import print_pairwise
+
+    console = Console(file=io.StringIO(), record=True, width=400)
+    print_pairwise(res, console)
+    return " ".join(console.export_text().split())
+
+
+def test_min_win_rate_fails_on_an_interval_that_is_not_informative() -> None:
+    from tracejudge.stages.comparison.pairwise import PairwiseResult
+
+    def result(points: list[tuple[str, float]], least: float) -> PairwiseResult:
+        why = pairwise_rule.uninformative(points)
+        return PairwiseResult("a", "b", pairs=len(points), wins=sum(p > 0.5 for _, p in points), ties=sum(p == 0.5 for _, p in points),
+                              losses=sum(p < 0.5 for _, p in points), win_rate=sum(p for _, p in points) / len(points),
+                              win_rate_ci=pairwise_rule.case_bootstrap(points, 0), win_rate_ci_informative=why is None,
+                              win_rate_ci_why=why, cases=len({c for c, _ in points}), first_shown_win_rate=0.5, min_win_rate=least)
+
+    # 3 cases all won by B: a win rate of 1.000 well above 0.6, and no evidence of it. It printed "ok" and exited 0.
+    won = result([(f"c{i}", 1.0) for i in range(3)], 0.6)
+    assert not won.win_rate_ok and not won.passed
+    assert won.as_dict()["win_rate_ok"] is False and won.as_dict()["verdict"] == "FAIL"
+    text = _printed(won)
+    assert ("FAIL min_win_rate: B's win rate 1.000 over 3 judged cases: not informative, every one of the 3 pairs judged is won by "
+            "B: every resample has win rate 1.000, so a bootstrap interval has no width and cannot say how far the true win rate may "
+            "be from it; compare at least 47 more cases, required >= 0.6") in text, text
+    assert "verdict: FAIL" in text
+    # Outcomes mixed but only 49 cases: the rule's other reason, with how many to add.
+    few = result(_points(49, 1, 0, (0.8, 0.1, 0.1)), 0.6)
+    assert few.win_rate >= 0.6 and not few.win_rate_ok
+    assert ("over 49 judged cases: not informative, only 49 judged cases (fewer than 50): over so few cases a bootstrap interval "
+            "can miss the true win rate more than 5% of the time; compare at least 1 more case, required >= 0.6") in _printed(few)
+    # Informative and above: the gate passes, on the win rate itself.
+    enough = result(_points(50, 1, 0, (0.8, 0.1, 0.1)), 0.6)
+    assert enough.win_rate_ci_informative and enough.win_rate >= 0.6 and enough.win_rate_ok and enough.passed
+    assert f"ok min_win_rate: B's win rate {enough.win_rate:.3f}, required >= 0.6" in _printed(enough)
+    assert enough.as_dict()["win_rate_ok"] is True

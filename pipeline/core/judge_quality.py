@@ -110,7 +110,8 @@ class PairwiseConfig(_Strict):
     """`tracejudge compare A --vs B --judge CONFIG`: the rubric the judge compares two runs' trajectories against.
 
     `min_win_rate`: the gate; the comparison FAILS (exit 1) when B's win rate
-    (ties count half) is below it.
+    (ties count half) is below it, or when its 95% CI is not informative (under
+    50 judged cases, or every pair one outcome: `pairwise_rule.uninformative`).
     """
 
     rubric: str = ("Which run served the user better: completed what the user asked, correctly, "

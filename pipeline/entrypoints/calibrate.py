@@ -364,8 +364,8 @@ def kappa_lines(m: dict[str, Any]) -> list[str]:
 
 
 def pairwise_command(args: argparse.Namespace, out: Console) -> int:
-    """`tracejudge compare A --vs B --judge CONFIG`: 0, or 1 when the comparison FAILS (below `--min-win-rate`, or on the
-    judge's checks, `pairwise_gate`); a bad config raises `ConfigError` (exit 2)."""
+    """`tracejudge compare A --vs B --judge CONFIG`: 0, or 1 when the comparison FAILS (below `--min-win-rate` or, with it,
+    over a win-rate CI that is not informative; or on the judge's checks, `pairwise_gate`); a bad config raises `ConfigError` (exit 2)."""
     from tracejudge.core.config import load_config
     from tracejudge.stages.comparison.pairwise import compare_pairwise, print_pairwise
 

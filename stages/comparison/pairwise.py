@@ -23,8 +23,10 @@ definitions and their sources: `tracejudge.stages.comparison.pairwise_rule`.
 `deciding` lists the pairs won or lost
 in both orders, with the judge's reasons. With `min_win_rate` (the option
 or `judge.pairwise.min_win_rate`) the comparison FAILS when the win rate itself
-(not a bound of its CI) is below it; a CI that is not informative does not
-change that verdict, its line says what to add. It FAILS
+(not a bound of its CI) is below it, and when its CI is not informative,
+whatever the win rate, as a run's `min_kappa` fails on a κ that is not
+(3 cases all won by B are a win rate of 1.000 and no evidence): its line says
+why and how many judged cases to add (`pairwise_rule.uninformative`). It FAILS
 too on the judge's own checks as a run does (`pairwise_gate`): its judge
 errors past `judge.max_error_share` (a judged result there is one pair in
 one order), verdicts the judge budget skipped, and no pair judged at all.
@@ -49,7 +51,7 @@ from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.core.work import Work
 from tracejudge.engine import shards, store
 from tracejudge.stages.comparison.pairwise_gate import judge_checks
-from tracejudge.stages.comparison.pairwise_rule import B_SIDE, CI_METHOD, MIN_CASES, case_bootstrap, order_preference, pair_point, uninformative
+from tracejudge.stages.comparison.pairwise_rule import B_SIDE, CI_METHOD, case_bootstrap, order_preference, pair_point, uninformative
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.judge.metrics import _trace_sections
@@ -130,8 +132,14 @@ class PairwiseResult:
         return round(self.flipped / self.pairs, 6) if self.pairs else None
 
     @property
-    def win_rate_ok(self) -> bool:
+    def win_rate_reaches(self) -> bool:
+        """Whether B's win rate itself is at least `min_win_rate` (True without one)."""
         return self.min_win_rate is None or (self.win_rate is not None and self.win_rate >= self.min_win_rate - 1e-12)
+
+    @property
+    def win_rate_ok(self) -> bool:
+        """The `min_win_rate` gate: the win rate reaches it and its CI is informative (`pairwise_rule` module doc, "The gate")."""
+        return self.min_win_rate is None or (self.win_rate_reaches and self.win_rate_ci_informative is not False)
 
     @property
     def passed(self) -> bool:
@@ -139,7 +147,7 @@ class PairwiseResult:
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items()}
-        out.update(position_bias_rate=self.position_bias_rate, verdict="PASS" if self.passed else "FAIL")
+        out.update(position_bias_rate=self.position_bias_rate, win_rate_ok=self.win_rate_ok, verdict="PASS" if self.passed else "FAIL")
         return out
 
 
@@ -293,12 +301,12 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
         say(f"{'ok  ' if check['ok'] else 'FAIL'} {check['name']}: {check['detail']}")
     if res.min_win_rate is not None:
         # As many places as show how it compares with the threshold: not "0.500, required >= 0.5" on a FAIL line.
-        got = "none" if res.win_rate is None else figure(res.win_rate, res.min_win_rate, res.win_rate_ok, places=3)
-        # The threshold is on the win rate itself; a CI that is not informative leaves the verdict and says what to add.
-        more = MIN_CASES - res.cases
-        add = "" if res.win_rate_ci_informative is not False else (
-            f" (over {res.cases} judged case{'s' if res.cases != 1 else ''} its 95% CI is not informative: "
-            + (f"compare at least {more} more case{'s' if more != 1 else ''})" if more > 0 else "every pair has one outcome; compare more cases)"))
-        say(f"{'ok  ' if res.win_rate_ok else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}{add}")
+        got = "none" if res.win_rate is None else figure(res.win_rate, res.min_win_rate, res.win_rate_reaches, places=3)
+        if res.win_rate is not None and res.win_rate_ci_informative is False:
+            # As `min_kappa` on a κ that is not informative: no pass on 3 cases all won, whatever the rate; why, and what to add.
+            over = f"over {res.cases} judged case{'s' if res.cases != 1 else ''}"
+            say(f"FAIL min_win_rate: B's win rate {got} {over}: not informative, {res.win_rate_ci_why}, required >= {res.min_win_rate}")
+        else:
+            say(f"{'ok  ' if res.win_rate_ok else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")
     if res.min_win_rate is not None or res.checks:
         say(f"verdict: {'PASS' if res.passed else 'FAIL'}")

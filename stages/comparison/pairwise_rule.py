@@ -65,8 +65,11 @@ three alike trials a case and 50 cases, 92.6% of the informative intervals hold 
 
 **The gate.** `min_win_rate` is a threshold on the win rate itself, B's point estimate, not on a bound of its
 interval, as a run's `min_mean` is on its mean: "B wins at least this share", not "B wins it beyond noise" (a bound
-would fail every small comparison however B does, and is a different question). Its verdict does not change when
-the interval is not informative; its line then says so and how many more cases to compare.
+is a different question). But a win rate whose interval is not informative is no evidence of that share either —
+3 cases all won by B are a win rate of 1.000 — so the gate FAILS then, whatever the rate, as the label gate's
+`min_kappa` fails on a κ that is not informative (`tracejudge.stages.aggregate.gate`): its line says why and how many
+judged cases to add (`uninformative`'s text), and `--json` has `win_rate_ok: false` beside `win_rate_ci_informative:
+false` and `win_rate_ci_why`. A pass needs at least `MIN_CASES` judged cases and pairs of more than one outcome.
 """
 
 from __future__ import annotations

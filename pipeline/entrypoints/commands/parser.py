@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.add_argument("--judge", type=Path, metavar="CONFIG", help="ask CONFIG's judge which run served the user better, per shared case, "
                      "in both orders (pairwise; README \"Is the judge right?\")")
-    cmp.add_argument("--min-win-rate", type=float, metavar="X", help="with --judge: FAIL (exit 1) when B's win rate is below X")
+    cmp.add_argument("--min-win-rate", type=float, metavar="X", help="with --judge: FAIL (exit 1) when B's win rate is below X, "
+                     "or its 95%% CI is not informative (under 50 judged cases, or every pair one outcome)")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)",
                          description="Write any input format as native cases. Invalid records are listed on stderr and left out; "
