@@ -42,7 +42,11 @@ With `items_per_request` N > 1, items are grouped N at a time in dataset
 order (the run groups them as they arrive, so real groups may differ a
 little) and each group is priced as one multi-item request; an item the
 cache already holds, or that an earlier item of the run asks too (the same
-item id), is left out of its group. With `mode: batch` dollars are
+item id), is left out of its group. An item left alone in its group (the last
+one, or items that do not fit together) is priced as the run asks it, a
+request of its own looked up in the cache under its own address; for an
+item the calibration sample holds that is the very request its calibration
+asks alone, so it is counted once (the other a hit, `repeats`). With `mode: batch` dollars are
 at the batch price (cached tokens at the batch share of the cached rate).
 Repair requests and re-asks (a reply that does not parse gets one repair
 request; a grouped one then asks each metric alone) cannot be foreseen, and

@@ -150,11 +150,16 @@ class JudgeEstimate:
                 setattr(est, f, getattr(est, f) + getattr(chain, f))
 
     def alone(self, key: str, item: Item, part: str = "both") -> None:
-        # As the run asks an item alone: fitted to the context window, or nothing sent when it cannot fit.
+        # As the run asks an item alone (`multi`: a group left with one item, or one that does not fit): the single-item
+        # path, fitted to the context window (nothing sent when it cannot fit), looked up in the cache under its own
+        # address — which is also the request `judge.calibration` asks for a sampled item, so a lone sampled item's request
+        # is sent once, not once for the group and once for its calibration.
         est = self.row(key)
         fitted = fit_request(item.plan, item.questions, self.cfg)
+        address = self.key(fitted.req, item.plan.prompt_version, item.plan.metric.rubric, item.trial) if fitted.fits else ""
+        held = bool(address) and self.cache is not None and self.cache.get(address) is not None
         if part == "low":
-            if fitted.fits:
+            if fitted.fits and not held:
                 qs = fitted.asked if fitted.asked is not None else item.questions
                 self.charge(est, fitted.req, asked_ids(item.plan, qs), len(item.questions), bounded=False, part=part)
             return
@@ -163,6 +168,13 @@ class JudgeEstimate:
             est.too_long += 1
             return
         est.truncated += fitted.truncated
+        if held:
+            est.cache_hits += 1
+            return
+        if self.asked_before(address):  # (its calibration request, counted in the `… (calibration)` row, or the other way round)
+            est.cache_hits += 1
+            est.repeats += 1
+            return
         qs = fitted.asked if fitted.asked is not None else item.questions
         self.charge(est, fitted.req, asked_ids(item.plan, qs), len(item.questions), bounded=False, part=part)
 
