@@ -1,11 +1,18 @@
-"""`tracejudge compare`: two runs compared result by result (paired by case and trial)."""
+"""`tracejudge compare`: two runs compared result by result (paired by case and trial).
+
+With `--json`, stdout holds one JSON object: the comparison, or, when the input cannot be compared (exit 2: runs that
+cannot be paired, a `--metric` neither run scores, a config or a path that cannot be used, no case with a trace in both
+runs for `--judge`), `{"error": …}` in the command's shape (`_error_json`), the message on stderr as well. A CI step
+piping stdout into `jq` reads the reason, not an empty stream. (A command line argparse refuses, and a crash, exit 3,
+write nothing there.)
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.entrypoints.commands.exits import EXIT_OK
@@ -19,8 +26,52 @@ __all__ = ["command"]
 def command(args: argparse.Namespace, err: Console) -> int:
     """`tracejudge compare`: two runs (or two sets of shards) compared result by result, or judged pairwise with `--judge`.
 
-    Raises `TracejudgeError` for runs that cannot be paired, or a `--metric` neither run scores.
+    Raises `TracejudgeError` for runs that cannot be paired, or a `--metric` neither run scores (exit 2); with `--json` its
+    message, or an unusable path's, is written on stdout first as `{"error": …}` (see the module doc).
     """
+    try:
+        return _compare(args, err)
+    except Exception as exc:
+        why = _input_error(exc) if args.json else None
+        if why is not None:
+            import json
+
+            sys.stdout.write(json.dumps(_error_json(args, why), indent=2) + "\n")
+        raise
+
+
+def _input_error(exc: BaseException) -> str | None:
+    """What the user is told on stderr when `exc` ends the command with exit 2 (`cli._dispatch`: a `TracejudgeError`;
+    `failures.unusable_path`: a path that cannot be used), else None (a crash: exit 3, not the input's fault)."""
+    from tracejudge.core.errors import leaves
+    from tracejudge.entrypoints.commands.failures import _path_error
+
+    if isinstance(exc, TracejudgeError):
+        return str(exc)
+    found = leaves(exc)
+    if found and all(_path_error(leaf) for leaf in found):
+        return "; ".join(dict.fromkeys(f"{getattr(leaf, 'filename', None) or ''}: {getattr(leaf, 'strerror', None) or type(leaf).__name__}"
+                                       for leaf in found))
+    return None
+
+
+def _error_json(args: argparse.Namespace, message: str) -> dict[str, Any]:
+    """`--json`'s object when nothing could be compared: `error` (the message stderr has too), the runs as named (null when
+    they were not two), and what the comparison's own object says of nothing compared — with `--judge` no pair or case
+    judged, no win rate, no check, verdict `ERROR` (as `calibrate --json` has it); else no metric compared."""
+
+    def name(paths: list[Path]) -> str:  # (as the comparison names a side: its directory, or the first shard's and the count)
+        return str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} shards)"
+
+    runs = (name(args.runs), name(args.vs)) if args.vs is not None else (str(args.runs[0]), str(args.runs[1])) if len(args.runs) == 2 else (None, None)
+    out: dict[str, Any] = {"error": message, "run_a": runs[0], "run_b": runs[1]}
+    if args.judge is not None:
+        return {**out, "verdict": "ERROR", "pairs": 0, "cases": 0, "win_rate": None, "checks": []}
+    return {**out, "metrics": {}}
+
+
+def _compare(args: argparse.Namespace, err: Console) -> int:
+    """The command itself (`command` writes `--json`'s error object when it raises)."""
     import json
 
     from tracejudge.core.console import stdout_console
