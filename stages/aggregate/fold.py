@@ -12,6 +12,8 @@ cases lack) are counted beside it, so `scored +
 not_computed + not_applicable + sum(excluded) == results` always holds. Of
 `not_computed`, `raised` counts the results whose metric raised or timed out
 (a bug in the metric, not a value the case lacks), which the gate bounds.
+`run_errors` counts the results whose agent run ended in an error its trace records (`metadata.run_error`: a
+crashed or limit-stopped sample, a run out of steps or turns); they are scored as recorded, and stay `ok`.
 
 Memory is bounded whatever the run's size: per metric and group, running
 moments (Welford), a 10-bin histogram and a sample of at most
@@ -109,6 +111,7 @@ class Aggregator:
         self._own = frozenset(metric_keys)
         self.status: Counter[str] = Counter()
         self.results = 0
+        self.run_errors = 0  # results whose `metadata.run_error` is set (see the module docstring)
         self.duration_s = 0.0
         self.metrics: dict[str, MetricStats] = {k: self._stats(("", ""), k) for k in metric_keys}
         # (breakdown, value) -> {"results": n, "status": Counter, "metrics": {key: MetricStats}}
@@ -194,6 +197,8 @@ class Aggregator:
         status = st.value if isinstance(st, Status) else str(st)
         self.status[status] += 1
         self.duration_s += result.duration_s
+        if result.metadata.get("run_error"):
+            self.run_errors += 1
         scores = result.scores
         metrics = self.metrics
         for key in scores:
@@ -283,6 +288,7 @@ class Aggregator:
         timed: list[tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = []  # (groups, metrics timed out) of each result with any
         prev = tags = None
         duration = self.duration_s
+        run_errors = self.run_errors
         stop = len(batch)
         for i in range(at, stop):
             result = batch[i]
@@ -290,6 +296,8 @@ class Aggregator:
                 stop = i
                 break
             duration += result.duration_s
+            if result.metadata.get("run_error"):  # (one lookup: most results have none)
+                run_errors += 1
             if cache is None:
                 groups = self._groups_of(result)
             elif result.tags != tags:  # (most results carry the tags of the one before)
@@ -305,6 +313,7 @@ class Aggregator:
         self.results += stop - at
         self.status[_OK] += stop - at
         self.duration_s = duration
+        self.run_errors = run_errors
         for r, (groups, first) in enumerate(runs):
             last = runs[r + 1][1] if r + 1 < len(runs) else stop
             for g in groups:

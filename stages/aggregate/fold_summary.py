@@ -74,6 +74,9 @@ def summary_of(agg: Aggregator) -> dict[str, Any]:
     return {
         "results": agg.results,
         "status": dict(sorted(agg.status.items())),
+        # Results whose agent run ended in an error its trace records (`metadata.run_error`), scored and counted by
+        # status as any other; absent when there are none (a run without any writes the summary it wrote before).
+        **({"run_errors": agg.run_errors} if agg.run_errors else {}),
         "trials": agg.trials,
         "metrics": metrics,
         "pass_at_k": pass_at_k_block,

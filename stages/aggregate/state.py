@@ -37,7 +37,8 @@ __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
 # 5: each metric's exact sum, for a mean that does not depend on the order results were folded in (earlier formats, which
 #    lack it, are rebuilt).
 # 6: `raised` (format 5 counted a metric that raised or timed out as not computed alone; rebuilt when met).
-STATE_FORMAT = 6
+# 7: `run_errors` (format 6 did not count the results whose agent run ended in an error; rebuilt when met).
+STATE_FORMAT = 7
 
 NonNeg = Annotated[int, Field(ge=0)]
 
@@ -118,6 +119,8 @@ class AggregatorState(_Model):
 
     format: int
     results: NonNeg
+    # (A default only so that a format 6 state validates and is refused by its format, as "state format 6, expected 7".)
+    run_errors: NonNeg = 0
     duration_s: float
     status: dict[str, NonNeg]
     metrics: list[tuple[str, MetricStatsState]]
@@ -219,7 +222,7 @@ def dump_state(agg: Aggregator) -> dict[str, Any]:
             too_few=[(g[0], g[1], k, n) for (g, k), n in t.too_few.items()],
         ))
     state = AggregatorState(
-        format=STATE_FORMAT, results=agg.results, duration_s=agg.duration_s, status=dict(agg.status),
+        format=STATE_FORMAT, results=agg.results, run_errors=agg.run_errors, duration_s=agg.duration_s, status=dict(agg.status),
         metrics=[(k, _dump_stats(s)) for k, s in agg.metrics.items()],
         groups=[GroupState(breakdown=g[0], value=g[1], results=b["results"], status=dict(b["status"]),
                            metrics=[(k, _dump_stats(s)) for k, s in b["metrics"].items()])
@@ -250,6 +253,9 @@ def restore(data: Any, fresh: Aggregator) -> Aggregator:
     if missing:
         raise StateError(f"no state for metric(s) {missing}")
     agg.results, agg.duration_s, agg.status = s.results, s.duration_s, Counter(s.status)
+    if s.run_errors > s.results:
+        raise StateError(f"{s.run_errors} run errors among {s.results} results")
+    agg.run_errors = s.run_errors
     agg.metrics = {k: _load_stats(v, agg._stats(("", ""), k)) for k, v in s.metrics}
     agg.groups = {}
     agg._group_counts = Counter()

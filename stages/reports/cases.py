@@ -3,7 +3,8 @@
 Memory is bounded by the caps, not by the run: the table keeps the
 `max_rows` worst results (errored first, then lowest mean score), each
 metric keeps its `worst_n` lowest scores that did not pass, and at most `max_errors` error
-messages are kept (all are counted).
+messages are kept (all are counted), and as many of the results whose agent run ended in an error
+(`metadata.run_error`, as the result line holds it: masked; shown cut to `RUN_ERROR_CHARS`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.reports.table_json import table_json
 
-__all__ = ["CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "finished_dict", "result_dict"]
+__all__ = ["RUN_ERROR_CHARS", "CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "finished_dict", "result_dict", "run_error_of"]
+
+# A run error is shown cut to this many characters (a traceback runs to pages); the result line keeps it whole.
+RUN_ERROR_CHARS = 500
 
 
 @dataclass
@@ -35,6 +39,7 @@ class CaseRow:
     scores: dict[str, dict[str, Any]]
     error: str = ""
     tags: list[str] = field(default_factory=list)
+    run_error: str = ""  # the error the case's agent run ended in (`run_error_of`); the result is scored all the same
 
     def rank(self, keys: list[str]) -> float:
         """Lower is worse: errored results rank -1, else the mean of the computed values."""
@@ -55,6 +60,8 @@ class CaseMaterial:
     errors: list[CaseRow]
     error_kinds: Counter[str]
     trials: int
+    run_errors: list[CaseRow] = field(default_factory=list)  # the first results whose agent run ended in an error
+    run_error_total: int = 0  # all of them
 
 
 def _plausible(res: dict[str, Any]) -> bool:
@@ -72,6 +79,16 @@ def _plausible(res: dict[str, Any]) -> bool:
     return True
 
 
+def run_error_of(metadata: Any) -> str:
+    """The error a result's agent run ended in (its `metadata.run_error`), as the reports show it: one text cut to
+    `RUN_ERROR_CHARS` (an ellipsis says so); "" for none. The line holds it masked (`redact_labels`), as all its metadata."""
+    said = metadata.get("run_error") if isinstance(metadata, dict) else None
+    if not said:
+        return ""
+    text = said if isinstance(said, str) else pydantic_core.to_json(said).decode()
+    return text if len(text) <= RUN_ERROR_CHARS else text[: RUN_ERROR_CHARS - 1] + "…"
+
+
 def _row(res: dict[str, Any]) -> CaseRow:
     err = res.get("error") or {}
     msg = ""
@@ -83,15 +100,16 @@ def _row(res: dict[str, Any]) -> CaseRow:
     for k, s in (res.get("scores") or {}).items():
         if isinstance(s, dict):
             scores[k] = {"value": s.get("value"), "passed": s.get("passed"), "reason": str(s.get("reason", ""))}
-    return CaseRow(str(res["case_id"]), int(res.get("trial", 0)), str(res.get("status", "ok")), scores, msg, list(res.get("tags") or []))
+    return CaseRow(str(res["case_id"]), int(res.get("trial", 0)), str(res.get("status", "ok")), scores, msg, list(res.get("tags") or []),
+                   run_error_of(res.get("metadata")))
 
 
 def result_dict(result: CaseResult) -> dict[str, Any]:
     """The parts of `result` the reports read, as `iter_results` gives them from its written line.
 
     Built from the object, without serializing or parsing: case id, trial,
-    status, duration, tags, the error (kind, message, file, line, field) and
-    each score's value, verdict and reason. A value JSON cannot carry (NaN,
+    status, duration, tags, metadata (the object: read for its `run_error`), the error (kind, message, file, line,
+    field) and each score's value, verdict and reason. A value JSON cannot carry (NaN,
     infinity) is written `null`, so it is `None` here too.
     """
     err = result.error
@@ -101,16 +119,18 @@ def result_dict(result: CaseResult) -> dict[str, Any]:
         scores[k] = {"value": v if v is None or math.isfinite(v) else None, "passed": sc.passed, "reason": sc.reason}
     return {
         "case_id": result.case_id, "trial": result.trial, "status": Status(result.status).value, "duration_s": result.duration_s,
-        "tags": result.tags, "scores": scores,
+        "tags": result.tags, "metadata": result.metadata, "scores": scores,
         "error": None if err is None else {"kind": err.kind, "message": err.message, "file": err.file, "line": err.line, "field": err.field},
     }
 
 
 def finished_dict(done: Finished) -> dict[str, Any]:
-    """`result_dict` of a result rendered where it was scored: its scores' reasons read back from its rendered line."""
-    scores = pydantic_core.from_json(b"{" + done.rendered.middle + b"}")["scores"]
+    """`result_dict` of a result rendered where it was scored: its metadata and scores' reasons read back from its rendered line."""
+    middle = pydantic_core.from_json(b"{" + done.rendered.middle + b"}")
+    scores = middle["scores"]
     return {
         "case_id": done.case_id, "trial": done.trial, "status": "ok", "duration_s": done.duration_s, "tags": done.tags,
+        "metadata": middle["metadata"],
         "scores": {k: {"value": s.get("value"), "passed": s.get("passed"), "reason": s.get("reason", "")} for k, s in scores.items()},
         "error": None,
     }
@@ -136,6 +156,8 @@ class CaseCollector:
         self.worst: dict[str, list[tuple[float, int, CaseRow]]] = {k: [] for k in metric_keys}
         self.errors: list[CaseRow] = []
         self.kinds: Counter[str] = Counter()
+        self.run_errors: list[CaseRow | Finished] = []  # the first `max_errors` results whose agent run ended in an error
+        self.run_error_total = 0
         self.total = 0
         self.max_trial = 0
         self.seq = 0
@@ -179,6 +201,11 @@ class CaseCollector:
                         heapq.heappush(h, (*key, row := row or _row(res)))
                     elif key > h[0][:2]:
                         heapq.heapreplace(h, (*key, row := row or _row(res)))
+        metadata = res.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("run_error"):  # the agent's run ended in an error: listed apart too
+            self.run_error_total += 1
+            if len(self.run_errors) < self.max_errors:
+                self.run_errors.append(row or _row(res))
 
     def feed_finished(self, done: Finished) -> None:
         """`feed` for a result rendered where it was scored (`engine.rendered`; status `ok`), without making its dict.
@@ -201,6 +228,10 @@ class CaseCollector:
         for done in batch:
             if done.trial > max_trial:
                 max_trial = done.trial
+            if done.metadata.get("run_error"):  # (one lookup: most results have none) its agent's run ended in an error
+                self.run_error_total += 1
+                if len(self.run_errors) < self.max_errors:
+                    self.run_errors.append(done)
             get = done.scores.get
             vals = []
             for k in keys:
@@ -238,7 +269,8 @@ class CaseCollector:
 
         worst_rows = {k: [row(r) for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
         entries = [r for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
-        return CaseMaterial(table_json(entries, row), len(entries), self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1)
+        return CaseMaterial(table_json(entries, row), len(entries), self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1,
+                            [row(r) for r in self.run_errors], self.run_error_total)
 
 
 def collect_cases(

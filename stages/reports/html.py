@@ -11,6 +11,11 @@ page's script (`html_assets`) from JSON embedded in the file (its text shown as 
 control and invisible characters as `\\xNN`, `\\u{NNNN}`, as report.md writes them); a URL fragment `#sort=<column>` (or
 `#sort=-<column>` for descending) and `page=<n>` (`#sort=case&page=2`) set it on load, which is how a
 headless browser can check sorting; a part of it that does not decode is ignored.
+
+Text in backticks in a reason, an error or a check's detail ("expected `get_weather`") is shown as code, as report.md
+shows it: the text is escaped first and only then each `x` becomes `<code>x</code>` (`_code`), and the page's script
+makes such spans as elements holding text, never markup. A case whose agent run ended in an error
+(`metadata.run_error`) is marked in the case table (its status cell, and the error under the row) and listed apart.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from tracejudge.core.inert_text import CONTROL, INVISIBLE, visible
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
 from tracejudge.stages.reports.html_assets import PAGE_CSS, PAGE_JS
-from tracejudge.stages.reports.markdown import metric_rows
+from tracejudge.stages.reports.markdown import metric_rows, run_errors_line
 
 __all__ = ["render_breakdowns", "render_html"]
 
@@ -38,6 +43,16 @@ def _e(s: Any) -> str:
     # Escaped, and shown inert as report.md and junit.xml show it (`inert_text.visible`): a bidirectional override in a
     # case id showed "\u202eRTL" as "LTR", a zero-width space not at all; they read `\u{202e}`, `\u{200b}`.
     return visible(html.escape(str(s), quote=True))
+
+
+# Text between two backticks, on one line, as a code span (as report.md's Markdown reads it); applied to escaped text.
+_CODE = re.compile(r"`([^`\r\n]+)`")
+
+
+def _code(s: Any) -> str:
+    """`_e(s)` with each `x` in backticks as `<code>x</code>`. Escaped first, so a span's text holds no markup (a
+    `<script>` in backticks is the text `&lt;script&gt;` in a code element); a lone backtick stays as it is."""
+    return _CODE.sub(r"<code>\1</code>", _e(s))
 
 
 def _sort_header(name: str) -> str:
@@ -144,7 +159,7 @@ def render_html(
            f"<title>{_e(title)}</title><style>{PAGE_CSS}</style></head><body>"]
     out.append(f'<h1>{_e(title)}</h1><p><span id="verdict" class="badge {verdict.word}">{verdict.word}</span></p><ul id="checks">')
     for c in verdict.checks:
-        out.append(f'<li class="{"ok" if c.ok else "bad"}"><b>{"ok" if c.ok else "FAIL"}</b> <code>{_e(c.name)}</code>: {_e(c.detail)}</li>')
+        out.append(f'<li class="{"ok" if c.ok else "bad"}"><b>{"ok" if c.ok else "FAIL"}</b> <code>{_e(c.name)}</code>: {_code(c.detail)}</li>')
     if not verdict.checks:
         out.append("<li>no assertions configured</li>")
     out.append("</ul>")
@@ -158,7 +173,10 @@ def render_html(
     out.append(f'<h2>Summary</h2><p id="coverage">{total} results: {ok} ok' + (f"; errors: {_e(errs)}" if errs else "; no errors") + ".")
     if ok != total:
         out.append(f" Means, CIs and pass rates cover the <b>{ok} of {total}</b> results that were scored.")
-    out.append('</p><table id="summary"><thead><tr>')
+    out.append("</p>")
+    if run_errors := run_errors_line(summary):
+        out.append(f'<p id="run-errors" class="warn">{_code(run_errors)} (listed under <i>Runs that ended in an error</i>).</p>')
+    out.append('<table id="summary"><thead><tr>')
     for hcell in ["metric", "scored", "excluded", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"]:
         out.append(f"<th>{hcell}</th>")
     out.append("</tr></thead><tbody>")
@@ -203,9 +221,20 @@ def render_html(
             out.append(f"<h3>Regressed most: {_e(k)}</h3><table class=\"movers\"><thead><tr><th>case</th><th>trial</th><th>baseline</th><th>current</th><th>baseline reason</th><th>current reason</th></tr></thead><tbody>")
             for mv in md.worst:
                 out.append(f'<tr><td>{_e(mv.case_id)}</td><td class="num">{mv.trial}</td><td class="num">{mv.a:.3f}</td><td class="num bad">{mv.b:.3f}</td>'
-                           f'<td class="reason">{_e(mv.reason_a)}</td><td class="reason">{_e(mv.reason_b)}</td></tr>')
+                           f'<td class="reason">{_code(mv.reason_a)}</td><td class="reason">{_code(mv.reason_b)}</td></tr>')
             out.append("</tbody></table>")
     out.append("</div>")
+
+    if cases.run_errors:
+        out.append(f'<h2 id="runs-ended-in-error">Runs that ended in an error</h2><p>{cases.run_error_total} of {cases.total} results: the agent\'s '
+                   "run ended in an error its trace records (<code>metadata.run_error</code>); they are scored as recorded."
+                   + (f" The first {len(cases.run_errors)} are listed." if cases.run_error_total > len(cases.run_errors) else "") + "</p>")
+        out.append('<table id="run-error-cases"><colgroup><col style="width:18%"><col style="width:5%"><col style="width:10%"><col></colgroup>'
+                   "<thead><tr><th>case</th><th>trial</th><th>status</th><th>run error</th></tr></thead><tbody>")
+        for r in cases.run_errors:
+            out.append(f'<tr><td>{_e(r.case_id)}</td><td class="num">{r.trial}</td><td{" class=bad" if r.status != "ok" else ""}>{_e(r.status)}</td>'
+                       f'<td class="reason">{_code(r.run_error)}</td></tr>')
+        out.append("</tbody></table>")
 
     metrics = list(summary.get("metrics", {}))
     shown = cases.shown

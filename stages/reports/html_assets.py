@@ -37,6 +37,7 @@ th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pager{display:flex;gap:10px;align-items:center}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
 .muted{color:#57606a}
+.warn{color:#9a6700;font-weight:600}.reason code,#checks code,#run-errors code{background:#eaeef2;border-radius:4px;padding:0 3px}
 """
 
 PAGE_JS = r"""
@@ -83,6 +84,20 @@ PAGE_JS = r"""
     return sign + out;
   }
   function el(tag, cls, text){ var x=document.createElement(tag); if(cls){x.className=cls;} if(text!==undefined){x.textContent=text;} return x; }
+  // `text` shown into `parent`, each `x` in backticks (on one line) as a <code> element, as report.md shows it. Text
+  // nodes and elements holding text only: nothing of a reason is ever parsed as HTML.
+  var CODE = /`([^`\r\n]+)`/g;
+  function withCode(parent, text){
+    var s = shown(text), at = 0, m;
+    CODE.lastIndex = 0;
+    while((m = CODE.exec(s)) !== null){
+      if(m.index > at){ parent.appendChild(document.createTextNode(s.slice(at, m.index))); }
+      parent.appendChild(el('code', '', m[1]));
+      at = CODE.lastIndex;
+    }
+    if(at < s.length){ parent.appendChild(document.createTextNode(s.slice(at))); }
+    return parent;
+  }
   // One line per result: a chip per metric, coloured by its verdict, its reason on hover; a click on the row (or Enter on
   // its ▸ button) shows every reason.
   function render(){
@@ -93,18 +108,22 @@ PAGE_JS = r"""
       var why = el('tr', 'why'); why.hidden = true; why.id = 'why-' + n; var wtd = el('td'); wtd.colSpan = cols.length; why.appendChild(wtd);
       var toggle = el('button', 'expand', '▸'); toggle.type = 'button'; toggle.title = 'all reasons';
       toggle.setAttribute('aria-expanded', 'false'); toggle.setAttribute('aria-controls', why.id); toggle.setAttribute('aria-label', 'reasons of ' + shown(r.case_id));
-      if(r.error){ wtd.appendChild(el('div', 'bad reason', shown(r.error))); }
+      if(r.error){ wtd.appendChild(withCode(el('div', 'bad reason'), r.error)); }
+      // The agent's run ended in an error (`metadata.run_error`): the result is scored as recorded, and marked.
+      if(r.run_error){ var ran = el('div', 'warn reason'); ran.appendChild(el('b', '', 'run ended in an error: ')); wtd.appendChild(withCode(ran, r.run_error));
+                       tr.setAttribute('data-run-error', ''); }
       cols.forEach(function(c){
         var td = el('td');
         if(c==='case'){ td.appendChild(toggle); td.appendChild(document.createTextNode(shown(r.case_id))); td.className='clip'; td.title=shown(r.case_id); }
         else if(c==='trial'){ td.textContent = r.trial; td.className='num'; }
-        else if(c==='status'){ td.textContent = shown(r.status); td.className = 'clip' + (r.status!=='ok' ? ' bad' : ''); td.title = shown(r.error || r.status); }
+        else if(c==='status'){ td.textContent = shown(r.status) + (r.run_error ? ' · run error' : ''); td.className = 'clip' + (r.status!=='ok' ? ' bad' : r.run_error ? ' warn' : '');
+                               td.title = shown(r.error || (r.run_error ? 'run ended in an error: ' + r.run_error : r.status)); }
         else { var s = r.scores[c];
           if(!s){ td.textContent='—'; }
           else { var word = s.passed===true ? 'pass' : s.passed===false ? 'fail' : 'none';
                  var chip = el('span', 'chip '+word, (s.value===null || s.value===undefined) ? 'n/a' : fixed(s.value, 3));
                  chip.title = shown(c + ': ' + s.reason); td.appendChild(chip);
-                 var line = el('div'); line.appendChild(el('b', '', shown(c) + ' ')); line.appendChild(el('span', 'reason', shown(s.reason))); wtd.appendChild(line); } }
+                 var line = el('div'); line.appendChild(el('b', '', shown(c) + ' ')); line.appendChild(withCode(el('span', 'reason'), s.reason)); wtd.appendChild(line); } }
         tr.appendChild(td);
       });
       // The button's click (a mouse, Enter or Space) reaches the row's handler: one toggle either way.

@@ -14,7 +14,7 @@ from tracejudge.stages.reports.judge_spend import in_flight_line
 if TYPE_CHECKING:  # a run without a baseline never compares
     from tracejudge.stages.comparison.runs import Comparison
 
-__all__ = ["render_markdown"]
+__all__ = ["render_markdown", "run_errors_line"]
 
 
 def _num(x: float | None, nd: int = 3) -> str:
@@ -41,6 +41,20 @@ def _cell(text: str, limit: int = 300) -> str:
 
 def _ci(ci: list[float] | None) -> str:
     return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def run_errors_line(summary: dict[str, Any]) -> str | None:
+    """How many results' agent runs ended in an error (`summary.json`'s `run_errors`), as the reports say it; None for none.
+
+    Such a result is scored as its trace recorded the run and is `ok` by status: the line says so, since nothing else in
+    the summary tells a crashed or limit-stopped run from one that finished. (Cases, or results with several trials.)
+    """
+    n = summary.get("run_errors")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return None
+    unit = "results" if summary.get("trials", 1) > 1 else "cases"
+    return (f"{n} of {summary.get('results', 0)} {unit}: the agent's run ended in an error (`metadata.run_error`); "
+            f"scored as the trace recorded it, {'it counts' if n == 1 else 'they count'} as ok")
 
 
 def not_applicable_note(m: dict[str, Any], sep: str = " ") -> str:
@@ -97,6 +111,8 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
                  + f": {ok} ok" + (f", errors: {errs}" if errs else ", no errors") + ".")
     if ok != total:
         lines.append(f"Means, CIs and pass rates cover the **{ok} of {total}** results that were scored; the other {total - ok} are excluded and listed under *Errors*.")
+    if run_errors := run_errors_line(summary):
+        lines += ["", f"**{_text(run_errors)}** (listed under *Runs that ended in an error*)."]
     judge = summary.get("judge") or {}
     if judge.get("requests") or judge.get("cache_hits"):
         lines += ["", _text(spend_line(summary)) + "."]  # what the judge cost ("cost unknown" for a model without a price)
@@ -136,7 +152,20 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
         if not worst:
             continue
         lines += [f"### {_text(key)}", ""]
-        lines += _table(["case", "trial", "value", "reason"], [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"]] for r in worst])
+        if any(r.run_error for r in worst):  # (a column only where a row has one: its run ended in an error)
+            lines += _table(["case", "trial", "value", "reason", "run ended in error"],
+                            [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"], r.run_error] for r in worst])
+        else:
+            lines += _table(["case", "trial", "value", "reason"], [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"]] for r in worst])
+        lines.append("")
+    if cases.run_errors:
+        lines += ["## Runs that ended in an error", ""]
+        lines.append(f"{cases.run_error_total} of {cases.total} results: the agent's run ended in an error its trace records "
+                     "(`metadata.run_error`); they are scored as recorded.")
+        lines.append("")
+        lines += _table(["case", "trial", "status", "run error"], [[r.case_id, str(r.trial), r.status, r.run_error] for r in cases.run_errors])
+        if cases.run_error_total > len(cases.run_errors):
+            lines.append(f"\n(first {len(cases.run_errors)} shown)")
         lines.append("")
     if cases.error_kinds:
         lines += ["## Errors", ""]

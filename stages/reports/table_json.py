@@ -61,9 +61,12 @@ def _rendered_row(done: Finished, keys: dict[str, tuple[str, bytes]], values: di
     reason ends, the line (UTF-8) gives one piece per score, each ending `"key":{"value":V,"passed":P,"reason":"R`;
     any other count (tags, metadata or details holding the split text too) takes the general path. Only the
     reasons are decoded. `keys` remember each key's JSON (and the piece's head it ends), `values` each value's
-    as `json.dumps` writes it, across rows.
+    as `json.dumps` writes it, across rows. A result whose agent run ended in an error (`metadata.run_error`, which the
+    row shows) takes the general path.
     """
     tags, cells = done.tags, done.scores
+    if done.metadata.get("run_error"):
+        return None
     pieces = done.rendered.middle.split(_REASON_END)
     if len(pieces) != len(cells) + 1 or type(done.case_id) is not str or not {*map(type, tags)} <= _STR:
         return None
@@ -88,7 +91,7 @@ def _rendered_row(done: Finished, keys: dict[str, tuple[str, bytes]], values: di
             values[value] = value_json
         scores.append(f'{key_json}:{{"value":{value_json},"passed":{passed.decode()},"reason":"{reason.decode()}"}}')
     return (f'{{"case_id":{encode_basestring(done.case_id)},"trial":{int(done.trial)},"status":"ok","scores":{{{",".join(scores)}}},'
-            f'"error":"","tags":[{",".join(map(encode_basestring, tags))}]}}')
+            f'"error":"","tags":[{",".join(map(encode_basestring, tags))}],"run_error":""}}')
 
 
 def _number(text: bytes) -> str | None:

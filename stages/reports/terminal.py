@@ -10,7 +10,7 @@ from rich.table import Table
 from tracejudge.core.console import cell, fits, plain_console
 from tracejudge.core.inert_text import visible
 from tracejudge.core.records import LATE_STATUSES
-from tracejudge.stages.reports.markdown import not_applicable_note, not_computed_cell
+from tracejudge.stages.reports.markdown import not_applicable_note, not_computed_cell, run_errors_line
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
 
@@ -119,6 +119,8 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     note = coverage_note(summary)
     if note:
         con.print(note, highlight=False, markup=False, emoji=False, soft_wrap=True)
+    if run_errors := run_errors_line(summary):  # (ok by status, so nothing above tells these results apart)
+        con.print(run_errors.replace("`", "") + " (report.md lists them)", highlight=False, markup=False, emoji=False, soft_wrap=True)
     pk = pass_at_k_table(summary)
     if pk is not None and not fits(con, pk):
         pk = pass_at_k_table(summary, compact=True)
