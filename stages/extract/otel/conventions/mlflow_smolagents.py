@@ -14,8 +14,8 @@ value it returned, by their `__dict__`:
 
 A `CodeAgent` runs the model's code in a worker thread (smolagents' `LocalPythonExecutor` under its default timeout), where
 MLflow's context is lost: each tool the code calls, `final_answer` included, is a trace of its own, its one span's inputs
-without `sanitize_inputs_outputs` (`{"kwargs": {…}}`, `{"args": […]}`: the code passed no such flag) and its output the
-tool's value as it is; `strays` (format `otel`) and `mlflow_code_tools` (format `mlflow`) join such a trace to the run that
+without `sanitize_inputs_outputs` (`{"kwargs": {…}}`, `{"args": […]}`, `{}` for a call with no argument: the code passed no
+such flag) and its output the tool's value as it is; `strays` (format `otel`) and `mlflow_code_tools` (format `mlflow`) join such a trace to the run that
 holds it in time (`code_run`, `tool_call`).
 
 `adjust` reads those into the arguments, result and answer the model and the application saw. MLflow records none of a
@@ -72,9 +72,11 @@ _BOUND = {"sanitize_inputs_outputs", "args", "kwargs"}  # `Tool.__call__(self, *
 
 def _tool_call(span: Span, inputs: object) -> bool:
     """Whether `span` (a TOOL) is smolagents' `Tool.__call__` as MLflow records it: named `<ToolClass>.__call__`, its inputs
-    the method's bound arguments (a `ToolCallingAgent` passes `sanitize_inputs_outputs`, a `CodeAgent`'s code does not)."""
-    return (span.name.endswith(_CALL) and span.name[: -len(_CALL)].isidentifier() and isinstance(inputs, dict) and set(inputs) <= _BOUND
-            and bool(set(inputs) & _BOUND))
+    the method's bound arguments (a `ToolCallingAgent` passes `sanitize_inputs_outputs`, a `CodeAgent`'s code does not).
+
+    A call the code made with no argument (`get_time()`) binds none: MLflow drops the empty `*args` and `**kwargs` and the
+    flag left at its default, so its inputs are `{}`."""
+    return span.name.endswith(_CALL) and span.name[: -len(_CALL)].isidentifier() and isinstance(inputs, dict) and set(inputs) <= _BOUND
 
 
 def tool_call(span: Span) -> bool:
