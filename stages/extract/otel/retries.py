@@ -21,9 +21,11 @@ no model part asked for (a smolagents `CodeAgent`'s code calling a tool) are lef
 A trace may lack a span (cut by hand, or dropped by its exporter). When a part's last span failed inside a node run
 that raised (its parent span failed: nothing that run made reached the graph's state) and yet the run's next request
 shows the model a new response for the part's id that is not the failure (smolagents sends a failure back, its step
-span failed too), a later run of the node answered it and its span is missing: the call has that response as its
-result (`calls`), and the failure it recorded is an attempt's (listed in `retried`, counting the run that answered);
-it also shows that the node was re-run, so the round folds. The failed attempt's span missing leaves the call that
+span failed too) nor the result the span recorded (pydantic-ai writes there the retry prompt it sends back, argument
+validation errors as pydantic's error details, and its agent span fails when the run raises later), a later run of the
+node answered it and its span is missing: the call has that response as its result (`calls`), and the failure it
+recorded is an attempt's (listed in `retried`, counting the run that answered); it also shows that the node was re-run,
+so the round folds. The failed attempt's span missing leaves the call that
 returned (a span whose node raised is evidence of a re-run too: the other calls' runs fold).
 """
 
@@ -50,16 +52,19 @@ def _asks(t: Tool, parts: list[dict[str, Any]]) -> tuple[int, ...]:
 
 
 def _answered(asker: Span, pid: str, error: str, models: list[Span], replies: Callable[[Span], list[dict[str, Any]]],
-              together: Callable[[Span, Span], bool]) -> bool:
+              together: Callable[[Span, Span], bool], sent: Any = MISSING) -> bool:
     """Whether the next request of `asker`'s run shows the model a new response for call id `pid` (not one of another
-    round's call of that id, which `asker` showed already) that does not say `error`'s message (a failure sent back)."""
+    round's call of that id, which `asker` showed already) that does not say `error`'s message (a failure sent back)
+    and is not `sent`, what the failed span itself recorded as its result: the failure as the framework sent it back
+    (pydantic-ai writes its retry prompt on the span, argument validation errors as pydantic's error details)."""
     after = next((m for m in models if m.start > asker.start and together(m, asker)), None)
     if after is None:
         return False
     def of(m: Span) -> list[dict[str, Any]]:
         return [r for r in replies(m) if r.get("id") is not None and str(r["id"]) == pid]
     said = error.split(": ", 1)[-1]
-    return any(said not in str(r.get("response")) for r in of(after)[len(of(asker)):])
+    return any(said not in str(r.get("response")) and (sent is MISSING or sent is None or unjson(r.get("response")) != unjson(sent))
+               for r in of(after)[len(of(asker)):])
 
 
 def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], list[dict[str, Any]]],
@@ -93,7 +98,7 @@ def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], 
             calls = ran[max(len(ran) - len(which), 0):]
             pid = asked[which[0]].get("id") if len(which) == 1 else None
             if (pid is not None and calls[-1].error is not None and raised(calls[-1].span)
-                    and _answered(asker, str(pid), str(calls[-1].error), models, replies, together)):
+                    and _answered(asker, str(pid), str(calls[-1].error), models, replies, together, calls[-1].result)):
                 gone.append((calls[-1], str(pid)))
             if len(ran) <= len(which):
                 continue

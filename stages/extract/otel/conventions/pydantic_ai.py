@@ -43,6 +43,15 @@ from it (the last user text of the run) gives way to the run's real last user
 text (`pydantic_ai.all_messages`), and the request whose answer it refused gets
 `"output rejected: …"` (the validation errors said as for an output tool, or the
 message) as its error, as a refused output-tool answer does.
+
+A tool call whose arguments failed validation is an `execute_tool` span of its own
+(`pydantic_ai.tool.failure_stage: validation`, the `ValidationError` its exception)
+holding, as its result, the retry prompt pydantic-ai sends back (the error details).
+When that failure is over the tool's `retries` pydantic-ai sends nothing: the run
+ends, raising `UnexpectedModelBehavior` ("Tool … exceeded max retries count of N"),
+and the span says so by recording the retry's cause without its attempt
+(`pydantic_ai.tool.retry.cause`, no `pydantic_ai.tool.retry.attempt`); such a call
+has no result (`over_budget`), as a `ModelRetry` over the limit records none.
 """
 
 from __future__ import annotations
@@ -57,9 +66,9 @@ from tracejudge.stages.extract.otel.conventions.genai import messages
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.replays import message_key
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, present, unjson
+from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["NAME", "REFUSED", "SCOPE", "feedback", "ours", "read", "retry_feedback"]
+__all__ = ["NAME", "REFUSED", "SCOPE", "feedback", "ours", "over_budget", "read", "retry_feedback"]
 
 NAME = "pydantic-ai"
 SCOPE = "pydantic-ai"  # the instrumentation scope of its spans (`InstrumentationSettings`' tracer, under Logfire too)
@@ -187,6 +196,8 @@ _NO_OUTPUT = frozenset("Please " + " or ".join(x for x in chosen if x) + "."
                        for chosen in product(("", "return text"), ("", "include your response in a tool call", "call a tool"), ("", "return an image"))
                        if any(chosen))
 _OWN_KEYS = ("model_request_parameters", "pydantic_ai.all_messages")
+# A tool span's retry (`_record_retry`): its cause, and its attempt unless the tool's retries are spent (the run ends)
+_RETRY_CAUSE, _RETRY_ATTEMPT = "pydantic_ai.tool.retry.cause", "pydantic_ai.tool.retry.attempt"
 # (pydantic-ai 1.x+ writes neither on its `execute_tool` spans: there, its run's call id beside logfire's schema key)
 _OWN_PAIR = ("gen_ai.agent.call.id", "logfire.json_schema")
 
@@ -225,7 +236,8 @@ def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
     left of its message. Feedback the request's input adds after the last reply it replays is new: the reply
     before it was refused, and the request that gave it (the last one before, of the same run when there is one,
     whose output is that reply) gets `"output rejected: …"` as its error. A run whose recorded request is a
-    feedback text (OpenInference's `input.value`) asked the last user text of its messages that is none.
+    feedback text (OpenInference's `input.value`) asked the last user text of its messages that is none. Then a tool
+    call over its retries has no result (`over_budget`).
     """
     mine = [s for s in spans if ours(s)]
     models = sorted((s for s in mine if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
@@ -255,6 +267,17 @@ def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
         v = views[s.span_id]
         if feedback(v.request) is not None:
             v.request = _asked(s, said_by_user) if v.role == "agent" else None
+    over_budget(mine, views)
+
+
+def over_budget(spans: list[Span], views: dict[str, View]) -> None:
+    """A failed tool call over its retries (the module doc) has no result: the prompt the span recorded was never sent.
+
+    `spans`: pydantic-ai's. In place."""
+    for s in spans:
+        v = views[s.span_id]
+        if v.role == "tool" and v.error is not None and present(s.attrs.get(_RETRY_CAUSE)) and _RETRY_ATTEMPT not in s.attrs:
+            v.result = MISSING
 
 
 def _refusers(earlier: list[Span], m: Span, reply: dict[str, Any], views: dict[str, View]) -> list[Span]:
