@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _out_of_steps import assert_calls_ran_or_not_run
 from framework_truth import only_case
 from tracejudge.core.records import Case
-from tracejudge.stages.extract.otel.conventions.langgraph_steps import OUT_OF_STEPS, SORRY, recursion_unrun
+from tracejudge.stages.extract.otel.conventions.langgraph_steps import SORRY
 
 DATA = Path(__file__).parent / "data" / "langgraph-out-of-steps"
 NAMES = [f"{k}-{s}" for s in ("react", "graph") for k in ("oi", "tl")]
@@ -35,18 +36,7 @@ def reading(name: str) -> Case:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_call_reads_as_it_ran_or_as_not_run(name: str) -> None:
-    want = truth(name)
-    case = reading(name)
-    assert case.trace is not None
-    ran = {(r["name"], json.dumps(r["arguments"])): r["result"] for r in want["tool_runs"]}
-    run_error = case.metadata.get("run_error")
-    why = OUT_OF_STEPS if want["raised"] is None else recursion_unrun(run_error)
-    expected = [(c["id"], c["name"], c["arguments"], ran.get((c["name"], json.dumps(c["arguments"]))),
-                 None if (c["name"], json.dumps(c["arguments"])) in ran else why) for c in want["asked"]]
-    assert [(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == expected
-    assert sum(c.error is not None for c in case.trace.tool_calls()) == 2  # Oslo and Rome never ran
-    assert len(case.trace.steps) == want["requests"] == case.trace.usage.requests
-    assert case.input == want["question"]
+    assert_calls_ran_or_not_run(reading(name), truth(name))
 
 
 @pytest.mark.parametrize("kind", ["oi", "tl"])

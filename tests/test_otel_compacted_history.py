@@ -13,31 +13,11 @@ end (the latest reply, call ids included) are the conversation's own.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pytest
-from helpers import extract_path
-from test_otel_loop_faults import facts  # (the same facts of a conversation)
-from tracejudge.core.records import Case
+from _history_loops import history_loop_tests
 
 DATA = Path(__file__).parent / "data" / "compacted-history"
 SCENARIOS = ["tl-compact-round", "oi-compact-round", "oi-compact-round-session", "tl-compact-turns", "oi-compact-turns"]
 
-
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_loop_reads_as_its_truth(name: str) -> None:
-    cases = extract_path(DATA / f"{name}.jsonl", "otel")
-    assert all(isinstance(c, Case) for c in cases), cases
-    truth = json.loads((DATA / f"{name}.truth.json").read_text())["cases"]
-    assert [facts(c) for c in cases] == [{k: v for k, v in t.items() if k != "answers"} for t in truth]
-
-
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_turns_end_on_their_answers(name: str) -> None:
-    """One turn per question the user asked, each ending on its answer; the text beside a call is no answer."""
-    (case,) = extract_path(DATA / f"{name}.jsonl", "otel")
-    (truth,) = json.loads((DATA / f"{name}.truth.json").read_text())["cases"]
-    turns = case.metadata["otel"]["turns"]
-    assert [(t["user_text"], t["final_text"]) for t in turns] == list(zip(truth["user_turns"], truth["answers"]))
-    assert len(case.metadata["otel"]["traces"]) == truth["usage"]["requests"]
+test_loop_reads_as_its_truth, test_turns_end_on_their_answers = history_loop_tests(DATA, SCENARIOS)

@@ -29,7 +29,7 @@ tools' own code (`weather`, `convert`), not from a log.
 
 Nothing machine-specific is left: inspect runs with a temporary directory as its working directory (outside any
 git checkout, so it records no `revision`) and as `XDG_DATA_HOME`/`XDG_CACHE_HOME`; then every file is rewritten
-(`_scrub`): the temporary directory, this checkout, the interpreter's prefix and the home directory become
+(`inspect_common.scrub`): the temporary directory, this checkout, the interpreter's prefix and the home directory become
 `<tmp>`, `<repo>`, `<python>` and `<home>` (tracebacks of the crashed sample hold such paths). A `.eval` archive
 is rewritten member by member with inspect's own zip settings (`zipfile_compress_kwargs`: Zstandard), in the
 same order. The run takes about 4 s.
@@ -37,16 +37,16 @@ same order. The run takes about 4 s.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import sys
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
-MODEL = "mockllm/model"
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from inspect_common import MODEL, main, record_logs, weather_tool  # noqa: E402
+
 SYSTEM = "You are a weather assistant. Use the tools; never guess a temperature."
 FOLLOW_UP = "And in Fahrenheit?"
 ANSWER = "Paris: sunny, 21 C"
@@ -132,18 +132,6 @@ def tasks() -> list[Any]:
     from inspect_ai.tool import tool
 
     @tool
-    def get_weather() -> Any:
-        async def execute(city: str) -> str:
-            """Current weather in a city.
-
-            Args:
-                city: the city
-            """
-            return weather(city)
-
-        return execute
-
-    @tool
     def convert_temperature() -> Any:
         async def execute(celsius: float, to: str) -> str:
             """Convert a Celsius temperature.
@@ -157,7 +145,7 @@ def tasks() -> list[Any]:
         return execute
 
     paris = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
-    tools = [get_weather(), convert_temperature()]
+    tools = [weather_tool(weather), convert_temperature()]
     return [
         Task(name="weather-tools", epochs=2, solver=[use_tools(*tools), generate()], scorer=[includes(), match(location="any")],
              dataset=[Sample(id="paris", input=QUESTIONS["paris"], target="21", metadata={"city": "Paris", "level": 1, "expected_tool_calls": paris}),
@@ -167,9 +155,9 @@ def tasks() -> list[Any]:
         Task(name="weather-chat", solver=[system_message(SYSTEM), use_tools(*tools), generate(), user_message(FOLLOW_UP), generate()],
              scorer=includes(), dataset=[Sample(id="chat", input=QUESTIONS["chat"], target="69.8"),
                                           Sample(id="crash", input=QUESTIONS["crash"], target="unknown")]),
-        Task(name="weather-react", solver=react(tools=[get_weather()]), scorer=includes(),
+        Task(name="weather-react", solver=react(tools=[weather_tool(weather)]), scorer=includes(),
              dataset=[Sample(id="react", input=QUESTIONS["react"], target="sunny", metadata={"expected_tool_calls": paris})]),
-        Task(name="weather-agent", solver=basic_agent(tools=[get_weather()]), scorer=includes(),
+        Task(name="weather-agent", solver=basic_agent(tools=[weather_tool(weather)]), scorer=includes(),
              dataset=[Sample(id="agent", input=QUESTIONS["agent"], target="sunny", metadata={"expected_tool_calls": paris})]),
     ]
 
@@ -210,74 +198,10 @@ def truth() -> dict[str, Any]:
     return out
 
 
-def _scrub(text: str, tmp: Path) -> str:
-    """`text` without this machine's paths (module docstring): the longest first, so a prefix never cuts a longer one."""
-    repo = Path(__file__).resolve().parents[2]
-    names = {str(tmp): "<tmp>", str(tmp.resolve()): "<tmp>", str(repo): "<repo>", sys.prefix: "<python>",
-             sys.base_prefix: "<python>", str(Path.home()): "<home>"}
-    for path in sorted(names, key=len, reverse=True):
-        if len(path) > 1:
-            text = text.replace(path, names[path])
-    return text
-
-
-def _scrub_file(path: Path, tmp: Path) -> None:
-    """Rewrite a `.json` log, or each member of a `.eval` archive (same order, inspect's own compression), with `_scrub`."""
-    from inspect_ai._util.zipfile import zipfile_compress_kwargs  # (importing it lets zipfile write Zstandard before Python 3.14)
-
-    if path.suffix == ".json":
-        path.write_text(_scrub(path.read_text(encoding="utf-8"), tmp), encoding="utf-8")
-        return
-    with zipfile.ZipFile(path) as src:
-        members = [(info, src.read(info)) for info in src.infolist()]
-    with zipfile.ZipFile(path, "w", **zipfile_compress_kwargs) as dst:
-        for info, data in members:
-            dst.writestr(info, _scrub(data.decode("utf-8"), tmp).encode("utf-8"), compress_type=info.compress_type)
-
-
 def record(out: Path) -> dict[str, Any]:
     """Run the tasks and write `out/<task>.eval`, `out/<task>.json` (`JSON_TOO`) and `out/truth.json`; returns the truth."""
-    out = out.resolve()  # (inspect runs in another working directory)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="inspect-rec-"))
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "INSPECT_EVAL_LOG_FILE_PATTERN")}
-    os.environ.update(XDG_DATA_HOME=str(tmp / "data"), XDG_CACHE_HOME=str(tmp / "cache"), INSPECT_EVAL_LOG_FILE_PATTERN="{task}")
-    cwd = os.getcwd()
-    os.chdir(tmp)
-    try:
-        from inspect_ai import eval as inspect_eval
-        from inspect_ai.log import read_eval_log, write_eval_log
-        from inspect_ai.model import get_model
-
-        logs = inspect_eval(tasks(), model=get_model(MODEL, custom_outputs=scripted), log_dir=str(tmp / "logs"), log_format="eval",
-                            display="none", fail_on_error=False, max_tasks=len(TASKS))
-        for log in logs:
-            if log.status != "success":
-                raise RuntimeError(f"{log.eval.task}: {log.status}: {log.error}")
-            shutil.copyfile(log.location, out / f"{log.eval.task}.eval")
-            if log.eval.task in JSON_TOO:
-                write_eval_log(read_eval_log(log.location), str(out / f"{log.eval.task}.json"), format="json")
-        for path in sorted(out.glob("*.eval")) + [out / f"{t}.json" for t in JSON_TOO]:
-            _scrub_file(path, tmp)
-    finally:
-        os.chdir(cwd)
-        os.environ.update({k: v for k, v in saved.items() if v is not None})
-        for k in (k for k, v in saved.items() if v is None):
-            os.environ.pop(k, None)
-        shutil.rmtree(tmp, ignore_errors=True)
-    known = truth()
-    (out / "truth.json").write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return known
-
-
-def main(argv: list[str]) -> int:
-    """`record_inspect.py OUTDIR`: record into OUTDIR (see the module docstring); returns the exit status."""
-    if len(argv) != 1:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
-    record(Path(argv[0]))
-    return 0
+    return record_logs(out, tasks, scripted, lambda logs: truth(), json_too=JSON_TOO, fail_on_error=False)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(record, __doc__, sys.argv[1:], show=False))

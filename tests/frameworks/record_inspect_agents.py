@@ -18,7 +18,7 @@ runs four tasks with `inspect_ai.eval(...)` on the offline `mockllm/model` provi
   sample there and keeps neither (the `tool` events hold what they returned).
 
 inspect writes each log as `<timestamp>_<task>.eval`; it is copied to `OUTDIR/<task>.eval` and scrubbed of this machine's
-paths as `record_inspect.py` does (`_scrub_file`). `OUTDIR/truth.json` holds, per task and sample, what the script and the
+paths (`inspect_common.scrub_file`). `OUTDIR/truth.json` holds, per task and sample, what the script and the
 tool made the sample do: the question (the one user turn), the prompts the agent itself added (inspect's own constants),
 every call the model made with what the tool returned (the tool's own log: `tools_ran`), the answers the scorer refused,
 the completion inspect scored (`output`, from the log: what inspect itself kept) and the limit that stopped it.
@@ -26,11 +26,7 @@ the completion inspect scored (`output`, from the log: what inspect itself kept)
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +34,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from record_inspect import _scrub_file  # noqa: E402
+from inspect_common import main, model_output, record_logs, script_turn, weather_tool  # noqa: E402
 
-MODEL = "mockllm/model"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C", "Oslo": "snow, -2 C"}
 QUESTIONS = {"nudged": "Is it sunny in Paris?", "attempts": "How warm is Paris, in C?", "agent_nudged": "Is Paris sunny now?",
              "msg_limit": "Weather in Paris, Tokyo and Oslo?"}
@@ -62,17 +57,9 @@ RAN: list[dict[str, Any]] = []  # every run of the tool, in order: {"city", "res
 
 def scripted(messages: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
     """mockllm's `custom_outputs`: this sample's next scripted reply (by how many it made so far), with a fixed usage."""
-    from inspect_ai.model import ChatMessageAssistant, ModelOutput, ModelUsage
-    from inspect_ai.tool import ToolCall
+    from inspect_ai.model import ModelUsage
 
-    question = next(m.text for m in messages if m.role == "user")
-    turn = SCRIPT[next(k for k, q in QUESTIONS.items() if q == question)][sum(m.role == "assistant" for m in messages)]
-    if turn[0] == "text":
-        output = ModelOutput.from_content(model=MODEL, content=turn[1])
-    else:
-        message = ChatMessageAssistant(content=turn[2], model=MODEL, source="generate",
-                                       tool_calls=[ToolCall(id=cid, function=name, arguments=args) for cid, name, args in turn[1]])
-        output = ModelOutput.from_message(message, stop_reason="tool_calls")
+    output = model_output(script_turn(messages, QUESTIONS, SCRIPT)[1])
     output.usage = ModelUsage(input_tokens=100, output_tokens=20, total_tokens=120)
     return output
 
@@ -83,20 +70,13 @@ def tasks() -> list[Any]:
     from inspect_ai.dataset import Sample
     from inspect_ai.scorer import includes
     from inspect_ai.solver import basic_agent
-    from inspect_ai.tool import tool
 
-    @tool
+    def weather(city: str) -> str:
+        RAN.append({"city": city, "result": WEATHER[city]})
+        return WEATHER[city]
+
     def get_weather() -> Any:
-        async def execute(city: str) -> str:
-            """Current weather in a city.
-
-            Args:
-                city: the city
-            """
-            RAN.append({"city": city, "result": WEATHER[city]})
-            return WEATHER[city]
-
-        return execute
+        return weather_tool(weather)
 
     def sample(sid: str, target: str) -> Any:
         return [Sample(id=sid, input=QUESTIONS[sid], target=target)]
@@ -139,41 +119,8 @@ def truth(logs: dict[str, Any]) -> dict[str, Any]:
 
 def record(out: Path) -> dict[str, Any]:
     """Run the tasks and write `out/<task>.eval` and `out/truth.json`; returns the truth."""
-    out = out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="inspect-rec-"))
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "INSPECT_EVAL_LOG_FILE_PATTERN")}
-    os.environ.update(XDG_DATA_HOME=str(tmp / "data"), XDG_CACHE_HOME=str(tmp / "cache"), INSPECT_EVAL_LOG_FILE_PATTERN="{task}")
-    cwd = os.getcwd()
-    os.chdir(tmp)
-    try:
-        from inspect_ai import eval as inspect_eval
-        from inspect_ai.log import read_eval_log
-        from inspect_ai.model import get_model
-
-        logs = inspect_eval(tasks(), model=get_model(MODEL, custom_outputs=scripted), log_dir=str(tmp / "logs"), log_format="eval",
-                            display="none", max_tasks=len(TASKS))
-        done = {}
-        for log in logs:
-            if log.status != "success":
-                raise RuntimeError(f"{log.eval.task}: {log.status}: {log.error}")
-            shutil.copyfile(log.location, out / f"{log.eval.task}.eval")
-            done[log.eval.task] = read_eval_log(log.location)
-        for path in sorted(out.glob("*.eval")):
-            _scrub_file(path, tmp)
-    finally:
-        os.chdir(cwd)
-        os.environ.update({k: v for k, v in saved.items() if v is not None})
-        for k in (k for k, v in saved.items() if v is None):
-            os.environ.pop(k, None)
-        shutil.rmtree(tmp, ignore_errors=True)
-    known = truth(done)
-    (out / "truth.json").write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return known
+    return record_logs(out, tasks, scripted, truth)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        sys.exit(2)
-    print(json.dumps(record(Path(sys.argv[1])), indent=1))
+    sys.exit(main(record, __doc__, sys.argv[1:]))

@@ -21,7 +21,7 @@ functions that log every run (started, returned, raised):
   while it runs.
 
 inspect writes each log as `<timestamp>_<task>.eval`; it is copied to `OUTDIR/<task>.eval` and scrubbed of this machine's
-paths as `record_inspect.py` does (`_scrub_file`). `OUTDIR/truth.json` holds, per task and sample, what the application
+paths (`inspect_common.scrub_file`). `OUTDIR/truth.json` holds, per task and sample, what the application
 did: its question, the replies the model made (the script's, as served: text and call ids), every call the model asked
 for with what its tool's own log says (`started`, the value it `returned`, the `repr` of what it `raised`), the usage of
 the replies made, and from the log what inspect itself kept: the completion it scored (`output`), the sample's error
@@ -31,11 +31,8 @@ message and the limit that stopped it (type and reason). The run takes about 5 s
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import shutil
 import sys
-import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +40,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from record_inspect import _scrub_file  # noqa: E402
+from inspect_common import main, model_output, record_logs, script_turn, weather_tool  # noqa: E402
 
-MODEL = "mockllm/model"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C", "Oslo": "snow, -2 C", "Rome": "sunny, 25 C", "Lima": "cloudy, 18 C",
            "Cairo": "hot, 35 C", "Quito": "mild, 16 C", "Berlin": "windy, 12 C", "Madrid": "dry, 28 C", "Vienna": "foggy, 9 C",
            "Delhi": "humid, 33 C"}
@@ -73,18 +69,10 @@ RAN: dict[tuple[str, str], dict[str, Any]] = {}  # (tool, city) -> {"started", "
 
 def scripted(messages: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
     """mockllm's `custom_outputs`: this sample's next scripted reply (by how many it made so far), with its usage."""
-    from inspect_ai.model import ChatMessageAssistant, ModelOutput, ModelUsage
-    from inspect_ai.tool import ToolCall
+    from inspect_ai.model import ModelUsage
 
-    question = next(m.text for m in messages if m.role == "user")
-    sid = next(k for k, q in QUESTIONS.items() if q == question)
-    turn = SCRIPT[sid][sum(m.role == "assistant" for m in messages)]
-    if turn[0] == "text":
-        output = ModelOutput.from_content(model=MODEL, content=turn[1])
-    else:
-        message = ChatMessageAssistant(content=turn[2], model=MODEL, source="generate",
-                                       tool_calls=[ToolCall(id=cid, function=name, arguments=args) for cid, name, args in turn[1]])
-        output = ModelOutput.from_message(message, stop_reason="tool_calls")
+    sid, turn = script_turn(messages, QUESTIONS, SCRIPT)
+    output = model_output(turn)
     tokens = turn[-1]
     output.usage = ModelUsage(input_tokens=tokens - 20, output_tokens=20, total_tokens=tokens)
     SERVED[sid].append({"text": turn[1] if turn[0] == "text" else turn[2], "calls": [c[0] for c in turn[1]] if turn[0] == "calls" else [],
@@ -111,20 +99,8 @@ def tasks() -> list[Any]:
     from inspect_ai.solver import generate, use_tools
     from inspect_ai.tool import tool
 
-    def weather_tool(parallel: bool = True) -> Any:
-        @tool(name="get_weather", parallel=parallel)
-        def get_weather() -> Any:
-            async def execute(city: str) -> str:
-                """Current weather in a city.
-
-                Args:
-                    city: the city
-                """
-                return _weather("get_weather", city)
-
-            return execute
-
-        return get_weather()
+    def get_weather(parallel: bool = True) -> Any:
+        return weather_tool(partial(_weather, "get_weather"), parallel=parallel)
 
     @tool
     def slow_weather() -> Any:
@@ -145,11 +121,11 @@ def tasks() -> list[Any]:
         return [Sample(id=sid, input=QUESTIONS[sid], target="sunny") for sid in TASKS[task]]
 
     return [
-        Task(name="token-limit", solver=react(tools=[weather_tool()]), scorer=includes(), token_limit=300, dataset=samples("token-limit")),
-        Task(name="token-limit-gen", solver=[use_tools(weather_tool()), generate()], scorer=includes(), token_limit=300,
+        Task(name="token-limit", solver=react(tools=[get_weather()]), scorer=includes(), token_limit=300, dataset=samples("token-limit")),
+        Task(name="token-limit-gen", solver=[use_tools(get_weather()), generate()], scorer=includes(), token_limit=300,
              dataset=samples("token-limit-gen")),
-        Task(name="crash-serial", solver=[use_tools(weather_tool(parallel=False)), generate()], scorer=includes(), dataset=samples("crash-serial")),
-        Task(name="time-limit", solver=[use_tools(weather_tool(), slow_weather()), generate()], scorer=includes(), time_limit=2,
+        Task(name="crash-serial", solver=[use_tools(get_weather(parallel=False)), generate()], scorer=includes(), dataset=samples("crash-serial")),
+        Task(name="time-limit", solver=[use_tools(get_weather(), slow_weather()), generate()], scorer=includes(), time_limit=2,
              dataset=samples("time-limit")),
     ]
 
@@ -178,41 +154,8 @@ def truth(logs: dict[str, Any]) -> dict[str, Any]:
 
 def record(out: Path) -> dict[str, Any]:
     """Run the tasks and write `out/<task>.eval` and `out/truth.json`; returns the truth."""
-    out = out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="inspect-rec-"))
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "INSPECT_EVAL_LOG_FILE_PATTERN")}
-    os.environ.update(XDG_DATA_HOME=str(tmp / "data"), XDG_CACHE_HOME=str(tmp / "cache"), INSPECT_EVAL_LOG_FILE_PATTERN="{task}")
-    cwd = os.getcwd()
-    os.chdir(tmp)
-    try:
-        from inspect_ai import eval as inspect_eval
-        from inspect_ai.log import read_eval_log
-        from inspect_ai.model import get_model
-
-        logs = inspect_eval(tasks(), model=get_model(MODEL, custom_outputs=scripted), log_dir=str(tmp / "logs"), log_format="eval",
-                            display="none", fail_on_error=False, max_tasks=len(TASKS))
-        done = {}
-        for log in logs:
-            if log.status != "success":
-                raise RuntimeError(f"{log.eval.task}: {log.status}: {log.error}")
-            shutil.copyfile(log.location, out / f"{log.eval.task}.eval")
-            done[log.eval.task] = read_eval_log(log.location)
-        for path in sorted(out.glob("*.eval")):
-            _scrub_file(path, tmp)
-    finally:
-        os.chdir(cwd)
-        os.environ.update({k: v for k, v in saved.items() if v is not None})
-        for k in (k for k, v in saved.items() if v is None):
-            os.environ.pop(k, None)
-        shutil.rmtree(tmp, ignore_errors=True)
-    known = truth(done)
-    (out / "truth.json").write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return known
+    return record_logs(out, tasks, scripted, truth, fail_on_error=False)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        sys.exit(2)
-    print(json.dumps(record(Path(sys.argv[1])), indent=1))
+    sys.exit(main(record, __doc__, sys.argv[1:]))

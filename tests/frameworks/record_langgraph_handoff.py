@@ -30,9 +30,7 @@ gets reply n; no network).
 """
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -190,25 +188,11 @@ def recording(kind: str, name: str, out: Path, replies: list[Any], run: Any) -> 
 
 
 def _mlflow(fake: ScriptedOpenAI, name: str, out: Path, run: Any) -> Any:
-    """`mlflow.langchain.autolog()`; SQLite store in a temp dir, OTLP dual export to the fake server."""
-    from run_mlflow import _clean
+    """`mlflow.langchain.autolog()`; SQLite store in a temp dir, OTLP dual export to the fake server (`run_mlflow.langchain_recording`)."""
+    from run_mlflow import langchain_recording
 
-    with tempfile.TemporaryDirectory() as store:
-        os.environ.update({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{fake.url}/v1/traces", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-                           "MLFLOW_TRACE_ENABLE_OTLP_DUAL_EXPORT": "true", "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false",
-                           "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"})
-        import mlflow
-        from mlflow.tracing.provider import provider
-
-        mlflow.set_tracking_uri(f"sqlite:///{store}/mlflow.db")
-        experiment = mlflow.create_experiment(name, artifact_location=f"{store}/artifacts")
-        mlflow.set_experiment(experiment_id=experiment)
-        mlflow.langchain.autolog()
+    with langchain_recording(fake, out, name):
         state = run(fake, None)
-        traces = mlflow.search_traces(locations=[experiment], return_type="list", order_by=["timestamp_ms ASC"])
-        write_jsonl(out / f"{name}.mlflow.jsonl", [_clean(t.to_json(), store) for t in traces])
-        provider.get().force_flush()
-        write_jsonl(out / f"{name}.otlp.jsonl", fake.take_otlp())
     return state
 
 

@@ -77,24 +77,20 @@ def _graph(shape: str, model: Any, ran: list[dict[str, Any]]) -> Any:
     return graph.compile()
 
 
-def record(out: Path, name: str) -> Any:
-    """Run scenario `name` (`<oi|tl>-<react|graph>`, see the module doc); write its recording and truth."""
+def run_graph(fake: ScriptedOpenAI, shape: str, ran: list[dict[str, Any]], config: dict[str, Any]) -> tuple[Any, str | None]:
+    """Invoke the graph of `shape` (`ChatOpenAI` on `fake`) on the question with `config` and its `recursion_limit`; (the
+    state `invoke` returned or None, what it raised or None)."""
     from langchain_openai import ChatOpenAI
 
-    kind, shape = name.split("-", 1)
-    ran: list[dict[str, Any]] = []
-    state, raised = None, None
-    with ScriptedOpenAI(REPLIES) as fake:
-        provider = otel_provider(fake, "langgraph")
-        _instrument(kind, provider)
-        model = ChatOpenAI(model=MODEL, base_url=fake.base_url, api_key="sk-fake", max_retries=0)
-        try:
-            state = _graph(shape, model, ran).invoke({"messages": [{"role": "user", "content": QUESTION}]}, {"recursion_limit": LIMITS[shape]})
-        except Exception as exc:  # noqa: BLE001 (what the application saw is the truth)
-            raised = f"{type(exc).__name__}: {exc}"
-        write_otlp(provider, fake, out / f"{name}.jsonl")
-        provider.shutdown()
-        requests = fake.n
+    model = ChatOpenAI(model=MODEL, base_url=fake.base_url, api_key="sk-fake", max_retries=0)
+    try:
+        return _graph(shape, model, ran).invoke({"messages": [{"role": "user", "content": QUESTION}]}, {**config, "recursion_limit": LIMITS[shape]}), None
+    except Exception as exc:  # noqa: BLE001 (what the application saw is the truth)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def write_run_truth(out: Path, name: str, state: Any, raised: str | None, ran: list[dict[str, Any]], requests: int) -> Any:
+    """Write `<name>.truth.json` (module doc) of a run that got the first `requests` replies; returns its answer, or what it raised."""
     asked = [{"id": c["id"], "name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
              for r in REPLIES[:requests] for c in r.get("tool_calls") or []]
     messages = None if state is None else [{"type": m.type, "content": m.content, "tool_calls": [c["id"] for c in getattr(m, "tool_calls", [])],
@@ -102,6 +98,20 @@ def record(out: Path, name: str) -> Any:
     write_truth(out, name, {"question": QUESTION, "asked": asked, "tool_runs": ran, "messages": messages,
                             "answer": messages[-1]["content"] if messages else None, "raised": raised, "requests": requests})
     return messages[-1]["content"] if messages else raised
+
+
+def record(out: Path, name: str) -> Any:
+    """Run scenario `name` (`<oi|tl>-<react|graph>`, see the module doc); write its recording and truth."""
+    kind, shape = name.split("-", 1)
+    ran: list[dict[str, Any]] = []
+    with ScriptedOpenAI(REPLIES) as fake:
+        provider = otel_provider(fake, "langgraph")
+        _instrument(kind, provider)
+        state, raised = run_graph(fake, shape, ran, {})
+        write_otlp(provider, fake, out / f"{name}.jsonl")
+        provider.shutdown()
+        requests = fake.n
+    return write_run_truth(out, name, state, raised, ran, requests)
 
 
 SCENARIOS = {f"{k}-{s}": (lambda out, n=f"{k}-{s}": record(out, n)) for s in LIMITS for k in ("oi", "tl")}

@@ -20,10 +20,7 @@ own against the project's scripted loopback server (`record_oi_faults.ScriptedOp
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,57 +28,23 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, record_each_in_subprocess, write_jsonl, write_truth  # noqa: E402
-from record_langgraph_out_of_steps import LIMITS, QUESTION, REPLIES, _graph  # noqa: E402
+from common import record_each_in_subprocess, write_jsonl  # noqa: E402
+from record_langgraph_out_of_steps import LIMITS, REPLIES, run_graph, write_run_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI  # noqa: E402
 
 OUT = HERE.parent / "data" / "langgraph-out-of-steps-stores"
 
 
-def _invoke(fake: ScriptedOpenAI, shape: str, ran: list[dict[str, Any]], config: dict[str, Any]) -> tuple[Any, str | None]:
-    """Run the graph of `shape` against `fake`; (the state `invoke` returned or None, what it raised or None)."""
-    from langchain_openai import ChatOpenAI
-
-    model = ChatOpenAI(model=MODEL, base_url=fake.base_url, api_key="sk-fake", max_retries=0)
-    try:
-        return _graph(shape, model, ran).invoke({"messages": [{"role": "user", "content": QUESTION}]}, {**config, "recursion_limit": LIMITS[shape]}), None
-    except Exception as exc:  # noqa: BLE001 (what the application saw is the truth)
-        return None, f"{type(exc).__name__}: {exc}"
-
-
-def _truth(out: Path, name: str, state: Any, raised: str | None, ran: list[dict[str, Any]], requests: int) -> Any:
-    asked = [{"id": c["id"], "name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
-             for r in REPLIES[:requests] for c in r.get("tool_calls") or []]
-    messages = None if state is None else [{"type": m.type, "content": m.content, "tool_calls": [c["id"] for c in getattr(m, "tool_calls", [])],
-                                            "tool_call_id": getattr(m, "tool_call_id", None)} for m in state["messages"]]
-    write_truth(out, name, {"question": QUESTION, "asked": asked, "tool_runs": ran, "messages": messages,
-                            "answer": messages[-1]["content"] if messages else None, "raised": raised, "requests": requests})
-    return messages[-1]["content"] if messages else raised
-
-
 def mlflow_run(out: Path, shape: str) -> Any:
     """`mlflow.langchain.autolog()`; the trace as `Trace.to_json()` and as MLflow's OTLP dual export."""
-    from run_mlflow import _clean
+    from run_mlflow import langchain_recording
 
     name, ran = f"mlflow-{shape}", []
-    with ScriptedOpenAI(REPLIES) as fake, tempfile.TemporaryDirectory() as store:
-        os.environ.update({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{fake.url}/v1/traces", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-                           "MLFLOW_TRACE_ENABLE_OTLP_DUAL_EXPORT": "true", "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false",
-                           "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"})
-        import mlflow
-        from mlflow.tracing.provider import provider
-
-        mlflow.set_tracking_uri(f"sqlite:///{store}/mlflow.db")
-        experiment = mlflow.create_experiment(name, artifact_location=f"{store}/artifacts")
-        mlflow.set_experiment(experiment_id=experiment)
-        mlflow.langchain.autolog()
-        state, raised = _invoke(fake, shape, ran, {})
-        traces = mlflow.search_traces(locations=[experiment], return_type="list", order_by=["timestamp_ms ASC"])
-        write_jsonl(out / f"{name}.mlflow.jsonl", [_clean(t.to_json(), store) for t in traces])
-        provider.get().force_flush()
-        write_jsonl(out / f"{name}.otlp.jsonl", fake.take_otlp())
+    with ScriptedOpenAI(REPLIES) as fake:
+        with langchain_recording(fake, out, name):
+            state, raised = run_graph(fake, shape, ran, {})
         requests = fake.n
-    return _truth(out, name, state, raised, ran, requests)
+    return write_run_truth(out, name, state, raised, ran, requests)
 
 
 def langfuse_run(out: Path, shape: str) -> Any:
@@ -93,14 +56,14 @@ def langfuse_run(out: Path, shape: str) -> Any:
     name, ran = f"lf-{shape}", []
     with ScriptedOpenAI(REPLIES) as fake:
         langfuse = Langfuse(public_key="pk-lf-fake", secret_key="sk-lf-fake", base_url=fake.url, environment="recording")
-        state, raised = _invoke(fake, shape, ran, {"callbacks": [CallbackHandler()]})
+        state, raised = run_graph(fake, shape, ran, {"callbacks": [CallbackHandler()]})
         langfuse.flush()
         docs = fake.take_otlp()
         langfuse.shutdown()
         requests = fake.n
     write_jsonl(out / f"{name}.otlp.jsonl", docs)
     write_jsonl(out / f"{name}.json", trace_with_full_details(docs))
-    return _truth(out, name, state, raised, ran, requests)
+    return write_run_truth(out, name, state, raised, ran, requests)
 
 
 SCENARIOS = {**{f"mlflow-{s}": (lambda out, s=s: mlflow_run(out, s)) for s in LIMITS},

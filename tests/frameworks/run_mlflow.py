@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,22 @@ def _configure(fake: FakeOpenAI, store: str, autolog: str = "openai", experiment
     mlflow.set_experiment(experiment_id=mlflow.create_experiment(experiment, artifact_location=f"{store}/artifacts"))
     getattr(mlflow, autolog).autolog()
     return mlflow
+
+
+@contextmanager
+def langchain_recording(fake: FakeOpenAI, out: Path, name: str) -> Iterator[None]:
+    """`mlflow.langchain.autolog()` on (`_configure`: a SQLite store in a temporary folder, experiment `name`); on leaving, the
+    experiment's traces, oldest first, go to `out/<name>.mlflow.jsonl` (`Trace.to_json()`, `_clean`ed) and the OTLP `fake`
+    received to `out/<name>.otlp.jsonl`."""
+    with tempfile.TemporaryDirectory() as store:
+        mlflow = _configure(fake, store, autolog="langchain", experiment=name)
+        from mlflow.tracing.provider import provider
+
+        yield
+        traces = mlflow.search_traces(return_type="list", order_by=["timestamp_ms ASC"])  # (the active experiment's)
+        write_jsonl(out / f"{name}.mlflow.jsonl", [_clean(t.to_json(), store) for t in traces])
+        provider.get().force_flush()
+        write_jsonl(out / f"{name}.otlp.jsonl", fake.take_otlp())
 
 
 def _clean(trace_json: str, store: str) -> dict[str, Any]:
