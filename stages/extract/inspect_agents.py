@@ -14,8 +14,8 @@
   kept: the message limit counts the tool message that would exceed it and drops it. The sample's messages then
   show the call unanswered, though the tool ran; its `tool` event (same call id) holds what it returned or its
   error. `results_from_events` gives such a call that result (a `tool` event that failed without an error, as a
-  tool raising a non-`ToolError` exception that ended the sample leaves it, or one still pending when a limit stopped the
-  sample, gives none: `inspect_stops` says why such a call has no result).
+  tool raising a non-`ToolError` exception leaves it, or one still pending when a limit stopped the sample, gives none:
+  `inspect_stops` and `inspect_failed` say why such a call has no result).
 """
 
 from __future__ import annotations

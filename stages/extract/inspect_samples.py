@@ -39,16 +39,20 @@ read as JSON: inspect-ai is never imported. A sample becomes a case:
   sample has no `output.completion` at all (a log not written by inspect's recorder);
 - `trace.usage`: `model_usage` summed over the models: input tokens are inspect's full-rate, cache-read and
   cache-write tokens together, `cost_usd` the sum of `total_cost` (unknown when a model has none); `requests`
-  counts the agent's steps; `latency_s` is `total_time` (else `working_time`);
+  counts the agent's steps; `latency_s` is `total_time` (else `working_time`); a sample inspect retried
+  (`retry_on_error`) counts its last attempt's, as inspect does (`inspect_meta`);
 - a sample whose `error` is set (it failed in inspect: a tool raised, the model API failed) keeps what it did,
   with the error's message as `metadata.run_error`, as the span formats mark a failed run; its output is null
   unless the agent had answered (the last message is an assistant message without calls: the error came after).
   A limit that stopped a sample is its `run_error` too; the reply past a token limit (only in its `model` event) is
-  its last step, and a call a raise or a limit left without a result fails saying why (`inspect_stops`);
+  its last step, and a call a raise or a limit left without a result fails saying why (`inspect_stops`), as does
+  a call whose `tool` event failed without an error when the sample went on (a raise a solver caught) or an approver
+  ended it, and the calls of its reply that never ran (`inspect_failed`);
 - `metadata`: `task` and `model` (the log's), the sample metadata's scalar values (strings, numbers, booleans,
   null) under their own keys, and `inspect`: `{"sample_id", "epoch", "log"}` plus what the sample has of
   `scores` (each scorer's `value`), `limit` (the limit that stopped it), `working_time`, `metadata` (its values
-  that are not scalars, or whose key is taken) and `unpaired_results`; `tags` are the log's tags and the sample
+  that are not scalars, or whose key is taken), `unpaired_results` and `error_retries` (the errors of the attempts
+  inspect retried); `tags` are the log's tags and the sample
   metadata's `tags` (a list of strings).
 
 A sample that cannot be read — not JSON, not an object, without `id`, `epoch`, `input` or `messages`, a message
@@ -61,7 +65,6 @@ under an id another sample may have.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,7 +74,9 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, json_type, text_of
 from tracejudge.stages.extract.inspect_agents import REFUSED, agent_prompt, results_from_events
-from tracejudge.stages.extract.inspect_logs import Sample, as_object, count, log_files, read
+from tracejudge.stages.extract.inspect_failed import failed_calls
+from tracejudge.stages.extract.inspect_logs import Sample, count, log_files, read
+from tracejudge.stages.extract.inspect_meta import metadata as _metadata, usage as _usage
 from tracejudge.stages.extract.inspect_stops import late_reply, unfinished
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.load import deep_message, loads, too_deep
@@ -79,10 +84,6 @@ from tracejudge.stages.load.encoding import strip_bom
 from tracejudge.stages.load.framing import quiet
 
 __all__ = ["Options", "adapt", "case_id", "peek_id", "prepare"]
-
-_SCALARS = (str, int, float, bool, type(None))
-_OWN_KEYS = frozenset({"task", "model", "inspect", "run_error", "expected_tool_calls", "tags"})
-
 
 class Options(BaseModel):
     """`dataset.options` of `inspect`.
@@ -276,61 +277,6 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
     return _Walk(b, trace, answered_last or bool(answered), turns, history, prompts)
 
 
-def _usage(sample: dict[str, Any], requests: int, cid: str) -> dict[str, Any]:
-    usage: dict[str, Any] = {"requests": requests}
-    models = sample.get("model_usage")
-    if isinstance(models, dict) and models:
-        tokens, costs = [0, 0], []
-        for model, spent in models.items():
-            if not isinstance(spent, dict):
-                fail(f"model_usage.{model}: expected a usage object, got {json_type(spent)}", field=f"model_usage.{model}", case_id=cid)
-            for k, keys in enumerate((("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write"), ("output_tokens",))):
-                for key in keys:
-                    n = spent.get(key)
-                    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-                        fail(f"model_usage.{model}.{key}: expected a token count, got {json.dumps(n)}", field=f"model_usage.{model}.{key}", case_id=cid)
-                    tokens[k] += n or 0
-            costs.append(spent.get("total_cost"))
-        usage.update(input_tokens=tokens[0], output_tokens=tokens[1])
-        if all(isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) and c >= 0 for c in costs):
-            usage["cost_usd"] = sum(costs)
-    for key in ("total_time", "working_time"):
-        t = sample.get(key)
-        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0:
-            usage["latency_s"] = t
-            break
-    return usage
-
-
-def _metadata(sample: dict[str, Any], payload: Sample, unpaired: int) -> tuple[dict[str, Any], list[str]]:
-    """`(the case's metadata, the sample metadata's tags)` (module docstring)."""
-    meta: dict[str, Any] = {k: v for k, v in (("task", payload.log.task), ("model", payload.log.model)) if v is not None}
-    own = as_object(sample.get("metadata"))
-    inspect: dict[str, Any] = {"sample_id": sample["id"], "epoch": sample["epoch"], "log": payload.log.name}
-    kept = {k: v for k, v in own.items() if k not in _OWN_KEYS and isinstance(v, _SCALARS)}
-    rest = {k: v for k, v in own.items() if k not in kept and k != "expected_tool_calls" and not (k == "tags" and isinstance(v, list))}
-    meta.update(kept)
-    scores = sample.get("scores")
-    if isinstance(scores, dict) and scores:
-        inspect["scores"] = {k: _value(s.get("value") if isinstance(s, dict) else s) for k, s in scores.items()}
-    for key, value in (("limit", sample.get("limit")), ("working_time", sample.get("working_time")), ("metadata", rest),
-                       ("unpaired_results", unpaired)):
-        if value not in (None, {}, 0):
-            inspect[key] = value
-    meta["inspect"] = inspect
-    error = sample.get("error")
-    if error:
-        said = as_object(error).get("message", error)
-        meta["run_error"] = said if isinstance(said, str) and said else json.dumps(error)
-    tags = own.get("tags")
-    return meta, [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
-
-
-def _value(value: Any) -> Any:
-    # A score inspect wrote as NaN or Infinity (its JSON allows them) stays readable, as text: a case refuses non-finite numbers.
-    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
-
-
 def _input(sample: dict[str, Any], cid: str) -> Any:
     value = sample.get("input")
     if isinstance(value, str):
@@ -371,6 +317,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     trace["usage"] = _usage(sample, walk.b.responses - walk.history, cid)
     metadata, tags = _metadata(sample, payload, walk.b.unpaired)
     unfinished(sample, trace["steps"], metadata)  # a limit's reason as the run error; calls a raise or a limit left without a result
+    failed_calls(sample, trace["steps"])  # calls whose `tool` event failed with no error: a raise caught, an approver's terminate
     if walk.prompts:
         metadata["inspect"]["agent_prompts"] = walk.prompts
     data: dict[str, Any] = {"id": cid, "input": _input(sample, cid), "expected_output": _target(sample, cid),

@@ -17,7 +17,8 @@ What a stopped sample's messages leave out, read from its events (inspect_ai `mo
   inspect's own words ("Token limit exceeded. value: 360; limit: 300"), is its `metadata.run_error`, as a framework's
   max-turns error is; `metadata.inspect.limit` keeps the limit, and the output stays the completion inspect scored.
 
-Each call a stop left without a result fails saying why (`unfinished`): the sample's error for the call that raised it,
+Each call a stop left without a result fails saying why (`unfinished`): the sample's error for the call of its last reply
+that raised it (a failed call of an earlier reply was caught, and the sample went on: `inspect_failed`),
 `not run: …` for a call of the last reply that no `tool` event records, `did not finish: …` for a pending one, the error
 or limit named. A call of an earlier reply that never ran (`generate(tool_calls="none")`) is none of the stop's doing,
 and a sample that recorded no events says nothing of its calls: such calls are left as they read.
@@ -129,5 +130,5 @@ def unfinished(sample: dict[str, Any], steps: list[dict[str, Any]], metadata: di
             call["error"] = f"not run: {why} before this call ran; no `tool` event records it"
         elif event is not None and event.get("pending"):
             call["error"] = f"did not finish: {why} while this call ran; its `tool` event is still pending"
-        elif event is not None and event.get("failed") and failed:
-            call["error"] = run_error  # the tool raised the exception that ended the sample
+        elif event is not None and event.get("failed") and failed and id(call) in last:
+            call["error"] = run_error  # the tool raised the exception that ended the sample (an earlier reply's was caught: `inspect_failed`)
