@@ -23,7 +23,11 @@ def _config(judge: dict) -> dict:
     return {"dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}], "judge": judge}
 
 
-@pytest.mark.parametrize("pasted", [KEY, "3f2a9c1b-7e4d-5a6f-8091-3f2a9c1b7e4d", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2"])
+# Groq's `gsk_`, Fireworks' `fw_`, Mistral's 32 and Cohere's 40 letters and digits have no prefix the masking knows:
+# they read as a variable's name to a rule of letters, digits and `_` alone.
+@pytest.mark.parametrize("pasted", [KEY, "3f2a9c1b-7e4d-5a6f-8091-3f2a9c1b7e4d", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2",
+                                    "gsk_" + "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ0123456789abcdEF", "fw_" + "3ZbQx9YwR2TnVm8KpLs4HdJc",
+                                    "Xq7" + "Lm2Np9Rt4Vw8Yz3Bc6Df1Gh5Jk0Ms7", "p9Vb" + "2Xn7Lq4Wt8Rz1Hc6Jm3Ks0Fd5Gy9Ta2Ue8Io4"])
 def test_a_key_pasted_in_api_key_env_is_not_echoed(pasted: str, monkeypatch) -> None:
     monkeypatch.delenv(pasted, raising=False)
     config = validate_config(_config({"provider": "openai", "model": "gpt-4o-mini", "api_key_env": pasted}), check_files=False)
@@ -42,6 +46,8 @@ def test_a_variables_name_is_still_named(monkeypatch) -> None:
     with pytest.raises(ConfigError, match="judge.api_key_env: the environment variable MY_JUDGE_KEY is not set$"):
         api_key(config)
     assert variable_name("OPENAI_API_KEY") == "OPENAI_API_KEY" and variable_name("sk_live_" + "a1B2c3D4e5F6g7") == MASK
+    for name in ("GPU_HOST2", "llm_key_v2", "_PRIVATE_KEY", "AZURE_OPENAI_API_KEY", "HF_TOKEN", "X_2"):
+        assert variable_name(name) == name
     with pytest.raises(ConfigError, match=r"target.headers.X-Key: environment variable \[REDACTED\] is not set"):
         expand_headers({"X-Key": "${sk_live_" + "a1B2c3D4e5F6g7}"})
 

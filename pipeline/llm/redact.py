@@ -287,14 +287,19 @@ def quoted_clean(texts: list[str]) -> bool:
     return _HINT.search("\x00".join(texts)) is None
 
 
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Words joined by `_`, each letters with at most 3 digits after them (`OPENAI_API_KEY`, `GPU_HOST2`, `llm_key_v2`), or a
+# number of at most 3 digits: how variables are named. A key's random part (`gsk_a1B2c3…`, Mistral's 32 and Cohere's 40
+# characters of letters and digits, `fw_…`) mixes digits into its letters, or runs longer than any word.
+_VARIABLE = re.compile(r"_*(?:[A-Za-z]{1,24}[0-9]{0,3}|[0-9]{1,3})(?:_+(?:[A-Za-z]{1,24}[0-9]{0,3}|[0-9]{1,3}))*_*")
 
 
 def variable_name(name: str) -> str:
-    """An environment variable's name as an error shows it: itself when it reads as one (letters, digits and `_`, not
-    starting with a digit) and `redact` masks nothing in it, else `[REDACTED]`: a key pasted where its variable's name
-    goes (`api_key_env: sk-…`) is not echoed on the console. Never raises."""
-    return name if _VARIABLE.fullmatch(name) is not None and redact(name) == name else MASK
+    """An environment variable's name as an error shows it: itself when it reads as one (words of letters with at most
+    3 digits after each, joined by `_`, 64 characters at most) and `redact` masks nothing in it, else `[REDACTED]`: a
+    key pasted where its variable's name goes (`api_key_env: sk-…`, `gsk_…`, 32 or 40 random letters and digits) is
+    not echoed on the console. A name of another shape (`KEY_2024A`) is hidden too, which costs only the name in the
+    message. Never raises."""
+    return name if len(name) <= 64 and _VARIABLE.fullmatch(name) is not None and redact(name) == name else MASK
 
 
 def env_secrets(texts: Iterable[str | None], environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
