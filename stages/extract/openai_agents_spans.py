@@ -13,6 +13,7 @@ from typing import Any
 from tracejudge.stages.extract.common import json_type
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
+from tracejudge.stages.extract.otel.conventions.agents_tripped import UNFINISHED as TRIPPED_UNFINISHED, tripped_calls
 from tracejudge.stages.extract.otel.conventions.agents_handoffs import missed_handoffs
 from tracejudge.stages.extract.otel.conventions.openai_agents import (AWAITING_APPROVAL, FINAL_OUTPUT, HANDOFF_CALLS, HANDOFF_RESULTS, NOT_FINISHED, NOT_RUN, RUN_ERROR,
                                                                      error_text, handoff_calls, handoff_results, missing_tools, run_errors, stopped_runs,
@@ -73,6 +74,10 @@ def spans_of(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[li
         missed.model.attrs.setdefault(NOT_RUN, {}).update(missed.unrun)  # an ignored or failed handoff: its call did not run
         if missed.run_error and missed.agent is not None:
             missed.agent.attrs[RUN_ERROR] = missed.run_error  # the run raised; only the handoff span says why
+    for tripped in tripped_calls(out, _kind, read_view):  # an input guardrail cancelled the turn: its calls did not run or finish
+        tripped.model.attrs.setdefault(NOT_RUN, {}).update(tripped.unrun)
+        for tool in tripped.unfinished:
+            tool.attrs[NOT_FINISHED] = TRIPPED_UNFINISHED  # read as the call's error
     for cut in unrun_calls(out, _kind, read_view):  # a run cut short (a cancel): stopped at no tool
         cut.model.attrs.setdefault(NOT_RUN, {}).update(cut.unrun)  # the convention marks the model's calls of them as not run
         for tool in cut.unfinished:

@@ -55,6 +55,7 @@ from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_handoffs import missed_handoffs
+from tracejudge.stages.extract.otel.conventions.agents_tripped import UNFINISHED as TRIPPED_UNFINISHED, tripped_calls
 from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_group, agents_sdk_span, from_instrumentation
 from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
@@ -165,6 +166,10 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
         mark_not_run(views[missed.model.span_id].outputs, missed.unrun)
         if missed.run_error and missed.agent is not None:
             views[missed.agent.span_id].error = missed.run_error  # the run raised; only the handoff span says why
+    for tripped in tripped_calls(spans, kind, view):  # an input guardrail cancelled the turn: its calls did not run or finish
+        mark_not_run(views[tripped.model.span_id].outputs, tripped.unrun)
+        for tool in tripped.unfinished:
+            views[tool.span_id].error = TRIPPED_UNFINISHED
     for cut in unrun_calls(spans, kind, view):  # before the stops too: a run cut short stopped at no tool
         mark_not_run(views[cut.model.span_id].outputs, cut.unrun)
         for tool in cut.unfinished:
