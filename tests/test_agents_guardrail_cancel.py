@@ -12,27 +12,18 @@ nothing, with no error, beside the run's guardrail error.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import extract_path
-from tracejudge.core.records import Case
+from _agents_recordings import KINDS, only_case, truth_in
 
 HERE = Path(__file__).parent / "data" / "agents-guardrail-cancel"
-KINDS = [("export", "openai-agents"), ("oi", "otel")]
 SCENARIOS = ["slow_tool", "slow_tool_responses"]
 
 
 def truth(scenario: str) -> dict[str, Any]:
-    return json.loads((HERE / f"{scenario}.truth.json").read_text())
-
-
-def only_case(path: Path, fmt: str) -> Case:
-    (case,) = extract_path(path, fmt)
-    assert isinstance(case, Case) and case.trace is not None, case
-    return case
+    return truth_in(HERE, scenario)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -15,29 +15,20 @@ OpenInference's own `OPENINFERENCE_HIDE_INPUTS`.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import extract_path
-from tracejudge.core.records import Case
+from _agents_recordings import KINDS, only_case, truth_in
 from tracejudge.stages.extract import said_once
 
 DATA = Path(__file__).parent / "data"
 HERE = DATA / "agents-tool-guards"
-KINDS = [("export", "openai-agents"), ("oi", "otel")]
 
 
 def truth(scenario: str) -> dict[str, Any]:
-    return json.loads((HERE / f"{scenario}.truth.json").read_text())
-
-
-def only_case(path: Path, fmt: str) -> Case:
-    (case,) = extract_path(path, fmt)
-    assert isinstance(case, Case) and case.trace is not None, case
-    return case
+    return truth_in(HERE, scenario)
 
 
 @pytest.mark.parametrize("kind, fmt", KINDS)

@@ -13,23 +13,14 @@ fails saying why, and `metadata.inspect.error_retries` holds the earlier attempt
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from framework_truth import extract
-from tracejudge.core.records import Case
+from _inspect_logs import InspectLogs, assert_replies_are_steps, calls_as_listed, read_one_sample_log
 
-DATA = Path(__file__).parent / "data" / "inspect-failures"
-TRUTH = json.loads((DATA / "truth.json").read_text())
-SAMPLES = [(task, sid) for task in sorted(TRUTH) for sid in sorted(TRUTH[task])]
-
-
-def reading(task: str, sid: str) -> Case:
-    cases = {c.id: c for c in extract(DATA / f"{task}.eval", "inspect") if isinstance(c, Case)}
-    assert set(cases) == set(TRUTH[task]), cases
-    return cases[sid]
+LOGS = InspectLogs("inspect-failures")
+TRUTH, SAMPLES = LOGS.truth, LOGS.samples
+reading, _sample_of = LOGS.reading, LOGS.sample_of
 
 
 @pytest.mark.parametrize(("task", "sid"), SAMPLES)
@@ -37,15 +28,10 @@ def test_every_call_reads_as_it_went(task: str, sid: str) -> None:
     want = TRUTH[task][sid]
     case = reading(task, sid)
     assert case.trace is not None and case.input == want["input"]
-    steps = [(s.thought if s.tool_calls else s.output, [c.id for c in s.tool_calls]) for s in case.trace.steps]
-    assert steps == [(r["text"], r["calls"]) for r in want["replies"]]
+    assert_replies_are_steps(case, want)
     run_error = want["error"] if want["error"] is not None else (want["limit"] or {}).get("reason")
     assert case.metadata.get("run_error") == run_error
-    got = {c.id: c for c in case.trace.tool_calls()}
-    assert list(got) == [c["id"] for c in want["calls"]]
-    for call in want["calls"]:
-        c = got[call["id"]]
-        assert (c.name, c.arguments) == (call["name"], call["arguments"])
+    for call, c in calls_as_listed(case, want):
         decided = (call["approval"] or {}).get("decision")
         if call["returned"] is not None:
             assert (c.result, c.error) == (call["returned"], None), c
@@ -95,18 +81,7 @@ def test_a_failed_call_of_an_earlier_reply_is_no_cause_of_the_samples_error(tmp_
     a failed call of the last reply takes the sample's error."""
     doc = _sample_of("caught-loop", "caught_loop")
     doc["error"] = {"message": "RuntimeError('scorer setup broke')", "traceback": "", "traceback_ansi": ""}
-    log = tmp_path / "t.json"
-    log.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t", "model": "m", "config": {"epochs": 1}}, "samples": [doc]}))
-    (case,) = extract(log, "inspect")
+    case = read_one_sample_log(tmp_path, doc)
     assert case.trace is not None and case.metadata["run_error"] == "RuntimeError('scorer setup broke')"
     nowhere = case.trace.steps[0].tool_calls[1]
     assert nowhere.error is not None and nowhere.error.startswith("failed: ") and "scorer setup broke" not in nowhere.error
-
-
-def _sample_of(task: str, sid: str) -> dict[str, Any]:
-    """The recorded sample as inspect wrote it (read through the format's own reader)."""
-    from tracejudge.core.config import DatasetConfig
-    from tracejudge.stages.extract.inspect_logs import read
-
-    (raw,) = [r for r in read(DatasetConfig(path=DATA / f"{task}.eval", format="inspect")) if r.file.endswith(f"/samples/{sid}_epoch_1.json")]
-    return json.loads(raw.payload.data)

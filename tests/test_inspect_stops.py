@@ -14,23 +14,15 @@ error.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from framework_truth import extract
-from tracejudge.core.records import Case
+from _inspect_logs import InspectLogs, assert_replies_are_steps, calls_as_listed, read_one_sample_log
 
-DATA = Path(__file__).parent / "data" / "inspect-stops"
-TRUTH = json.loads((DATA / "truth.json").read_text())
-SAMPLES = [(task, sid) for task in sorted(TRUTH) for sid in sorted(TRUTH[task])]
-
-
-def reading(task: str, sid: str) -> Case:
-    cases = {c.id: c for c in extract(DATA / f"{task}.eval", "inspect") if isinstance(c, Case)}
-    assert set(cases) == set(TRUTH[task]), cases
-    return cases[sid]
+LOGS = InspectLogs("inspect-stops")
+TRUTH, SAMPLES = LOGS.truth, LOGS.samples
+reading, _sample_of = LOGS.reading, LOGS.sample_of
 
 
 def _why(want: dict[str, Any]) -> str:
@@ -43,17 +35,12 @@ def test_every_reply_is_a_step_and_every_call_reads_as_it_ran(task: str, sid: st
     want = TRUTH[task][sid]
     case = reading(task, sid)
     assert case.trace is not None and case.input == want["input"]
-    steps = [(s.thought if s.tool_calls else s.output, [c.id for c in s.tool_calls]) for s in case.trace.steps]
-    assert steps == [(r["text"], r["calls"]) for r in want["replies"]]
+    assert_replies_are_steps(case, want)
     usage = case.trace.usage
     assert (usage.requests, usage.input_tokens, usage.output_tokens) == tuple(want["usage"][k] for k in ("requests", "input_tokens", "output_tokens"))
     run_error = _why(want)
     assert case.metadata.get("run_error") == run_error
-    got = {c.id: c for c in case.trace.tool_calls()}
-    assert list(got) == [c["id"] for c in want["calls"]]
-    for call in want["calls"]:
-        c = got[call["id"]]
-        assert (c.name, c.arguments) == (call["name"], call["arguments"])
+    for call, c in calls_as_listed(case, want):
         if call["returned"] is not None:
             assert (c.result, c.error) == (call["returned"], None), c
         elif call["raised"] is not None:  # the tool raised the error that ended the sample
@@ -93,9 +80,7 @@ def test_a_log_without_events_leaves_the_calls_as_they_read(tmp_path: Path) -> N
     sample = {"id": "x", "epoch": 1, "input": "q", "target": "t", "error": {"message": "RuntimeError('boom')"},
               "messages": [{"role": "user", "content": "q", "source": "input"},
                            {"role": "assistant", "content": "Checking.", "tool_calls": [{"id": "c1", "function": "f", "arguments": {}}]}]}
-    log = tmp_path / "t.json"
-    log.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t", "model": "m", "config": {"epochs": 1}}, "samples": [sample]}))
-    (case,) = extract(log, "inspect")
+    case = read_one_sample_log(tmp_path, sample)
     assert case.trace is not None and case.metadata["run_error"] == "RuntimeError('boom')"
     assert [(c.result, c.error) for c in case.trace.tool_calls()] == [(None, None)]
 
@@ -106,9 +91,7 @@ def test_a_sub_agents_or_a_scorers_reply_is_no_late_step(tmp_path: Path) -> None
     late = [e for e in doc["events"] if e.get("event") == "model"][-1]  # (the reply past the limit, under the agent's span)
     doc["events"].insert(doc["events"].index(late), {"event": "span_begin", "id": "sub", "parent_id": late["span_id"], "type": "tool"})
     late["span_id"] = "sub"
-    log = tmp_path / "t.json"
-    log.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t", "model": "m", "config": {"epochs": 1}}, "samples": [doc]}))
-    (case,) = extract(log, "inspect")
+    case = read_one_sample_log(tmp_path, doc)
     assert case.trace is not None and len(case.trace.steps) == 2 and case.metadata["run_error"].startswith("Token limit exceeded")
 
 
@@ -118,18 +101,7 @@ def test_an_earlier_replys_call_that_never_ran_is_none_of_the_limits_doing(tmp_p
     doc = _sample_of("token-limit", "over_calls")
     doc["messages"] = [m for m in doc["messages"] if m.get("tool_call_id") != "t1"]
     doc["events"] = [e for e in doc["events"] if not (e.get("event") == "tool" and e.get("id") == "t1")]
-    log = tmp_path / "t.json"
-    log.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t", "model": "m", "config": {"epochs": 1}}, "samples": [doc]}))
-    (case,) = extract(log, "inspect")
+    case = read_one_sample_log(tmp_path, doc)
     assert case.trace is not None
     assert [(c.id, c.result, c.error is None) for c in case.trace.tool_calls()][:2] == [("t1", None, True), ("t2", "rainy, 14 C", True)]
     assert all(c.error is not None and c.error.startswith("not run: ") for c in case.trace.steps[-1].tool_calls)
-
-
-def _sample_of(task: str, sid: str) -> dict[str, Any]:
-    """The recorded sample as inspect wrote it (read through the format's own reader)."""
-    from tracejudge.core.config import DatasetConfig
-    from tracejudge.stages.extract.inspect_logs import read
-
-    (raw,) = [r for r in read(DatasetConfig(path=DATA / f"{task}.eval", format="inspect")) if r.file.endswith(f"/samples/{sid}_epoch_1.json")]
-    return json.loads(raw.payload.data)

@@ -10,26 +10,14 @@ it: the run read without that call (and `get_time()` alone, without any), and th
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import extract_path
+from _mlflow_smolagents import FORMATS, MlflowSmolagents
 from tracejudge.core.records import Case
 
-DATA = Path(__file__).parent / "data" / "mlflow-smolagents-no-args"
-FORMATS = [("mlflow", "mlflow"), ("otel", "otlp")]
-
-
-def truth(name: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{name}.truth.json").read_text())
-
-
-def read(name: str, fmt: str, ext: str) -> list[Case]:
-    cases = extract_path(DATA / f"{name}.{ext}.jsonl", fmt)
-    assert all(isinstance(c, Case) for c in cases), cases
-    return cases
+RECORDINGS = MlflowSmolagents("mlflow-smolagents-no-args")
+truth, read = RECORDINGS.truth, RECORDINGS.read
 
 
 def ran(case: Case) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from fake_openai import FakeOpenAI
 
-__all__ = ["MODEL", "calls_reply", "instrumented", "otel_provider", "pydantic_ai_recording", "record_per_instrumentation",
+__all__ = ["MODEL", "calls_reply", "instrumented", "otel_provider", "pydantic_ai_recording", "pydantic_ai_run", "record_per_instrumentation",
            "smolagents_recording", "step_errors", "text_reply", "weather_tool", "write_jsonl", "write_memory", "write_otlp", "write_truth"]
 
 MODEL = "gpt-4o-mini"  # the model name the clients ask for; the fake server answers to any
@@ -96,8 +96,9 @@ def smolagents_recording(server: FakeOpenAI, out: Path, name: str) -> Iterator[A
         provider.shutdown()
 
 
-def weather_tool(weather: dict[str, str], runs: list[dict[str, Any]]) -> Any:
-    """The smolagents tool `get_weather(city)`: `weather[city]`, each call it ran appended to `runs` (name, arguments, result)."""
+def weather_tool(weather: dict[str, str], runs: list[dict[str, Any]], raise_unknown: bool = False) -> Any:
+    """The smolagents tool `get_weather(city)`: `weather[city]`, each call it ran appended to `runs` (name, arguments, result).
+    With `raise_unknown`, a city not in `weather` raises `ValueError("no such city: <city>")`, appended with that `error`."""
     from smolagents import tool
 
     @tool
@@ -107,6 +108,9 @@ def weather_tool(weather: dict[str, str], runs: list[dict[str, Any]]) -> Any:
         Args:
             city: the city
         """
+        if raise_unknown and city not in weather:
+            runs.append({"name": "get_weather", "arguments": {"city": city}, "error": f"no such city: {city}"})
+            raise ValueError(f"no such city: {city}")
         runs.append({"name": "get_weather", "arguments": {"city": city}, "result": weather[city]})
         return weather[city]
 
@@ -141,6 +145,28 @@ def pydantic_ai_recording(server: FakeOpenAI, path: Path, oi: bool) -> Iterator[
         yield OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake")), provider
         write_otlp(provider, fake, path)
         provider.shutdown()
+
+
+def pydantic_ai_run(server: FakeOpenAI, path: Path, oi: bool, agent_for: Callable[[Any, TracerProvider], Any], prompt: str,
+                    **run: Any) -> tuple[list[dict[str, Any]], Any, str | None]:
+    """The agent `agent_for(model, provider)` makes run on `prompt` (`agent.run(prompt, **run)`) inside
+    `pydantic_ai_recording(server, path, oi)`; returns `(messages, output, raised)`: the run's messages
+    (`capture_run_messages()`, dumped by `ModelMessagesTypeAdapter` as JSON), its output (None when it raised) and what it
+    raised, `<type>: <message>` (None when it returned): what the application saw is the truth."""
+    import asyncio
+
+    from pydantic_ai import capture_run_messages
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    raised = output = None
+    with pydantic_ai_recording(server, path, oi=oi) as (model, provider):
+        agent = agent_for(model, provider)
+        with capture_run_messages() as messages:
+            try:
+                output = asyncio.run(agent.run(prompt, **run)).output
+            except Exception as e:  # noqa: BLE001
+                raised = f"{type(e).__name__}: {e}"
+    return json.loads(ModelMessagesTypeAdapter.dump_json(messages)), output, raised
 
 
 def instrumented(provider: TracerProvider, version: int | None = None) -> list[Any]:

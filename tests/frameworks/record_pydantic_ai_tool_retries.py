@@ -26,8 +26,6 @@ raised), the output, what the run raised (`raised`) and how many requests the se
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import instrumented, pydantic_ai_recording, record_per_instrumentation, write_truth  # noqa: E402
+from common import instrumented, pydantic_ai_run, record_per_instrumentation, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 from record_pydantic_ai_deferred import _reply, _truth  # noqa: E402
 
@@ -85,23 +83,12 @@ def _agent(model: Any, provider: Any, ran: list[dict[str, Any]]) -> Any:
 
 def record(out: Path, scenario: str, inst: str) -> Any:
     """Run `scenario` under instrumentation `inst` (see the module doc); write the recording and its truth."""
-    from pydantic_ai import capture_run_messages
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
     prompt, replies = SCENARIOS[scenario]
-    name = f"{scenario}-{inst}"
+    name, server = f"{scenario}-{inst}", ScriptedOpenAI(replies)
     ran: list[dict[str, Any]] = []
-    raised = output = None
-    server = ScriptedOpenAI(replies)
-    with pydantic_ai_recording(server, out / f"{name}.jsonl", oi=inst == "oi") as (model, provider):
-        agent = _agent(model, provider, ran)
-        with capture_run_messages() as messages:
-            try:
-                output = asyncio.run(agent.run(prompt, deps={"signed_in": False})).output
-            except Exception as e:  # noqa: BLE001 (what the application saw is the truth)
-                raised = f"{type(e).__name__}: {e}"
-    truth = _truth(json.loads(ModelMessagesTypeAdapter.dump_json(messages)), [output], ran)
-    write_truth(out, name, {**truth, "raised": raised, "requests": server.n})
+    messages, output, raised = pydantic_ai_run(server, out / f"{name}.jsonl", inst == "oi", lambda model, provider: _agent(model, provider, ran), prompt,
+                                               deps={"signed_in": False})
+    write_truth(out, name, {**_truth(messages, [output], ran), "raised": raised, "requests": server.n})
     return [output, raised]
 
 
