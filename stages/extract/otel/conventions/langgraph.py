@@ -46,7 +46,7 @@ import re
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
-from tracejudge.stages.extract.otel.conventions.graph_state import lift_answers
+from tracejudge.stages.extract.otel.conventions.graph_state import graph_requests, lift_answers
 from tracejudge.stages.extract.otel.conventions.langgraph_steps import read_out_of_steps
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
@@ -66,7 +66,8 @@ def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
 
     Also gives an agent span wrapping a graph run the answer the run's final state holds (`graph_state.lift_answers`:
     the group pass for LangGraph runs is this one), reads handoffs' results and the calls they lost (`read_handoffs`), and
-    the calls of a reply an agent out of steps dropped (`langgraph_steps`).
+    the calls of a reply an agent out of steps dropped (`langgraph_steps`), and gives a graph run invoked with a state
+    that holds no text that state as its request (`graph_state.graph_requests`).
     """
     lift_answers(spans, views)
     read_handoffs(spans, views)
@@ -83,6 +84,7 @@ def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
         resume = _resume(span)
         if resume is not MISSING:
             v.resume = resume
+    graph_requests(spans, views)  # (after the resumes: a resumed run's input is no request)
 
 
 _PARENT = "__parent__"  # `Command.PARENT`, as every instrumentation writes it
