@@ -19,8 +19,10 @@ __all__ = ["prompt_secrets", "quoted_values"]
 _SCHEME = re.compile(r"^(?:[Bb]earer|[Bb]asic)\s+")
 # A field named for a password or secret in the judge prompt's compact rendering (`{db_password:hunter2,…}`, no quotes).
 # A value there runs to the next `,` `;` `}` `]` or line end (spaces included: "correct horse battery staple"), or is
-# a JSON string (`"Tr0ub4dor\"&3"`), taken as written and as the judge would quote it, unescaped.
-_BARE_FIELD = re.compile(r"""(?i)[A-Za-z0-9_.-]*(?:password|passwd|secret)\s*[:=]\s*(?:"((?:[^"\\\n]|\\.)*)"|([^,;{}\[\]\n"']+))""")
+# a JSON string (`"Tr0ub4dor\"&3"`), taken as written and as the judge would quote it, unescaped. A match starts only
+# where a run of name characters starts: started inside one too, the search tried every position of a long token (a
+# base64 blob, a hex dump) against the rest of it, quadratic in its length (a 100,000-character output hung the judge).
+_BARE_FIELD = re.compile(r"""(?i)(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:password|passwd|secret)\s*[:=]\s*(?:"((?:[^"\\\n]|\\.)*)"|([^,;{}\[\]\n"']+))""")
 
 
 def quoted_values(text: str) -> tuple[str, ...]:
