@@ -32,12 +32,15 @@ _SHAPE = "|".join((  # key shapes, masked whole
     r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}", r"\bAIza[0-9A-Za-z_-]{35,}", r"\bhf_[A-Za-z0-9]{30,}",
     r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin|ant|or)-[A-Za-z0-9_-]{20,}", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
     r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)"))
-_TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"  # a token after a name
+_V = r"[A-Za-z0-9._~+/-]"  # a token's characters but `=`, which only pads its end: a value never reads over the next `name=`
+_TOKEN = rf"(?={_CHAR}{{16}})(?:(?=[A-Za-z._~+/-]*+[0-9])(?=[0-9._~+/-]*+[A-Za-z]){_V}++=*+|{_V}++=++)(?!{_CHAR})"  # after a name
 _PAGE = "".join(rf"(?<!{_ci(w)}{sep}[Tt][Oo][Kk][Ee][Nn])"  # a pagination cursor's name (`page_token`, `NextToken`): no credential
                 for w in ("(?:page|next|prev)", "(?:previous|starting)", "continuation") for sep in ("", "[-_]"))
 _NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")
-          + _PAGE + r"""(?:(?<![A-Za-z0-9_.-][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone, no name character before: `bare`)
+          + _PAGE + r"""(?:(?:(?<![A-Za-z0-9_.-][Tt][Oo][Kk][Ee][Nn])|(?<=\\[nrt][Tt][Oo][Kk][Ee][Nn]))(?P<bare>))?""")  # (`token` alone: `bare`)
 _SHORT = rf"""(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{8,}}+(?=\\*["'])"""  # under `token` alone: 8+, letters and digits
+_UNQUOTED = (rf"""(?<![\\"'])(?={_CHAR}{{8}})(?=[A-Za-z._~+/-]*+[0-9])(?=[0-9._~+/-]*+[A-Za-z]){_V}++=*+"""  # the same, unquoted,
+             r"""(?=\\*["']|\\+[nrt]|[\s,;&#)\]}>]|\Z)""")  # to the value's end
 _CRED = "[A-Za-z0-9_.-]*(?:" + _ci("pass(?:word|wd|phrase)(?:s|[-_]?confirm(?:ation)?)?|secrets?|authorization|api[-_]?key|private[-_]?key(?:[-_]?id)?"
                                     "|(?:access|refresh|auth|id|bearer|session|api)[-_]?token") + ")"
 _FIELD_NAME, _PIN = _CRED + "|" + _ci("(?:set-)?cookie"), r"(?:[A-Za-z0-9]+[-_.])*[Pp][Ii][Nn]|[A-Za-z0-9_]*[a-z0-9]Pin"
@@ -55,8 +58,8 @@ _P = r"%(?:25)*+"  # a query string's or form body's field (after `?`/`&`, befor
 _FORM = (rf"""(?P<form>(?:(?<=[?&;])|{_P}(?:26|3[Ff])|(?<![A-Za-z0-9_.%-])(?=[A-Za-z0-9_.-]*+(?:=[^&\s"'\\=#]*+=*+&|{_P}3[Dd])))"""
          rf"""{_CRED}(?:=(?P<raw>)|{_P}3[Dd]))(?(raw)[^&\s"'\\#]++|(?:[^&\s"'\\#%]|%(?!(?:25)*+26))++)""")
 _COOKIE = (r"""(?P<cookie>[CcSs](?:(?<![A-Za-z0-9_-].)|(?<=\\[nr].))(?i:(?<=s)et-cookie|(?<=c)ookie)[ \t]*:[ \t]*)(?=[^\s=;,"'\\]+=)[^\r\n"'\\]+""")
-_QUOTED = (_FIELD + "|" + _FORM + "|" + rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
-    rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT})|{_TOKEN})"""
+_QUOTED = (_FIELD + "|" + _FORM + "|" + rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+|[Tt]oken\s+)?)"""
+    rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT}|{_UNQUOTED})|{_TOKEN})"""
            rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE}"
            rf"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{{20,}}|{_URL}|{_SHAPE}")
 # A key spelled with `\u` escapes (`"pass\u0077ord"`) that names a credential or a PIN is written as it reads first, and

@@ -22,9 +22,10 @@ a PIN's field's 4 to 12 digits (`"pin"`, `"card_pin"`), a credential's field in 
 `glcbt-`, `glft-`, `glimt-`, `glagent-`, `gloas-`, `glsoat-`, `glffct-`, `glwt-`, `GR1348941…`, `_gitlab_session=`),
 DigitalOcean (`dop_v1_…`, `doo_v1_…`, `dor_v1_…`), Google OAuth access tokens (`ya29.…`), npm (`npm_…`),
 PyPI (`pypi-…`), Stripe (`sk_live_…`, `rk_live_…`), SendGrid (`SG.….…`) and Shopify (`shpat_…`) tokens, an Azure
-connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks, and a quoted
-value of 8+ token characters with a letter and a digit under `token` alone, its key quoted or not (`token: "tok_…"`,
-as `redact_quoted` masks it). A `Bearer`/`Basic` scheme is kept wherever its token is masked (`Authorization: Bearer [REDACTED]`).
+connection string's `AccountKey=` / `SharedAccessKey=`, JWTs (`eyJ….eyJ….…`) and private-key PEM blocks, and a value
+of 8+ token characters with a letter and a digit under `token` alone, its key and value quoted or not (`token: "tok_…"`,
+`token: tok_…`, `?token=tok_…&`, as `redact_quoted` masks it). A `Bearer`/`Basic` scheme is kept wherever its token is
+masked (`Authorization: Bearer [REDACTED]`), and GitHub's `token` one (`Authorization: token [REDACTED]`).
 
 Text quoted from a trace into a score's reason or an `invalid_input` message
 (a tool call's arguments, an output) goes through `redact_quoted`: the same
@@ -34,8 +35,8 @@ shapes, but a value after a credential's name (those above, and any name ending 
 an `sk-` key count only when they look like a credential (a run of token
 characters, 16+ long — `sk-` keys 20+ — with letters and digits, or base64
 ending in `=`; under a key named `token` alone, quoted or not, a quoted value of 8 or more of them with letters and
-digits, whole: `"token": "tok_9f8e7d6c"`, `token: "tok_9f8e7d6c"`, where `"the"` is a tokenizer's word and `512` a
-count), because a trace is full of ordinary phrases ("basic
+digits, whole: `"token": "tok_9f8e7d6c"`, `token: "tok_9f8e7d6c"`, and unquoted, to the value's end, `token: tok_9f8e7d6c`,
+where `"the"` is a tokenizer's word and `512` a count), because a trace is full of ordinary phrases ("basic
 economy", "api_key: not configured", "SKU sk-100200300"). It searches only
 what the reason shows, once, with one pattern, and returns text without a
 credential unchanged: reasons are built for every case. A quoted field named for a password, secret, API key,

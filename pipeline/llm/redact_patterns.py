@@ -23,9 +23,10 @@ _URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@"']*:)[^\s/?
 
 _PATTERN_TEXTS = (
     # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"', and the
-    # field inside a JSON-encoded string, '\\"x-api-key\\": \\"v\\"', at any depth); a `Bearer`/`Basic` scheme is kept.
+    # field inside a JSON-encoded string, '\\"x-api-key\\": \\"v\\"', at any depth); a `Bearer`/`Basic` scheme is kept, and
+    # GitHub's `token` one (`Authorization: token <key>`: the word was masked and the key after it shown).
     r"""(?i)((?:x-api-key|api[-_]?key|authorization|proxy-authorization|secret[-_]access[-_]key|private[-_]key(?:[-_]id)?|pass(?:word|wd|phrase)"""
-    r"""|client[-_]secret|(?:access|refresh|auth|id|bearer|session)[-_]token)(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?:bearer\s+|basic\s+)?+)"""
+    r"""|client[-_]secret|(?:access|refresh|auth|id|bearer|session)[-_]token)(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?:bearer\s+|basic\s+|token\s+)?+)"""
     r"""(?!-----BEGIN|\[REDACTED\])[^\s"'\\,;}]+""",  # (a PEM block is a shape, masked whole below; a form's value is masked)
     r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}",
     r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{6,}|(?<![A-Za-z0-9])sk_[A-Za-z0-9_]{6,}",  # (after `_` too: `extra_sk-…`)
@@ -72,7 +73,11 @@ _SHAPE = "|".join(_SHAPES)
 # characters, 16+ long, with a letter and a digit, or base64 padded with `=` (a Basic token without a digit).
 # Group `name` keeps a header's name, group `scheme` a `Bearer`/`Basic` prefix.
 _CHAR = r"[A-Za-z0-9._~+/=-]"
-_TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
+# A token's characters but `=`, which only pads its end (base64): a value is read to its run's end once, and never over
+# an inner `=`, so it never runs over the next `name=` (read over it, `token=` repeated cost each name the rest of the
+# text: quadratic, a megabyte took hours). A 16+ run of letters, digits and `._~+/-`, then any `=`, to the run's end.
+_V = r"[A-Za-z0-9._~+/-]"
+_TOKEN = rf"(?={_CHAR}{{16}})(?:(?=[A-Za-z._~+/-]*+[0-9])(?=[0-9._~+/-]*+[A-Za-z]){_V}++=*+|{_V}++=++)(?!{_CHAR})"
 # A pagination cursor under a name ending in `token` (`page_token`, `next_page_token`, `pageToken`, `nextPageToken`,
 # AWS's `NextToken`, S3's `ContinuationToken`, boto's `StartingToken`, `next_token`, `prev_token`) is a listing's position
 # the agent passes back, no credential: its value is kept wherever a name ending in `token` masks one (here, and
@@ -81,7 +86,8 @@ _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15
 _PAGE_TOKEN = "".join(rf"(?<!{_ci(words)}{sep}[Tt][Oo][Kk][Ee][Nn])"
                       for words in ("(?:page|next|prev)", "(?:previous|starting)", "continuation") for sep in ("", "[-_]"))
 _NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[-_]?key|pass(?:word|wd|phrase)|token")  # any case
-          + _PAGE_TOKEN + r"""(?:(?<![A-Za-z0-9_.-][Tt][Oo][Kk][Ee][Nn])(?P<bare>))?""")  # (`token` alone: group `bare`)
+          + _PAGE_TOKEN + r"""(?:(?:(?<![A-Za-z0-9_.-][Tt][Oo][Kk][Ee][Nn])|(?<=\\[nrt][Tt][Oo][Kk][Ee][Nn]))(?P<bare>))?""")
+# (`token` alone: group `bare`; also on a line of a JSON-encoded text, after its escaped line break `\n`)
 # A field named `token` alone (`"token": "…"`, `'Token': '…'`, its quotes escaped or not, or a key without quotes as
 # YAML and logs write it, `token: "…"`, `token='…'`; group `bare`: no name character before `token`): its quoted value
 # counts from 8 characters, when it is a token's characters to the string's end with a letter and a digit
@@ -90,10 +96,17 @@ _NAMES = (_ci("api[-_]?key|authorization|secret(?:[-_]?access[-_]?key)?|private[
 # evidence a judge needs. A mapping whose other keys show an authentication (`redact.masked_under`'s `beside`) has any
 # string under `token` masked, where a mapping is at hand (a call's arguments, their differences, a config).
 _SHORT = rf"""(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{8,}}+(?=\\*["'])"""
-# The same rule for `redact` (a reply's or an error's text, which has no `token` rule of its own): a quoted value under
-# `token` alone, its key quoted or not (group `tok` keeps the name, a `Bearer`/`Basic` scheme and the quote).
-_BARE_TOKEN = (r"""(?P<tok>[Tt](?<![A-Za-z0-9_.-][Tt])[Oo][Kk][Ee][Nn](?:\\*["'])?\s*[:=]\s*\\*["'](?:[Bb]earer\s+|[Bb]asic\s+)?)"""
-               + _SHORT)
+# Unquoted (`token: tok_9f8e7d6c`, `token=tok_9f8e7d6c&page=2`, as YAML, logs and query strings write it): the same shape,
+# 8+ with a letter and a digit, read to the value's end, which is white space, `,` `;` `&` `#`, a closing bracket, a
+# quote (escaped or not), an escaped line break or the text's end; a value with another character before that (`:`,
+# `@`, `%`, `!`) is no token's, as a quoted one is not. Read as `_TOKEN` is (no inner `=`): linear.
+_UNQUOTED = (rf"""(?<![\\"'])(?={_CHAR}{{8}})(?=[A-Za-z._~+/-]*+[0-9])(?=[0-9._~+/-]*+[A-Za-z]){_V}++=*+"""
+             r"""(?=\\*["']|\\+[nrt]|[\s,;&#)\]}>]|\Z)""")
+# The same rule for `redact` (a reply's or an error's text, which has no `token` rule of its own): a value under `token`
+# alone, its key quoted or not, its value quoted (`_SHORT`) or not (`_UNQUOTED`); group `tok` keeps the name, a
+# `Bearer`/`Basic` scheme and the quote (group `tq`).
+_BARE_TOKEN = (r"""(?P<tok>[Tt](?:(?<![A-Za-z0-9_.-][Tt])|(?<=\\[nrt][Tt]))[Oo][Kk][Ee][Nn](?:\\*["'])?\s*[:=]\s*(?P<tq>\\*["'])?(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
+               + rf"(?(tq){_SHORT}|{_UNQUOTED})")
 # A JSON (or Python repr) field named for a password, a secret, an API key, an authorization header, a private key
 # (and its id), a session's token or a cookie (`Cookie` / `Set-Cookie` alone: not `accept_cookie`): its quoted value is
 # the secret whatever its shape ("hunter2" is not token-shaped), as under a metadata key (`_CREDENTIAL_KEY`); a
@@ -169,8 +182,8 @@ _COOKIE_HEADER = (r"""(?P<cookie>[CcSs](?:(?<![A-Za-z0-9_-].)|(?<=\\[nr].))(?i:(
                   r"""(?=[^\s=;,"'\\]+=)[^\r\n"'\\]+""")
 _QUOTED = (
     _SECRET_FIELD + "|" + _FORM_FIELD + "|"
-    rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?)"""
-    rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT})|{_TOKEN})"""
+    rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+|[Tt]oken\s+)?)"""
+    rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT}|{_UNQUOTED})|{_TOKEN})"""
     rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE_HEADER}"
     r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
     rf"|{_URL_PASSWORD}|" + _SHAPE
