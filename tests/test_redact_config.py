@@ -60,9 +60,10 @@ def test_the_recorded_config_masks_credentials_and_resume_still_compares_the_rea
     assert spec["expected_arguments"] == {"user": "ann", "password": MASK, "pin": MASK, "body": json.dumps({"api_key": MASK})}
     (line,) = (run_dir / "configs.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["config"] == recorded["config"]
-    # The hash is the real config's, not the masked one's.
+    # The hash tells the real config (its masked values by their digests under the directory's salt), not the masked one.
     real = RunConfig.model_validate(yaml.safe_load((tmp_path / "c.yaml").read_text(encoding="utf-8")), context={"base_dir": tmp_path})
-    assert recorded["config_hash"] == manifest_mod.manifest_for(real, files=recorded["dataset"])["config_hash"]
+    salt = recorded["config_secrets"]["salt"]
+    assert recorded["config_hash"] == manifest_mod.manifest_for(real, files=recorded["dataset"], salt=salt)["config_hash"]
 
     same = _run(tmp_path)
     assert same.returncode in (0, 1) and "cannot resume" not in same.stderr, same.stderr

@@ -10,7 +10,10 @@ of `configs.jsonl` is its own config:
     {"config_hash": "…", "config": {…}, "dataset": {…}, "dataset_fingerprint": "…", "tracejudge_version": "…"}
 
 (a line is appended, and fsynced, only when the hash or dataset differs from
-the last line's, so resumes with one config do not grow the file). A resume
+the last line's, so resumes with one config do not grow the file). A config
+with masked values also records `config_secrets` (their digests and the run
+directory's salt, `engine.config_secrets`): a resume that cannot read the
+manifest reuses the salt from here. A resume
 that cannot read the manifest compares its config with the last line and
 refuses with the full key-by-key diff; one that finds no record at all
 refuses too, since it cannot prove the config is the same (`--force`
@@ -50,6 +53,8 @@ def last(run_dir: Path) -> dict[str, Any] | None:
 def append(run_dir: Path, manifest: dict[str, Any]) -> None:
     """Append `manifest`'s config to `RUN_DIR/configs.jsonl` unless the last entry already is it (fsynced; raises `OSError`)."""
     entry = {k: manifest.get(k) for k in _KEYS}
+    if "config_secrets" in manifest:
+        entry["config_secrets"] = manifest["config_secrets"]
     prior = last(run_dir)
     if prior is not None and prior.get("config_hash") == entry["config_hash"] and prior.get("dataset_fingerprint") == entry["dataset_fingerprint"]:
         return

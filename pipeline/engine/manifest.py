@@ -7,8 +7,11 @@ resume compares the new manifest with the recorded one and refuses, naming
 every changed config key and dataset file, unless forced.
 
 The config is recorded with its credentials masked (`redact.redact_config`: a password in a metric's
-`expected_arguments`, a target's `Authorization` header), the hash computed over it as given: two configs that
-read the same masked but hash differently differ in a masked value, a change too (named by its key, not shown).
+`expected_arguments`, a target's `Authorization` header). A config that has masked values is hashed over the masked
+config and a scrypt digest of each masked value under the run directory's salt (`config_secrets`, recorded beside it),
+not over the config as given, which a plain sha256 beside the masked copy let anyone guess offline: two configs that
+read the same masked but hash differently differ in a masked value, a change too, named by its key (only the keys
+whose digests differ), its value not shown. A config without masked values is hashed as before.
 
 Not hashed (they change how fast a run goes, where it writes or what it may
 spend, never its answers): `run.dir`, `run.workers`, `run.queue_size`,
@@ -30,10 +33,14 @@ from typing import Any
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
+from tracejudge.engine import config_secrets
 from tracejudge.engine.dataset_fingerprint import files_of
 from tracejudge.llm.redact import MASK, redact_config, redact_url_passwords
 
-__all__ = ["CLI_OPTIONS", "ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "refusal", "with_history"]
+__all__ = ["CLI_OPTIONS", "ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "refusal", "salt_of", "upgraded",
+           "with_history"]
+
+salt_of = config_secrets.salt_of
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
@@ -99,10 +106,12 @@ def dataset_files(config: RunConfig, stop: Event | None = None) -> dict[str, Any
     return files_of(config.dataset.path, config.dataset.tasks, stop)
 
 
-def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files: dict[str, Any] | None = None) -> dict[str, Any]:
+def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files: dict[str, Any] | None = None,
+                 salt: str | None = None) -> dict[str, Any]:
     """The manifest a run directory records for `config`.
 
-    Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part),
+    Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part; when it has masked values, of the masked part
+    and `config_secrets`, their digests under `salt`, the run directory's, drawn at random when None: `config_secrets`),
     `dataset` (role → `{path, **file_fingerprint}` for `path` and `tasks`),
     `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it,
     each metric spec with its defaults filled in); a shard run also has `shard`
@@ -117,25 +126,59 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files
         files = {"memory": {"path": str(config.dataset.path), "size": None, "sha256": memory_fingerprint, "sampled": False}}
     elif files is None:
         files = dataset_files(config)
-    hashed = hashed_config(dumped)
+    # Hashed over the masked config, a masked value by its digest (`config_secrets`), kept with its credentials masked (a
+    # judge's `base_url` `http://user:pass@host`, a password in a metric's `expected_arguments`, a target's
+    # `Authorization` header: `redact_config`): the run directory is uploaded, shared and read by other commands
+    # (configs.jsonl copies this).
+    masked = redact_config(redact_url_passwords(dumped))
+    hashed, shown = hashed_config(dumped), hashed_config(masked)
+    values = config_secrets.masked_values(hashed, shown)
+    unsharded = None
+    if config.run.shard is not None:
+        unsharded = hashed_config({**masked, "run": {**masked["run"], "shard": None}})
+    record = None
+    if values:
+        # (a shard's salt is its sweep's: `config_secrets.shard_salt`)
+        salt = salt or (config_secrets.new_salt() if unsharded is None else config_secrets.shard_salt(unsharded))
+        record = config_secrets.digests_record(values, salt)
     shard: dict[str, Any] = {}
     if config.run.shard is not None:
         # The shard decides which cases a directory holds (so it is hashed), but the shards
         # of one sweep share everything else: the unsharded hash tells `merge_runs` they belong together.
         i, n = (int(x) for x in config.run.shard.split("/"))
-        unsharded = hashed_config({**dumped, "run": {**dumped["run"], "shard": None}})
-        shard = {"shard": {"index": i, "count": n}, "config_hash_unsharded": _digest(unsharded)}
+        if record is None:
+            unsharded = hashed_config({**dumped, "run": {**dumped["run"], "shard": None}})
+        shard = {"shard": {"index": i, "count": n}, "config_hash_unsharded": _hash_of(unsharded, record)}
     return {
         "tracejudge_version": __version__,
-        "config_hash": _digest(hashed),
+        "config_hash": _hash_of(hashed if record is None else shown, record),
+        **({"config_secrets": record} if record is not None else {}),
         **shard,
         "dataset_fingerprint": _digest({role: f["sha256"] for role, f in files.items()}),
         "dataset": files,
-        # Hashed as given, kept with its credentials masked (a judge's `base_url` `http://user:pass@host`, a password in
-        # a metric's `expected_arguments`, a target's `Authorization` header: `redact_config`): the run directory is
-        # uploaded, shared and read by other commands (configs.jsonl copies this).
-        "config": redact_config(redact_url_passwords(dumped)),
+        "config": masked,
     }
+
+
+def _hash_of(hashed: Any, record: dict[str, Any] | None) -> str:
+    # A config without masked values: sha256 of it, as every version hashed it. With them: of the masked config and the
+    # record of their digests (`config_secrets`), which holds no value.
+    return _digest(hashed) if record is None else _digest({"config": hashed, "config_secrets": record})
+
+
+def plain_hash(config: RunConfig) -> str:
+    """`config`'s hash as versions before `config_secrets` computed it (sha256 of the config as given, credentials and
+    all): compared in memory with a manifest they wrote (`upgraded`), never written."""
+    dumped = config.model_dump(mode="json")
+    dumped["metrics"] = [_resolved_metric(spec) for spec in dumped.get("metrics", [])]
+    return _digest(hashed_config(dumped))
+
+
+def upgraded(recorded: Any, new: dict[str, Any], config: RunConfig) -> Any:
+    """`recorded` (a manifest, a configs.jsonl entry or a checkpoint's config hash) with each config of it that a version
+    before `config_secrets` hashed plainly and that is `config` hashed as `new` (`config`'s manifest) hashes it: a resume
+    goes on, and writes the manifest in the new form. The same object when there is none (`config_secrets.upgraded`)."""
+    return config_secrets.upgraded(recorded, new, lambda: plain_hash(config))
 
 
 def _resolved_metric(spec: dict[str, Any]) -> dict[str, Any]:
@@ -205,9 +248,18 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
     elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v)]):
-        # The hash is over the config as given: equal masked configs of different hashes differ in a masked value (an
-        # expected argument's password), which changes the results as any other value does.
-        lines.append(f"config {' or '.join(hidden)}: {MASK} → {MASK} (a masked value changed: the config hashes differ)")
+        # Equal masked configs of different hashes differ in a masked value (an expected argument's password), which
+        # changes the results as any other value does: named by the keys whose digests differ (`config_secrets`), a URL's
+        # password but (a proxy's, rotated without changing any answer).
+        got = config_secrets.changed(old.get("config_secrets"), new.get("config_secrets"),  # (the old config as written: its clear values)
+                                     lambda: _flatten(hashed_config(_with_resolved_metrics(old.get("config") or {})), "", {}))
+        if got is None:
+            why = ("the recorded manifest, written by an earlier version, has no digest of each" if "config_secrets" not in old
+                   else "the recorded digests were made under another salt and cannot be compared with")
+            lines.append(f"config: a masked value changed (the config hashes differ; {why} masked value, so which of the "
+                         f"{len(hidden)} changed cannot be told)")
+        elif named := [k for k in hidden if k in got]:
+            lines.append(f"config {' and '.join(named)}: {MASK} → {MASK} (a masked value changed: its digests differ)")
     old_files, new_files = old.get("dataset"), new["dataset"]
     if not isinstance(old_files, dict):
         if old.get("dataset_fingerprint") != new["dataset_fingerprint"]:
@@ -271,8 +323,10 @@ def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force:
     elif old is None:
         if recorded_hash is None or recorded_hash == new["config_hash"]:
             return []
+        why = ("which keys changed cannot be listed without the manifest" if "config_secrets" not in new else
+               "this config's masked values are hashed under the salt the manifest and configs.jsonl kept, so a lost salt reads as a change")
         changes = [f"config: manifest.json is missing or unreadable, and the checkpoint records this directory's config hash "
-                   f"{recorded_hash[:12]}…, not this config's {new['config_hash'][:12]}… (which keys changed cannot be listed without the manifest)"]
+                   f"{recorded_hash[:12]}…, not this config's {new['config_hash'][:12]}… ({why})"]
     else:
         changes = diff(old, new)
     if changes and not force:
@@ -289,7 +343,7 @@ def refusal(run_dir: Path, changes: list[str], options: str = CLI_OPTIONS) -> Ma
     return ManifestMismatch(f"{run_dir}: cannot resume: this run directory was started with another config or dataset:\n{body}\n{options}", changes)
 
 
-_HISTORY_KEYS = ("config_hash", "config", "dataset", "dataset_fingerprint", "tracejudge_version")
+_HISTORY_KEYS = ("config_hash", "config_secrets", "config", "dataset", "dataset_fingerprint", "tracejudge_version")
 
 
 def _history(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -318,7 +372,7 @@ def with_history(old: dict[str, Any] | None, new: dict[str, Any], forced: list[s
     history = [] if old is None else [{**h, "config": redact_config(h["config"])} if isinstance(h.get("config"), dict) else h
                                       for h in _history(old)]
     if not any(h.get("config_hash") == new["config_hash"] and h.get("dataset_fingerprint") == new["dataset_fingerprint"] for h in history):
-        entry = {k: new[k] for k in _HISTORY_KEYS}
+        entry = {k: new[k] for k in _HISTORY_KEYS if k in new}
         if forced:
             entry["forced_changes"] = list(forced)
         history.append(entry)

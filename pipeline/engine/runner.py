@@ -83,10 +83,11 @@ class RunOutcome:
     refused: int = 0  # of `pending_retries`, those the judge model refused to judge
 
 
-def manifest_for(config: RunConfig, source: MemorySource | None = None, files: dict[str, Any] | None = None) -> dict[str, Any]:
+def manifest_for(config: RunConfig, source: MemorySource | None = None, files: dict[str, Any] | None = None,
+                 salt: str | None = None) -> dict[str, Any]:
     """The manifest a run directory records for `config` (see `tracejudge.engine.manifest`); `files`: the dataset
-    files' fingerprints when already computed (`engine.fingerprint_ahead`)."""
-    return manifest_mod.manifest_for(config, None if source is None else source.fingerprint, files)
+    files' fingerprints when already computed (`engine.fingerprint_ahead`); `salt`: the run directory's (`config_secrets`)."""
+    return manifest_mod.manifest_for(config, None if source is None else source.fingerprint, files, salt)
 
 
 @run_scope
@@ -306,10 +307,12 @@ def _run_dir(run_dir: Path) -> Path:
 def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | None, force: bool,
                     ahead: FingerprintAhead | None = None, command: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
     # Refuses (ManifestMismatch) a directory of another config or dataset unless forced.
-    manifest = manifest_for(config, source, None if ahead is None else ahead.files())
+    previous = store.read_manifest(run_dir, strict=False)
+    # A config's masked values are digested under the salt the directory keeps (`engine.config_secrets`).
+    salt = manifest_mod.salt_of(previous if previous is not None else config_journal.last(run_dir))
+    manifest = manifest_for(config, source, None if ahead is None else ahead.files(), salt)
     if command is not None:  # a run killed before its first checkpoint is resumed with this (`run_state.resume_command`)
         manifest["command"] = dict(command)
-    previous = store.read_manifest(run_dir, strict=False)
     if not store.has_results(run_dir):
         # No result was computed with the recorded config: nothing to protect, nothing to diff against.
         previous = None
@@ -318,6 +321,10 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
         # the checkpoint's segments and summary.json their hashes; a directory where none says is refused (unproven).
         recorded = None if previous else recorded_config_hash(run_dir)
     journaled = config_journal.last(run_dir) if previous is None and store.has_results(run_dir) else None
+    # A config an earlier version hashed plainly (credentials and all) is read as this one hashes it, when it is this
+    # config (`manifest.upgraded`); a manifest so read is written again, in the new form.
+    as_read = previous
+    previous, journaled, recorded = (manifest_mod.upgraded(r, manifest, config) for r in (previous, journaled, recorded))
     if manifest_mod.known_config(previous, manifest):
         changes: list[str] = []  # a config this directory's results were already computed with (its history)
     elif journaled is not None:
@@ -329,8 +336,8 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
     # A config that differs only where the hash does not look (assertions, aggregate, budget, …) is written too: `report`
     # on this directory applies the manifest's config, which must be the one the last `run` used, or the two give
     # opposite verdicts (assertions tightened: `run` FAIL, then `report` PASS from the assertions the run began with).
-    write = (previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]
-             or previous.get("config") != manifest["config"])
+    write = (previous is None or previous is not as_read or changes or previous.get("config_hash") != manifest["config_hash"]
+             or previous.get("history") != manifest["history"] or previous.get("config") != manifest["config"])
     if write and not store.has_results(run_dir):
         # Nothing to protect yet: the manifest first, so that a run killed at any moment after it is one `report` calls
         # interrupted, with the command that resumes it (a directory holding configs.jsonl alone read as no run at all).
