@@ -76,6 +76,9 @@ ADVERSARIAL = {
     "rising backslashes": "".join("'password': " + "\\" * i + '"' for i in range(int((2 * _N) ** 0.5))),
     "deep opening": '"password": ' + "\\" * (_N // 2) + '"' + ("\\" * 3 + '"') * (_N // 8),
     "cookie names": "\\nCookie: " * (_N // 10),
+    # Every `sk-` of a run of them looked for a digit to the run's end (100 KB: 14 s).
+    "sk runs": "sk-" * (_N // 3),
+    "sk_ runs": "sk_" * (_N // 3),
 }
 
 

@@ -185,7 +185,9 @@ _QUOTED = (
     rf"""(?P<name>(?:{_NAMES})(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+|[Tt]oken\s+)?)"""
     rf"""(?(bare)(?:{_TOKEN}|(?:(?<=["'])|(?<=[Bb]earer\s)|(?<=[Bb]asic\s)){_SHORT}|{_UNQUOTED})|{_TOKEN})"""
     rf"|\b(?P<scheme>(?:[Bb]earer|[Bb]asic)\s+){_TOKEN}|{_COOKIE_HEADER}"
-    r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
+    # (A digit and a letter within the key's first 256 characters: looked for to its end, every `sk-` of a long run of
+    # them, "sk-sk-sk-…", scanned the rest of the run, quadratic in its length.)
+    r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]{0,256}?[0-9])(?=[A-Za-z0-9_-]{0,256}?[A-Za-z])[A-Za-z0-9_-]{20,}"
     rf"|{_URL_PASSWORD}|" + _SHAPE
 )
 # The pre-check: a part of every match of `_QUOTED` (its name's `key`/`zation`, `KIA` of `AKIA`, `J` of
