@@ -14,7 +14,6 @@ never share a run directory.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import stat
 from pathlib import Path
@@ -47,7 +46,6 @@ __all__ = [
     "TokenizerFactor",
     "WORKERS_DEPRECATED",
     "apply_overrides",
-    "config_hash",
     "judge_provider_problem",
     "load_config",
     "require_metrics",
@@ -367,10 +365,6 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     return f"{redact(msg)} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"
 
 
-def config_hash(config: RunConfig) -> str:
-    """sha256 of the config's canonical JSON (sorted keys): what the manifest records."""
-    payload = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def run_warnings(config: RunConfig) -> list[str]:

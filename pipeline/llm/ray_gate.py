@@ -119,13 +119,18 @@ class RayBudget:
 def gate_name(config: RunConfig, run_dir: Path | None = None) -> str:
     """The gate of a sweep: the hash of `config` without `run.shard`, its limits and budget, and the
     name of `run_dir` (default `run.dir`) without `-shard-I-of-N`; so the shards of one sweep share
-    a gate, and a sweep with another `run.dir` gets its own."""
+    a gate, and a sweep with another `run.dir` gets its own.
+
+    The config is hashed with its credentials masked (as the manifest shows it): anyone who can list the cluster's
+    actors sees the name, and a plain hash of a config holding a weak password lets that password be guessed."""
     from tracejudge.engine.manifest import hashed_config
     from tracejudge.engine.shards import sweep_name
+    from tracejudge.llm.redact import redact_config, redact_url_passwords
 
     dumped = config.model_dump(mode="json")
     dumped["run"]["shard"] = None
-    key = {"config": hashed_config(dumped), "limits": dumped["limits"], "budget": dumped["budget"],
+    masked = redact_config(redact_url_passwords(dumped))
+    key = {"config": hashed_config(masked), "limits": dumped["limits"], "budget": dumped["budget"],
            "sweep": sweep_name(run_dir if run_dir is not None else config.run.dir)}
     return "tracejudge-judge-gate-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
