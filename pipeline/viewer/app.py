@@ -153,7 +153,7 @@ async def _run_page(request: web.Request) -> web.Response:
     others = [r for r in request.app[_RUNS].values() if r.rid != run.rid and r.gone() is None]
     baseline = request.app[_BASELINE]
     others.sort(key=lambda r: r.rid != baseline)
-    return _html(run_page(run, counts, others))
+    return _html(run_page(run, counts, others, await anyio.to_thread.run_sync(run.index.run_errors)))
 
 
 def _int(value: str | None, default: int, name: str) -> int:

@@ -15,8 +15,9 @@ PAGE_SIZES = (25, 50, 100, 200)
 class CaseQuery:
     """Server-side filters of the Cases table (all optional; combined with AND).
 
-    - `status`: a result status (`ok`, `invalid_input`, …) or `failed` (any
-      metric with `passed = false`, or a status other than `ok`);
+    - `status`: a result status (`ok`, `invalid_input`, …), `failed` (any
+      metric with `passed = false`, or a status other than `ok`) or `run_error` (the case's agent run ended in
+      an error its trace records, `metadata.run_error`: scored, its status `ok`);
     - `below`: a metric key; keeps results whose verdict on it is a fail (`*`: on any metric; a key the run
       has no metric of: none, as no result is below that threshold);
     - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
@@ -37,7 +38,8 @@ class CaseQuery:
 
 @dataclass
 class Page:
-    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, tags, duration_s, snippet, values, passed), `total` matching."""
+    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, run_error, tags, duration_s, snippet, values,
+    passed), `total` matching."""
 
     rows: list[dict[str, Any]]
     total: int
@@ -56,6 +58,8 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
     where, args = [], []
     if q.status == "failed":
         where.append("failed = 1")
+    elif q.status == "run_error":
+        where.append("run_error IS NOT NULL")
     elif q.status:
         where.append("status = ?")
         args.append(q.status)

@@ -9,7 +9,9 @@ One row per (case, trial) — a later line for the same pair replaces the
 earlier one, as a resumed run's result supersedes a budget-skipped one. Each
 metric gets a value column `m<i>` and a verdict column `p<i>` (1 passed,
 0 failed, NULL no verdict), indexed so that sorting 100,000 rows by a metric
-is an index walk. `text` holds the lower-cased id, tags, reasons and error;
+is an index walk. `run_error` is the error the case's agent run ended in (`metadata.run_error`, as the
+reports show it: `reports.cases.run_error_of`), the result `ok` all the same. `text` holds the lower-cased id,
+tags, reasons, error and run error;
 `casetext` (filled by `tracejudge.viewer.traces.index_case_text`) adds each
 case's input, output and tool names from the dataset.
 
@@ -30,12 +32,13 @@ from typing import Any
 
 import pydantic_core
 
+from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, where_and_order
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "5"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear
+_SCHEMA = "6"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
 def _cache_path(run_dir: Path) -> Path:
@@ -50,8 +53,8 @@ def _head(path: Path) -> str:
         return hashlib.sha1(fh.read(_HEAD)).hexdigest()
 
 
-def _text_of(res: dict[str, Any]) -> str:
-    parts = [str(res.get("case_id", "")), " ".join(map(str, res.get("tags") or []))]
+def _text_of(res: dict[str, Any], run_error: str) -> str:
+    parts = [str(res.get("case_id", "")), " ".join(map(str, res.get("tags") or [])), run_error]
     for s in (res.get("scores") or {}).values():
         if isinstance(s, dict):
             parts.append(str(s.get("reason") or ""))
@@ -126,7 +129,7 @@ class RunIndex:
         db.execute("DELETE FROM meta")
         db.execute(
             "CREATE TABLE results(case_id TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT, tags TEXT, error TEXT,"
-            " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, PRIMARY KEY(case_id, trial))"
+            " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, run_error TEXT, PRIMARY KEY(case_id, trial))"
         )
         db.execute("CREATE INDEX results_status ON results(status)")
         db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
@@ -201,9 +204,10 @@ class RunIndex:
                     status = str(res.get("status", "ok"))
                     failed = int(status != "ok" or any(isinstance(s, dict) and s.get("passed") is False for s in scores.values()))
                     err = res.get("error")
+                    said = run_error_of(res.get("metadata"))
                     batch.append((str(res["case_id"]), int(res.get("trial", 0)), status, "\x1f".join(rtags),
                                   json.dumps(err) if err else None, float(res.get("duration_s") or 0.0), offset, len(line),
-                                  failed, _text_of(res), *values))
+                                  failed, _text_of(res, said), said or None, *values))
                     if len(batch) >= _BATCH:
                         self._insert(batch, n_metrics)
                         batch = []
@@ -222,7 +226,7 @@ class RunIndex:
             raise
 
     def _insert(self, rows: list[tuple[Any, ...]], n_metrics: int) -> None:
-        cols = ["case_id", "trial", "status", "tags", "error", "duration", "offset", "length", "failed", "text"]
+        cols = ["case_id", "trial", "status", "tags", "error", "duration", "offset", "length", "failed", "text", "run_error"]
         for i in range(n_metrics):
             cols += [f"m{i}", f"p{i}"]
         marks = ",".join("?" * len(cols))
@@ -273,7 +277,7 @@ class RunIndex:
             q.page = max(1, min(q.page, max(1, -(-total // size))))
             vcols = "".join(f", m{i}, p{i}" for i in range(len(self.metrics)))
             cur = self._db.execute(
-                f"SELECT case_id, trial, status, tags, error, duration{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",
+                f"SELECT case_id, trial, status, tags, error, duration, run_error{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",
                 [*args, size, (q.page - 1) * size],
             )
             found = cur.fetchall()
@@ -281,10 +285,10 @@ class RunIndex:
             snips = dict(self._db.execute(f"SELECT case_id, snippet FROM casetext WHERE case_id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
             rows = []
             for r in found:
-                vals = r[6:]
+                vals = r[7:]
                 rows.append({
                     "case_id": r[0], "trial": r[1], "status": r[2], "tags": [t for t in (r[3] or "").split("\x1f") if t],
-                    "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5], "snippet": snips.get(r[0]) or "",
+                    "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5], "run_error": r[6] or "", "snippet": snips.get(r[0]) or "",
                     "values": {k: vals[2 * i] for i, k in enumerate(self.metrics)},
                     "passed": {k: None if vals[2 * i + 1] is None else bool(vals[2 * i + 1]) for i, k in enumerate(self.metrics)},
                 })
@@ -329,6 +333,11 @@ class RunIndex:
             out = {str(s): int(n) for s, n in self._db.execute("SELECT status, COUNT(*) FROM results GROUP BY status")}
             out["failed"] = int(self._db.execute("SELECT COUNT(*) FROM results WHERE failed=1").fetchone()[0])
         return out
+
+    def run_errors(self) -> int:
+        """How many results' agent run ended in an error (`metadata.run_error`; their status is `ok` all the same)."""
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM results WHERE run_error IS NOT NULL").fetchone()[0])
 
     def close(self) -> None:
         """Close the SQLite connection."""

@@ -75,15 +75,39 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str
             f'<thead><tr><th>expected</th><th></th><th>actual</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def _judge_answers(key: str, details: dict[str, Any]) -> str:
+_ABOUT = re.compile(r"(call|step) ([1-9][0-9]{0,5})")
+
+
+def _in_transcript(text: str, case: Case | None, anchor: str) -> str:
+    """For a question about one call or step as the judge read the trace (`call k`, `step k`: numbered from 1), a link to
+    it in the transcript, which numbers from 0 (`#k-1`, `step k-1`); "" for any other question."""
+    m = _ABOUT.fullmatch(text)
+    if m is None or case is None or case.trace is None:
+        return ""
+    i = int(m.group(2)) - 1
+    if m.group(1) == "call":
+        calls = [c for step in case.trace.steps for c in step.tool_calls]
+        return f' <a class="to-trace" href="#{e(anchor)}-call-{i}">→ #{i} {t(calls[i].name)}</a>' if i < len(calls) else ""
+    return f' <a class="to-trace" href="#{e(anchor)}-step-{i}">→ step {i}</a>' if i < len(case.trace.steps) else ""
+
+
+def _judge_answers(key: str, details: dict[str, Any], case: Case | None = None, anchor: str = "") -> str:
     answers = details.get("answers") or {}
     questions = details.get("questions") or {}
     rows = []
+    linked = False
     for qid, a in answers.items():
         a = a if isinstance(a, dict) else {"answer": a}
         verdict = a.get("answer", a.get("score"))
-        rows.append(f"<tr><td>{e(qid)}</td><td>{e(questions.get(qid, ''))}</td><td><b>{t(verdict)}</b></td><td class=reason>{t(a.get('reason', ''))}</td></tr>")
-    return (f'<div class="judge-answers" data-metric="{e(key)}"><h4>Judge questions: {e(key)}</h4><table class="grid">'
+        text = str(questions.get(qid, ""))
+        there = _in_transcript(text, case, anchor)
+        linked = linked or bool(there)
+        rows.append(f"<tr><td>{e(qid)}</td><td>{e(text)}{there}</td><td><b>{t(verdict)}</b></td><td class=reason>{t(a.get('reason', ''))}</td></tr>")
+    # The judge read steps and calls numbered from 1; the transcript numbers them from 0 (as ToolCalls does): said, so
+    # that "call 1" is not taken for the call the transcript shows as #1.
+    note = ('<p class="muted small numbering">The judge read the steps and calls numbered from 1: its call k is #k−1 in the '
+            "transcript, its step k is step k−1.</p>") if linked else ""
+    return (f'<div class="judge-answers" data-metric="{e(key)}"><h4>Judge questions: {e(key)}</h4>{note}<table class="grid">'
             '<colgroup><col class="w12"><col class="w35"><col class="w12"><col class="w41"></colgroup>'
             f'<thead><tr><th>question</th><th>text</th><th>verdict</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
@@ -94,7 +118,7 @@ def _side(view: CaseView) -> str:
     out = [f'<div class="side" data-run="{e(rid)}"><h2><a href="/run/{e(rid)}">{e(view.run.name)}</a></h2>']
     if res is None:
         out.append('<p class="muted">This run has no result for this (case, trial).</p>')
-        return "".join(out) + transcript_html(view.case, view.note) + "</div>"
+        return "".join(out) + transcript_html(view.case, view.note, rid) + "</div>"
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
                + (f' · tags {t(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
@@ -123,10 +147,10 @@ def _side(view: CaseView) -> str:
         if isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d):
             extras.append(_alignment(key, d, view.case, str(s.get("reason") or "")))
         if isinstance(d, dict) and isinstance(d.get("answers"), dict):
-            extras.append(_judge_answers(key, d))
+            extras.append(_judge_answers(key, d, view.case, rid))
     out.append("</tbody></table>")
     out += extras
-    out.append(transcript_html(view.case, view.note))
+    out.append(transcript_html(view.case, view.note, rid))
     return "".join(out) + "</div>"
 
 

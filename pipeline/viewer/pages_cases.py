@@ -35,7 +35,9 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
     if q.below and q.below != "*" and q.below not in page.metrics:
         have = ", ".join(page.metrics) or "none yet"
         out.append(f"below={q.below}: this run has no metric {q.below} (its metrics: {have}), so no result is below its threshold.")
-    if q.status and q.status != "failed" and q.status not in statuses:
+    if q.status == "run_error" and page.total == 0 and not any((q.below, q.tag, q.q)):
+        out.append("status=run_error: no case of this run has an agent run that ended in an error.")
+    elif q.status and q.status not in ("failed", "run_error") and q.status not in statuses:
         out.append(f"status={q.status}: no result of this run has that status.")
     if q.tag and q.tag not in run.index.tags:
         out.append(f"tag={q.tag}: no result of this run has that tag.")
@@ -48,7 +50,8 @@ def _cut(text: str, n: int) -> str:
 
 def _form(run: Run, page: Page, statuses: list[str], base: str) -> str:
     q = page.query
-    status_opts = [("", "any status"), ("failed", "failed (a check or an error)")] + [(s, s) for s in statuses]
+    status_opts = ([("", "any status"), ("failed", "failed (a check or an error)"),
+                    ("run_error", "run ended in an error")] + [(s, s) for s in statuses])
     # "" is no filter (what the form sends when nothing is chosen); "*" keeps a failed verdict on any metric. The empty
     # choice is not worded "any metric": that reads as the other one.
     below_opts = [("", "— (not filtered)"), ("*", "any metric failed")] + [(m, f"{m} failed") for m in page.metrics]
@@ -102,16 +105,21 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         why = reasons.get(key, {})
         link = case_url(rid, r["case_id"], trial=r["trial"])
         err = str((r["error"] or {}).get("message", "")) if r["error"] else ""
+        said = r["run_error"]  # the agent's run ended in an error (the result is scored, `ok` all the same): marked, as report.html does
         tags = " ".join(f"<span class=tag>{t(tag)}</span>" for tag in r["tags"])
         cells = [f'<td class="clip"><button type="button" class="expand" aria-expanded="false" title="all reasons">▸</button> '
                  f'<a class="case-link" href="{link}" title="{shown_id(r["case_id"])}">{shown_id(r["case_id"])}</a> {tags}</td>',
                  f'<td class=num>{r["trial"]}</td>',
                  f'<td class="clip snippet" title="{t(r["snippet"])}">{t(r["snippet"])}</td>',
-                 f'<td class="clip {"ok" if r["status"] == "ok" else "bad"}" title="{t(r["status"] + (": " + _cut(err, _TITLE_CUT) if err else ""))}">{e(r["status"])}</td>']
+                 f'<td class="clip {"bad" if r["status"] != "ok" else "warn run-error" if said else "ok"}" '
+                 f'title="{t(r["status"] + (": " + _cut(err, _TITLE_CUT) if err else "") + (" · run error: " + _cut(said, _TITLE_CUT) if said else ""))}">'
+                 f'{e(r["status"])}{" · run error" if said else ""}</td>']
         cells += [_chip(m, r["values"].get(m), r["passed"].get(m), why.get(m, "")) for m in page.metrics]
         cells.append(f'<td class=num>{f3(r["duration_s"])}</td>')
         detail = "".join(f'<div><b>{e(m)}</b> <span class="{"ok" if r["passed"].get(m) else "bad" if r["passed"].get(m) is False else "muted"}">'
                          f'{f3(r["values"].get(m))}</span> <span class="reason">{t(why.get(m, ""))}</span></div>' for m in page.metrics)
+        if said:
+            detail = f'<div class="warn reason run-error">the run ended in an error: {t(said)}</div>' + detail
         if err:
             detail = f'<div class="bad reason">{t(err)}</div>' + detail
         rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>"

@@ -107,8 +107,11 @@ def _judge_block(summary: dict[str, Any]) -> str:
     return out
 
 
-def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
-    """A run's summary: metrics with CIs, pass rates, pass@k, exclusions, breakdowns, judge block, assertions and verdict."""
+def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: int = 0) -> str:
+    """A run's summary: metrics with CIs, pass rates, pass@k, exclusions, breakdowns, judge block, assertions and verdict.
+
+    `run_errors`: how many results' agent run ended in an error (`metadata.run_error`; scored, `ok` all the same), said
+    under the counts with a link to those cases, as the reports say it."""
     s, state = run.summary(), run.state()
     rid = run.rid
     total = sum(v for k, v in counts.items() if k != "failed")
@@ -117,7 +120,9 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
            f'<p class="muted">{e(run.path)} · started {e(run.started())}{" UTC" if run.started() != "—" else ""} · took {_duration(s.get("elapsed_s_total"))}'
            f' · <span id="state">{_state(state, full=True)}</span></p>',
            f'<p id="counts"><b id="n-results">{total}</b> results ({e(status)}); <b>{counts.get("failed", 0)}</b> failed a check or errored. '
-           f'<a id="cases-link" href="/run/{e(rid)}/cases">All cases</a> · <a id="failed-link" href="{url(f"/run/{rid}/cases", status="failed")}">Failed cases</a>']
+           + (f'<a id="run-errors" href="{url(f"/run/{rid}/cases", status="run_error")}">{run_errors} of {total} '
+              f'{"result" if total == 1 else "results"}: the agent\'s run ended in an error</a>. ' if run_errors else "")
+           + f'<a id="cases-link" href="/run/{e(rid)}/cases">All cases</a> · <a id="failed-link" href="{url(f"/run/{rid}/cases", status="failed")}">Failed cases</a>']
     apart = []
     for o in others:
         why = differs(o, run)

@@ -106,10 +106,12 @@ def render_value(value: Any, cls: str = "value") -> str:
     return f'<details class="json" open><summary>JSON · {kind}</summary>{_folded(text, cls + " json")}</details>'
 
 
-def call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
-    """One tool call: its index over the trace, name, arguments and (when `full`) its error and result."""
+def call_html(idx: int, call: ToolCall, *, full: bool = True, anchor: str = "") -> str:
+    """One tool call: its index over the trace, name, arguments and (when `full`) its error and result; `anchor`: its
+    element id (`<anchor>-call-<idx>`: what a judge question about the call links to), none when empty."""
     failed = call.error is not None
-    out = [f'<div class="call{" failed" if failed else ""}" data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> '
+    where = f' id="{e(anchor)}-call-{idx}"' if anchor else ""
+    out = [f'<div class="call{" failed" if failed else ""}"{where} data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> '
            f'<span class="label">tool call</span> <b class="tool">{t(call.name)}</b>'
            + (' <span class="badge FAIL small">failed</span>' if failed else "")
            + (' <span class="muted">arguments are not valid JSON</span>' if call.arguments_invalid else "") + "</div>",
@@ -123,9 +125,12 @@ def call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
     return "".join(out)
 
 
-def transcript_html(case: Case | None, note: str) -> str:
+def transcript_html(case: Case | None, note: str, anchor: str = "") -> str:
     """The case as a conversation: `<section class="transcript">` with user turns (`.msg.user[data-user=k]`), steps
-    (`.step[data-step=i]`: folded thought, tool calls with results, the assistant's message), the final output and the expected one."""
+    (`.step[data-step=i]`: folded thought, tool calls with results, the assistant's message), the final output and the expected one.
+
+    Steps and calls are numbered from 0 (`step 0`, `#0`), as ToolCalls' details and reasons number them; `anchor`
+    (a run id) gives step i the element id `<anchor>-step-<i>` and call j `<anchor>-call-<j>`."""
     out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
     if case is None:
         return "".join(out) + "</section>"
@@ -144,12 +149,13 @@ def transcript_html(case: Case | None, note: str) -> str:
         out += said.get(si, [])
         mine = range(idx, idx + len(step.tool_calls))
         who = "user (own tool calls)" if mine and all(c in by_user for c in mine) else "assistant"
-        out.append(f'<div class="step" data-step="{si}"><div class="label">{who} · step {si}</div>')
+        where = f' id="{e(anchor)}-step-{si}"' if anchor else ""
+        out.append(f'<div class="step"{where} data-step="{si}"><div class="label">{who} · step {si}</div>')
         if step.thought:
             out.append(f'<details class="thought"><summary>thought ({len(step.thought):,} characters)</summary>'
                        f'{render_value(step.thought, "thinking")}</details>')
         for call in step.tool_calls:
-            out.append(call_html(idx, call))
+            out.append(call_html(idx, call, anchor=anchor))
             idx += 1
         if step.output:
             out.append(f'<div class="msg agent"><div class="label">assistant</div>{render_value(step.output, "said")}</div>')
