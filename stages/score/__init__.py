@@ -23,7 +23,7 @@ from tracejudge.stages.load.depth import MAX_DEPTH
 from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import FAILED, SCORE_TASK, Metric, ToolMetric, bounded, details_fault, metric_fault
 from tracejudge.stages.score.faults import ON_LOOP, OWED, loop_task, own_cancel, self_cancelled, settle_owed
-from tracejudge.stages.score.masking import custom_keys, mask_echoes, mask_scores
+from tracejudge.stages.score.masking import config_keys, custom_keys, mask_echoes, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
 if TYPE_CHECKING:  # at run time each metric class is imported on first use (`__getattr__`), as the registry imports it
@@ -79,7 +79,7 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     the length of this call, and one alarm watches all their calls (`time_limit.watch_case`).
     """
     scores: dict[str, Score] = {}
-    keys, custom = _keys(metrics)
+    keys, custom, masked = _keys(metrics)
     # On the event loop, a custom metric may cancel the task calling it (`faults.ON_LOOP`, `faults.own_cancel`; a built-in
     # never does): that task's cancel requests are counted before and after each call, one int compare a call.
     task = ON_LOOP.get() if custom else None
@@ -125,7 +125,7 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
                 # Masked, pickled and written below the interpreter's recursion limit, as a record is read (`load.depth`),
                 # and as JSON: details it cannot carry are the metric's failure, not the case's.
                 scores[key] = details_fault(score, key, _DETAILS_DEPTH)
-        mask_scores(scores, case, custom, views.calls if case.trace is not None else None)
+        mask_scores(scores, case, masked, views.calls if case.trace is not None else None)
         return scores
     finally:
         time_limit.unwatch_case(watch)
@@ -134,7 +134,7 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
 
 # The keys of the metrics `score_case` was last called with: a run scores every case with the same metric
 # objects, and each `key` (a property on a pydantic model) cost as much as a small metric's arithmetic.
-_last_keys: tuple[tuple[Metric, ...], list[str], tuple[str, ...]] = ((), [], ())
+_last_keys: tuple[tuple[Metric, ...], list[str], tuple[str, ...], tuple[str, ...]] = ((), [], (), ())
 
 # A custom score's details nest at most this deep: with the result line's own levels (the line, `scores`, the score)
 # the line stays a level within what a record may hold (`load.depth.MAX_DEPTH`): `CaseResult.model_validate_json`, whose
@@ -142,19 +142,21 @@ _last_keys: tuple[tuple[Metric, ...], list[str], tuple[str, ...]] = ((), [], ())
 _DETAILS_DEPTH = MAX_DEPTH - 4
 
 
-def _keys(metrics: Sequence[Metric]) -> tuple[list[str], tuple[str, ...]]:
-    """`[m.key for m in metrics]` and the keys of the custom ones among them (`masking.custom_keys`), reused while
-    the metrics are the same ones (a metric is frozen: its key stays; equal metrics have equal keys, and the same
-    objects compare by identity, in C)."""
+def _keys(metrics: Sequence[Metric]) -> tuple[list[str], tuple[str, ...], tuple[str, ...]]:
+    """`[m.key for m in metrics]`, the keys of the custom ones among them (`masking.custom_keys`) and the keys whose
+    scores `mask_scores` masks (those, and the built-in ones configured with a credential in a tool's name:
+    `masking.config_keys`), reused while the metrics are the same ones (a metric is frozen: its key stays; equal
+    metrics have equal keys, and the same objects compare by identity, in C)."""
     global _last_keys
-    objects, keys, custom = _last_keys
+    objects, keys, custom, masked = _last_keys
     current = tuple(metrics)
     if current == objects:
-        return keys, custom
+        return keys, custom, masked
     keys = [m.key for m in metrics]
     custom = custom_keys(current, keys)
-    _last_keys = (current, keys, custom)
-    return keys, custom
+    masked = custom + config_keys(current, keys)
+    _last_keys = (current, keys, custom, masked)
+    return keys, custom, masked
 
 
 def _raised(exc: BaseException) -> Score:
@@ -179,7 +181,7 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
         return got
     import anyio  # here: a worker process scoring plain metrics never needs it
 
-    keys, custom = _keys(metrics)
+    keys, custom, masked = _keys(metrics)
     scores: dict[str, Score] = dict.fromkeys(keys, _UNSET)  # type: ignore[arg-type]  # (every key is set below)
     limit_s = time_limit.seconds()
 
@@ -231,7 +233,7 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
         scores[key] = score = bounded(scores[key], key)
         if isinstance(score, Score) and score.details:
             scores[key] = details_fault(score, key, _DETAILS_DEPTH)
-    mask_scores(scores, case, custom)
+    mask_scores(scores, case, masked)
     return scores
 
 

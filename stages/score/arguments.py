@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.llm.redact import MASK, masked_under, redact_details
+from tracejudge.llm.redact import MASK, masked_under, redact_details, redact_quoted
 from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
 from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json, short_pair
 
@@ -57,16 +57,22 @@ class ArgumentCorrectness(ToolMetric):
     occurrence: Any = "first"
     include_failed: bool = False
 
+    # `tool_name` and `occurrence` as the reasons quote them (`repr`), a credential masked as in a case's text: built once.
+    _named: tuple[str, str] = PrivateAttr(default=("", ""))
+
+    def model_post_init(self, context: Any) -> None:
+        self._named = (redact_quoted(repr(self.tool_name)), redact_quoted(repr(self.occurrence)))
+
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
         matches = [(i, c) for i, c in self.actual_calls(case) if c.name == self.tool_name]
         if not matches:
-            return self._fail(f"no call to tool {self.tool_name!r} was recorded", {})
+            return self._fail(f"no call to tool {self._named[0]} was recorded", {})
         pick = _select(self.occurrence, len(matches))
         if pick is None:
             return self._fail(
-                f"tool {self.tool_name!r} was called {len(matches)} time(s); occurrence={self.occurrence!r} selects none of them"
+                f"tool {self._named[0]} was called {len(matches)} time(s); occurrence={self._named[1]} selects none of them"
                 " (it must be 'first', 'last' or a 0-based index)",
                 {},
             )

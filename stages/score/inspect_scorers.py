@@ -53,7 +53,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import PrivateAttr, field_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
@@ -322,6 +322,8 @@ class InspectPattern(_Extracting):
     pattern: str
     ignore_case: bool = True
     match_all: bool = False
+    # `pattern` and how reasons name it, a credential in it masked (`redact_quoted`): built once, when the metric is.
+    _what: tuple[str, str] = PrivateAttr(default=("", ""))
 
     @field_validator("pattern")
     @classmethod
@@ -332,9 +334,20 @@ class InspectPattern(_Extracting):
             raise PydanticCustomError("regex", "invalid regular expression: {error}", {"error": str(exc)}) from None
         return value
 
+    def model_post_init(self, context: Any) -> None:
+        self._what = _pattern_named(self.pattern)
+
     def decide(self, completion: str, targets: list[str]) -> Score:
         label = "inspect pattern, match_all" if self.match_all else "inspect pattern"
-        return self.extract(self.pattern, f"/{self.pattern[:60]}/", label, completion, targets, self.ignore_case, self.match_all)
+        pattern, what = self.pattern, self.__pydantic_private__["_what"]
+        if what[0] is not pattern:  # (a copy given another pattern)
+            what = _pattern_named(pattern)
+        return self.extract(pattern, what[1], label, completion, targets, self.ignore_case, self.match_all)
+
+
+def _pattern_named(pattern: str) -> tuple[str, str]:
+    """`pattern` and how `pattern`'s reasons name it: its first 60 characters between slashes, a credential masked."""
+    return pattern, f"/{redact_quoted(pattern, 60)[:60]}/"
 
 
 @_inspect_name("answer")

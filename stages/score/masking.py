@@ -7,7 +7,9 @@ text escaped that:
 - a custom metric's reason and details (`@tracejudge.metric` functions, metric
   classes of the user's own), written by code that knows nothing of redaction;
 - tool names, which the built-in reasons and details copy as they are (an MCP tool
-  named by a URL holding its password, a key pasted where a name belongs).
+  named by a URL holding its password, a key pasted where a name belongs), the
+  trace's and the case's, and those a metric's config names (`expected_tools`, …:
+  `config_keys`, decided once per list of metrics).
 
 `mask_scores` passes the scores of custom metrics through `redact_quoted` always,
 and every score of a case whose tool names hold a credential. Built-in reasons get
@@ -27,7 +29,7 @@ from tracejudge.core.memo import SeenSet
 from tracejudge.core.records import Case, Score
 from tracejudge.llm.redact import quoted_clean, redact, redact_data, redact_details, redact_quoted
 
-__all__ = ["custom_keys", "mask_echoes", "mask_scores", "masked"]
+__all__ = ["config_keys", "custom_keys", "mask_echoes", "mask_scores", "masked"]
 
 _NAME = attrgetter("name")
 _CLEAN: SeenSet[str] = SeenSet()  # tool names seen to hold no credential (`core.memo`: bounded, per process)
@@ -42,6 +44,24 @@ def _is_custom(cls: type) -> bool:
 def custom_keys(metrics: Sequence[Any], keys: Sequence[str]) -> tuple[str, ...]:
     """The keys (of `keys`, one per metric of `metrics`) whose metric is a custom one, in order."""
     return tuple(key for key, m in zip(keys, metrics) if _is_custom(type(m)))
+
+
+# A built-in metric's parameters that name tools: its reasons quote them as they are (`names_repr`, `render_call`).
+_NAME_PARAMETERS = ("expected_tools", "expected_trajectory", "include_tools", "exclude_tools")
+
+
+def config_keys(metrics: Sequence[Any], keys: Sequence[str]) -> tuple[str, ...]:
+    """The keys (of `keys`, one per metric of `metrics`) of the built-in metrics whose configured tool names hold a
+    credential: their scores are masked as a custom metric's are (`mask_scores`). Computed once per list of metrics
+    (`stages.score._keys`); a configured name seen clean before costs a set lookup."""
+    out = []
+    for key, m in zip(keys, metrics):
+        params = getattr(m, "__dict__", None)
+        if not params or _is_custom(type(m)):
+            continue
+        if any(params.get(p) and not _names_clean(params[p]) for p in _NAME_PARAMETERS):
+            out.append(key)
+    return tuple(out)
 
 
 def _names_clean(names: Iterable[str]) -> bool:

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.llm.redact import redact_quoted
@@ -106,12 +106,18 @@ class Contains(Metric):
     value: str | None = None
     case_sensitive: bool = False
     match: Literal["substring", "bfcl"] = "substring"
+    # `value`, lowered, and the two reasons quoting it masked (`_contains_text`): built once, when the metric is.
+    _texts: tuple[str, str, str, str] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _compatible_options(self) -> "Contains":
         if self.match == "bfcl" and self.case_sensitive:
             raise ValueError("match: bfcl ignores case, as BFCL's checker does: it cannot be combined with case_sensitive: true")
         return self
+
+    def model_post_init(self, context: Any) -> None:
+        if self.value is not None:
+            self._texts = (self.value, *_contains_text(self.value))
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
@@ -130,8 +136,9 @@ class Contains(Metric):
         if not isinstance(target, str):
             return Score(value=None, reason=f"not computed: Contains needs a text expectation (or a list of texts), got {type(target).__name__}")
         out = _output(case)
-        if target is value:  # the user's own configured text, the same for every case: its texts are kept
-            lowered, yes, no = _contains_text(target)
+        if target is value:  # the user's own configured text, the same for every case: its texts were built with the metric
+            texts = self.__pydantic_private__["_texts"]
+            _, lowered, yes, no = texts if texts is not None and texts[0] is target else (target, *_contains_text(target))
         else:  # the case's own expectation is data and may quote a credential
             shown = redact_quoted(target, 80)[:80]
             lowered, yes, no = target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
@@ -175,8 +182,10 @@ def _bfcl_mentions_any(targets: list[str], out: str) -> Score:
 
 @lru_cache(maxsize=256)
 def _contains_text(target: str) -> tuple[str, str, str]:
-    """`target` lowered, and the two reasons `Contains` gives for it."""
-    return target.lower(), f"output contains {target[:80]!r}", f"output does not contain {target[:80]!r}"
+    """`target` lowered, and the two reasons `Contains` gives for it, quoting it as a case's text is quoted: a credential
+    in it masked (`redact_quoted`; a configured value is no less a secret than one a case holds)."""
+    shown = redact_quoted(target, 80)[:80]
+    return target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
 
 
 @register_metric
@@ -197,6 +206,8 @@ class Regex(Metric, defer_build=True):
 
     pattern: str
     full_match: bool = False
+    # `pattern` and the reasons quoting it masked (`redact_quoted`, as a case's text is quoted): built once, when the metric is.
+    _texts: tuple[str, bool, str, str] = PrivateAttr(default=("", False, "", ""))
 
     @field_validator("pattern")
     @classmethod
@@ -209,19 +220,31 @@ class Regex(Metric, defer_build=True):
             raise ValueError(f"invalid regular expression: {exc}") from None
         return value
 
+    def model_post_init(self, context: Any) -> None:
+        self._texts = _regex_texts(self.pattern, self.full_match)
+
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
         out = _output(case)
-        rx = compile_pattern(self.pattern)
+        pattern, full_match = self.pattern, self.full_match
+        rx = compile_pattern(pattern)
         try:
-            found = rx.fullmatch(out, timeout=REGEX_TIMEOUT_S) if self.full_match else rx.search(out, timeout=REGEX_TIMEOUT_S)
+            found = rx.fullmatch(out, timeout=REGEX_TIMEOUT_S) if full_match else rx.search(out, timeout=REGEX_TIMEOUT_S)
         except TimeoutError:
-            return Score(value=None, passed=None, reason=f"regex_timeout: /{self.pattern[:60]}/ took over {REGEX_TIMEOUT_S:g} s "
-                                                        f"on a {len(out)}-character output")
-        ok = found is not None
-        verb = "matches" if self.full_match else "contains a match for"
-        return _pass(ok, f"output {verb} /{self.pattern}/" if ok else f"output does not match /{self.pattern}/")
+            return Score(value=None, passed=None, reason=f"regex_timeout: /{redact_quoted(pattern, 60)[:60]}/ took over "
+                                                        f"{REGEX_TIMEOUT_S:g} s on a {len(out)}-character output")
+        texts = self.__pydantic_private__["_texts"]
+        if texts[0] is not pattern or texts[1] != full_match:  # (a copy given other options)
+            texts = _regex_texts(pattern, full_match)
+        return _pass(found is not None, texts[2] if found is not None else texts[3])
+
+
+def _regex_texts(pattern: str, full_match: bool) -> tuple[str, bool, str, str]:
+    """`pattern`, `full_match` and the two reasons `Regex` gives for them, the pattern quoted with a credential masked."""
+    shown = redact_quoted(pattern)
+    verb = "matches" if full_match else "contains a match for"
+    return pattern, full_match, f"output {verb} /{shown}/", f"output does not match /{shown}/"
 
 
 @register_metric
