@@ -159,6 +159,10 @@ def _head(key: tuple[Any, ...]) -> str:
     return text
 
 
+def _ordinal(n: int) -> str:  # `score.reasons.ordinal`: a call's place in an order (`#N` is the trace's own call number)
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def _describe(counts: dict[str, int]) -> str:
     return ", ".join([f"{n!r} (x{c})" for n, c in sorted(counts.items())])
 
@@ -209,14 +213,14 @@ def reasons(values: list[Any], det: list[Any], state: tuple[Any, ...]) -> list[s
                 e, a = given[ei], calls[ai]
                 if pos not in adj[pos]:
                     why = f" ({'arguments not recorded' if a.arguments_missing else diff(pos, pos)})" if e.name == a.name else ""
-                    parts.append(f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {steps[ai]}, tool {a.name!r}): "
+                    parts.append(f"in order, first divergence at the {_ordinal(pos + 1)} call (trace call #{ai}, step {steps[ai]}, tool {a.name!r}): "
                                  f"expected [{ei}] {r(e)}, got {r(a)}{why}")
                     break
             else:
                 if na < ne:
-                    parts.append(f"in order, the calls end after #{na}; next expected [{expected[na]}] {r(given[expected[na]])}")
+                    parts.append(f"in order, the calls end after {na} call{'' if na == 1 else 's'}; next expected [{expected[na]}] {r(given[expected[na]])}")
                 elif na > ne:
-                    parts.append(f"in order, extra call #{ne + 1} (trace call {actual[ne]}, step {steps[actual[ne]]}): {r(calls[actual[ne]])}")
+                    parts.append(f"in order, an extra {_ordinal(ne + 1)} call (trace call #{actual[ne]}, step {steps[actual[ne]]}): {r(calls[actual[ne]])}")
         out[0] = "; ".join(parts)
     if tj is not None:
         exp_names, names, k = tj
@@ -231,9 +235,9 @@ def reasons(values: list[Any], det: list[Any], state: tuple[Any, ...]) -> list[s
                 pos = next((p for p, (e, a) in enumerate(zip(exp_names, names)) if e != a), min(na, ne))
                 if pos < min(na, ne) or na > ne:
                     what = f"expected {exp_names[pos]!r}, got {names[pos]!r}" if pos < min(na, ne) else f"unexpected {names[pos]!r} after the expected sequence"
-                    out[1] += f"; first divergence at call #{pos + 1} (trace call {ok[pos]}, step {steps[ok[pos]]}) {r(calls[ok[pos]])}: {what}"
+                    out[1] += f"; first divergence at the {_ordinal(pos + 1)} call (trace call #{ok[pos]}, step {steps[ok[pos]]}) {r(calls[ok[pos]])}: {what}"
                 else:
-                    out[1] += f"; first divergence at call #{pos + 1}: expected {exp_names[pos]!r}, but the trajectory ended"
+                    out[1] += f"; first divergence at the {_ordinal(pos + 1)} call: expected {exp_names[pos]!r}, but the trajectory ended"
     if tc is not None:
         out[2] = (f"missing tools: {_describe(tc[1])}" if tc[1] else f"called the expected tools {sorted(tc[0])!r}"
                   + (f" (extra allowed: {_describe(tc[2])})" if tc[2] else ""))

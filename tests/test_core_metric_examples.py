@@ -23,7 +23,7 @@ def test_trajectory_in_order_example_from_pydantic_evals():
     s = TrajectoryMatch(order="in_order").evaluate(case(["a", "b", "c"], ["a", "x", "b"]))
     assert s.value == pytest.approx(2 / 3, abs=1e-6)
     assert "LCS=2, precision=2/3=0.667, recall=2/3=0.667, F1=0.667" in s.reason
-    assert "first divergence at call #2 (trace call 1, step 0) x({}): expected 'b', got 'x'" in s.reason
+    assert "first divergence at the 2nd call (trace call #1, step 0) x({}): expected 'b', got 'x'" in s.reason
     assert s.passed is False
 
 

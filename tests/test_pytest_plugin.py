@@ -67,7 +67,7 @@ def test_assert_called_tool_passes_and_fails_with_the_closest_call(pytester):
         'E         ToolCalls: matched 0/1 expected and 0/1 actual calls (arguments=subset, any_order): precision=0.000, recall=0.000, F1=0.000; '
         'missing: [0] get_weather({"city":"Paris"}) (closest: call #1, step 1: city: expected "Paris", got "paris"); '
         'unexpected: #1 (step 1) get_weather({"city":"paris","unit":"C"}); '
-        "in order, first divergence at call #1 (trace call 1, step 1, tool 'get_weather'): "
+        "in order, first divergence at the 1st call (trace call #1, step 1, tool 'get_weather'): "
         'expected [0] get_weather({"city":"Paris"}), got get_weather({"city":"paris","unit":"C"}) (city: expected "Paris", got "paris")',
     )
     # The assertion's own frames are hidden: the traceback ends in the user's test.
@@ -98,7 +98,7 @@ def test_assert_trajectory_passes_and_fails_at_the_diverging_call(pytester):
         "E         actual:   ['search', 'get_weather', 'summarize']",
         "E         TrajectoryMatch: LCS=1, precision=1/3=0.333, recall=1/2=0.500, F1=0.400; score=recall=0.500 "
         "(expected: ['summarize', 'search'], actual: ['search', 'get_weather', 'summarize']); "
-        "first divergence at call #1 (trace call 0, step 0) search({\"q\":\"weather in Paris\"}): expected 'summarize', got 'search'",
+        "first divergence at the 1st call (trace call #0, step 0) search({\"q\":\"weather in Paris\"}): expected 'summarize', got 'search'",
     )
     _has_lines(
         result,

@@ -79,7 +79,8 @@ def test_weather_swapped_is_full_unordered_but_not_ordered():
     s = ToolCalls().evaluate(case)
     assert s.value == 1.0 and s.details["pairs"] == [[0, 1], [1, 0]]
     # the reason still says where an ordered reading diverges: step index, tool, expected vs actual
-    assert 'first divergence at call #1 (trace call 0, step 0, tool \'weather\'): expected [0] weather({"city":"NY"}), got weather({"city":"SH"})' in s.reason
+    # (`#N` is the trace's own 0-based call number everywhere in a reason; a place in the order is an ordinal)
+    assert 'first divergence at the 1st call (trace call #0, step 0, tool \'weather\'): expected [0] weather({"city":"NY"}), got weather({"city":"SH"})' in s.reason
     ordered = ToolCalls(order="in_order").evaluate(case)
     assert ordered.value == 0.5 and ordered.details["pairs"] == [[0, 1]]
     assert ordered.details["missing"] == [1] and ordered.details["unexpected"] == [0]
@@ -160,7 +161,7 @@ def test_trajectory_match_modes_and_scores():
     case = make_case(["a", "b", "c"], ["a", "x", "b"])
     s = TrajectoryMatch().evaluate(case)
     assert s.value == 2 / 3
-    assert "first divergence at call #2 (trace call 1, step 1) x({})" in s.reason
+    assert "first divergence at the 2nd call (trace call #1, step 1) x({})" in s.reason
     assert TrajectoryMatch(order="exact").evaluate(case).value == 0.0
     assert TrajectoryMatch(score="min").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 2 / 3
     assert TrajectoryMatch(score="recall").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 1.0
@@ -181,3 +182,26 @@ def test_reason_shows_where_two_long_arguments_differ():
     s = ToolCalls(arguments="exact").evaluate(make_case([exp("sql", q=common + "'EU' ORDER BY id")], [call("sql", q=common + "'US' ORDER BY id")]))
     assert s.passed is False
     assert "'EU' ORDER BY id" in s.reason and "'US' ORDER BY id" in s.reason, s.reason
+
+
+# --- one numbering in a reason ------------------------------------------------------------------------
+
+
+def test_a_reason_numbers_calls_one_way_the_trace_s_own_number_after_a_hash():
+    # A reason listed `#0 … #1 get_weather`, `closest: call #1` (the trace's 0-based numbers), then said `first divergence
+    # at call #1 (trace call 0, …)`: 1-based there. Now `#N` is always the trace's call number; a place in order is an ordinal.
+    case = make_case([exp("get_weather", city="Paris")], [call("search", q="weather"), call("get_weather", city="paris")])
+    reason = ToolCalls(order="in_order").evaluate(case).reason
+    assert "(closest: call #1, step 1: city: " in reason and "unexpected: #0 (step 0) search(" in reason
+    assert "in order, first divergence at the 1st call (trace call #0, step 0, tool 'search')" in reason
+    assert "call #1 (trace call 0" not in reason
+    extra = ToolCalls(order="in_order").evaluate(make_case([exp("search")], [call("search"), call("get_weather")])).reason
+    assert "in order, an extra 2nd call (trace call #1, step 1): get_weather({})" in extra
+    short = ToolCalls().evaluate(make_case([exp("search"), exp("get_weather")], [call("search")])).reason
+    assert "in order, the calls end after 1 call; next expected [1] get_weather({})" in short
+    none = ToolCalls().evaluate(make_case([exp("search")], [])).reason
+    assert "in order, the calls end after 0 calls; next expected [0] search({})" in none
+    walk = ToolCallAccuracy(require_order=True).evaluate(make_case(["a", "b"], ["a", "c"])).reason
+    assert "after the 1st call (trace call #0, step 0) no later call is 'b'" in walk
+    ended = TrajectoryMatch(order="in_order").evaluate(make_case(["a", "b", "c"], ["a", "b"])).reason
+    assert "first divergence at the 3rd call: expected 'c', but the trajectory ended" in ended

@@ -12,9 +12,18 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 
-__all__ = ["names_repr"]
+__all__ = ["names_repr", "ordinal"]
 
 _PLAIN: SeenSet[str] = SeenSet()  # names seen whose `repr` is themselves in single quotes (`names_repr`)
+
+
+def ordinal(n: int) -> str:
+    """`1st`, `2nd`, `3rd`, `4th`, `11th`, `21st`, …: a call's place in an order, which reasons spell so that a `#N` is
+    always the trace's own 0-based call number (`#0 (step 0) search(…)`, `closest: call #1`, `trace call #0`)."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else _SUFFIX.get(n % 10, 'th')}"
+
+
+_SUFFIX = {1: "st", 2: "nd", 3: "rd"}
 
 
 def names_repr(names: list[str]) -> str:

@@ -10,6 +10,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.extract.multivon import NO_AGENT_TRACE
 from tracejudge.stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
+from tracejudge.stages.score.reasons import ordinal
 
 __all__ = ["ToolCallAccuracy"]
 
@@ -86,7 +87,7 @@ class ToolCallAccuracy(ToolMetric):
                 steps = call_steps(case)
                 if last_used >= 0:
                     idx = calls[last_used][0]
-                    where = f"after call #{last_used + 1} (trace call {idx}, step {steps[idx]}) no later call is {missing[0]!r}"
+                    where = f"after the {ordinal(last_used + 1)} call (trace call #{idx}, step {steps[idx]}) no later call is {missing[0]!r}"
                 else:
                     where = f"no call is {missing[0]!r}"
                 head += f"; first divergence at expected [{reached}] {missing[0]!r}: {where}"

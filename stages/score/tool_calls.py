@@ -15,6 +15,7 @@ from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, _by_name, call_steps, no_expectation, no_trace
 from tracejudge.stages.score.matching import max_matching_of, ordered_matching_of
+from tracejudge.stages.score.reasons import ordinal
 from tracejudge.stages.score.value_match import first_difference, match_arguments, match_top_level
 from tracejudge.stages.score.views import CaseViews, case_views
 
@@ -288,11 +289,11 @@ def _ordered_divergence(expected: list[tuple[int, ExpectedToolCall]], actual: li
             what = f"expected [{ei}] {views.rendered(e)}, got {views.rendered(a)}"
             if e.name == a.name:
                 what += f" ({'arguments not recorded' if a.arguments_missing else difference(pos, pos)})"
-            return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
+            return f"in order, first divergence at the {ordinal(pos + 1)} call (trace call #{ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
     if len(actual) < len(expected):
         ei, e = expected[len(actual)]
-        return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {views.rendered(e)}"
+        return f"in order, the calls end after {len(actual)} call{'' if len(actual) == 1 else 's'}; next expected [{ei}] {views.rendered(e)}"
     if len(actual) > len(expected):
         ai, a = actual[len(expected)]
-        return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {views.rendered(a)}"
+        return f"in order, an extra {ordinal(len(expected) + 1)} call (trace call #{ai}, step {step_of[ai]}): {views.rendered(a)}"
     return None

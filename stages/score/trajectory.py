@@ -13,7 +13,7 @@ from typing import Any, Literal
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, expected_names, no_expectation, no_trace
-from tracejudge.stages.score.reasons import names_repr
+from tracejudge.stages.score.reasons import names_repr, ordinal
 from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = ["TrajectoryMatch", "lcs_length"]
@@ -154,12 +154,12 @@ def _divergence(metric: TrajectoryMatch, p: dict[str, Any], expected: list[str],
     pos = min(len(expected), len(actual))
     if len(actual) > len(expected):
         return f"first divergence at {_where(metric, p, views, pos)}: unexpected {actual[pos]!r} after the expected sequence"
-    return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"
+    return f"first divergence at the {ordinal(pos + 1)} call: expected {expected[pos]!r}, but the trajectory ended"
 
 
 def _where(metric: TrajectoryMatch, p: dict[str, Any], views: CaseViews, pos: int) -> str:
     idx, call = _counted_at(metric, p, views, pos)
-    return f"call #{pos + 1} (trace call {idx}, step {views.step_of(idx)}) {views.rendered(call)}"
+    return f"the {ordinal(pos + 1)} call (trace call #{idx}, step {views.step_of(idx)}) {views.rendered(call)}"
 
 
 def _counted_at(metric: TrajectoryMatch, p: dict[str, Any], views: CaseViews, pos: int) -> tuple[int, ToolCall]:
