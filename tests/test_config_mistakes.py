@@ -180,6 +180,21 @@ def test_a_bad_set_option_is_named_not_the_config_file(tmp_path: Path) -> None:
     assert "\n--set metrics.0.type=Bogus: metrics.0.type: unknown metric type 'Bogus'" in err
     err = config_error(cli("run", str(cfg), "--set", "judge.model=foo:bar", "--set", "judge.provider=null", cwd=tmp_path))
     assert "\n--set judge.model=foo:bar: judge.model: model 'foo:bar' names unknown provider 'foo'" in err
+
+
+def test_a_set_type_that_the_files_other_keys_no_longer_fit_names_the_option_too(tmp_path: Path) -> None:
+    # `--set metrics.0.type=Regex` made the file's `arguments: exact` of ToolCalls unknown, and the error blamed the
+    # file's line alone (`eval.yaml:2: metrics.0.arguments: Regex: unknown key …`), as if the file were wrong.
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls, arguments: exact}, {type: TrajectoryMatch, order: in_order}]\n")
+    lines = config_error(cli("run", str(cfg), "--set", "metrics.0.type=Regex", cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:2: metrics.0.arguments: Regex: unknown key `arguments`; the required key `pattern` is missing "
+                     "(with --set metrics.0.type=Regex)"], lines
+    lines = config_error(cli("run", str(cfg), "--set", "metrics.1.type=Contains", cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:2: metrics.1.order: Contains: unknown parameter (with --set metrics.1.type=Contains)"], lines
+    # A key the option did not touch is the file's own mistake: no option named beside it.
+    bad = write(tmp_path, "metrics: [{type: ToolCalls, arguments: exakt}, {type: TrajectoryMatch}]\n")
+    lines = config_error(cli("run", str(bad), "--set", "metrics.1.type=ToolCorrectness", cwd=tmp_path)).splitlines()[1:]
+    assert len(lines) == 1 and lines[0].startswith(f"{bad}:2: metrics.0.arguments: ") and "--set" not in lines[0], lines
     assert not (tmp_path / "runs").exists()
 
 

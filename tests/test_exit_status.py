@@ -134,6 +134,24 @@ def test_an_empty_dataset_is_2_naming_the_file(tmp_path: Path, text: str) -> Non
     assert not (tmp_path / "run").exists()
 
 
+def test_an_empty_datasets_error_names_the_configs_line_or_the_option_as_a_missing_files_does(tmp_path: Path) -> None:
+    # A missing file's error said `c.yaml:2: dataset.path: file not found: …`, an empty one's `dataset.path: …` alone.
+    (tmp_path / "empty.jsonl").write_text("")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("metrics: [{type: ToolCalls}]\ndataset: {path: empty.jsonl}\nrun: {dir: run}\n")
+    said = f"dataset.path: {tmp_path / 'empty.jsonl'}: no records in it (an empty file, only blank lines or an empty array)"
+    for command in (("run", str(cfg), "--no-progress"), ("run", str(cfg), "--no-progress", "--fresh")):
+        proc = _tj(*command, cwd=tmp_path)
+        assert proc.returncode == 2 and f"{cfg}:2: {said}" in proc.stderr.splitlines(), (command, proc.stderr)
+    missing = _tj("run", str(cfg), "--set", "dataset.path=nowhere.jsonl", "--no-progress", cwd=tmp_path)
+    assert missing.returncode == 2 and f"--set dataset.path=nowhere.jsonl: dataset.path: file not found: {tmp_path / 'nowhere.jsonl'}" in missing.stderr
+    good = tmp_path / "good.yaml"
+    good.write_text(f"dataset: {{path: {tmp_path / 'nowhere.jsonl'}}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: run}}\n")
+    proc = _tj("run", str(good), "--set", "dataset.path=empty.jsonl", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 2 and f"--set dataset.path=empty.jsonl: {said}" in proc.stderr.splitlines(), proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("fmt", ["tau-bench", "tau2-bench", "otel", "tau-bench-tasks"])
 @pytest.mark.parametrize("text", ["", "\n  \n"])
 def test_an_empty_file_of_a_whole_file_format_is_2_naming_the_file(tmp_path: Path, fmt: str, text: str) -> None:

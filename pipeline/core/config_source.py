@@ -8,6 +8,7 @@ alone (a worker process, a report) never import it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -16,7 +17,7 @@ from tracejudge.core.errors import ConfigError
 if TYPE_CHECKING:
     import yaml
 
-__all__ = ["MAX_EXPANDED_NODES", "ConfigSource", "apply_overrides", "read_config"]
+__all__ = ["MAX_EXPANDED_NODES", "ConfigSource", "apply_overrides", "locate", "read_config"]
 
 # Keys holding filesystem paths: resolved against the config's folder.
 # `-` for a dataset file (standard input, to many tools) is left as it is, not resolved to a file named `-`:
@@ -79,9 +80,40 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
             return f"{item}: {dotted}: {msg}"
     line = _locate(key, lines)
     where = f"{source}:{line}" if line else source
-    # An error on a whole section (a model validator) may come from a value set inside it on the command line.
-    inside = [item for o, item in overridden.items() if key and o[: len(key)] == key]
+    # An error on a whole section (a model validator) may come from a value set inside it on the command line; so may
+    # one on a key of the file beside a `type` (`format`, `provider`, `kind`) given there, which says what fits beside it
+    # (`--set metrics.0.type=Regex` leaves the file's `arguments: exact` of ToolCalls an unknown key).
+    inside = [item for o, item in overridden.items()
+              if key and (o[: len(key)] == key or (o[-1] in _SELECTORS and len(o) <= len(key) and key[: len(o) - 1] == o[:-1]))]
     return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
+
+
+# The keys that say what the other keys of their mapping may be: a metric's `type`, the dataset's `format`, the judge's
+# `provider`, the target's `kind`.
+_SELECTORS = frozenset({"type", "format", "provider", "kind"})
+
+
+# A message about a key of the config that does not say where the key is: `dataset.path: …` raised once the config is
+# read (an empty dataset file, the wrong format found in its first records, a target that cannot start).
+_KEY_FIRST = re.compile(r"([a-z_]+(?:\.[A-Za-z0-9_]+)+): ")
+
+
+def locate(message: str, source: "ConfigSource") -> str:
+    """`message` (a `ConfigError`'s, one problem a line) with each line that starts with a key path of a section `source`
+    holds or a config has (`dataset.path: …`) and names no place prefixed as `_fmt` prefixes the problems it finds
+    itself: `FILE:LINE:`, or the `--set` option that gave the key. A line already naming the file is kept."""
+    from tracejudge.core.config import RunConfig
+
+    sections = set(RunConfig.model_fields) | set(source.data)
+    out = []
+    for line in message.split("\n"):
+        m = _KEY_FIRST.match(line)
+        if m is None or line.startswith(source.source) or m.group(1).split(".", 1)[0] not in sections:
+            out.append(line)
+            continue
+        key = tuple(m.group(1).split("."))
+        out.append(_fmt(source.source, key, line[m.end():], source.lines, source.overridden))
+    return "\n".join(out)
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:

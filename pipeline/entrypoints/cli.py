@@ -227,7 +227,10 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
 
             return estimate.command(args, config, err)
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
+        from tracejudge.core.config_source import locate
+
+        # (raised once the config is read, about the dataset it names: where the key is said as for the config's own errors)
+        err.print(f"[bold red]config error[/]\n{escape(locate(str(exc), source))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     except (TracejudgeError, BaseExceptionGroup) as exc:
         # Errors raised inside the task group arrive wrapped in an exception group.
