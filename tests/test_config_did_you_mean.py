@@ -201,3 +201,29 @@ def test_other_tools_names_for_a_judge_key_name_ours(tmp_path: Path) -> None:
     # Only where the key it maps to is allowed: a metric's `max_retries` is an unknown parameter, nothing more.
     cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, max_retries: 2}]\n")
     _reports(cfg, tmp_path, f"{cfg}:2: metrics.0.max_retries: ToolCalls: unknown parameter")
+
+
+def test_other_tools_names_for_a_metrics_parameter_name_ours(tmp_path: Path) -> None:
+    # `{type: Contains, expected: …}` (the peers' `expected_output`) was "unknown parameter" with no hint: `value` is no
+    # typing slip of it. Each name maps to the parameter the metric has (pydantic-evals' `Equals(value=…)` is `expected`).
+    cfg = _config(tmp_path, (
+        "dataset: {path: cases.jsonl}\nmetrics:\n"
+        "  - {type: Contains, expected: reservation}\n"
+        "  - {type: ExactMatch, value: done}\n"
+        "  - {type: Contains, name: c2, value: x, ignore_case: true}\n"
+        "  - {type: includes, case_sensitive: true}\n"
+        "  - {type: TrajectoryMatch, expected_tools: [search]}\n"
+        "  - {type: ToolCorrectness, expected_trajectory: [search]}\n"
+    ))
+    _reports(cfg, tmp_path,
+             f"{cfg}:3: metrics.0.expected: Contains: unknown parameter; did you mean value?",
+             f"{cfg}:4: metrics.1.value: ExactMatch: unknown parameter; did you mean expected?",
+             f"{cfg}:5: metrics.2.ignore_case: Contains: unknown parameter; did you mean case_sensitive? "
+             "(ignore_case: true is case_sensitive: false)",
+             f"{cfg}:6: metrics.3.case_sensitive: includes: unknown parameter; did you mean ignore_case? "
+             "(case_sensitive: false is ignore_case: true)",
+             f"{cfg}:7: metrics.4.expected_tools: TrajectoryMatch: unknown parameter; did you mean expected_trajectory?",
+             f"{cfg}:8: metrics.5.expected_trajectory: ToolCorrectness: unknown parameter; did you mean expected_tools?")
+    # Only where the parameter it maps to is allowed: `ToolCalls` has no `value`, so `expected` is an unknown parameter, nothing more.
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, expected: 2}]\n")
+    _reports(cfg, tmp_path, f"{cfg}:2: metrics.0.expected: ToolCalls: unknown parameter")

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
+__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "PEER_PARAMETERS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
            "unknown_key_message"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
@@ -107,6 +107,24 @@ PEER_KEYS: dict[str, tuple[str, str]] = {
     "openai_api_base": ("base_url", ""),
 }
 
+# The peers' names for a metric's parameter (the same rule as `PEER_KEYS`; a name may stand for a parameter of several
+# metrics: the first one the metric has is offered).
+PEER_PARAMETERS: dict[str, tuple[tuple[str, str], ...]] = {
+    # The expected text under the peers' case field (deepeval's and pydantic-evals' `expected_output`, inspect's
+    # `target`), written on `Contains` (pydantic-evals' `Contains(value=…)` names it `value`, as here).
+    "expected": (("value", ""),),
+    "expected_output": (("expected", ""), ("value", "")),
+    # pydantic-evals' `Equals(value=…)` and promptfoo's `equals` (ExactMatch), promptfoo's `regex` (Regex).
+    "value": (("expected", ""), ("pattern", "")),
+    "regex": (("pattern", ""),),
+    # inspect's `includes` / `match` / `pattern` (`ignore_case`) against pydantic-evals' `Contains` (`case_sensitive`).
+    "ignore_case": (("case_sensitive", "ignore_case: true is case_sensitive: false"),),
+    "case_sensitive": (("ignore_case", "case_sensitive: false is ignore_case: true"),),
+    # A list of expected tool names: deepeval's `expected_tools` (ToolCorrectness here), `expected_trajectory` (TrajectoryMatch).
+    "expected_tools": (("expected_trajectory", ""),),
+    "expected_trajectory": (("expected_tools", ""),),
+}
+
 
 def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     """For pydantic's `extra_forbidden` error at `loc` inside `model`: `"; did you mean key?"`, or `""`.
@@ -117,9 +135,10 @@ def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     if not loc:
         return ""
     keys = model_keys(model, loc)
-    peer = PEER_KEYS.get(str(loc[-1]).lower())
-    if peer is not None and peer[0] in keys:
-        return f"; did you mean {peer[0]}?" + (f" ({peer[1]})" if peer[1] else "")
+    typed = str(loc[-1]).lower()
+    for peer in (PEER_KEYS[typed],) if typed in PEER_KEYS else PEER_PARAMETERS.get(typed, ()):
+        if peer[0] in keys:
+            return f"; did you mean {peer[0]}?" + (f" ({peer[1]})" if peer[1] else "")
     hint = did_you_mean(str(loc[-1]), keys, n=1, typo=True)
     return f"; {hint}" if hint else ""
 
