@@ -24,7 +24,9 @@ def test_print_report_shows_the_summary_table_and_report_print_the_same_with_ric
     assert ["ToolCalls", "6/6", "0.750"] == rows[[r[:1] for r in rows].index(["ToolCalls"])][:3]
     assert any(r[:1] == ["TrajectoryMatch"] for r in rows)
     assert len(text) < 2_000 and "CaseResult" not in text  # not the model's repr of every result
-    assert repr(report) == "RunReport(results=6, status={'ok': 6}, run_dir=None)"
+    # (README: `run_dir` is by default a temporary directory; the repr said `run_dir=None` as if there had been none)
+    assert repr(report) == "RunReport(results=6, status={'ok': 6}, run_dir=None (a temporary directory, removed))"
+    assert report.run_dir is None and repr(type(report)(results=[], summary={})).endswith("run_dir=None)")
     buf = io.StringIO()
     report.print(Console(file=buf, width=100, color_system=None))
     assert buf.getvalue() == text

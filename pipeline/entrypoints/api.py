@@ -192,7 +192,7 @@ async def aevaluate(
         except ManifestMismatch as exc:  # the CLI's refusal names its flags; here the arguments that do the same
             raise refusal(path, exc.changes, _OPTIONS) from None
         results = [CaseResult.model_validate_json(line) for line in store.iter_current_result_lines(path / store.RESULTS)]
-        return RunReport(
+        report = RunReport(
             results=results,
             summary=outcome.summary,
             run_dir=path if keep else None,
@@ -200,6 +200,8 @@ async def aevaluate(
             skipped_finished=outcome.skipped_finished,
             interrupted=outcome.interrupted,
         )
+        report._temporary = not keep
+        return report
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from tracejudge.core.records import CaseResult, Status
 
 __all__ = ["Failure", "MetricSummary", "RunReport"]
@@ -56,7 +56,7 @@ class RunReport(BaseModel):
     - `summary`: the `summary.json` body (counts by status, per-metric
       figures, judge usage);
     - `run_dir`: where the run lives, or `None` when `evaluate` used a
-      temporary directory (removed once the report was read);
+      temporary directory (removed once the report was read; the repr says so);
     - `new_results` / `skipped_finished`: what this call did on a resumed run.
     """
 
@@ -68,6 +68,7 @@ class RunReport(BaseModel):
     new_results: int = 0
     skipped_finished: int = 0
     interrupted: bool = False
+    _temporary: bool = PrivateAttr(default=False)  # (`evaluate` ran in a temporary directory, now removed)
 
     def __str__(self) -> str:
         """The summary table as plain text, as `tracejudge run` prints it (100 columns wide; `print(report)`)."""
@@ -79,7 +80,8 @@ class RunReport(BaseModel):
 
     def __repr__(self) -> str:
         # The results can be hundreds of thousands: the repr names the run, `str()` shows its table.
-        return f"RunReport(results={len(self.results)}, status={self.status}, run_dir={str(self.run_dir) if self.run_dir else None!r})"
+        where = repr(str(self.run_dir)) if self.run_dir else "None (a temporary directory, removed)" if self._temporary else "None"
+        return f"RunReport(results={len(self.results)}, status={self.status}, run_dir={where})"
 
     def print(self, console: Any = None) -> None:
         """Print the summary table with rich to `console` (a `rich.console.Console`; default: stdout, in colour on a terminal)."""
