@@ -104,6 +104,8 @@ def _tally_line(tally: dict[str, int], what: str, url: str | None) -> str:
         raise TracejudgeError(f"the store{store} holds none of the run's {tally['traces']} traces: is it the server "
                               f"(and project) the run read? nothing was exported")
     extra = f", {tally['duplicates']} duplicates deleted" if tally.get("duplicates") else ""
+    if tally.get("reserved"):
+        extra += f", {tally['reserved']} of a metric named 'note' not sent (a name Phoenix keeps for its notes)"
     return (f"{tally['written'] + tally['updated']} {what} ({tally['written']} new, {tally['updated']} updated, "
             f"{tally['skipped']} already there, {tally['missing']} traces not found{extra})")
 

@@ -19,7 +19,7 @@ marked invalid, theirs added with `overrides`) is the reviewer's call: its key i
 alone, never written again (counted as already there, and said in the log).
 
 An export brings the server to what `results.jsonl` says now, one assessment per (trace,
-metric, run, trial): before writing on a trace, its assessments are read; one that says
+metric, run, trial): before writing on a trace, its assessments are read (its info, not its spans); one that says
 the same is left (`skipped`), one that says something else (a resumed run redid a
 `judge_error`) is replaced by the new one, which is written first and the old one then
 deleted (`updated`), and copies of one key are deleted but one. So exporting twice, or
@@ -87,11 +87,12 @@ def run_keys(run_dir: Path) -> list[str]:
     return list(dict.fromkeys(keys))  # the first, then the others once each
 
 
-def _ours(trace: Any, aliases: dict[str, str] | None = None) -> dict[Key, list[Any]]:
-    """Our assessments on `trace` by (name, run key, trial), a run's older keys (`aliases`: old → current) read as its
-    current one. Invalid ones are kept: an overridden key is the reviewer's (`_reviewed`), not a key to write again."""
+def _ours(info: Any, aliases: dict[str, str] | None = None) -> dict[Key, list[Any]]:
+    """Our assessments on the trace of `info` (its `TraceInfo`) by (name, run key, trial), a run's older keys (`aliases`:
+    old → current) read as its current one. Invalid ones are kept: an overridden key is the reviewer's (`_reviewed`), not
+    a key to write again."""
     out: dict[Key, list[Any]] = {}
-    for a in getattr(trace.info, "assessments", None) or []:
+    for a in getattr(info, "assessments", None) or []:
         meta = a.metadata or {}
         if "tracejudge.run" in meta:
             run = str(meta["tracejudge.run"])
@@ -176,11 +177,17 @@ class _Sink:
         self.tally = {"written": 0, "updated": 0, "skipped": 0, "duplicates": 0, "missing": 0, "traces": 0, "overridden": 0}
         self.unsure: dict[str, dict[Key, str]] = {}  # trace → key → the id written, for traces where a create was retried
         self.aliases: dict[str, str] = {}  # a run's older key → its key (`run_keys`)
+        tracing = getattr(self.client, "_tracing_client", None)  # (MLflow's own: `get_trace` reads the info through it)
+        self.info = getattr(tracing, "get_trace_info", None) or (lambda trace_id: self.client.get_trace(trace_id, display=False).info)
 
     def lookup(self, trace_id: str) -> dict[Key, list[Any]] | None:
-        """Our assessments on `trace_id` by key; None when the server does not hold the trace."""
+        """Our assessments on `trace_id` by key; None when the server does not hold the trace.
+
+        Only the trace's info is read (its assessments are there), never its spans: `get_trace` downloaded every span of
+        every trace (a tenth of a second for one of a few MB: minutes for a run of thousands) and failed the export on a trace whose span data is gone (an
+        artifact store's retention, or one this machine cannot read), which a verdict does not need."""
         try:
-            return _ours(self.client.get_trace(trace_id, display=False), self.aliases)
+            return _ours(self.info(trace_id), self.aliases)
         except self.MlflowException as exc:
             if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
                 return None

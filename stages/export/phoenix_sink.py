@@ -9,7 +9,9 @@ explanation: reason}`, metadata `tracejudge.run` / `tracejudge.trial` /
 same across a resume with `--force`). An annotation already there under an older key of the
 same run directory (`mlflow_sink.run_keys`: an export before that rule, after a `--force`) is
 the score's: compared and replaced under its own identifier, never written a second time.
-The project is URL-escaped in every path (`demo#staging`, `team/agents`).
+The project is URL-escaped in every path (`demo#staging`, `team/agents`). Phoenix reserves the
+annotation name `note` for its notes and refuses a whole batch holding one: a metric named `note`
+is not sent (`reserved`, scores, said in the log), and the others are annotated.
 
 An export brings Phoenix to what `results.jsonl` says now. Phoenix keeps one annotation
 per (span, name, identifier) and replaces it when one of the same key is sent again; the
@@ -33,14 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import Unreachable
+from tracejudge.core.log import get_logger
 from tracejudge.engine import store
 from tracejudge.stages.export.mlflow_sink import run_keys
 from tracejudge.stages.extract.phoenix import Refused, client, get, project_path, project_ref
 from tracejudge.stages.extract.remote import safe_url
 
-__all__ = ["BATCH", "export"]
+__all__ = ["BATCH", "RESERVED", "export"]
+
+log = get_logger(__name__)
 
 BATCH = 100
+RESERVED = frozenset({"note"})  # names Phoenix keeps for itself: `POST v1/span_annotations` answers 400 to the whole batch
 
 
 def _roots(px: Any, url: str, project: str, trace_ids: list[str]) -> dict[str, str]:
@@ -113,9 +119,13 @@ def _send(px: Any, url: str, send: list[dict[str, Any]], tally: dict[str, int]) 
         return set()
     except httpx.HTTPStatusError as exc:
         spans = list(dict.fromkeys(a["span_id"] for a in send))
-        if exc.response.status_code != 404:
+        code = exc.response.status_code
+        if code != 404:
+            # A 4xx (other than a timeout or a rate limit) is Phoenix refusing what was sent: said as it said it, since sending it
+            # again will not help.
+            again = "; the same command resumes" if code >= 500 or code in (408, 429) else ""
             raise Unreachable(f"{safe_url(url)} refused annotations after {tally['written'] + tally['updated']} written "
-                              f"(HTTP {exc.response.status_code}); the same command resumes") from None
+                              f"(HTTP {code}: {exc.response.text[:200]}){again}") from None
         if len(spans) == 1:
             return set(spans)
         # Phoenix checks every span before writing any: a 404 wrote nothing, and each half is sent again.
@@ -146,6 +156,9 @@ def _flush(px: Any, url: str, project: str, keys: list[str], batch: list[dict[st
             missing.add(cid)
             continue
         for name, score in (r.get("scores") or {}).items():
+            if name in RESERVED:
+                tally["reserved"] += 1
+                continue
             key = next((k for k in keys if (span, name, f"tracejudge:{k}:{trial}") in have), keys[0])
             want = _annotation(r, name, score, span, key, trial)
             old = have.get((span, name, want["identifier"]))
@@ -165,14 +178,14 @@ def _flush(px: Any, url: str, project: str, keys: list[str], batch: list[dict[st
 
 
 def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None = None) -> dict[str, int]:
-    """Bring Phoenix to the scores of `run_dirs`; returns `{"written", "updated", "skipped", "missing", "traces"}`
-    (`missing` of the `traces` looked up were not there).
+    """Bring Phoenix to the scores of `run_dirs`; returns `{"written", "updated", "skipped", "missing", "traces", "reserved"}`
+    (`missing` of the `traces` looked up were not there; `reserved`: scores of a metric named as Phoenix forbids, not sent).
 
     `project` defaults to the run's `dataset.options.project`, else `default`.
     Raises `Unreachable` (URL named, never the API key) when Phoenix is down or refuses a write.
     """
     px, url = client(url)
-    tally = {"written": 0, "updated": 0, "skipped": 0, "missing": 0, "traces": 0}
+    tally = {"written": 0, "updated": 0, "skipped": 0, "missing": 0, "traces": 0, "reserved": 0}
     for run_dir in run_dirs:
         manifest = store.read_manifest(run_dir, strict=False) or {}
         options = ((manifest.get("config") or {}).get("dataset") or {}).get("options") or {}
@@ -192,4 +205,8 @@ def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None
             _flush(px, url, proj, keys, batch, tally, missing)
         tally["traces"] += len(traces)
         tally["missing"] += len(missing)
+    if tally["reserved"]:
+        log.warning(f"{safe_url(url)}: Phoenix reserves the annotation name(s) {', '.join(sorted(RESERVED))} for its notes: "
+                    f"{tally['reserved']} score(s) of a metric so named not exported (give the metric another `name:`)",
+                    reserved=tally["reserved"])
     return tally
