@@ -242,3 +242,9 @@ def test_a_case_whose_run_ended_in_an_error_says_so_on_its_page(tmp_path: Path) 
         page = get(url + "/run/insp/case?id=crash")[1]
         assert "the run ended in an error" in page and "weather backend crashed" in page, page[-3000:]
         assert "the run ended in an error" not in get(url + "/run/insp/case?id=chat")[1]
+
+
+def test_a_page_names_its_own_icon(server: str) -> None:
+    # Without one the browser asks for /favicon.ico on every page, and the 404 is an error in its console.
+    status, page = get(server + "/?list")
+    assert status == 200 and '<link rel="icon" href="data:,">' in page

@@ -92,7 +92,8 @@ def frame(title: str, body: str, *, live_run: str | None = None, crumbs: list[tu
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>{e(title)} · tracejudge view</title><link rel="stylesheet" href="/static/view.css"></head>'
+        # An empty icon: without one every page asks for /favicon.ico, and the 404 shows as an error in the browser's console.
+        f'<title>{e(title)} · tracejudge view</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/static/view.css"></head>'
         f'<body{live}><header><nav>{" › ".join(nav)}</nav><span id="live-state" class="muted"></span></header>'
         f'<main id="live">{body}</main><script src="/static/view.js"></script></body></html>'
     )
