@@ -126,3 +126,17 @@ def test_a_finished_run_is_polled_every_30_s_and_one_being_written_every_2_s(ser
     WebDriverWait(browser, 30).until(lambda d: body(d).get_attribute("data-poll-ms") == "30000")
     browser.get(server + "/run/live/cases")
     WebDriverWait(browser, 30).until(lambda d: body(d).get_attribute("data-poll-ms") == "2000")
+
+
+def test_the_cases_link_of_a_case_goes_back_to_the_list_as_it_was_left(server: str, browser: Any) -> None:  # noqa: F811
+    # The list filtered by a search, then a case opened from it: "Cases" at the top keeps the search (it led to the
+    # whole list, the filters lost).
+    browser.get(server + "/run/alpha/cases?q=alpine")
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#cases tbody tr[data-case] a"))
+    browser.find_element(By.CSS_SELECTOR, "#cases tbody tr[data-case] a").click()
+    WebDriverWait(browser, 30).until(lambda d: "/case" in d.current_url and "/cases" not in d.current_url)
+    back = [a for a in browser.find_elements(By.CSS_SELECTOR, "header nav a") if a.text == "Cases"]
+    assert back and back[0].get_attribute("href").endswith("/run/alpha/cases?q=alpine"), [a.get_attribute("href") for a in back]
+    back[0].click()
+    WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/run/alpha/cases?q=alpine"))
+    assert browser.find_element(By.ID, "f-q").get_attribute("value") == "alpine"

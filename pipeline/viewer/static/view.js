@@ -97,3 +97,17 @@ document.addEventListener('click', function (ev) {
   why.hidden = !why.hidden;
   btn.setAttribute('aria-expanded', String(!why.hidden));
 });
+// Case page: its "Cases" link goes back to the list as the reader left it in this tab (filters, sort, page). The list
+// keeps its query in the tab's sessionStorage; no referrer is sent (the server asks for none), and nothing leaves the tab.
+(function () {
+  try {
+    var here = location.pathname;
+    if (/^\/run\/[^/]+\/cases$/.test(here)) { sessionStorage.setItem('cases:' + here, location.search); return; }
+    Array.prototype.forEach.call(document.querySelectorAll('header nav a'), function (a) {
+      var path = new URL(a.href, location.href).pathname;
+      if (!/^\/run\/[^/]+\/cases$/.test(path) || a.search) return;
+      var kept = sessionStorage.getItem('cases:' + path);
+      if (kept && kept.charAt(0) === '?') a.setAttribute('href', path + kept);
+    });
+  } catch (e) { /* storage refused (a private window's quota): the link stays the plain list */ }
+})();
