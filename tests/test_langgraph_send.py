@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from helpers import extract_path
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
 
 DATA = Path(__file__).parent / "data" / "langgraph-send"
 # (recording, format, scenario whose truth it holds)
@@ -30,10 +28,7 @@ READINGS = [("oi-send.jsonl", "otel", "oi-send"), ("tl-send.jsonl", "otel", "tl-
 
 
 def extract(name: str, fmt: str, **options: Any) -> list[Case]:
-    f = registry.format_for(fmt)
-    ds = DatasetConfig(path=DATA / name, format=fmt, options=options)
-    ctx = f.prepare(ds)
-    cases = [extract_record(raw, f, ctx) for raw in f.read(ds)]
+    cases = extract_path(DATA / name, fmt, options)
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 
@@ -72,9 +67,6 @@ def test_a_fan_out_under_an_application_span_is_asked_what_the_graph_was_invoked
     """`tests/data/concurrent-runs/oi-langgraph-fanout.jsonl` (`record_concurrent_runs.py`): the same kind of graph,
     invoked with `{"cities": ["Paris", "Tokyo"], "notes": []}` inside a span of the application's own, the turn's anchor;
     its nodes ask the model themselves (before: the input was the first node's question, "Weather report for Paris")."""
-    f = registry.format_for("otel")
-    ds = DatasetConfig(path=Path(__file__).parent / "data" / "concurrent-runs" / "oi-langgraph-fanout.jsonl", format="otel", options={})
-    ctx = f.prepare(ds)
-    [case] = [extract_record(raw, f, ctx) for raw in f.read(ds)]
+    [case] = extract_path(Path(__file__).parent / "data" / "concurrent-runs" / "oi-langgraph-fanout.jsonl", "otel")
     assert isinstance(case, Case) and json.loads(case.input) == {"cities": ["Paris", "Tokyo"], "notes": []}
     assert [m.content for m in case.trace.user_messages] == [case.input] and case.trace.output == "Both summarised."

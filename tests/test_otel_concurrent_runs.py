@@ -20,10 +20,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from helpers import extract_path
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
 from tracejudge.stages.extract.otel import adapt, read, turn_calls
 
 DATA = Path(__file__).parent / "data" / "concurrent-runs"
@@ -35,10 +33,7 @@ OTLP = [b for b in BATCHES if b[1] == "otel"]
 
 
 def extract(name: str, fmt: str = "otel", **options: Any) -> list[Case]:
-    f = registry.format_for(fmt)
-    ds = DatasetConfig(path=DATA / name, format=fmt, options=options)
-    ctx = f.prepare(ds)
-    cases = [extract_record(raw, f, ctx) for raw in f.read(ds)]
+    cases = extract_path(DATA / name, fmt, options)
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 
