@@ -89,8 +89,17 @@ def test_following_a_run_keeps_the_search_being_typed_and_the_reasons_opened(ser
     assert row.find_element(By.CSS_SELECTOR, "button.expand").get_attribute("aria-expanded") == "true"
 
 
+def _styled(driver: Any, selector: str) -> None:
+    """Wait until the page's stylesheet applies to `selector` (`white-space: nowrap`, view.css): the layout is measured
+    with it, not with the browser's defaults, which break any header."""
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("const el = document.querySelector(arguments[0]); return el && getComputedStyle(el).whiteSpace", selector) == "nowrap",
+        f"view.css never applied to {selector}")
+
+
 def test_800x600_breaks_no_word_number_or_badge(server: str, narrow: Any) -> None:
     narrow.get(server + "/?list")
+    _styled(narrow, "#runs th")
     broken = [t for t, n in narrow.execute_script(LINES_JS, "#runs th, #runs .badge, #runs td.num") if n > 1]
     assert broken == [], broken  # "resul|ts", "PA|SS"
     no_overflow(narrow)
@@ -98,11 +107,13 @@ def test_800x600_breaks_no_word_number_or_badge(server: str, narrow: Any) -> Non
     # 800: a header stays on its line ("started (UTC)" broke in two there while every column fitted here).
     narrow.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 720, "height": 600, "deviceScaleFactor": 1, "mobile": False})
     narrow.get(server + "/?list")
+    _styled(narrow, "#runs th")
     broken = [t for t, n in narrow.execute_script(LINES_JS, "#runs th, #runs .badge, #runs td.num") if n > 1]
     assert broken == [], broken
     no_overflow(narrow)
     narrow.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 800, "height": 600, "deviceScaleFactor": 1, "mobile": False})
     narrow.get(server + "/run/alpha/cases")
+    _styled(narrow, "#cases .chip")
     broken = [t for t, n in narrow.execute_script(LINES_JS, "#cases td.num, #cases .chip, #cases th[data-sort=trial]") if n > 1]
     assert broken == [], broken  # "0.0|37", "tria" cut
     no_overflow(narrow)
