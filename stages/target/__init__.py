@@ -37,7 +37,6 @@ cases are at the target at once, independently of the judge's limits.
 from __future__ import annotations
 
 import itertools
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -220,8 +219,8 @@ class TargetRunner:
         self.backing_off: dict[int, float] = {}
         self._keys = itertools.count()
         self.secrets = target_secrets(config)
-        # How each secret appears inside a JSON dump (quotes, backslashes, control characters escaped).
-        self._escaped = tuple({json.dumps(s, ensure_ascii=False)[1:-1] for s in self.secrets})
+        # How each secret appears inside a JSON dump (quotes, backslashes, control characters escaped), and as it is.
+        self._escaped = echo_forms(self.secrets)
 
     async def attempt(self, case: Case, trial: int) -> Attempt:
         """One fresh conversation (retried on transient failures, within `timeout_s`); never raises for a target failure."""
