@@ -111,6 +111,30 @@ def test_a_transient_5xx_reading_like_a_refusal_is_retried_and_the_run_finishes(
     assert summary["judge"]["retries"] == 5 and summary["judge"]["request_errors"] == 0 and summary["judge"]["server_errors"] == 5
 
 
+def test_a_tgi_424_generation_failure_is_the_servers_failure_retried_not_a_refused_request(tmp_path: Path) -> None:
+    # TGI answers 424 when generation fails in a model shard (CUDA out of memory, a shard lost): its body is
+    # `{"error": "Request failed during generation: …", "error_type": "generation"}`, nothing about the request's fields.
+    failed = {"error": "Request failed during generation: Server error: CUDA out of memory. Tried to allocate 2.00 GiB",
+              "error_type": "generation"}
+    assert not request_refused(424, failed["error"])
+    assert request_refused(424, "Input validation error: `max_new_tokens` must be <= 4096")  # (read as a 5xx's text is)
+    seen: set[str] = set()
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        asked = body["messages"][-1]["content"]
+        if asked not in seen:  # each request's first attempt fails in the shard, its retry is answered
+            seen.add(asked)
+            return 424, failed
+        return 200, completion(json.dumps(verdict(body)))
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=ONE, max_attempts=3))
+        sent = len(server.requests)
+    # Before: the first 424 stopped the run (exit 2, "the server refused the request itself"), nothing judged.
+    assert summary["status"] == {"ok": 2} and sent == 4
+    assert summary["judge"]["request_errors"] == 0 and summary["judge"]["server_errors"] == 2
+
+
 # ---------------------------------------------------------------- (c) more cached tokens than prompt tokens
 
 

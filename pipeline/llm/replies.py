@@ -35,13 +35,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # aiohttp is imported by what sends: a run the cache answers whole never imports it
     import aiohttp
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "TRANSIENT_STATUSES", "ImplausibleUsage", "ReplyTooLarge", "decode_body", "model_missing", "read_capped", "not_found_fix",
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "SERVER_FAILURE_4XX", "TRANSIENT_STATUSES", "ImplausibleUsage", "ReplyTooLarge", "decode_body", "model_missing", "read_capped", "not_found_fix",
            "request_fix", "request_refused", "token_count", "usage_counts"]
 
 DEFAULT_MAX_BYTES = 8 << 20
 MAX_USAGE_TOKENS = 100_000_000  # more than any context window: a figure beyond it is not a token count
 # A gateway's or an overloaded server's statuses: transient whatever the body says (its text is not about the request).
 TRANSIENT_STATUSES = (502, 503, 504)
+# A 4xx that is the server failing, read as a 5xx: TGI answers 424 when generation fails in a model shard ("Request
+# failed during generation: Server error: CUDA out of memory", a shard lost), which a retry may get past.
+SERVER_FAILURE_4XX = (424,)
 
 
 class ReplyTooLarge(ValueError):
@@ -102,7 +105,7 @@ def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
     if retry_after or status in TRANSIENT_STATUSES:
         return False
     low = text.lower()
-    if 400 <= status < 500:
+    if 400 <= status < 500 and status not in SERVER_FAILURE_4XX:
         return status not in (408, 409, 429) and not any(w in low for w in CONTENT_FILTER)
     return any(w in low for w in _REQUEST_WORDS)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracejudge.llm.redact import redact
-from tracejudge.llm.replies import ImplausibleUsage, request_refused, token_count, usage_counts
+from tracejudge.llm.replies import SERVER_FAILURE_4XX, ImplausibleUsage, request_refused, token_count, usage_counts
 from tracejudge.llm.wire.payload import public_url
 from tracejudge.llm.wire.rate_headers import rate_info
 from tracejudge.llm.wire.records import HttpReply, ProviderError, Reply
@@ -35,8 +35,8 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     `secrets` (the configured key) are redacted from the provider's error text.
 
     429 → `rate_limited` (or `quota` when `retry-after` exceeds
-    `max_retry_after_s`, or the body says the quota is exhausted); 5xx and 529
-    → `server`, or `request` when the text names the request's fields (never
+    `max_retry_after_s`, or the body says the quota is exhausted); 5xx, 529
+    and TGI's 424 (generation failed in a shard) → `server`, or `request` when the text names the request's fields (never
     a 502/503/504, nor any reply carrying `retry-after`: those are transient,
     `replies.request_refused`); 408 → `timeout`; 401/403 → `fatal` (their
     status makes them auth errors); a content filter's 4xx → `fatal`; another
@@ -73,7 +73,7 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         quota = (rate.retry_after_s is not None and rate.retry_after_s > max_retry_after_s) or "insufficient_quota" in text
         kind = "quota" if quota else "rate_limited"
         raise ProviderError(kind, f"HTTP 429 {text}", 429, rate.retry_after_s, rate)
-    if http.status >= 500 or http.status == 529:
+    if http.status >= 500 or http.status == 529 or http.status in SERVER_FAILURE_4XX:
         rate = rate_info(http.headers)
         text = _error_text(http.body, secrets)
         kind = "request" if http.status != 529 and request_refused(http.status, text, "retry-after" in http.headers) else "server"
