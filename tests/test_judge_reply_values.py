@@ -347,6 +347,6 @@ def test_an_item_of_a_multi_item_reply_answering_an_id_not_asked_is_re_asked_alo
 def test_reasoning_blocks_are_dropped_as_the_pattern_drops_them(text):
     # The blocks are dropped by a scan, not by the lazy pattern, which read to the end of the reply from every opening
     # tag that never closes (a reply of 32,000 of them took 79 s on the event loop); what is dropped is the same.
-    from tracejudge.stages.judge.parse import _without_closed_blocks
+    from tracejudge.stages.judge.reasoning_blocks import without_closed_blocks
 
-    assert _without_closed_blocks(text) == re.sub(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", " ", text, flags=re.S | re.I)
+    assert without_closed_blocks(text) == re.sub(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", " ", text, flags=re.S | re.I)

@@ -7,7 +7,8 @@ verdict for the asked questions wins, so a decoy `{…}` in prose before the
 verdict does no harm. Zero-width and byte-order-mark characters are removed
 first (they make "ye\u200bs" look like "yes" to a reader but not to a parser), and so
 is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`;
-text before a closing tag whose opening tag the chat template put in the prompt):
+text before a closing tag whose opening tag the chat template put in the prompt:
+`reasoning_blocks`):
 a draft verdict there is not the answer, however valid it looks. A block that
 never closes (the model stopped while still thinking, `finish_reason: stop` or
 not) is thinking to the end of the reply: a draft there is never taken, and a
@@ -52,6 +53,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from tracejudge.stages.judge.reasoning_blocks import outside
 from tracejudge.stages.judge.repeated_keys import PLAIN, STRICT, VIEWS, Repeated, Views
 
 __all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
@@ -61,12 +63,6 @@ T = TypeVar("T")
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible, never part of a verdict.
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
-_OPENING = re.compile(r"<(think|thinking|reasoning)\s*>", re.I)
-_CLOSING = {name: re.compile(rf"</{name}\s*>", re.I) for name in ("think", "thinking", "reasoning")}
-_OPENED_BEFORE = re.compile(r".*</(?:think|thinking|reasoning)\s*>", re.S | re.I)  # (greedy: to the last one)
-# An opening tag left once closed blocks are gone has no closing tag after it. Only at the start of the reply or of a line:
-# a JSON string cannot hold a raw newline, so a verdict's reason quoting "<think>" never matches.
-_UNCLOSED = re.compile(r"(?:\A|\n)[ \t]*<(think|thinking|reasoning)\s*>", re.I)
 _BARE = re.compile(r"\s*(yes|no)\s*[.!]?\s*", re.I)  # a whole reply of one verdict word (`parse_yes_no`)
 
 
@@ -109,54 +105,18 @@ def strip_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
-def _without_closed_blocks(text: str) -> str:
-    """`text` with each reasoning block that closes (`<think>…</think>`, first opening to its first closing, left to
-    right) replaced by a space.
-
-    As `re.sub(r"<(think|…)\\s*>.*?</\\1\\s*>", " ", text)` would, in linear time: that pattern scans to the end of the
-    reply from every opening tag that never closes, so a hostile reply of 32,000 of them took 79 s on the event loop.
-    Once a tag's closing is not found after an opening, none is found after a later one of that name either.
-    """
-    out, pos, unclosed = [], 0, set()
-    while (opening := _OPENING.search(text, pos)) is not None:
-        name = opening.group(1).lower()
-        closing = None if name in unclosed else _CLOSING[name].search(text, opening.end())
-        if closing is None:
-            unclosed.add(name)
-            if len(unclosed) == len(_CLOSING):
-                break
-            out.append(text[pos:opening.start() + 1])
-            pos = opening.start() + 1
-            continue
-        out.append(text[pos:opening.start()] + " ")
-        pos = closing.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _outside(text: str) -> tuple[str, str]:
-    # (`text` outside its reasoning, the tag of a block that never closed or "")
-    if "<" not in text:  # (the common reply: no tag at all, nothing to search)
-        return text, ""
-    if "</" in text:
-        text = _without_closed_blocks(text)
-        opened_before = _OPENED_BEFORE.match(text)
-        text = text[opened_before.end():] if opened_before else text
-    unclosed = _UNCLOSED.search(text)
-    return (text[:unclosed.start()], unclosed.group(1).lower()) if unclosed else (text, "")
-
-
 def strip_reasoning(text: str) -> str:
     """`text` without a reasoning model's thinking: each `<think>…</think>` block (also `thinking`, `reasoning`; any
     case), everything before a closing tag left without its opening one (a template that opens the block in the
-    prompt, as Qwen3's and DeepSeek-R1's do), and everything from an opening tag that never closes (at the start of
-    the reply or of a line: the model stopped while thinking) to the end. Text with no tag is returned as it is."""
-    return _outside(text)[0]
+    prompt, as Qwen3's and DeepSeek-R1's do; a tag a JSON string could hold, mid-line, does not count), everything
+    from an opening tag that never closes (at the start of the reply or of a line: the model stopped while thinking)
+    to the end (`reasoning_blocks`). Text with no tag is returned as it is."""
+    return outside(text)[0]
 
 
 def unclosed_reasoning(text: str) -> str:
     """The tag (`think`, `thinking`, `reasoning`) of a reasoning block in `text` that never closes, or "" (see `strip_reasoning`)."""
-    return _outside(strip_invisible(text))[1]
+    return outside(strip_invisible(text))[1]
 
 
 def _never_closed(text: str, exc: ParseError) -> ParseError:
