@@ -1,5 +1,5 @@
 """How a reasoning model's thinking reaches the judge in the content, over real HTTP on 127.0.0.1: a verdict quoting a
-closing tag.
+closing tag, and gpt-oss's harmony channels left unparsed (llama.cpp's `llama-server --reasoning-format none`).
 """
 
 from __future__ import annotations
@@ -55,3 +55,39 @@ def test_a_closing_tag_ends_the_thinking_before_it_whichever_way_the_verdict_fol
         assert extract_json(reply) == {"q1": {"answer": "yes", "reason": "final"}}, reply
     quoting = '{"q1": {"answer": "yes", "reason": "printed </think> then </thinking> mid-line"}}'
     assert strip_reasoning(quoting) == quoting
+
+
+# ---------------------------------------------------------------- 2. gpt-oss's harmony channels in the content
+
+
+def test_gpt_oss_harmony_channels_are_read_from_the_final_channel_never_the_analysis(tmp_path: Path) -> None:
+    # llama.cpp's llama-server --reasoning-format none (which the README suggests for a reasoning parser that swallows the
+    # whole reply) leaves gpt-oss's channels in the content. Before, the analysis channel's draft was read as a verdict.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        analysis = "<|channel|>analysis<|message|>We need to judge. A first guess: " + _answers(body, "no", "draft")
+        if "unfinished" in json.dumps(body["messages"]):
+            return 200, completion(analysis + ". But check again whether")  # cut while still in the analysis channel
+        return 200, completion(analysis + ". Check again: it did.<|end|><|start|>assistant<|channel|>final <|constrain|>json<|message|>"
+                               + _answers(body, "yes", "the agent printed <|channel|>analysis tokens but answered"))
+
+    data = cases(tmp_path / "c.jsonl", 2)
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    rows[1]["input"] = "Find item 1 (unfinished)"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Loopback(respond) as server:
+        run(config(tmp_path, server.url, data, metrics=ONE))
+        sent = len(server.requests)
+    finished, unfinished = _scores(tmp_path)
+    answers = finished["details"]["answers"].values()
+    assert finished["value"] is not None and {a["answer"] for a in answers} == {"yes"}, finished  # the final channel's, not the draft's
+    assert all("printed <|channel|>analysis tokens" in a["reason"] for a in answers), finished
+    # The draft is never scored: repaired once, then a parse error that says the analysis never reached a final channel.
+    assert unfinished["value"] is None and unfinished["details"]["error_kind"] == "parse_error", unfinished
+    assert "analysis channel" in unfinished["reason"] and "<|channel|>final" in unfinished["reason"], unfinished["reason"]
+    assert sent == 3
+
+
+def test_a_verdict_quoting_harmony_tokens_is_not_taken_for_a_channel() -> None:
+    quoting = '{"q1": {"answer": "yes", "reason": "the agent leaked <|channel|>analysis<|message|> tokens"}}'
+    assert extract_json(quoting)["q1"]["answer"] == "yes"
+    assert extract_json('<|channel|>final<|message|>{"q1": {"answer": "no", "reason": "low effort"}}<|return|>')["q1"]["answer"] == "no"

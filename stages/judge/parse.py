@@ -7,8 +7,8 @@ verdict for the asked questions wins, so a decoy `{…}` in prose before the
 verdict does no harm. Zero-width and byte-order-mark characters are removed
 first (they make "ye\u200bs" look like "yes" to a reader but not to a parser), and so
 is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`;
-text before a closing tag whose opening tag the chat template put in the prompt:
-`reasoning_blocks`):
+text before a closing tag whose opening tag the chat template put in the prompt; gpt-oss's
+analysis channel, left unparsed in the content: `reasoning_blocks`):
 a draft verdict there is not the answer, however valid it looks. A block that
 never closes (the model stopped while still thinking, `finish_reason: stop` or
 not) is thinking to the end of the reply: a draft there is never taken, and a
@@ -53,7 +53,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from tracejudge.stages.judge.reasoning_blocks import outside
+from tracejudge.stages.judge.reasoning_blocks import HARMONY, outside
 from tracejudge.stages.judge.repeated_keys import PLAIN, STRICT, VIEWS, Repeated, Views
 
 __all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
@@ -110,12 +110,13 @@ def strip_reasoning(text: str) -> str:
     case), everything before a closing tag left without its opening one (a template that opens the block in the
     prompt, as Qwen3's and DeepSeek-R1's do; a tag a JSON string could hold, mid-line, does not count), everything
     from an opening tag that never closes (at the start of the reply or of a line: the model stopped while thinking)
-    to the end (`reasoning_blocks`). Text with no tag is returned as it is."""
+    to the end, and gpt-oss's analysis channel (`reasoning_blocks`). Text with no tag is returned as it is."""
     return outside(text)[0]
 
 
 def unclosed_reasoning(text: str) -> str:
-    """The tag (`think`, `thinking`, `reasoning`) of a reasoning block in `text` that never closes, or "" (see `strip_reasoning`)."""
+    """The tag (`think`, `thinking`, `reasoning`) of a reasoning block in `text` that never closes, `analysis` for a
+    gpt-oss reply that never reached its final channel, or "" (see `strip_reasoning`)."""
     return outside(strip_invisible(text))[1]
 
 
@@ -125,7 +126,9 @@ def _never_closed(text: str, exc: ParseError) -> ParseError:
     tag = unclosed_reasoning(text)
     if not tag:
         return exc
-    return ParseError(f"the reply's <{tag}> reasoning block never closed (no </{tag}>), so the reply holds no verdict: a draft "
+    where = ("analysis channel (gpt-oss) never reached a final channel (no <|channel|>final)" if tag == HARMONY
+             else f"<{tag}> reasoning block never closed (no </{tag}>)")
+    return ParseError(f"the reply's {where}, so the reply holds no verdict: a draft "
                       f"verdict inside it is never taken. The model stopped while still reasoning: raise judge.max_tokens, or change "
                       f"the server's reasoning settings (a chat template or reasoning parser that ends the thinking, or thinking "
                       f"turned off) ({exc})")
