@@ -3,7 +3,7 @@
 The recordings (`tests/data/mlflow-agents`, made by `tests/frameworks/record_mlflow_agents.py` with the real MLflow 3.17.2
 against a loopback server) hold an OpenAI Agents SDK run under `mlflow.openai.autolog()` (two calls, a failing tool, a
 handoff), a smolagents `ToolCallingAgent` under `mlflow.smolagents.autolog()`, a pydantic-ai agent under
-`mlflow.pydantic_ai.autolog()` and an Anthropic loop under `mlflow.anthropic.autolog()`; each reading is checked against
+`mlflow.pydantic_ai.autolog()` (also one delegating to another agent from a tool) and an Anthropic loop under `mlflow.anthropic.autolog()`; each reading is checked against
 what the application itself ran and got (`<scenario>.truth.json`), in the trace as `Trace.to_json()` wrote it and in the
 same spans over OTLP.
 """
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from helpers import extract_path
 from tracejudge.core.records import Case
+from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 
 DATA = Path(__file__).parent / "data" / "mlflow-agents"
 FORMATS = [("mlflow", "mlflow"), ("otel", "otlp")]
@@ -61,6 +62,25 @@ def test_pydantic_ai_requests_read_from_its_own_messages(name: str, fmt: str, ex
     assert len(steps) == want["usage"]["requests"] and steps[-1].output == want["output"]
     assert [[c.id for c in s.tool_calls] for s in steps[:-1]] == [[c["id"]] for c in want["calls"]] if name == "pydantic-retry" else \
         [[c["id"] for c in want["calls"]]]
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+def test_pydantic_ai_delegation_names_the_agent_each_nested_request_ran_in(fmt: str, ext: str) -> None:
+    """A tool that runs another agent (`researcher.run(..., usage=ctx.usage)`): its requests are steps inside the call
+    that ran them, labelled with the agent's name as MLflow recorded it (the `name` attribute of the AGENT span, which is
+    named after the method: `Agent.run`; they read `[sub-agent Agent.run, …]` before)."""
+    want, case = truth("pydantic-delegate"), read("pydantic-delegate", fmt, ext)
+    assert case.input == want["input"] and case.trace.output == want["output"] and usage(case) == want["usage"]
+    got = {c["id"]: c for c in calls(case)}
+    assert [c.id for c in case.trace.tool_calls()] == ["call_d1", "call_d2", "call_w_Paris", "call_w_Tokyo"]
+    for w in want["calls"]:
+        assert (got[w["id"]]["name"], got[w["id"]]["arguments"], got[w["id"]]["result"], got[w["id"]]["error"]) == (
+            w["name"], w["arguments"], w["result"], None)
+    researched = [{"step": 1, "call": 0}, {"step": 2, "call": 0}, {"step": 3, "call": 1}, {"step": 4, "call": 1}]
+    assert case.metadata["nested_steps"] == [{**n, "agent": "researcher"} for n in researched]
+    assert case.metadata["otel"]["turns"][0]["agents"] == ["researcher", "router"]
+    text = render_steps(case.trace.steps, nested=nested_steps(case))
+    assert text.count("[sub-agent researcher, inside call 1: ask_researcher]") == 2 and "Agent.run" not in text
 
 
 @pytest.mark.parametrize(("fmt", "ext"), FORMATS)

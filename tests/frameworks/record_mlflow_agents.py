@@ -18,6 +18,10 @@ traces as `Trace.to_json()` writes them, read back from a SQLite store, in the o
   in one step then `final_answer`; a tool that raises, then `final_answer`;
 - `pydantic-tools`, `pydantic-retry`: a pydantic-ai `Agent` under `mlflow.pydantic_ai.autolog()`: two calls then the
   answer; a tool raising `ModelRetry` on a lower-case city, called again, then the answer;
+- `pydantic-delegate`: agent delegation under `mlflow.pydantic_ai.autolog()`: the agent `router`'s one reply asks its
+  tool `ask_researcher` twice (Paris, Tokyo); each call runs the agent `researcher` (`usage=ctx.usage`, pydantic-ai's
+  delegation pattern), which calls `get_weather` and answers; `router` then answers. The two researcher runs overlap,
+  so the server answers by the request's content (`record_subagents_streams.ByContent`);
 - `anthropic-tools`: a plain Anthropic Messages loop under `mlflow.anthropic.autolog()` in an `@mlflow.trace` AGENT span with
   `@mlflow.trace` TOOL spans: two `tool_use` blocks, then the answer.
 """
@@ -185,6 +189,59 @@ def pydantic(out: Path, name: str) -> Any:
         return _write(out, name, mlflow, fake, store, truth)
 
 
+DELEGATED = "Ask the researcher about Paris and about Tokyo, then summarise."
+DELEGATED_A = "Paris is sunny; Tokyo is rainy."
+
+
+def _delegate_script(body: dict[str, Any]) -> dict[str, Any]:
+    """`pydantic-delegate`'s model: the router asks for both researches, then answers; a researcher asks for its city's
+    weather, then answers with it (told apart by their instructions, the city by the researcher's prompt)."""
+    msgs = body["messages"]
+    answered = any(m["role"] == "tool" for m in msgs)
+    if next(m["content"] for m in msgs if m["role"] == "system").startswith("Router"):
+        if answered:
+            return {"role": "assistant", "content": DELEGATED_A}
+        return {"role": "assistant", "content": None, "tool_calls": [call("call_d1", "ask_researcher", {"question": "Weather in Paris?"}),
+                                                                      call("call_d2", "ask_researcher", {"question": "Weather in Tokyo?"})]}
+    city = "Paris" if "Paris" in next(m["content"] for m in msgs if m["role"] == "user") else "Tokyo"
+    if answered:
+        return {"role": "assistant", "content": f"{city}: {WEATHER[city]}"}
+    return {"role": "assistant", "content": None, "tool_calls": [call(f"call_w_{city}", "get_weather", {"city": city})]}
+
+
+def pydantic_delegate(out: Path, name: str) -> Any:
+    """`pydantic-delegate` (module docstring)."""
+    from record_subagents_streams import ByContent
+
+    with ByContent(_delegate_script) as fake, tempfile.TemporaryDirectory() as store:
+        mlflow = _configure(fake, store, autolog="pydantic_ai")
+        from pydantic_ai import Agent, RunContext
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake"))
+        calls: list[dict[str, Any]] = []
+        researcher = Agent(model, name="researcher", instructions="Researcher: use get_weather.", tools=[_weather(calls)])
+        router = Agent(model, name="router", instructions="Router: delegate to the researcher.")
+
+        async def ask_researcher(ctx: RunContext[None], question: str) -> str:
+            """Ask the research agent a question."""
+            answer = (await researcher.run(question, usage=ctx.usage)).output
+            calls.append({"name": "ask_researcher", "arguments": {"question": question}, "result": answer})
+            return answer
+
+        # (this module's annotations are text, which pydantic-ai resolves in the module's globals: give it the type)
+        ask_researcher.__annotations__["ctx"] = RunContext[None]
+        router.tool(ask_researcher)
+
+        result = router.run_sync(DELEGATED)
+        for c in calls:  # (the model's ids: the router's by question, each researcher's by city)
+            c["id"] = {"Weather in Paris?": "call_d1", "Weather in Tokyo?": "call_d2"}.get(c["arguments"].get("question")) or f"call_w_{c['arguments'].get('city')}"
+            c["agent"] = "router" if c["name"] == "ask_researcher" else "researcher"
+        truth = {"input": DELEGATED, "output": result.output, "calls": calls, "usage": _usage(fake.n)}
+        return _write(out, name, mlflow, fake, store, truth)
+
+
 def anthropic(out: Path, name: str) -> Any:
     """`anthropic-tools` (module docstring)."""
     from fake_anthropic import ScriptedAnthropic
@@ -227,6 +284,7 @@ SCENARIOS = {
     **{n: (lambda out, n=n: agents(out, n)) for n in ("agents-tools", "agents-fail", "agents-handoff")},
     **{n: (lambda out, n=n: smolagents(out, n)) for n in ("smolagents-tools", "smolagents-fail")},
     **{n: (lambda out, n=n: pydantic(out, n)) for n in ("pydantic-tools", "pydantic-retry")},
+    "pydantic-delegate": lambda out: pydantic_delegate(out, "pydantic-delegate"),
     "anthropic-tools": lambda out: anthropic(out, "anthropic-tools"),
 }
 

@@ -96,12 +96,24 @@ def read(span: Span) -> View | None:
         v.request = request_text(inputs) if present(inputs) else None
         v.answer = answer_text(outputs) if present(outputs) else None
         if v.role == "agent":
-            v.agent_name = span.name
+            v.agent_name = _agent_name(span)
     elif v.role == "retrieval" and outputs is not MISSING:
         v.documents = documents(outputs)
     # (`mlflow.smolagents.autolog()` records a tool call as `Tool.__call__`'s bound arguments and an `AgentText` result)
     mlflow_smolagents.adjust(span, v, inputs, outputs, outputs is not MISSING and present(outputs))
     return v
+
+
+def _agent_name(span: Span) -> str:
+    """The name of the agent an AGENT span ran: the `name` MLflow recorded of the agent object, else the span's name.
+
+    Autologs that wrap a framework's agent class record the instance's public attributes on its span (pydantic-ai's
+    `Agent`, smolagents' agents), `name` among them when the application named the agent; the span itself is named
+    after the method (`Agent.run`, `Agent.run_sync`, `ToolCallingAgent.run`), which names no agent. A sub-agent run
+    inside a tool call would otherwise be labelled `Agent.run` in `nested_steps` and the judge's prompt.
+    """
+    name = unjson(span.attrs.get("name", MISSING))
+    return name if isinstance(name, str) and name.strip() else span.name
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:
