@@ -103,6 +103,24 @@ def test_smolagents_tool_calls_and_answer(name: str, fmt: str, ext: str) -> None
 
 
 @pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+def test_smolagents_managed_agents_are_calls_of_their_manager(fmt: str, ext: str) -> None:
+    """MLflow records no TOOL span for a manager's call of a managed agent, only the managed agent's `<Agent>.run` span
+    under the manager's. Before, the calls were nowhere and the managed agents' tools read as the manager's own; now each
+    run is the call that ran it (the agent's name, the task smolagents gave it, its answer) and its tools are calls
+    inside it, labelled with the agent (`nested_steps`)."""
+    want, case = truth("smolagents-managed"), read("smolagents-managed", fmt, ext)
+    assert case.input == want["input"] and case.trace.output == want["output"]
+    got = calls(case)
+    assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in got[:2]] == [
+        (m["name"], {"task": m["task"]}, m["answer"], None) for m in want["managed"]]
+    assert [(c["arguments"], c["result"], c["error"]) for c in got[2:]] == [(c["arguments"], c["result"], None) for c in want["calls"]]
+    assert case.metadata["nested_steps"] == [{"step": 1, "call": 0, "agent": "researcher"}, {"step": 2, "call": 1, "agent": "clock"}]
+    text = render_steps(case.trace.steps, nested=nested_steps(case))
+    assert "[sub-agent researcher, inside call 1: researcher]\n call 3: SimpleTool({city:Paris})" in text
+    assert usage(case) == {"input_tokens": None, "output_tokens": None, "requests": None}  # (MLflow kept no model request)
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
 @pytest.mark.parametrize("name", ["agents-tools", "agents-fail", "agents-handoff", "anthropic-tools"])
 def test_agents_sdk_and_anthropic_read_as_the_run(name: str, fmt: str, ext: str) -> None:
     """The Agents SDK under MLflow's own tracing processor (its `Response` spans holding the `AsyncResponses` request the

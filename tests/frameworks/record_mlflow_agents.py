@@ -16,6 +16,9 @@ traces as `Trace.to_json()` writes them, read back from a SQLite store, in the o
 - `agents-handoff`: a triage agent hands off to a weather agent, which calls `get_weather` and answers;
 - `smolagents-tools`, `smolagents-fail`: a smolagents `ToolCallingAgent` under `mlflow.smolagents.autolog()`: two calls
   in one step then `final_answer`; a tool that raises, then `final_answer`;
+- `smolagents-managed`: a `ToolCallingAgent` manager given `managed_agents=[researcher, clock]` calls both in one
+  reply (smolagents runs them at once, in threads; the server answers by content): `researcher` calls `get_weather`,
+  `clock` calls `get_time`, each then `final_answer`; the manager then `final_answer`s;
 - `pydantic-tools`, `pydantic-retry`: a pydantic-ai `Agent` under `mlflow.pydantic_ai.autolog()`: two calls then the
   answer; a tool raising `ModelRetry` on a lower-case city, called again, then the answer;
 - `pydantic-delegate`: agent delegation under `mlflow.pydantic_ai.autolog()`: the agent `router`'s one reply asks its
@@ -152,6 +155,58 @@ def smolagents(out: Path, name: str) -> Any:
         return _write(out, name, mlflow, fake, store, truth)
 
 
+MANAGED_Q = "What is the weather in Paris, and what time is it in Tokyo?"
+MANAGED_A = "Paris is sunny, 21 C; it is 21:00 in Tokyo."
+
+
+def _managed_script(body: dict[str, Any]) -> dict[str, Any]:
+    """`smolagents-managed`'s model, told apart by the first user message (a managed agent's names it) and how many
+    replies it has had."""
+    said = [m for m in body["messages"] if m["role"] != "system"]
+    first = "".join(p.get("text", "") for p in said[0]["content"]) if isinstance(said[0]["content"], list) else said[0]["content"]
+    done = sum(1 for m in said if m["role"] == "assistant")
+    script = {"researcher": [call("call_r1", "get_weather", {"city": "Paris"}), call("call_r2", "final_answer", {"answer": "Paris: sunny, 21 C"})],
+              "clock": [call("call_c1", "get_time", {"zone": "Asia/Tokyo"}), call("call_c2", "final_answer", {"answer": "Tokyo: 21:00"})]}
+    for agent, replies in script.items():
+        if f"You're a helpful agent named '{agent}'" in first:
+            return {"role": "assistant", "content": None, "tool_calls": [replies[min(done, 1)]]}
+    if done == 0:
+        return {"role": "assistant", "content": None, "tool_calls": [call("call_m1", "researcher", {"task": "Weather in Paris?"}),
+                                                                      call("call_m2", "clock", {"task": "Time in Tokyo?"})]}
+    return {"role": "assistant", "content": None, "tool_calls": [call("call_m3", "final_answer", {"answer": MANAGED_A})]}
+
+
+def smolagents_managed(out: Path, name: str) -> Any:
+    """`smolagents-managed` (module docstring)."""
+    from record_subagents_streams import ByContent
+
+    with ByContent(_managed_script) as fake, tempfile.TemporaryDirectory() as store:
+        mlflow = _configure(fake, store, autolog="smolagents")
+        from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+        calls: list[dict[str, Any]] = []
+
+        def get_time(zone: str) -> str:
+            """The time in a time zone.
+
+            Args:
+                zone: the time zone
+            """
+            calls.append({"name": "get_time", "arguments": {"zone": zone}, "result": "21:00"})
+            return "21:00"
+
+        model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
+        managed = [ToolCallingAgent(tools=[tool(_weather(calls))], model=model, max_steps=3, verbosity_level=0, name="researcher",
+                                    description="Finds the weather."),
+                   ToolCallingAgent(tools=[tool(get_time)], model=model, max_steps=3, verbosity_level=0, name="clock", description="Tells the time.")]
+        manager = ToolCallingAgent(tools=[], model=model, max_steps=3, verbosity_level=0, managed_agents=managed)
+        answer = manager.run(MANAGED_Q)
+        # each managed agent: the task smolagents gave it (its prompt template around the manager's) and what it answered
+        runs = [{"name": a.name, "task": a.task, "answer": next(c.arguments["answer"] for c in a.memory.steps[-1].tool_calls)} for a in managed]
+        truth = {"input": MANAGED_Q, "output": answer, "calls": calls, "managed": runs}
+        return _write(out, name, mlflow, fake, store, truth)
+
+
 def pydantic(out: Path, name: str) -> Any:
     """`pydantic-*` (module docstring)."""
     retry = name == "pydantic-retry"
@@ -283,6 +338,7 @@ def anthropic(out: Path, name: str) -> Any:
 SCENARIOS = {
     **{n: (lambda out, n=n: agents(out, n)) for n in ("agents-tools", "agents-fail", "agents-handoff")},
     **{n: (lambda out, n=n: smolagents(out, n)) for n in ("smolagents-tools", "smolagents-fail")},
+    "smolagents-managed": lambda out: smolagents_managed(out, "smolagents-managed"),
     **{n: (lambda out, n=n: pydantic(out, n)) for n in ("pydantic-tools", "pydantic-retry")},
     "pydantic-delegate": lambda out: pydantic_delegate(out, "pydantic-delegate"),
     "anthropic-tools": lambda out: anthropic(out, "anthropic-tools"),

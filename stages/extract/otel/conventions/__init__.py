@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, openllmetry_agents, pydantic_ai, smolagents, traceloop, vercel
+from tracejudge.stages.extract.otel.conventions import (genai, langfuse, langgraph, mlflow, mlflow_smolagents, openai_agents, openinference, openllmetry_agents,
+                                                        pydantic_ai, smolagents, traceloop, vercel)
 from tracejudge.stages.extract.otel.conventions.agents_outputs import read_tool_outputs
 from tracejudge.stages.extract.otel.conventions.mlflow_agents import read_group as mlflow_agents_group
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import read_deferrals
@@ -50,6 +51,7 @@ def group_views(group: Group) -> dict[str, View]:
         group.views = {s.span_id: read_span(s) for s in group.spans}
         langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
         smolagents.managed_agent_calls(group.spans, group.views)  # (likewise: a managed agent's run is the call that ran it)
+        mlflow_smolagents.managed_calls(group.spans, group.views)  # (the same under MLflow's smolagents autolog)
         # LangChain, whichever instrumentation recorded it: invalid calls sit on the chain spans above; a ToolNode's
         # error answer (an unknown tool) only in a chain's output; OpenLLMetry's tool results inside the callback's payload.
         traceloop.invalid_calls(group.spans, group.views)

@@ -20,6 +20,15 @@ holds it in time (`code_run`, `tool_call`).
 
 `adjust` reads those into the arguments, result and answer the model and the application saw. MLflow records none of a
 smolagents 1.x run's model requests, so its tokens and request count are unknown, not 0 (`unrecorded_usage`).
+
+A managed agent (`managed_agents=[researcher]`) is offered to the manager's model as a tool of the agent's name, and
+smolagents runs it inside the manager's step; MLflow records no TOOL span for that call, only the managed agent's own
+`<Agent>.run` span under the manager's, holding the agent's `name`, the `task` smolagents gave it (its prompt template
+around the manager's task) and its answer. Read as an agent run, the call was nowhere and the tools the managed agent
+ran read as the manager's own calls. `managed_calls` reads such a run — an agent run inside another (smolagents nests a
+run only for a managed agent) — as the call that ran it, as the OpenInference reader does (`conventions.smolagents`):
+tool name the agent's name, arguments the `task` as recorded, result the agent's answer (the manager got it inside
+smolagents' report template, which MLflow does not record), its error the run's; the tools it ran are then calls inside it.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["adjust", "agent_run", "code_run", "tool_call", "unrecorded_usage"]
+__all__ = ["adjust", "agent_run", "code_run", "managed_calls", "tool_call", "unrecorded_usage"]
 
 _CALL = ".__call__"
 _FINAL = "FinalAnswerTool"
@@ -89,6 +98,34 @@ def agent_run(span: Span) -> bool:
     attributes, as MLflow keeps them (a `MultiStepAgent`'s `max_steps` and `step_number`)."""
     return (unjson(span.attrs.get("mlflow.spanType")) == "AGENT" and span.name.endswith(".run") and "max_steps" in span.attrs
             and "step_number" in span.attrs)
+
+
+def managed_calls(spans: list[Span], views: dict[str, View]) -> None:
+    """Read each managed agent's run among `spans` as its manager's call that ran it, in `views` (module docstring). In place."""
+    runs = {s.span_id: s for s in spans if agent_run(s)}
+    index = {s.span_id: s for s in spans}
+    for span in runs.values():
+        v = views[span.span_id]
+        if v.role != "agent" or not _inside(span, runs, index):
+            continue
+        named = unjson(span.attrs.get("name"))
+        name = named if isinstance(named, str) and named else span.name[: -len(".run")]
+        given = unjson(span.attrs.get("mlflow.spanInputs"))
+        task = given.get("task") if isinstance(given, dict) else None
+        views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
+                                   args={"task": task} if isinstance(task, str) else MISSING,
+                                   result=v.answer if v.answer is not None else MISSING)
+
+
+def _inside(span: Span, runs: dict[str, Span], index: dict[str, Span]) -> bool:
+    """Whether another agent run (one of `runs`) is among `span`'s ancestors (`index`: every span by id); the walk is
+    bounded (a hostile trace may nest deep, or loop)."""
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1
+        if node.span_id in runs:
+            return True
+    return False
 
 
 def code_run(span: Span) -> bool:
