@@ -103,12 +103,15 @@ def test_smolagents_tool_calls_and_answer(name: str, fmt: str, ext: str) -> None
 
 
 @pytest.mark.parametrize(("fmt", "ext"), FORMATS)
-def test_smolagents_managed_agents_are_calls_of_their_manager(fmt: str, ext: str) -> None:
+@pytest.mark.parametrize("name", ["smolagents-managed", "smolagents-managed-code"])
+def test_smolagents_managed_agents_are_calls_of_their_manager(name: str, fmt: str, ext: str) -> None:
     """MLflow records no TOOL span for a manager's call of a managed agent, only the managed agent's `<Agent>.run` span
     under the manager's. Before, the calls were nowhere and the managed agents' tools read as the manager's own; now each
     run is the call that ran it (the agent's name, the task smolagents gave it, its answer) and its tools are calls
-    inside it, labelled with the agent (`nested_steps`)."""
-    want, case = truth("smolagents-managed"), read("smolagents-managed", fmt, ext)
+    inside it, labelled with the agent (`nested_steps`). Under a `CodeAgent` manager each managed run is a trace of its
+    own (the code's worker thread): it was a case of its own, its task read as a user's question; now one case."""
+    want, case = truth(name), read(name, fmt, ext)
+    assert want["traces"] == (4 if name.endswith("-code") else 1)  # (the code's `final_answer` too is a trace of its own)
     assert case.input == want["input"] and case.trace.output == want["output"]
     got = calls(case)
     assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in got[:2]] == [

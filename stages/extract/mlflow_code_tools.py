@@ -9,7 +9,10 @@ holds no call. Read line by line, such a run is one case without its calls and o
 decoded) and joins each such call's trace to the one trace whose `CodeAgent.run` span (`mlflow_smolagents.code_run`) holds
 it in time: its span goes into that trace, under that span, and its own line is not read as a case. A call that no run
 holds, or that two runs running at once both hold, stays a case of its own; so does one whose run is in a session (read
-with its session's traces, `conversation_groups`). Format `otel` joins the same spans read over OTLP (`otel.strays`).
+with its session's traces, `conversation_groups`). A managed agent the code calls runs in that thread too: its run is a
+trace of its own (`mlflow_smolagents.managed_run` at its root, its tools under it), joined the same way, whole, and then
+read as the call that ran it (`mlflow_smolagents.managed_calls`). Format `otel` joins the same spans read over OTLP
+(`otel.strays`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from tracejudge.stages.extract.common import JsonLine
-from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, tool_call
+from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, managed_run, tool_call
 from tracejudge.stages.extract.otel.native import native_span, nanos
 from tracejudge.stages.load import RawRecord, loads_line, read_jsonl
 
 __all__ = ["joined"]
 
 _RUN, _CALL = b"python_executor", b".__call__"  # what a line must hold to be a `CodeAgent` run's trace, or a tool call's
+_AGENT = (b'"max_steps"', b'"step_number"')  # what a managed agent's run holds (`mlflow_smolagents.agent_run`)
 
 
 def joined(dataset: Any, records: Iterator[RawRecord], session_key: str) -> Iterator[RawRecord]:
@@ -38,8 +42,8 @@ def joined(dataset: Any, records: Iterator[RawRecord], session_key: str) -> Iter
         data = raw.payload
         if raw.error is not None or not isinstance(data, bytes):
             continue
-        if _RUN not in data and not (_CALL in data and data.count(b'"span_id"') == 1):  # (a call's trace: one span)
-            continue
+        if _RUN not in data and not (_CALL in data and data.count(b'"span_id"') == 1) and not all(k in data for k in _AGENT):
+            continue  # (neither a run, nor a call's trace: one span, nor a managed agent's run)
         record = _decoded(data)
         if record is None or _session(record, session_key):
             continue
@@ -86,18 +90,20 @@ def _session(record: dict[str, Any], key: str) -> bool:
 
 
 def _kind(span: dict[str, Any], count: int) -> str | None:
-    """`run` for a `CodeAgent.run` span, `call` for the one span of a trace that is a smolagents tool call, else None."""
+    """`run` for a `CodeAgent.run` span, `call` for the one span of a trace that is a smolagents tool call, or for the root
+    span of a managed agent's run (its trace joins whole), else None."""
     attrs = span.get("attributes")
     if not isinstance(attrs, dict):
         return None
     view = native_span("", "", None, span.get("name"), 0, 0, attrs)
     if code_run(view):
         return "run"
-    return "call" if count == 1 and tool_call(view) and not (span.get("parent_span_id") or span.get("parent_id")) else None
+    root = not (span.get("parent_span_id") or span.get("parent_id"))
+    return "call" if root and ((count == 1 and tool_call(view)) or managed_run(view)) else None
 
 
 def _with_calls(record: dict[str, Any], run: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
-    """The JSON text of `record` with the span of each of `calls` (traces) added under its `run` span."""
+    """The JSON text of `record` with the spans of each of `calls` (traces) added, their root under its `run` span."""
     context = run.get("context") if isinstance(run.get("context"), dict) else {}
     run_id = run.get("span_id") or context.get("span_id")
     spans = list(record["data"]["spans"])
@@ -106,8 +112,9 @@ def _with_calls(record: dict[str, Any], run: dict[str, Any], calls: list[dict[st
             span = dict(span)
             if "context" in span and isinstance(span["context"], dict):  # (MLflow 2: ids under `context`, the parent as `parent_id`)
                 span["context"] = {**span["context"], "trace_id": context.get("trace_id", span["context"].get("trace_id"))}
-                span["parent_id"] = run_id
+                span["parent_id"] = span.get("parent_id") or run_id
             else:
-                span["trace_id"], span["parent_span_id"] = run.get("trace_id", span.get("trace_id")), run_id
+                span["trace_id"] = run.get("trace_id", span.get("trace_id"))
+                span["parent_span_id"] = span.get("parent_span_id") or run_id
             spans.append(span)
     return json.dumps({**record, "data": {**record["data"], "spans": spans}}).encode()

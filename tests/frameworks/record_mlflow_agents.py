@@ -19,6 +19,9 @@ traces as `Trace.to_json()` writes them, read back from a SQLite store, in the o
 - `smolagents-managed`: a `ToolCallingAgent` manager given `managed_agents=[researcher, clock]` calls both in one
   reply (smolagents runs them at once, in threads; the server answers by content): `researcher` calls `get_weather`,
   `clock` calls `get_time`, each then `final_answer`; the manager then `final_answer`s;
+- `smolagents-managed-code`: the same with a `CodeAgent` manager, whose code calls `researcher(task=…)` and
+  `clock(task=…)`, then `final_answer(…)` (the code runs in a worker thread: MLflow writes each managed run, and the
+  code's `final_answer`, as a trace of its own);
 - `pydantic-tools`, `pydantic-retry`: a pydantic-ai `Agent` under `mlflow.pydantic_ai.autolog()`: two calls then the
   answer; a tool raising `ModelRetry` on a lower-case city, called again, then the answer;
 - `pydantic-delegate`: agent delegation under `mlflow.pydantic_ai.autolog()`: the agent `router`'s one reply asks its
@@ -170,6 +173,9 @@ def _managed_script(body: dict[str, Any]) -> dict[str, Any]:
     for agent, replies in script.items():
         if f"You're a helpful agent named '{agent}'" in first:
             return {"role": "assistant", "content": None, "tool_calls": [replies[min(done, 1)]]}
+    if not body.get("tools"):  # a `CodeAgent` manager: it is offered no tools, its model writes code
+        return {"role": "assistant", "content": 'Thought: ask both.\n<code>\nw = researcher(task="Weather in Paris?")\nt = clock(task="Time in Tokyo?")\n'
+                'print(w, t)\n</code>' if done == 0 else f'Thought: done.\n<code>\nfinal_answer("{MANAGED_A}")\n</code>'}
     if done == 0:
         return {"role": "assistant", "content": None, "tool_calls": [call("call_m1", "researcher", {"task": "Weather in Paris?"}),
                                                                       call("call_m2", "clock", {"task": "Time in Tokyo?"})]}
@@ -182,7 +188,7 @@ def smolagents_managed(out: Path, name: str) -> Any:
 
     with ByContent(_managed_script) as fake, tempfile.TemporaryDirectory() as store:
         mlflow = _configure(fake, store, autolog="smolagents")
-        from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+        from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent, tool
 
         calls: list[dict[str, Any]] = []
 
@@ -199,7 +205,7 @@ def smolagents_managed(out: Path, name: str) -> Any:
         managed = [ToolCallingAgent(tools=[tool(_weather(calls))], model=model, max_steps=3, verbosity_level=0, name="researcher",
                                     description="Finds the weather."),
                    ToolCallingAgent(tools=[tool(get_time)], model=model, max_steps=3, verbosity_level=0, name="clock", description="Tells the time.")]
-        manager = ToolCallingAgent(tools=[], model=model, max_steps=3, verbosity_level=0, managed_agents=managed)
+        manager = (CodeAgent if name.endswith("-code") else ToolCallingAgent)(tools=[], model=model, max_steps=3, verbosity_level=0, managed_agents=managed)
         answer = manager.run(MANAGED_Q)
         # each managed agent: the task smolagents gave it (its prompt template around the manager's) and what it answered
         runs = [{"name": a.name, "task": a.task, "answer": next(c.arguments["answer"] for c in a.memory.steps[-1].tool_calls)} for a in managed]
@@ -338,7 +344,7 @@ def anthropic(out: Path, name: str) -> Any:
 SCENARIOS = {
     **{n: (lambda out, n=n: agents(out, n)) for n in ("agents-tools", "agents-fail", "agents-handoff")},
     **{n: (lambda out, n=n: smolagents(out, n)) for n in ("smolagents-tools", "smolagents-fail")},
-    "smolagents-managed": lambda out: smolagents_managed(out, "smolagents-managed"),
+    **{n: (lambda out, n=n: smolagents_managed(out, n)) for n in ("smolagents-managed", "smolagents-managed-code")},
     **{n: (lambda out, n=n: pydantic(out, n)) for n in ("pydantic-tools", "pydantic-retry")},
     "pydantic-delegate": lambda out: pydantic_delegate(out, "pydantic-delegate"),
     "anthropic-tools": lambda out: anthropic(out, "anthropic-tools"),

@@ -21,7 +21,9 @@ requests are then steps made inside that call (`nesting`).
 A smolagents `CodeAgent` under `mlflow.smolagents.autolog()` runs the model's code in a worker thread, so each tool the
 code calls is a trace of its own too; MLflow records no model request of the run, and a model writing code asks for no
 call by name anyway. Such a tool trace (`mlflow_smolagents.tool_call`) joins the trace whose `CodeAgent` run
-(`mlflow_smolagents.code_run`) holds it in time, when exactly one does (two runs at once: it stays apart).
+(`mlflow_smolagents.code_run`) holds it in time, when exactly one does (two runs at once: it stays apart). So does a
+managed agent the code calls: its run (`mlflow_smolagents.managed_run`, the root of a trace of its own, its tools under
+it) joins the same way, and is then read as the manager's call that ran it (`mlflow_smolagents.managed_calls`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions import group_views
-from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, tool_call
+from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, managed_calls, managed_run, tool_call
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
@@ -48,6 +50,13 @@ def _stray_call(group: Group) -> tuple[Span, View] | None:
     return (roots[0], view) if view.role == "tool" and view.tool_name else None
 
 
+def _stray_run(group: Group) -> Span | None:
+    """The root of a trace that is a smolagents managed agent's run alone (one root, `managed_run`), else None."""
+    ids = {s.span_id for s in group.spans}
+    roots = [s for s in group.spans if s.parent_id not in ids]
+    return roots[0] if group.key_attr is None and len(roots) == 1 and managed_run(roots[0]) else None
+
+
 def _asks(group: Group, name: str, args: Any) -> bool:
     """Whether a model request of `group` asked for a call of `name` (with `args`, when the tool span recorded them)."""
     for view in group_views(group).values():
@@ -61,8 +70,9 @@ def _asks(group: Group, name: str, args: Any) -> bool:
 
 
 def _code_holds(host: Group, span: Span) -> bool:
-    """Whether `span` is a smolagents tool call MLflow recorded and a `CodeAgent` run of `host` holds it in time (module docstring)."""
-    return tool_call(span) and any(code_run(s) and s.start <= span.start and span.end <= s.end for s in host.spans)
+    """Whether `span` is a smolagents tool call or managed agent run MLflow recorded and a `CodeAgent` run of `host` holds
+    it in time (module docstring)."""
+    return (tool_call(span) or managed_run(span)) and any(code_run(s) and s.start <= span.start and span.end <= s.end for s in host.spans)
 
 
 def _holder(host: Group, span: Span) -> Span:
@@ -86,7 +96,8 @@ def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
     its spans take the host's trace id; the host's `traces` lists the stray's trace id too.
     """
     groups = list(groups)
-    strays = {id(g): call for g in groups if (call := _stray_call(g)) is not None}
+    strays: dict[int, tuple[Span, View | None]] = {id(g): call for g in groups if (call := _stray_call(g)) is not None}
+    strays.update({id(g): (run, None) for g in groups if id(g) not in strays and (run := _stray_run(g)) is not None})
     if not strays:
         yield from groups
         return
@@ -96,9 +107,9 @@ def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
         if id(group) not in strays:
             continue
         root, view = strays[id(group)]
-        args = view.args if not view.args_wrapped or isinstance(view.args, dict) else MISSING
+        args = MISSING if view is None or (view.args_wrapped and not isinstance(view.args, dict)) else view.args
         fits = [h for h in hosts if min(s.start for s in h.spans) <= root.start and root.end <= max(s.end for s in h.spans)
-                and (_asks(h, view.tool_name, args) or _code_holds(h, root))]
+                and ((view is not None and _asks(h, view.tool_name, args)) or _code_holds(h, root))]
         if len(fits) != 1:
             continue
         host = fits[0]
@@ -107,6 +118,8 @@ def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
             span.trace_id = host.traces[0]
         host.spans.extend(group.spans)
         host.views = {**group_views(host), **group_views(group)}
+        if view is None:  # a managed agent's run, now inside the run that called it: the call that ran it
+            managed_calls(host.spans, host.views)
         host.traces.extend(group.traces)
         joined.add(id(group))
     yield from (g for g in groups if id(g) not in joined)

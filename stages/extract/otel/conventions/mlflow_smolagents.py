@@ -29,6 +29,8 @@ ran read as the manager's own calls. `managed_calls` reads such a run — an age
 run only for a managed agent) — as the call that ran it, as the OpenInference reader does (`conventions.smolagents`):
 tool name the agent's name, arguments the `task` as recorded, result the agent's answer (the manager got it inside
 smolagents' report template, which MLflow does not record), its error the run's; the tools it ran are then calls inside it.
+Under a `CodeAgent` manager the managed agent runs in the code's worker thread, so its run is a trace of its own, as the
+code's tool calls are; it joins the manager's trace as they do (`managed_run`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["adjust", "agent_run", "code_run", "managed_calls", "tool_call", "unrecorded_usage"]
+__all__ = ["adjust", "agent_run", "code_run", "managed_calls", "managed_run", "tool_call", "unrecorded_usage"]
 
 _CALL = ".__call__"
 _FINAL = "FinalAnswerTool"
@@ -98,6 +100,13 @@ def agent_run(span: Span) -> bool:
     attributes, as MLflow keeps them (a `MultiStepAgent`'s `max_steps` and `step_number`)."""
     return (unjson(span.attrs.get("mlflow.spanType")) == "AGENT" and span.name.endswith(".run") and "max_steps" in span.attrs
             and "step_number" in span.attrs)
+
+
+def managed_run(span: Span) -> bool:
+    """Whether `span` can be a managed agent's run MLflow recorded (`agent_run`, the agent named: smolagents runs a managed
+    agent only by its `name`)."""
+    named = unjson(span.attrs.get("name"))
+    return agent_run(span) and isinstance(named, str) and bool(named)
 
 
 def managed_calls(spans: list[Span], views: dict[str, View]) -> None:
