@@ -115,6 +115,19 @@ def test_an_agent_called_as_a_tool_is_named_on_the_step_it_made(name: str, fmt: 
     assert "requests_without_usage" not in case.metadata
 
 
+def test_a_named_agent_a_tool_ran_labels_its_steps_under_openllmetry() -> None:
+    # OpenLLMetry records each call's `invoke_agent researcher` span beside the spans holding the researcher's requests
+    # (both under the call's tool span), not around them: the steps read `[sub-agent, inside call 1: …]`, unnamed.
+    case = read("lg-named-tl.jsonl", "otel")
+    assert case.trace is not None and case.trace.output == outcome("lg-named-tl")["final_output"]
+    assert [c[:2] for c in calls(case)] == [("call_s1", "ask_researcher"), ("call_s2", "ask_researcher"), ("call_r_Paris", "get_weather"),
+                                            ("call_r_Tokyo", "get_weather")]
+    assert case.metadata["nested_steps"] == [{"step": s, "call": c, "agent": "researcher"} for s, c in ((1, 0), (2, 0), (3, 1), (4, 1))]
+    text = render_steps(case.trace.steps, nested=nested_steps(case))
+    assert text.count("[sub-agent researcher, inside call 1: ask_researcher]") == text.count("[sub-agent researcher, inside call 2: ask_researcher]") == 2
+    assert case.metadata["otel"]["turns"][0]["agents"] == ["researcher", "supervisor"]
+
+
 # --- 2. tokens some requests did not record are unknown, not the others' sum -----------------------------------
 
 @pytest.mark.parametrize(("name", "fmt"), [("oi-agents-stream-nousage.jsonl", "otel"), ("export-agents-stream-nousage.jsonl", "openai-agents")])

@@ -82,7 +82,9 @@ def _supervisor_script(body: dict[str, Any]) -> dict[str, Any]:
     return chat(f"{city}: {WEATHER[city]}") if answered else chat(None, call(f"call_r_{city}", "get_weather", {"city": city}))
 
 
-def supervisor(instrumentation: str, name: str, out: Path) -> dict[str, Any]:
+def supervisor(instrumentation: str, name: str, out: Path, named: bool = False) -> dict[str, Any]:
+    """The supervisor run (`named`: the two agents given names, `researcher` and `supervisor`, as LangGraph's multi-agent
+    docs name theirs)."""
     if instrumentation == "oi":
         from openinference.instrumentation.langchain import LangChainInstrumentor as Instrumentor
     else:
@@ -101,14 +103,15 @@ def supervisor(instrumentation: str, name: str, out: Path) -> dict[str, Any]:
             """Weather in a city."""
             return WEATHER[city]
 
-        researcher = create_react_agent(model, [get_weather], prompt="Researcher: use get_weather.")
+        names: Callable[[str], dict[str, str]] = lambda n: {"name": n} if named else {}  # noqa: E731
+        researcher = create_react_agent(model, [get_weather], prompt="Researcher: use get_weather.", **names("researcher"))
 
         @tool
         def ask_researcher(question: str) -> str:
             """Ask the research agent a question."""
             return researcher.invoke({"messages": [{"role": "user", "content": question}]})["messages"][-1].content
 
-        boss = create_react_agent(model, [ask_researcher], prompt="Supervisor: delegate to the researcher.")
+        boss = create_react_agent(model, [ask_researcher], prompt="Supervisor: delegate to the researcher.", **names("supervisor"))
         answer = boss.invoke({"messages": [{"role": "user", "content": SUPERVISED}]})["messages"][-1].content
         write_otlp(provider, fake, out / f"{name}.jsonl")
         provider.shutdown()
@@ -246,6 +249,7 @@ def mlflow_stream(name: str, out: Path) -> dict[str, Any]:
 SCENARIOS: dict[str, Callable[[str, Path], dict[str, Any]]] = {
     "lg-supervisor-oi": lambda n, o: supervisor("oi", n, o),
     "lg-supervisor-tl": lambda n, o: supervisor("tl", n, o),
+    "lg-named-tl": lambda n, o: supervisor("tl", n, o, named=True),
     "agents-as-tool": lambda n, o: agents("chat_completions", False, n, o),
     "agents-stream-nousage": lambda n, o: agents("chat_completions", True, n, o),
     "agents-responses": lambda n, o: agents("responses", False, n, o),

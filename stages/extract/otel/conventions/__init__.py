@@ -56,6 +56,7 @@ def group_views(group: Group) -> dict[str, View]:
         # error answer (an unknown tool) only in a chain's output; OpenLLMetry's tool results inside the callback's payload.
         traceloop.invalid_calls(group.spans, group.views)
         traceloop.callback_results(group.spans, group.views)
+        traceloop.delegated_agents(group.spans, group.views)  # (a LangGraph agent a tool ran: named beside its steps)
         failed_tool_messages(group.spans, group.views)
         pydantic_ai.retry_feedback(group.spans, group.views)  # its feedback on a refused text answer: the framework's words, not the user's
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart

@@ -26,6 +26,11 @@ is missing from the model span's output messages; the chains around it
 record the `AIMessage` whole. `invalid_calls` (run on a whole group)
 gives the model span those calls, with their raw arguments text, from the
 enclosing chain output whose message carries the span's response id.
+
+A LangGraph agent that a tool runs (`researcher.invoke(...)` in the tool's body) is an `invoke_agent <name>` span under
+the tool's `execute_tool` span, beside (not around) the graph's own spans that hold its model requests: nothing above
+those requests names the agent that made them. `delegated_agents` (on a whole group) gives the tool's view that name,
+with which `nesting` labels the steps made inside the call.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS
 
-__all__ = ["NAME", "callback_results", "invalid_calls", "read"]
+__all__ = ["NAME", "callback_results", "delegated_agents", "invalid_calls", "read"]
 
 NAME = "openllmetry"
 _KINDS = {"tool": "tool", "agent": "agent", "workflow": "chain", "task": "chain"}
@@ -131,6 +136,30 @@ def callback_results(spans: list[Span], views: dict[str, View]) -> None:
             view.result = named[0]
             view.error = view.error or named[1]
             view.call_id = view.call_id or named[2]
+
+
+# LangGraph's name for a graph the application did not name (`CompiledStateGraph.name`): it names no agent.
+_UNNAMED_GRAPH = "LangGraph"
+
+
+def delegated_agents(spans: list[Span], views: dict[str, View]) -> None:
+    """Give each OpenLLMetry tool span the name of the agent run beside its steps (module docstring), in `views`.
+
+    Only a tool span (`traceloop.span.kind` `tool`) without an agent name of its own, whose agent children
+    (`gen_ai.agent.name`) name one agent, and not LangGraph's name for an unnamed graph.
+    """
+    named: dict[str, set[str]] = {}
+    for span in spans:
+        name = span.attrs.get("gen_ai.agent.name")
+        if span.parent_id is not None and isinstance(name, str) and name and views[span.span_id].role == "agent":
+            named.setdefault(span.parent_id, set()).add(name)
+    for span in spans:
+        names, v = named.get(span.span_id), views[span.span_id]
+        if names is None or len(names) != 1 or v.role != "tool" or v.agent_name or span.attrs.get("traceloop.span.kind") != "tool":
+            continue
+        (name,) = names
+        if name != _UNNAMED_GRAPH:
+            v.agent_name = name
 
 
 def invalid_calls(spans: list[Span], views: dict[str, View]) -> None:
