@@ -135,12 +135,13 @@ def test_an_empty_dataset_is_2_naming_the_file(tmp_path: Path, text: str) -> Non
 
 
 def test_an_empty_datasets_error_names_the_configs_line_or_the_option_as_a_missing_files_does(tmp_path: Path) -> None:
-    # A missing file's error said `c.yaml:2: dataset.path: file not found: …`, an empty one's `dataset.path: …` alone.
+    # A missing file's error said `c.yaml:2: dataset.path: file not found: …`, an empty one's `dataset.path: …` alone
+    # (`extract`'s, after `run`'s was located, still did).
     (tmp_path / "empty.jsonl").write_text("")
     cfg = tmp_path / "c.yaml"
     cfg.write_text("metrics: [{type: ToolCalls}]\ndataset: {path: empty.jsonl}\nrun: {dir: run}\n")
     said = f"dataset.path: {tmp_path / 'empty.jsonl'}: no records in it (an empty file, only blank lines or an empty array)"
-    for command in (("run", str(cfg), "--no-progress"), ("run", str(cfg), "--no-progress", "--fresh")):
+    for command in (("run", str(cfg), "--no-progress"), ("run", str(cfg), "--no-progress", "--fresh"), ("extract", str(cfg), "-o", "out.jsonl")):
         proc = _tj(*command, cwd=tmp_path)
         assert proc.returncode == 2 and f"{cfg}:2: {said}" in proc.stderr.splitlines(), (command, proc.stderr)
     missing = _tj("run", str(cfg), "--set", "dataset.path=nowhere.jsonl", "--no-progress", cwd=tmp_path)
@@ -179,7 +180,7 @@ def test_a_file_of_no_record_of_its_format_is_2_for_run_and_extract_saying_what_
     proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
     assert proc.returncode == 2 and said in proc.stderr, proc.stdout + proc.stderr
     proc = _tj("extract", str(cfg), "-o", "-", cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.strip() == f"error: {said}", proc.stderr
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.strip() == f"config error\n{cfg}:1: {said}", proc.stderr
 
 
 @pytest.mark.parametrize("relative", [True, False])

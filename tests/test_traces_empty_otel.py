@@ -39,7 +39,7 @@ def test_a_blank_otel_file_is_the_empty_dataset_error_for_extract_and_run(tmp_pa
     cfg = _config(tmp_path, name)
     said = f"dataset.path: {data}: {EMPTY}"
     got = _tj("extract", str(cfg), "-o", "-", cwd=tmp_path)
-    assert got.returncode == 2 and got.stdout == "" and got.stderr.strip() == f"error: {said}", got.stderr
+    assert got.returncode == 2 and got.stdout == "" and got.stderr.strip() == f"config error\n{cfg}:1: {said}", got.stderr
     assert "Traceback" not in got.stderr
     got = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
     assert got.returncode == 2 and said in got.stderr, got.stdout + got.stderr

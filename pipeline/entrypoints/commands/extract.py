@@ -85,10 +85,8 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         err.print(f"wrote 0 cases to {args.output}: {empty_window(fmt.name, dict(dataset.options))}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_OK
     if not written and not bad:  # as a run refuses it: nothing read is no conversion that succeeded
-        from tracejudge.stages.extract.first_records import no_records
-
-        err.print(f"error: {no_records(fmt, config.dataset)}", highlight=False, markup=False, soft_wrap=True)
-        return EXIT_BAD_INPUT
+        # (a config error, as the run's: the command line says which line of the config, or which --set, named the file)
+        raise ConfigError(no_records(fmt, config.dataset))
     err.print(f"wrote {written} case{'' if written == 1 else 's'} to {args.output}"
               + (f"; {bad} record{' was' if bad == 1 else 's were'} invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_ASSERTION if bad else EXIT_OK  # the valid cases are written; a script still learns that some records were not
