@@ -191,3 +191,12 @@ def test_a_tool_that_returned_an_empty_string_has_that_result() -> None:
     assert [c.result for c in case.trace.tool_calls()] == ["Tokyo: 14M people", ""]
     prompt = render_steps(case.trace.steps).splitlines()
     assert prompt[prompt.index(" call 2: ping({})") + 1] == '  result: "" (empty text)'
+
+
+def test_an_agent_functions_arguments_give_the_one_the_model_was_asked_not_a_shorter_one_inside_it() -> None:
+    # `concierge(city="Paris", ask="What is the weather in Paris today?")`: both arguments are candidates for the user's
+    # text, and the city is contained in the question the model was asked too; the input read "Paris".
+    (case,) = extract(DATA / "oi-agent-args.jsonl")
+    (want,) = truth("oi-agent-args")
+    assert case.input == "What is the weather in Paris today?"
+    assert facts(case) == {k: want[k] for k in ("user_turns", "calls", "output", "usage")}

@@ -21,6 +21,9 @@ a scripted loopback OpenAI server (`Scripted`; no network). Scenarios (`SCENARIO
   `create_react_agent` whose retriever tool is called twice in one response; documents carry `id`, `score`
   and `source` in their metadata; under openinference-instrumentation-langchain / opentelemetry-instrumentation-langchain.
 - `oi-empty-result`: a plain chat loop under OpenInference whose tool `ping` returns `""`, beside `lookup`.
+- `oi-agent-args`: an `OITracer.agent`-decorated function `concierge(city, ask)` (OpenInference records its bound
+  arguments as the agent span's input) asking the model `ask`, called as `concierge("Paris", "What is the weather in
+  Paris today?")`: the city is contained in the question too.
 """
 
 from __future__ import annotations
@@ -359,6 +362,34 @@ def empty_result(out: Path, name: str) -> Any:
     return message["content"]
 
 
+AGENT_ARGS = ("Paris", "What is the weather in Paris today?")
+
+
+def agent_args(out: Path, name: str) -> Any:
+    from openai import OpenAI
+    from openinference.instrumentation import OITracer, TraceConfig
+
+    answer = {"role": "assistant", "content": "Sunny in Paris today, 21 C."}
+    with Scripted(lambda body, headers: (answer, {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49})) as fake:
+        provider = otel_provider(fake, "openai-loops")
+        _openai_instrumentor("oi").instrument(tracer_provider=provider)
+        tracer = OITracer(provider.get_tracer("concierge"), config=TraceConfig())
+        client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
+
+        @tracer.agent
+        def concierge(city: str, ask: str) -> str:
+            reply = client.chat.completions.create(model=MODEL, messages=[{"role": "system", "content": f"You answer about {city}."},
+                                                                         {"role": "user", "content": ask}])
+            return reply.choices[0].message.content or ""
+
+        output = concierge(*AGENT_ARGS)
+        write_otlp(provider, fake, out / f"{name}.jsonl")
+        provider.shutdown()
+    write_truth(out, name, {"cases": [{"user_turns": [AGENT_ARGS[1]], "output": output, "calls": [],
+                                       "usage": {"input_tokens": 40, "output_tokens": 9, "requests": 1}}]})
+    return output
+
+
 SCENARIOS = {
     "tl-concurrent-stream": lambda out: concurrent(out, "tl-concurrent-stream", stream=True),
     "tl-concurrent-empty": lambda out: concurrent(out, "tl-concurrent-empty", stream=False, empty=True),
@@ -368,6 +399,7 @@ SCENARIOS = {
     "oi-rag-graph": lambda out: rag_graph(out, "oi-rag-graph", "oi"),
     "tl-rag-graph": lambda out: rag_graph(out, "tl-rag-graph", "tl"),
     "oi-empty-result": lambda out: empty_result(out, "oi-empty-result"),
+    "oi-agent-args": lambda out: agent_args(out, "oi-agent-args"),
 }
 
 

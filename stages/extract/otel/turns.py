@@ -298,17 +298,19 @@ def _pick_request(recorded: Any, asked: str | None) -> str | None:
     """The turn's user text: the anchor's recorded input, else what its first model request was asked.
 
     When the anchor recorded a function's arguments (several candidate
-    strings), the candidate the model was asked (equal, or contained in a
-    framework's wrapper such as smolagents' "New task:") wins, else the
+    strings), the candidate the model was asked wins: one equal to it, else
+    the longest one it contains (a framework's wrapper such as smolagents'
+    "New task:" around the task; the longest, because a short argument such as
+    a city's name is contained in the question that names it too), else the
     model's own user message, else the first candidate.
     """
     if isinstance(recorded, str) and recorded:
         return recorded
     if isinstance(recorded, list) and recorded:
         if asked is not None:
-            for text in recorded:
-                if text == asked or (len(text) > 3 and text in asked):
-                    return text
-            return asked
+            if asked in recorded:
+                return asked
+            inside = [text for text in recorded if len(text) > 3 and text in asked]
+            return max(inside, key=len) if inside else asked
         return recorded[0]
     return asked
