@@ -45,3 +45,24 @@ def test_a_thread_count_the_user_set_is_kept():
 def test_a_library_user_keeps_numpys_own_threading():
     got = _child({}, cli=False)
     assert got["var"] is None and got["threads"] > 1
+
+
+# numpy imported on a thread of its own (as a trace store's client imports its dependencies while the run imports numpy
+# in the background), and `numpy()` asked for it the moment it appears in `sys.modules`, half made.
+RACE = """
+import sys, threading
+from tracejudge.core.lazy_numpy import numpy
+def other():
+    import numpy
+t = threading.Thread(target=other)
+t.start()
+while "numpy" not in sys.modules:
+    pass
+print(numpy().random.__name__)
+t.join()
+"""
+
+
+def test_numpy_being_imported_on_another_thread_is_waited_for_not_returned_half_made():
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "numpy.random", done.stderr[-600:]

@@ -47,10 +47,15 @@ def blas_env() -> Iterator[None]:
 
 
 def numpy() -> ModuleType:
-    """The numpy module; imported with one BLAS thread under the command line when neither the user nor an earlier import decided."""
+    """The numpy module; imported with one BLAS thread under the command line when neither the user nor an earlier import decided.
+
+    While another thread is importing numpy (a store's client importing its own dependencies as the run imports numpy
+    in the background), this waits for that import to end instead of returning the half-made module.
+    """
     np = sys.modules.get("numpy")
-    if np is not None:
+    if np is not None and not getattr(getattr(np, "__spec__", None), "_initializing", False):
         return np
+    # (`import` of a module another thread is initializing waits on that module's import lock)
     with blas_env():
         import numpy as np
     return np
