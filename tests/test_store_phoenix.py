@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from tracejudge.entrypoints.cli import main
 
+from stores.phoenix_recordings import file_and_server, held_spans
 from stores.servers import FlakyJudge, free_port, phoenix_installed, run_loader, sweep_config
 
 if not phoenix_installed():
@@ -23,25 +24,12 @@ pytest.importorskip("openinference.instrumentation.openai")
 LOADER = Path(__file__).resolve().parent / "stores" / "load_phoenix.py"
 
 
-def _spans(url: str, project: str = "agents") -> int:
-    """Spans Phoenix holds in the project (0 before its first span made it)."""
-    import httpx
-    from phoenix.client import Client
-
-    try:
-        return len(Client(base_url=url).spans.get_spans(project_identifier=project, limit=10_000))
-    except httpx.HTTPStatusError as exc:
-        if exc.response.status_code == 404:
-            return 0
-        raise
-
-
 def _load(url: str, *tasks: str, project: str = "agents") -> list[str]:
     """Trace `tasks` into Phoenix and wait until it has stored every span: it takes OTLP in and inserts in the background."""
-    before = _spans(url, project)
+    before = held_spans(url, project)
     sent = json.loads(run_loader(LOADER, url, project, *tasks).strip().splitlines()[-1])
     deadline = time.monotonic() + 120
-    while (held := _spans(url, project)) < before + sent["spans"]:
+    while (held := held_spans(url, project)) < before + sent["spans"]:
         assert time.monotonic() < deadline, f"Phoenix holds {held} spans, {before + sent['spans']} were sent"
         time.sleep(0.2)
     return sent["ids"]
@@ -240,7 +228,7 @@ def test_a_trace_with_two_root_spans_is_one_case_whatever_the_page_size(server, 
     url, _ = server
     trace_id = _two_roots(url, "tworoots")
     deadline = time.monotonic() + 60
-    while _spans(url, "tworoots") < 4:
+    while held_spans(url, "tworoots") < 4:
         assert time.monotonic() < deadline
         time.sleep(0.2)
     got = {}
@@ -287,60 +275,6 @@ def test_extract_with_start_last_run_reads_what_the_next_run_would(server, tmp_p
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def _send_recording(url: str, project: str, exports: list[dict]) -> None:
-    """POST OTLP/JSON export documents (hex ids, as the file exporters write them) to Phoenix's OTLP/HTTP endpoint as
-    protobuf, as an exporter sends them, into `project`; wait until Phoenix has stored every span."""
-    import base64
-    import copy
-
-    import httpx
-    from google.protobuf.json_format import ParseDict
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    sent = set()
-    for doc in exports:
-        doc = copy.deepcopy(doc)
-        for rs in doc.get("resourceSpans") or []:
-            attrs = [a for a in (rs.setdefault("resource", {}).get("attributes") or []) if a.get("key") != "openinference.project.name"]
-            rs["resource"]["attributes"] = [*attrs, {"key": "openinference.project.name", "value": {"stringValue": project}}]
-            for ss in rs.get("scopeSpans") or []:
-                for s in ss.get("spans") or []:
-                    sent.add(s["spanId"])
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if s.get(key):
-                            s[key] = base64.b64encode(bytes.fromhex(s[key])).decode()
-        body = ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True).SerializeToString()
-        assert httpx.post(f"{url}/v1/traces", content=body, headers={"content-type": "application/x-protobuf"}).status_code == 200
-    deadline = time.monotonic() + 60
-    while _spans(url, project) < len(sent):
-        assert time.monotonic() < deadline, f"Phoenix holds {_spans(url, project)} spans of {project}, {len(sent)} were sent"
-        time.sleep(0.2)
-
-
-def _file_and_server(url: str, project: str, path: Path) -> tuple[dict, dict]:
-    """The cases of one recording read by format `otel` (a case per trace) and, sent to Phoenix, by format `phoenix`:
-    `{case id: case dump}` each, without what only a server read has (`metadata.phoenix`, the root span's latency)."""
-    from tracejudge.core import registry
-    from tracejudge.core.config import DatasetConfig
-    from tracejudge.core.records import Case
-    from tracejudge.stages.extract import extract_record
-
-    _send_recording(url, project, [json.loads(x) for x in path.read_text().splitlines() if x.strip()])
-
-    def read(fmt: str, **options) -> dict:
-        format_ = registry.format_for(fmt)
-        ds = DatasetConfig(path=path if fmt == "otel" else None, format=fmt, options=options)
-        got = [extract_record(raw, format_, format_.prepare(ds)) for raw in format_.read(ds)]
-        assert all(isinstance(c, Case) for c in got), got
-        dumps = {c.id: c.model_dump(mode="json") for c in got}
-        for d in dumps.values():
-            d["metadata"].pop("phoenix", None)
-            d["trace"]["usage"]["latency_s"] = None
-        return dumps
-
-    return read("otel", group_by="trace"), read("phoenix", url=url, project=project)
-
-
 @pytest.mark.parametrize("recording", [
     "langgraph-retry/oi-retry.jsonl",  # LangGraph's node metadata (JSON text Phoenix stores parsed): nodes were agent runs
     "frameworks/traceloop-langchain/booking.jsonl",  # OpenLLMetry: Phoenix's made-up OpenInference keys; a set-up trace was a case
@@ -351,7 +285,7 @@ def _file_and_server(url: str, project: str, path: Path) -> tuple[dict, dict]:
 def test_a_recording_sent_to_phoenix_reads_as_its_file(server, recording):
     url, _ = server
     project = "rec-" + recording.replace("/", "-")
-    from_file, from_phoenix = _file_and_server(url, project, DATA / recording)
+    from_file, from_phoenix = file_and_server(url, project, DATA / recording)
     assert sorted(from_phoenix) == sorted(from_file)
     for case_id, case in from_file.items():
         assert from_phoenix[case_id] == case, case_id
@@ -368,7 +302,7 @@ def test_a_span_whose_parent_never_reached_phoenix_hangs_from_the_root_as_in_its
                 for key in ("traceId", "spanId", "parentSpanId"):
                     s[key] = f"{int(s[key], 16) ^ (16 ** len(s[key]) - 1):0{len(s[key])}x}" if s.get(key) else ""
     (tmp_path / "orphaned.jsonl").write_text(json.dumps(export) + "\n")
-    from_file, from_phoenix = _file_and_server(url, "orphaned", tmp_path / "orphaned.jsonl")
+    from_file, from_phoenix = file_and_server(url, "orphaned", tmp_path / "orphaned.jsonl")
     assert from_phoenix == from_file
 
 
@@ -383,7 +317,7 @@ def test_a_rootless_trace_whose_last_span_just_ended_is_held_then_read(server, t
     for s in spans:
         s["startTimeUnixNano"], s["endTimeUnixNano"] = str(int(s["startTimeUnixNano"]) + shift), str(int(s["endTimeUnixNano"]) + shift)
     (tmp_path / "running.jsonl").write_text(json.dumps(export) + "\n")
-    from_file, _ = _file_and_server(url, "running", tmp_path / "running.jsonl")
+    from_file, _ = file_and_server(url, "running", tmp_path / "running.jsonl")
     from tracejudge.core import registry
     from tracejudge.core.config import DatasetConfig
 
