@@ -40,6 +40,8 @@ RECORDINGS = [
     "smolagents-answers/number.oi.jsonl",
     "smolagents-planning/planning-tool.oi.jsonl",
     "trace-faults/oi-smolagents-managed.jsonl",
+    # OpenLLMetry's MCP client instrumentation: its `{"tool_name", "arguments"}` and `{"result"}` wrappers around a call
+    "openllmetry-mcp/tl-mcp-stdio.jsonl",
     # pydantic-ai's own instrumentation (1.x+: its tool spans carry neither `model_request_parameters` nor the messages)
     "pydantic-ai-unrun/tool_limit-v5.jsonl",
     "pydantic-ai-unrun/iter_after_tools-v5.jsonl",
