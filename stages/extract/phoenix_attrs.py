@@ -73,9 +73,11 @@ def json_texts(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 # What an OpenInference instrumentation writes itself: a span holding one of these that Phoenix did not make was written so.
+# Not `session.id`: instrumentations of the GenAI conventions write it too (Claude Code's spans, beside their `gen_ai.*`
+# keys), and every span of an OpenInference instrumentation has one of these besides.
 _OI_OWN = ("openinference.span.kind", "input.", "output.", "llm.input_messages.", "llm.output_messages.", "llm.model_name", "llm.token_count.",
            "llm.invocation_parameters", "llm.tools.", "llm.provider", "llm.system", "llm.finish_reason", "tool.name", "tool.parameters",
-           "tool.description", "tool.id", "tool_call.", "retrieval.documents.", "session.id")
+           "tool.description", "tool.id", "tool_call.", "retrieval.documents.")
 
 
 def _same(a: Any, b: Any) -> bool:
