@@ -13,6 +13,10 @@ with its session's traces, `conversation_groups`). A managed agent the code call
 trace of its own (`mlflow_smolagents.managed_run` at its root, its tools under it), joined the same way, whole, and then
 read as the call that ran it (`mlflow_smolagents.managed_calls`). Format `otel` joins the same spans read over OTLP
 (`otel.strays`).
+
+`ListedRuns` does the same for traces listed oldest first by a server (format `mlflow-server`): a run's trace is held
+until a trace that began after the run ended is listed (no call of the run can come after it), the calls listed
+meanwhile joined to it. A call whose run was not listed in the same read (it began before the window) stays a case.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_ru
 from tracejudge.stages.extract.otel.native import native_span, nanos
 from tracejudge.stages.load import RawRecord, loads_line, read_jsonl
 
-__all__ = ["joined"]
+__all__ = ["ListedRuns", "code_parts", "joined", "with_calls"]
 
 _RUN, _CALL = b"python_executor", b".__call__"  # what a line must hold to be a `CodeAgent` run's trace, or a tool call's
 _AGENT = (b'"max_steps"', b'"step_number"')  # what a managed agent's run holds (`mlflow_smolagents.agent_run`)
@@ -45,16 +49,11 @@ def joined(dataset: Any, records: Iterator[RawRecord], session_key: str) -> Iter
         if _RUN not in data and not (_CALL in data and data.count(b'"span_id"') == 1) and not all(k in data for k in _AGENT):
             continue  # (neither a run, nor a call's trace: one span, nor a managed agent's run)
         record = _decoded(data)
-        if record is None or _session(record, session_key):
+        if record is None:
             continue
-        spans = [s for s in record["data"]["spans"] if isinstance(s, dict)]
-        for span in spans:
-            kind = _kind(span, len(spans))
-            start, end = nanos(span.get("start_time_unix_nano", span.get("start_time"))), nanos(span.get("end_time_unix_nano", span.get("end_time")))
-            if kind is None or start is None or end is None:
-                continue
+        for kind, span, start, end in code_parts(record, session_key):
             if kind == "run":
-                runs[(raw.file, raw.line)] = ({k: v for k, v in span.items() if k != "attributes"}, start, end)
+                runs[(raw.file, raw.line)] = (span, start, end)
             else:
                 calls.append(((raw.file, raw.line), record, start, end))
     held: dict[tuple[str, int], list[dict[str, Any]]] = {}  # a run's place: the calls' traces it holds
@@ -69,8 +68,70 @@ def joined(dataset: Any, records: Iterator[RawRecord], session_key: str) -> Iter
         if place in gone:
             continue
         if place in held and isinstance(raw.payload, JsonLine) and (record := _decoded(raw.payload.data)) is not None:
-            raw.payload = JsonLine(_with_calls(record, runs[place][0], held[place]), raw.payload.default_id)
+            raw.payload = JsonLine(with_calls(record, runs[place][0], held[place]), raw.payload.default_id)
         yield raw
+
+
+def code_parts(record: dict[str, Any], session_key: str) -> list[tuple[str, dict[str, Any], int, int]]:
+    """`[(kind, span, start ns, end ns)]` of a decoded trace (`Trace.to_json()`): `("run", the `CodeAgent.run` span without
+    its attributes, …)` for a run's trace, `("call", its one span, …)` for a lone tool call's (its root span, for a managed
+    agent's run); `[]` for any other trace and
+    for one in a session (read with its session's traces). Format `mlflow-server` joins what it reads with these too."""
+    if not isinstance(record.get("data"), dict) or not isinstance(record["data"].get("spans"), list) or _session(record, session_key):
+        return []
+    spans = [s for s in record["data"]["spans"] if isinstance(s, dict)]
+    found = []
+    for span in spans:
+        kind = _kind(span, len(spans))
+        start, end = nanos(span.get("start_time_unix_nano", span.get("start_time"))), nanos(span.get("end_time_unix_nano", span.get("end_time")))
+        if kind is not None and start is not None and end is not None:
+            found.append((kind, {k: v for k, v in span.items() if k != "attributes"} if kind == "run" else span, start, end))
+    return found
+
+
+class ListedRuns:
+    """The `CodeAgent` runs of a listing oldest first (`mlflow-server`), each held with the calls it holds (module docstring)."""
+
+    def __init__(self, session_key: str) -> None:
+        self.session_key = session_key
+        self.open: list[tuple[RawRecord, dict[str, Any], int, int, list[dict[str, Any]]]] = []  # (record, run span, start, end, calls)
+
+    def due(self, started_ns: int) -> Iterator[RawRecord]:
+        """The held runs that ended before `started_ns` (the start of the trace listed next), with their calls, in order."""
+        done = [r for r in self.open if r[3] < started_ns]
+        self.open = [r for r in self.open if r[3] >= started_ns]
+        yield from (self._joined(r) for r in done)
+
+    def joined_call(self, raw: RawRecord) -> bool:
+        """Whether `raw` (payload: a decoded trace) is a lone tool call one held run holds in time: then it is kept with
+        that run, to be read in its case, and is no record (no case) of its own."""
+        parts = code_parts(raw.payload, self.session_key)
+        if not parts or parts[0][0] != "call":
+            return False
+        holders = [r for r in self.open if r[2] <= parts[0][2] and parts[0][3] <= r[3]]
+        if len(holders) != 1:  # (none: its run is not in this read; two at once: whose it is cannot be told)
+            return False
+        holders[0][4].append(raw.payload)
+        return True
+
+    def held(self, raw: RawRecord) -> bool:
+        """Whether `raw` is a `CodeAgent` run's trace, then held (`due`, `rest`) for the calls listed after it."""
+        run = next((p for p in code_parts(raw.payload, self.session_key) if p[0] == "run"), None)
+        if run is not None:
+            self.open.append((raw, run[1], run[2], run[3], []))
+        return run is not None
+
+    def rest(self) -> Iterator[RawRecord]:
+        """Every run still held (the listing ended), with its calls."""
+        done, self.open = self.open, []
+        yield from (self._joined(r) for r in done)
+
+    @staticmethod
+    def _joined(held: tuple[RawRecord, dict[str, Any], int, int, list[dict[str, Any]]]) -> RawRecord:
+        raw, run, _, _, calls = held
+        if calls:
+            raw.payload = json.loads(with_calls(raw.payload, run, calls))
+        return raw
 
 
 def _decoded(data: bytes) -> dict[str, Any] | None:
@@ -102,7 +163,7 @@ def _kind(span: dict[str, Any], count: int) -> str | None:
     return "call" if root and ((count == 1 and tool_call(view)) or managed_run(view)) else None
 
 
-def _with_calls(record: dict[str, Any], run: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
+def with_calls(record: dict[str, Any], run: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
     """The JSON text of `record` with the spans of each of `calls` (traces) added, their root under its `run` span."""
     context = run.get("context") if isinstance(run.get("context"), dict) else {}
     run_id = run.get("span_id") or context.get("span_id")

@@ -25,6 +25,11 @@ health probe sends the client's own credentials (`remote.mlflow_headers`).
 `max_results` (and `dataset.limit`) stop the read after that many traces, the oldest of the
 window; with `start: last_run` it counts only traces the run directory has no result for, and
 the next run goes on where the cap stopped this one (`sweep`). A cut window is warned about.
+
+A smolagents `CodeAgent`'s tool calls, which `mlflow.smolagents.autolog()` writes as traces of their own, are read in
+the case of the run whose trace holds them in time, as format `mlflow` reads them from a file (`mlflow_code_tools.
+ListedRuns`): the run's case holds its calls, and a call so joined is no case (nor counted by a cap). A call whose run
+began before the window stays a case of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, format_for, register_format
 from tracejudge.stages.extract.remote import (bind_last_run, mlflow_headers, mlflow_limits, no_credentials, parse_time, probe, safe_url,
                                               store_failure)
+from tracejudge.stages.extract.mlflow_code_tools import ListedRuns
+from tracejudge.stages.extract.mlflow_trace import SESSION
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
@@ -138,19 +145,28 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     where = f"{safe_url(uri)} (MLflow)"
     client = MlflowClient(tracking_uri=uri)
     count = 0
+    runs = ListedRuns(SESSION)  # a smolagents CodeAgent's tool calls, each a trace of its own, read in its run's case
     try:
         experiments = _experiments(client, opts, uri)
         for trace in _traces(client, experiments, opts):
             trace_id, started = str(trace.info.trace_id), datetime.fromtimestamp(trace.info.request_time / 1000, UTC)
-            if _in_progress(trace):
-                sweep.hold(trace_id, started)
-                continue
-            if sweep.full(trace_id):
+            yield from runs.due(trace.info.request_time * 1_000_000)
+            if sweep.cut and not runs.open:
                 break
+            if _in_progress(trace):
+                if not sweep.cut:
+                    sweep.hold(trace_id, started)
+                continue
+            record = RawRecord(where, count + 1, json.loads(trace.to_json()))
+            if runs.joined_call(record):
+                continue  # no case of its own: the cap does not count it
+            if sweep.cut or sweep.full(trace_id):
+                continue  # past the cap: listed on only for the calls of the runs held, which were taken
             count += 1
-            record = RawRecord(where, count, json.loads(trace.to_json()))
             sweep.took(trace_id, started)
-            yield record
+            if not runs.held(record):
+                yield record
+        yield from runs.rest()
     except (MlflowException, OSError, json.JSONDecodeError) as exc:
         raise Unreachable(_failed(uri, exc, "listing traces")) from None
     sweep.finish(where, "max_results")
