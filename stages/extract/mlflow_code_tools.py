@@ -105,7 +105,7 @@ class ListedRuns:
     def joined_call(self, raw: RawRecord) -> bool:
         """Whether `raw` (payload: a decoded trace) is a lone tool call one held run holds in time: then it is kept with
         that run, to be read in its case, and is no record (no case) of its own."""
-        parts = code_parts(raw.payload, self.session_key)
+        parts = code_parts(raw.payload, self.session_key) if self.open else []  # (no run held: no span looked at)
         if not parts or parts[0][0] != "call":
             return False
         holders = [r for r in self.open if r[2] <= parts[0][2] and parts[0][3] <= r[3]]
