@@ -15,7 +15,6 @@ import pytest
 from tracejudge.entrypoints.cli import main
 
 pytest.importorskip("mlflow")
-pytest.importorskip("smolagents")
 from stores.servers import sweep_config  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlflow-smolagents"
