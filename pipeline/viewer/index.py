@@ -11,9 +11,9 @@ metric gets a value column `m<i>` and a verdict column `p<i>` (1 passed,
 0 failed, NULL no verdict), indexed so that sorting 100,000 rows by a metric
 is an index walk. `run_error` is the error the case's agent run ended in (`metadata.run_error`, as the
 reports show it: `reports.cases.run_error_of`), the result `ok` all the same. `text` holds the lower-cased id,
-tags, reasons, error and run error;
+tags, reasons (a judge's reason for each question too), error and run error;
 `casetext` (filled by `tracejudge.viewer.traces.index_case_text`) adds each
-case's input, output and tool names from the dataset.
+case's input, output, tool names, call arguments and call errors from the dataset.
 
 When the run directory is not writable the index lives in the user's cache
 directory instead (`~/.cache/tracejudge/view/<sha1 of the run dir>.idx`).
@@ -38,7 +38,8 @@ from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, where_and_
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "6"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+_SCHEMA = "7"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+# 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
 def _cache_path(run_dir: Path) -> Path:
@@ -58,6 +59,10 @@ def _text_of(res: dict[str, Any], run_error: str) -> str:
     for s in (res.get("scores") or {}).values():
         if isinstance(s, dict):
             parts.append(str(s.get("reason") or ""))
+            # A judge's reason for each question it answered (the score's reason quotes only those that failed).
+            answers = s.get("details", {}).get("answers") if isinstance(s.get("details"), dict) else None
+            if isinstance(answers, dict):
+                parts += [str(a.get("reason") or "") for a in answers.values() if isinstance(a, dict)]
     err = res.get("error")
     if isinstance(err, dict):
         parts.append(str(err.get("message") or ""))

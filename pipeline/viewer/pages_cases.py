@@ -62,7 +62,7 @@ def _form(run: Run, page: Page, statuses: list[str], base: str) -> str:
         f'<label>status <select name="status" id="f-status">{_options(status_opts, q.status)}</select></label>'
         f'<label>below threshold <select name="below" id="f-below">{_options(below_opts, q.below)}</select></label>'
         f'<label>tag <select name="tag" id="f-tag">{_options(tag_opts, q.tag)}</select></label>'
-        f'<label>search <input type="search" name="q" id="f-q" value="{e(q.q)}" placeholder="id, input, output, reason, tool"></label>'
+        f'<label>search <input type="search" name="q" id="f-q" value="{e(q.q)}" placeholder="id, input, output, reason, tool, argument"></label>'
         f'<label>sort <select name="sort" id="f-sort">{_options(sort_opts, q.sort)}</select></label>'
         f'<label><input type="checkbox" name="desc" value="1" id="f-desc"{" checked" if q.desc else ""}> descending</label>'
         f'<label>rows <select name="size">{_options([(str(n), str(n)) for n in PAGE_SIZES], str(q.size))}</select></label>'

@@ -38,14 +38,16 @@ _CACHE = 64
 
 
 def case_text(case: Case) -> str:
-    """The searchable text of a case: input, the user's turns, expected and actual output, tool names; credentials
-    masked (`shown_text`, before lower-casing: key shapes are case-sensitive), then lower-cased."""
+    """The searchable text of a case: input, the user's turns, expected and actual output, tool names, each call's
+    arguments (as JSON) and error; credentials masked (`shown_text`, before lower-casing: key shapes are
+    case-sensitive), then lower-cased. Results are left out: a tool's output can be megabytes, and the case page shows it."""
     parts = [_plain(case.input), _plain(case.expected_output)]
     if case.trace is not None:
         parts.append(case.trace.output or "")
         parts += [_plain(m.content) for m in case.trace.user_messages]
         for step in case.trace.steps:
-            parts += [call.name for call in step.tool_calls]
+            for call in step.tool_calls:
+                parts += [call.name, _arguments(call.arguments), call.error or ""]
             parts.append(step.output or "")
     parts += [e.name for e in case.expected_tool_calls or []]
     return shown_text("\n".join(p for p in parts if p)).lower()
@@ -56,6 +58,16 @@ def case_snippet(case: Case, limit: int = 160) -> str:
     users = case.trace.user_messages if case.trace else []
     text = shown_text(" ".join(_plain(users[0].content if users else case.input).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _arguments(arguments: Any) -> str:
+    # Non-ASCII as written, so a search for "zürich" finds `{"city": "Zürich"}`.
+    if not arguments:
+        return ""
+    try:
+        return json.dumps(arguments, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # (a value JSON cannot hold, a circular structure: its text still searchable)
+        return str(arguments)
 
 
 def _plain(value: Any) -> str:
