@@ -17,6 +17,7 @@ the server reported). What was wrong before:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,41 @@ def test_a_named_agent_a_tool_ran_labels_its_steps_under_openllmetry() -> None:
     text = render_steps(case.trace.steps, nested=nested_steps(case))
     assert text.count("[sub-agent researcher, inside call 1: ask_researcher]") == text.count("[sub-agent researcher, inside call 2: ask_researcher]") == 2
     assert case.metadata["otel"]["turns"][0]["agents"] == ["researcher", "supervisor"]
+
+
+NAMED = [("lg-named-oi.jsonl", "otel"), ("lg-named-mlflow.mlflow.jsonl", "mlflow"), ("lg-named-mlflow.otlp.jsonl", "otel"),
+         ("lg-named-lf.otlp.jsonl", "otel"), ("lg-named-lf.json", "langfuse"), ("lg-named-lf.v2.json", "langfuse")]
+
+
+@pytest.mark.parametrize(("name", "fmt"), NAMED)
+def test_a_named_agent_a_tool_ran_labels_its_steps_where_only_its_graphs_span_names_it(name: str, fmt: str) -> None:
+    # OpenInference, MLflow and Langfuse record the researcher graph as a chain span named `researcher` under the call's
+    # tool span, and no agent span: its steps read `[sub-agent, inside call 1: …]`, unnamed.
+    scenario = name.split(".")[0]
+    case = read(name, fmt)
+    assert case.trace is not None and case.trace.output == outcome(scenario)["final_output"]
+    assert calls(case) == [
+        ("call_s1", "ask_researcher", {"question": "Weather in Paris?"}, "Paris: sunny, 21 C", None),
+        ("call_s2", "ask_researcher", {"question": "Weather in Tokyo?"}, "Tokyo: rainy, 14 C", None),
+        ("call_r_Paris", "get_weather", {"city": "Paris"}, WEATHER["Paris"], None),
+        ("call_r_Tokyo", "get_weather", {"city": "Tokyo"}, WEATHER["Tokyo"], None),
+    ]
+    assert case.metadata["nested_steps"] == [{"step": s, "call": c, "agent": "researcher"} for s, c in ((1, 0), (2, 0), (3, 1), (4, 1))]
+    text = render_steps(case.trace.steps, nested=nested_steps(case))
+    assert text.count("[sub-agent researcher, inside call 1: ask_researcher]") == text.count("[sub-agent researcher, inside call 2: ask_researcher]") == 2
+    usage = case.trace.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens, usage.requests) == (615, 75, 6) == tuple(
+        outcome(scenario)[k] for k in ("input_tokens", "output_tokens", "requests"))
+
+
+@pytest.mark.parametrize(("name", "fmt"), NAMED)
+def test_a_graph_left_unnamed_names_no_agent(name: str, fmt: str, tmp_path: Path) -> None:
+    # LangGraph calls a graph nobody named `LangGraph` (as `lg-supervisor-oi` records it): that is no agent's name
+    unnamed = tmp_path / name
+    unnamed.write_text(re.sub(r'"name": ?"researcher"', '"name": "LangGraph"', (DATA / name).read_text()))
+    case = only_case(unnamed, fmt)
+    assert case.metadata["nested_steps"] == [{"step": s, "call": c} for s, c in ((1, 0), (2, 0), (3, 1), (4, 1))]
+    assert "[sub-agent, inside call 2: ask_researcher]" in render_steps(case.trace.steps, nested=nested_steps(case))  # type: ignore[union-attr]
 
 
 # --- 2. tokens some requests did not record are unknown, not the others' sum -----------------------------------

@@ -76,7 +76,7 @@ from typing import Any
 
 from langfuse_spans import PROJECT, Span, decoded, iso, js, metadata_of, ms, read_spans, reduced, truthy
 
-__all__ = ["observations_v1", "observations_v2", "score_v1", "trace_with_full_details", "traces_list"]
+__all__ = ["observations_v1", "observations_v2", "score_v1", "trace_with_full_details", "traces_list", "write_forms"]
 
 
 def _stored(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -368,3 +368,13 @@ def score_v1(trace_id: str, name: str, value: float | bool | str, data_type: str
             "name": name, "source": source, "authorUserId": author if source == "ANNOTATION" else None, "comment": comment,
             "metadata": {}, "configId": None, "createdAt": when, "updatedAt": when, "queueId": None, "traceId": trace_id,
             "observationId": observation_id, "value": number, "stringValue": text, "dataType": data_type}
+
+
+def write_forms(out: Any, name: str, docs: list[dict[str, Any]]) -> None:
+    """Write a Langfuse recording's three forms in folder `out` (a `Path`): `<name>.otlp.jsonl` (`docs`, the OTLP the SDK
+    sent), `<name>.json` (`trace_with_full_details`) and `<name>.v2.json` (`observations_v2`)."""
+    from common import write_jsonl
+
+    write_jsonl(out / f"{name}.otlp.jsonl", docs)
+    write_jsonl(out / f"{name}.json", trace_with_full_details(docs))
+    write_jsonl(out / f"{name}.v2.json", observations_v2(docs))

@@ -17,7 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +85,11 @@ def _supervisor_script(body: dict[str, Any]) -> dict[str, Any]:
 
 def supervisor(instrumentation: str, name: str, out: Path, named: bool = False) -> dict[str, Any]:
     """The supervisor run (`named`: the two agents given names, `researcher` and `supervisor`, as LangGraph's multi-agent
-    docs name theirs)."""
-    if instrumentation == "oi":
-        from openinference.instrumentation.langchain import LangChainInstrumentor as Instrumentor
-    else:
-        from opentelemetry.instrumentation.langchain import LangchainInstrumentor as Instrumentor
-    with ByContent(_supervisor_script) as fake:
-        provider = otel_provider(fake, "supervisor")
-        Instrumentor().instrument(tracer_provider=provider)
+    docs name theirs), traced by `instrumentation`: `oi` (OpenInference), `tl` (OpenLLMetry), `mlflow`
+    (`mlflow.langchain.autolog()`: `<name>.mlflow.jsonl` and its OTLP dual export `<name>.otlp.jsonl`) or `langfuse`
+    (Langfuse's LangChain `CallbackHandler`: the OTLP its SDK sent, `<name>.otlp.jsonl`, and the trace as Langfuse's
+    API returns it, `<name>.json` and `<name>.v2.json`, built by `langfuse_api.py`)."""
+    with ByContent(_supervisor_script) as fake, _tracing(instrumentation, fake, name, out) as callbacks:
         from langchain_core.tools import tool
         from langchain_openai import ChatOpenAI
         from langgraph.prebuilt import create_react_agent
@@ -112,10 +110,40 @@ def supervisor(instrumentation: str, name: str, out: Path, named: bool = False) 
             return researcher.invoke({"messages": [{"role": "user", "content": question}]})["messages"][-1].content
 
         boss = create_react_agent(model, [ask_researcher], prompt="Supervisor: delegate to the researcher.", **names("supervisor"))
-        answer = boss.invoke({"messages": [{"role": "user", "content": SUPERVISED}]})["messages"][-1].content
-        write_otlp(provider, fake, out / f"{name}.jsonl")
-        provider.shutdown()
-        return fake.outcome(answer)
+        answer = boss.invoke({"messages": [{"role": "user", "content": SUPERVISED}]}, {"callbacks": callbacks})["messages"][-1].content
+    return fake.outcome(answer)
+
+
+@contextmanager
+def _tracing(instrumentation: str, fake: ByContent, name: str, out: Path) -> Iterator[list[Any]]:
+    """`supervisor`'s tracing on, giving the callbacks its run passes (Langfuse's handler); on leaving, its files written."""
+    if instrumentation == "mlflow":
+        from run_mlflow import langchain_recording
+
+        with langchain_recording(fake, out, name):
+            yield []
+        return
+    if instrumentation == "langfuse":
+        from langfuse import Langfuse
+        from langfuse.langchain import CallbackHandler
+        from langfuse_api import write_forms
+
+        langfuse = Langfuse(public_key="pk-lf-fake", secret_key="sk-lf-fake", base_url=fake.url, environment="recording")
+        yield [CallbackHandler()]
+        langfuse.flush()
+        docs = fake.take_otlp()
+        langfuse.shutdown()
+        write_forms(out, name, docs)
+        return
+    if instrumentation == "oi":
+        from openinference.instrumentation.langchain import LangChainInstrumentor as Instrumentor
+    else:
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor as Instrumentor
+    provider = otel_provider(fake, "supervisor")
+    Instrumentor().instrument(tracer_provider=provider)
+    yield []
+    write_otlp(provider, fake, out / f"{name}.jsonl")
+    provider.shutdown()
 
 
 # --- the OpenAI Agents SDK: a handoff, then parallel calls, one of them an agent called as a tool (`as_tool`) ----
@@ -250,6 +278,9 @@ SCENARIOS: dict[str, Callable[[str, Path], dict[str, Any]]] = {
     "lg-supervisor-oi": lambda n, o: supervisor("oi", n, o),
     "lg-supervisor-tl": lambda n, o: supervisor("tl", n, o),
     "lg-named-tl": lambda n, o: supervisor("tl", n, o, named=True),
+    "lg-named-oi": lambda n, o: supervisor("oi", n, o, named=True),
+    "lg-named-mlflow": lambda n, o: supervisor("mlflow", n, o, named=True),
+    "lg-named-lf": lambda n, o: supervisor("langfuse", n, o, named=True),
     "agents-as-tool": lambda n, o: agents("chat_completions", False, n, o),
     "agents-stream-nousage": lambda n, o: agents("chat_completions", True, n, o),
     "agents-responses": lambda n, o: agents("responses", False, n, o),

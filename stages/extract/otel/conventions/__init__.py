@@ -14,6 +14,7 @@ from collections.abc import Callable
 from tracejudge.stages.extract.otel.conventions import (genai, langfuse, langgraph, mlflow, mlflow_smolagents, openai_agents, openinference, openllmetry_agents,
                                                         pydantic_ai, smolagents, traceloop, vercel)
 from tracejudge.stages.extract.otel.conventions.agents_outputs import read_tool_outputs
+from tracejudge.stages.extract.otel.conventions.graph_names import named_graphs
 from tracejudge.stages.extract.otel.conventions.mlflow_agents import read_group as mlflow_agents_group
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import read_deferrals
 from tracejudge.stages.extract.otel.payloads import failed_tool_messages
@@ -57,6 +58,7 @@ def group_views(group: Group) -> dict[str, View]:
         traceloop.invalid_calls(group.spans, group.views)
         traceloop.callback_results(group.spans, group.views)
         traceloop.delegated_agents(group.spans, group.views)  # (a LangGraph agent a tool ran: named beside its steps)
+        named_graphs(group.spans, group.views)  # (the same, under the instrumentations that name it only as its chain span)
         failed_tool_messages(group.spans, group.views)
         pydantic_ai.retry_feedback(group.spans, group.views)  # its feedback on a refused text answer: the framework's words, not the user's
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart

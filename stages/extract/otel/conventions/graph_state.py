@@ -37,7 +37,7 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["graph_requests", "lift_answers", "state_answer", "value_text"]
+__all__ = ["graph_requests", "lift_answers", "node_name", "state_answer", "value_text"]
 
 # Where conventions record a chain's or agent's output (OpenInference, OpenLLMetry, MLflow, Langfuse).
 _OUTPUT_KEYS = ("output.value", "traceloop.entity.output", "mlflow.spanOutputs", "langfuse.observation.output")
@@ -161,6 +161,24 @@ def _node(span: Span) -> bool:
     if isinstance(meta, str) and '"langgraph_node"' in meta:  # (the cheap test first)
         meta = unjson(meta)
     return isinstance(meta, dict) and "langgraph_node" in meta
+
+
+def node_name(span: Span) -> str | None:
+    """The LangGraph node `span` ran in (its metadata's `langgraph_node`, wherever its convention keeps it), else `None`.
+
+    Every span a node's run makes carries it, the node's own span and the runnables and tools inside it alike (and a
+    graph invoked inside a node, which inherits its caller's metadata): Langfuse's SDK sends it as JSON text (`"\"agent\""`).
+    """
+    a = span.attrs
+    for key in _NODE_KEYS:
+        if key in a:
+            value = unjson(a[key])
+            return value if isinstance(value, str) else None
+    meta = a.get("metadata")
+    if isinstance(meta, str) and '"langgraph_node"' in meta:  # (the cheap test first)
+        meta = unjson(meta)
+    value = meta.get("langgraph_node") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _invoked(span: Span) -> Any:

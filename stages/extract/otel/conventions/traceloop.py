@@ -30,7 +30,8 @@ enclosing chain output whose message carries the span's response id.
 A LangGraph agent that a tool runs (`researcher.invoke(...)` in the tool's body) is an `invoke_agent <name>` span under
 the tool's `execute_tool` span, beside (not around) the graph's own spans that hold its model requests: nothing above
 those requests names the agent that made them. `delegated_agents` (on a whole group) gives the tool's view that name,
-with which `nesting` labels the steps made inside the call.
+with which `nesting` labels the steps made inside the call (the other LangChain instrumentations name it only as the
+graph's chain span: `graph_names`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.genai import span_error
+from tracejudge.stages.extract.otel.conventions.graph_names import name_calls
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.conventions.openllmetry_mcp import mcp_call
 from tracejudge.stages.extract.otel.messages import normalise
@@ -138,10 +140,6 @@ def callback_results(spans: list[Span], views: dict[str, View]) -> None:
             view.call_id = view.call_id or named[2]
 
 
-# LangGraph's name for a graph the application did not name (`CompiledStateGraph.name`): it names no agent.
-_UNNAMED_GRAPH = "LangGraph"
-
-
 def delegated_agents(spans: list[Span], views: dict[str, View]) -> None:
     """Give each OpenLLMetry tool span the name of the agent run beside its steps (module docstring), in `views`.
 
@@ -149,17 +147,12 @@ def delegated_agents(spans: list[Span], views: dict[str, View]) -> None:
     (`gen_ai.agent.name`) name one agent, and not LangGraph's name for an unnamed graph.
     """
     named: dict[str, set[str]] = {}
+    kinds = {s.span_id: s.attrs.get("traceloop.span.kind") for s in spans}
     for span in spans:
         name = span.attrs.get("gen_ai.agent.name")
         if span.parent_id is not None and isinstance(name, str) and name and views[span.span_id].role == "agent":
             named.setdefault(span.parent_id, set()).add(name)
-    for span in spans:
-        names, v = named.get(span.span_id), views[span.span_id]
-        if names is None or len(names) != 1 or v.role != "tool" or v.agent_name or span.attrs.get("traceloop.span.kind") != "tool":
-            continue
-        (name,) = names
-        if name != _UNNAMED_GRAPH:
-            v.agent_name = name
+    name_calls({sid: found for sid, found in named.items() if kinds.get(sid) == "tool"}, views)  # (`graph_names`' rule)
 
 
 def invalid_calls(spans: list[Span], views: dict[str, View]) -> None:
