@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from tracejudge.stages.extract.otel.conventions import (genai, langfuse, langgraph, mlflow, mlflow_smolagents, openai_agents, openinference, openllmetry_agents,
                                                         pydantic_ai, smolagents, traceloop, vercel)
+from tracejudge.stages.extract.otel.conventions.agents_nested import nested_run_errors
 from tracejudge.stages.extract.otel.conventions.agents_outputs import read_tool_outputs
 from tracejudge.stages.extract.otel.conventions.graph_names import named_graphs
 from tracejudge.stages.extract.otel.conventions.mlflow_agents import read_group as mlflow_agents_group
@@ -64,6 +65,7 @@ def group_views(group: Group) -> dict[str, View]:
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart
         read_tool_outputs(group.spans, group.views)  # the Agents SDK's structured tool outputs, its timeouts (before the stops read them)
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
+        nested_run_errors(group.spans, group.views)  # (an agent called as a tool that failed: its run's error, not the SDK's redacted text)
         mlflow_agents_group(group.spans, group.views)  # (the Agents SDK under MLflow: its ignored and failed handoffs)
         # (OpenLLMetry's Agents SDK spans: the calls a Chat Completions request's replay shows, errors read as the export's,
         # a handoff an `input_filter` hid: its reply)
