@@ -94,6 +94,26 @@ def test_set_overrides_scalars_lists_and_paths(tmp_path, monkeypatch):
     assert got.run.dir == (tmp_path.parent / "x").resolve()
 
 
+def test_a_section_set_whole_resolves_its_paths_against_the_configs_folder_too(tmp_path, monkeypatch):
+    # `--set 'run={dir: ../x}'` wrote to ../x from the current folder; `--set 'dataset={path: …}'` said "file not found".
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
+    other = tmp_path / "sub"
+    other.mkdir()
+    (other / "more.jsonl").write_text("")
+    (tmp_path / "tasks.json").write_text("[]")
+    (tmp_path / "labels.jsonl").write_text("")
+    (tmp_path / "runs" / "last").mkdir(parents=True)
+    (tmp_path / "runs" / "last" / "results.jsonl").write_text("")
+    monkeypatch.chdir(other)
+    got = load_config(cfg, ["run={dir: ../x, processes: 1}", "dataset={path: sub/more.jsonl, tasks: tasks.json, format: native}",
+                            "judge={provider: simulator, labels: {path: labels.jsonl}}", "assertions.regression={baseline: runs/last}"])
+    assert got.run.dir == (tmp_path.parent / "x").resolve() and got.run.processes == 1
+    assert got.dataset.path == (other / "more.jsonl").resolve() and got.dataset.tasks == (tmp_path / "tasks.json").resolve()
+    assert Path(got.judge.labels.path) == (tmp_path / "labels.jsonl").resolve()
+    assert Path(got.assertions.regression.baseline) == (tmp_path / "runs" / "last").resolve()
+    assert load_config(cfg, [f"run={{dir: {tmp_path / 'abs'}}}"]).run.dir == tmp_path / "abs"  # an absolute one as given
+
+
 def test_default_run_dir_is_beside_the_config_named_after_it(tmp_path, monkeypatch):
     cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
     other = tmp_path / "elsewhere"

@@ -152,7 +152,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
 
     A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
     against `cwd`: `load_config` passes the config's folder, as for the
-    same value written in the file. Returns the key paths that were
+    same value written in the file; so do the path keys inside a section set
+    whole (`--set 'run={dir: ../runs/x}'`). Returns the key paths that were
     overridden, each with the option as typed (`--set key=value`, the value
     cut to 80 characters; or `typed[override]` for an override a command-line
     option stands for, e.g. `--shard 3/2`), for error messages. Raises `ConfigError` for an
@@ -179,12 +180,17 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
             pass
         elif key in _PATH_KEYS and isinstance(value, str) and value:
             _set_path(data, dotted, str(_resolve(cwd / value)) if not Path(value).is_absolute() else value)
+        else:  # a whole section (`--set 'run={dir: ../runs/x}'`): the path keys in it resolve as they would in the file
+            _resolve_paths(data, cwd, under=key)
         touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
 
 
-def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+def _resolve_paths(data: dict[str, Any], base: Path, under: tuple[str, ...] = ()) -> None:
+    # (`under`: only the path keys inside that section, such as `("run",)` for `--set 'run={dir: …}'`)
     for *sections, key in _PATH_KEYS:
+        if under and (len(sections) + 1 <= len(under) or tuple(sections[: len(under)]) != under):
+            continue
         block: Any = data
         for section in sections:
             block = block.get(section) if isinstance(block, dict) else None
