@@ -277,3 +277,19 @@ def test_a_run_s_metric_time_limit_ends_with_the_run():
     before = time_limit.seconds()
     tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=0.5)
     assert time_limit.seconds() == before
+
+
+def test_every_built_in_metric_type_is_a_public_class_and_its_instance_scores_as_its_spec_does() -> None:
+    # `tracejudge.TaskCompletion` raised AttributeError: the LLM-judge metrics (and PassHatK, RecordedReward, TauOutputs)
+    # could only be given as `{"type": …}` specs, while `tracejudge.ToolCalls` and `tracejudge.PassAtK` were classes.
+    from tracejudge.core import registry
+
+    for name, cls in registry.metric_types().items():
+        if name.isidentifier() and name[0].isupper():
+            assert getattr(tracejudge, name) is cls and name in tracejudge.__all__, name
+    case = {"id": "a", "input": "q", "trace": {"steps": [], "output": "o"}}
+    judge = {"provider": "simulator"}
+    by_class = tracejudge.evaluate([case], [tracejudge.TaskCompletion(), tracejudge.Rubric(name="tone", criteria="polite")], judge=judge)
+    by_spec = tracejudge.evaluate([case], [{"type": "TaskCompletion"}, {"type": "Rubric", "name": "tone", "criteria": "polite"}], judge=judge)
+    for key in ("TaskCompletion", "tone"):
+        assert by_class.results[0].scores[key].value == by_spec.results[0].scores[key].value is not None
