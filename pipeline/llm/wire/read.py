@@ -24,9 +24,25 @@ def _error_text(body: Any, secrets: tuple[str | None, ...] = ()) -> str:
         text = f"error: {body['error']}"
     elif isinstance(body, dict) and body.get("object") == "error" and isinstance(body.get("message"), str):
         text = f"{body.get('type') or 'error'}: {body['message']}"  # vLLM's error shape: the message at the top level
+    elif isinstance(body, dict) and "detail" in body:
+        text = _detail_text(body["detail"])  # FastAPI's error shape (a server built on it that keeps FastAPI's handlers)
+    elif isinstance(body, (dict, list)):
+        text = json.dumps(body, ensure_ascii=False)  # as the server sent it, not as a Python repr
     else:
         text = str(body)
     return redact(text, secrets)[:300]
+
+
+def _detail_text(detail: Any) -> str:
+    """FastAPI's `{"detail": …}` said readably: an `HTTPException`'s text as it is, a validation error's list of
+    `{loc, msg, type, input}` as `loc.path: msg` each. Its `input` (the part of the request refused, echoed back: the
+    prompt itself for a message) is left out: it is the request, not what was wrong with it."""
+    if isinstance(detail, str):
+        return f"error: {detail}"
+    if isinstance(detail, list) and detail and all(isinstance(d, dict) and "msg" in d for d in detail):
+        said = ["{}{}".format(".".join(str(p) for p in d["loc"]) + ": " if isinstance(d.get("loc"), list) else "", d["msg"]) for d in detail]
+        return "validation error: " + "; ".join(said)
+    return "error: " + json.dumps(detail, ensure_ascii=False)
 
 
 def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets: tuple[str | None, ...] = ()) -> Reply:
@@ -65,6 +81,10 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     blocks keeps that text in `Reply.reasoning` (never as the verdict text).
     An Anthropic reply that calls the forced tool is its `tool_use` input alone:
     a text block beside it (a first impression, a draft verdict) is not read.
+    An error's text is the provider's message: `{"error": …}`, vLLM's
+    top-level `message`, FastAPI's `{"detail": …}` (a validation error's list
+    said `loc: msg` each), else the body as JSON; redacted, then cut to 300
+    characters.
     """
     # Only a refusal carries its rate state on the error; a success's is read by the caller that needs it.
     if http.status == 429:

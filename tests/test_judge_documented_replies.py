@@ -1,0 +1,77 @@
+"""Judge replies as servers document them, over real HTTP on 127.0.0.1: Mistral's `message.content` as a list of
+chunks (magistral's thinking chunk beside its text), a reasoning model's thinking beside its answer in a reply
+without usage, a reply cut at the model's context window (Anthropic `stop_reason: "model_context_window_exceeded"`,
+Mistral `finish_reason: "model_length"`), and FastAPI's `{"detail": …}` error bodies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _loopback import Loopback, completion, verdict
+from test_judge_reply_values import Messages, _message, _tool_verdict
+from test_judge_servers import cases, config, results, run
+from tracejudge.llm.judge_tokenizer import prompt_counter
+from tracejudge.llm.providers import HttpReply, ProviderError, read_reply
+from tracejudge.stages.judge.calls.asking import empty_reply
+
+ONE = [{"type": "TaskCompletion"}]
+
+
+def _draft(body: dict[str, Any]) -> str:
+    # A draft verdict the model would have changed (every answer "no"): never to be scored.
+    return json.dumps(verdict(body)).replace('"yes"', '"no"').replace('"fine"', '"draft"')
+
+
+def _chunks(*parts: dict[str, Any]) -> dict[str, Any]:
+    reply = completion("")
+    reply["choices"][0]["message"]["content"] = list(parts)
+    return reply
+
+
+def _thinking(text: str) -> dict[str, Any]:
+    # Mistral's ThinkChunk: its thinking is itself a list of text chunks.
+    return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
+
+
+# ---------------------------------------------------------------- 4. FastAPI's {"detail": …}
+
+
+def test_a_fastapi_validation_error_is_said_field_by_field_not_as_a_python_repr(tmp_path: Path) -> None:
+    # FastAPI's 422 (pydantic v2): each error's `input` echoes the refused part of the request, the prompt included.
+    echo = {"role": "user", "content": "Judge this trace. " * 80}
+    detail = [{"type": "missing", "loc": ["body", "messages", 1, "name"], "msg": "Field required", "input": echo},
+              {"type": "literal_error", "loc": ["body", "response_format", "type"], "msg": "Input should be 'text' or 'json_object'",
+               "input": "json_schema", "ctx": {"expected": "'text' or 'json_object'"}}]
+    with Loopback(lambda headers, body: (422, {"detail": detail})) as server, pytest.raises(Exception) as err:
+        run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    msg = str(err.value)
+    # Before: `HTTP 422 {'detail': [{'type': 'missing', … 'input': {'role': 'user', 'content': 'Judge this trace. …` cut at 300.
+    assert ("HTTP 422 validation error: body.messages.1.name: Field required; body.response_format.type: Input should be "
+            "'text' or 'json_object'") in msg, msg
+    assert "Judge this trace" not in msg and "{'" not in msg and "judge.structured_output" in msg
+
+
+@pytest.mark.parametrize(("status", "kind"), [(500, "provider_error"), (400, None)])
+def test_a_fastapi_http_exception_detail_is_the_servers_message(tmp_path: Path, status: int, kind: str | None) -> None:
+    said = {"detail": "Model is loading, please retry"} if status == 500 else {"detail": "Only n=1 is supported"}
+    with Loopback(lambda headers, body: (status, said)) as server:
+        if kind is None:
+            with pytest.raises(Exception) as err:
+                run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+            msg = str(err.value)
+        else:
+            run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
+            (r,) = results(tmp_path)
+            assert r["error"]["kind"] == kind
+            msg = r["scores"]["TaskCompletion"]["reason"]
+    assert f"HTTP {status} error: {said['detail']}" in msg and "{'detail'" not in msg, msg
+
+
+def test_an_error_body_of_another_shape_is_shown_as_the_json_it_was() -> None:
+    with pytest.raises(ProviderError) as err:
+        read_reply("openai", HttpReply(400, {}, {"message": "bad", "ok": False}, 0.0), 60.0)
+    assert str(err.value) == 'HTTP 400 {"message": "bad", "ok": false}'
