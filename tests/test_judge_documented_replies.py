@@ -37,6 +37,53 @@ def _thinking(text: str) -> dict[str, Any]:
     return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
 
 
+# ---------------------------------------------------------------- 1. message.content as a list of chunks
+
+
+@pytest.mark.parametrize("shape", ["text-chunks", "magistral"])
+def test_a_content_given_as_chunks_is_read_from_its_text_chunks(tmp_path: Path, shape: str) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        answer = json.dumps(verdict(body))
+        if shape == "text-chunks":
+            return 200, _chunks({"type": "text", "text": answer[:20]}, {"type": "text", "text": answer[20:]})
+        return 200, _chunks(_thinking("Let me check each question. A first guess: " + _draft(body)), {"type": "text", "text": answer})
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
+        sent = len(server.requests)
+    # Before: "unexpected reply shape (TypeError)", retried, then provider_error with 0 tokens billed.
+    assert summary["status"] == {"ok": 2} and sent == 2, summary["status"]
+    assert summary["judge"]["retries"] == 0 and summary["judge"]["input_tokens"] == 100 and summary["judge"]["output_tokens"] == 20
+    for r in results(tmp_path):
+        score = r["scores"]["TaskCompletion"]
+        assert score["value"] == 0.75 and "draft" not in json.dumps(score), score  # the text chunk's verdict, not the thinking's
+
+
+def test_a_magistral_reply_of_thinking_alone_is_never_scored_from_it(tmp_path: Path) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, _chunks(_thinking("Draft: " + _draft(body)), {"type": "reference", "reference_ids": [1]})
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    (r,) = results(tmp_path)
+    assert summary["status"] == {"judge_error": 1} and r["error"]["kind"] == "parse_error"
+    assert "held only thinking blocks" in r["error"]["message"] and "a verdict in thinking is never used" in r["error"]["message"]
+    assert r["scores"]["TaskCompletion"]["details"]["reasoning"].startswith("Draft: ")
+
+
+def test_content_chunks_read_directly() -> None:
+    def read(content: Any) -> Any:
+        return read_reply("openai", HttpReply(200, {}, {**completion(""), "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}, 0.0), 60.0)
+
+    got = read([_thinking("hmm"), {"type": "text", "text": "{\"a\": 1}"}, {"type": "reference", "reference_ids": [0]}])
+    assert (got.text, got.reasoning) == ('{"a": 1}', "")
+    alone = read([{"type": "thinking", "thinking": "as a string"}])  # (a gateway's flattened thinking)
+    assert (alone.text, alone.reasoning, alone.reasoning_field) == ("", "as a string", "thinking")
+    with pytest.raises(ProviderError, match=r"unexpected reply shape \(TypeError\)"):  # neither text nor a list: still malformed
+        read({"type": "text", "text": "x"})
+
+
 # ---------------------------------------------------------------- 4. FastAPI's {"detail": …}
 
 

@@ -79,6 +79,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     text is empty while the server put its text in `message.reasoning_content`
     / `message.reasoning` (a reasoning parser) or only in Anthropic `thinking`
     blocks keeps that text in `Reply.reasoning` (never as the verdict text).
+    An OpenAI-compatible `message.content` may be a list of parts (Mistral's
+    content chunks): its `text` parts are the answer, its `thinking` parts
+    (magistral's) thinking as above.
     An Anthropic reply that calls the forced tool is its `tool_use` input alone:
     a text block beside it (a first impression, a draft verdict) is not read.
     An error's text is the provider's message: `{"error": …}`, vLLM's
@@ -181,11 +184,10 @@ def _anthropic_reply(body: dict[str, Any]) -> Reply:
         text = "\n".join(c["input"] if isinstance(c.get("input"), str) else json.dumps(c.get("input")) for c in calls)
     else:  # a server that ignores tools answers in text, which is then the verdict
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    reasoning = ("\n".join(thinking), "thinking") if thinking and not text.strip() else ("", "")
+    said = _Said(text, "\n".join(thinking), "thinking", body.get("stop_reason") == "max_tokens")
     usage = body.get("usage")
-    truncated = body.get("stop_reason") == "max_tokens"
     if not isinstance(usage, dict) or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
+        return said.reply()
     # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
     try:
         cached = token_count(usage, "cache_read_input_tokens")
@@ -193,13 +195,12 @@ def _anthropic_reply(body: dict[str, Any]) -> Reply:
         prompt = token_count(usage, "input_tokens") + cached + written
         completion = token_count(usage, "output_tokens")
     except ImplausibleUsage as exc:
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1], usage_problem=str(exc))
+        return said.reply(problem=str(exc))
     if prompt == 0:  # no request has an empty prompt: a server that does not count
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
-    if completion == 0 and (text or reasoning[0]):
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1],
-                     usage_problem=_NO_COMPLETION.format(key="output_tokens"))
-    return Reply(text, truncated, prompt, completion, cached, written, reasoning=reasoning[0], reasoning_field=reasoning[1])
+        return said.reply()
+    if completion == 0 and (text or thinking):
+        return said.reply(problem=_NO_COMPLETION.format(key="output_tokens"))
+    return said.reply((prompt, completion, cached, written))
 
 
 def _openai(body: dict[str, Any]) -> Reply:
@@ -214,26 +215,66 @@ def _openai(body: dict[str, Any]) -> Reply:
 
 def _openai_reply(body: dict[str, Any], message: dict[str, Any]) -> Reply:
     choice = body["choices"][0]
-    text = message.get("content") or ""
-    if not isinstance(text, str):
-        raise TypeError("message.content is not text")
-    reasoning, field = "", ""
-    if not text.strip():  # llama.cpp's and vLLM's reasoning parsers put the model's thinking here
-        for name in ("reasoning_content", "reasoning"):
-            if isinstance(message.get(name), str) and message[name].strip():
-                reasoning, field = message[name], name
-                break
-    truncated = choice.get("finish_reason") == "length"
+    text, thinking = _content(message.get("content"))
+    # llama.cpp's and vLLM's reasoning parsers put the model's thinking in a field of its own (the first named: a
+    # server sending both under two names sends the same text twice).
+    parsed = next(((message[n], n) for n in ("reasoning_content", "reasoning") if isinstance(message.get(n), str) and message[n].strip()), ("", ""))
+    reasoning, field = (thinking, "thinking") if thinking.strip() else parsed
+    if thinking.strip() and parsed[0]:
+        reasoning += "\n" + parsed[0]
+    said = _Said(text, reasoning, field, choice.get("finish_reason") == "length")
     try:
         counts = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
     except ImplausibleUsage as exc:
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field, usage_problem=str(exc))
+        return said.reply(problem=str(exc))
     if counts is None:
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field)
+        return said.reply()
     if counts[1] == 0 and (text or reasoning):
-        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field,
-                     usage_problem=_NO_COMPLETION.format(key="completion_tokens"))
-    return Reply(text, truncated, counts[0], counts[1], counts[2], reasoning=reasoning, reasoning_field=field)
+        return said.reply(problem=_NO_COMPLETION.format(key="completion_tokens"))
+    return said.reply((counts[0], counts[1], counts[2], 0))
+
+
+def _content(content: Any) -> tuple[str, str]:
+    """A message's `content` as `(answer text, thinking)`: a string (or null) is the answer; a list of parts (Mistral's
+    content chunks; OpenAI's schema allows one) is its `text` parts' text joined, its `thinking` parts' text the thinking
+    (Mistral's magistral models: `{"type": "thinking", "thinking": [{"type": "text", "text": …}]}`), other parts (a
+    `reference`, an image) neither. Raises `TypeError` for anything else (a malformed reply)."""
+    if not content:
+        return "", ""
+    if isinstance(content, str):
+        return content, ""
+    if not isinstance(content, list):
+        raise TypeError("message.content is neither text nor a list of parts")
+    text = [p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
+    thinking = [_part_text(p.get("thinking")) for p in content if isinstance(p, dict) and p.get("type") == "thinking"]
+    return "".join(text), "\n".join(t for t in thinking if t)
+
+
+def _part_text(parts: Any) -> str:
+    # A thinking part's `thinking`: a list of text parts (Mistral's), or the text itself as some gateways send it.
+    if isinstance(parts, str):
+        return parts
+    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)) if isinstance(parts, list) else ""
+
+
+class _Said:
+    """What a reply said, read the same way whatever its protocol: its answer `text`, the model's `thinking` outside it
+    (`field`: where it was), whether it was cut at `max_tokens` (`truncated`).
+
+    The thinking is `Reply.reasoning` when the answer is empty (the empty-reply messages name where the text went).
+    """
+
+    def __init__(self, text: str, thinking: str, field: str, truncated: bool) -> None:
+        self.text, self.thinking, self.field, self.truncated = text, thinking, field, truncated
+
+    def reply(self, usage: tuple[int, int, int, int] | None = None, problem: str = "") -> Reply:
+        """The `Reply`; `usage` `(prompt, completion, cached, written)`, or `None` for a reply without (or with implausible,
+        `problem`) usage."""
+        aside = bool(self.text.strip())  # an answer beside the thinking: the thinking is not kept
+        prompt, completion, cached, written = usage or (0, 0, 0, 0)
+        return Reply(self.text, self.truncated, prompt, completion, cached, written, usage_known=usage is not None,
+                     reasoning="" if aside else self.thinking, reasoning_field="" if aside or not self.thinking else self.field,
+                     usage_problem=problem)
 
 
 # A reply that holds text took at least one completion token: a usage block saying 0 (or null, missing, "") is a
