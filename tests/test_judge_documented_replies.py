@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from _loopback import Loopback, completion, verdict
+from test_judge_bench_faults import _bench
 from test_judge_reply_values import Messages, _message, _tool_verdict
 from test_judge_servers import cases, config, results, run
 from tracejudge.llm.judge_tokenizer import prompt_counter
@@ -77,11 +78,67 @@ def test_content_chunks_read_directly() -> None:
             {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}, 0.0), 60.0)
 
     got = read([_thinking("hmm"), {"type": "text", "text": "{\"a\": 1}"}, {"type": "reference", "reference_ids": [0]}])
-    assert (got.text, got.reasoning) == ('{"a": 1}', "")
+    assert (got.text, got.reasoning, got.unread_reasoning) == ('{"a": 1}', "", "hmm")
     alone = read([{"type": "thinking", "thinking": "as a string"}])  # (a gateway's flattened thinking)
     assert (alone.text, alone.reasoning, alone.reasoning_field) == ("", "as a string", "thinking")
     with pytest.raises(ProviderError, match=r"unexpected reply shape \(TypeError\)"):  # neither text nor a list: still malformed
         read({"type": "text", "text": "x"})
+
+
+# ---------------------------------------------------------------- 2. thinking beside the answer, no usage
+
+
+@pytest.mark.parametrize("where", ["reasoning_content", "reasoning", "magistral"])
+@pytest.mark.parametrize("usage", ["missing", "no-completion-count"])
+def test_a_reply_without_usage_is_estimated_with_the_thinking_beside_its_answer(tmp_path: Path, where: str, usage: str) -> None:
+    thought = "Checking the trace step by step before answering. " * 200
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        answer = json.dumps(verdict(body))
+        reply = _chunks(_thinking(thought), {"type": "text", "text": answer}) if where == "magistral" else completion(answer)
+        if where != "magistral":
+            reply["choices"][0]["message"][where] = thought
+        if usage == "missing":
+            del reply["usage"]
+        else:
+            reply["usage"] = {"prompt_tokens": 500, "completion_tokens": 0}
+        return 200, reply
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    (r,) = results(tmp_path)
+    score = r["scores"]["TaskCompletion"]
+    assert r["status"] == "ok" and score["value"] == 0.75
+    # Before: the estimate counted the verdict's few tokens alone, though the provider bills the thinking as output.
+    assert summary["judge"]["usage_unknown_replies"] == 1 and summary["judge"]["cost_usd"] is None
+    assert score["judge"]["output_tokens"] >= prompt_counter("gpt-4o-mini", None).text(thought), score["judge"]
+    assert "reasoning" not in (score.get("details") or {})  # a usable reply's thinking is never shown
+
+
+def test_a_bench_estimates_a_reply_without_usage_with_its_thinking_as_a_run_does(tmp_path: Path) -> None:
+    thought = "Weighing each step of the trace. " * 300
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body)))
+        reply["choices"][0]["message"]["reasoning_content"] = thought
+        del reply["usage"]
+        return 200, reply
+
+    with Loopback(respond) as server:
+        proc, report = _bench(tmp_path, server.url)
+    measured = report["measured"]
+    assert proc.returncode == 0 and measured["usage_estimated"] == measured["answered"] > 0, proc.stdout + proc.stderr
+    assert measured["output_tokens_per_request"] >= prompt_counter("gpt-4o-mini", None).text(thought), measured
+
+
+def test_thinking_beside_an_answer_is_not_what_an_empty_reply_is_told_by() -> None:
+    reply = completion('{"a": 1}')
+    reply["choices"][0]["message"]["reasoning_content"] = "thinking"
+    got = read_reply("openai", HttpReply(200, {}, reply, 0.0), 60.0)
+    assert (got.reasoning, got.reasoning_field, got.unread_reasoning) == ("", "", "thinking") and empty_reply(got) == ""
+    reply["choices"][0]["message"]["content"] = None
+    got = read_reply("openai", HttpReply(200, {}, reply, 0.0), 60.0)
+    assert (got.reasoning, got.reasoning_field, got.unread_reasoning) == ("thinking", "reasoning_content", "")
 
 
 # ---------------------------------------------------------------- 4. FastAPI's {"detail": …}

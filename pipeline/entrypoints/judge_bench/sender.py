@@ -163,7 +163,7 @@ class Bench:
         if not reply.usage_known:  # (as a run bills such a reply: the prompt as admitted, the text counted)
             att.usage_estimated = True
             reply.input_tokens = br.prompt_tokens
-            text = reply.text + reply.reasoning
+            text = reply.text + reply.reasoning + reply.unread_reasoning
             reply.output_tokens = self.counter.text(text) if self.counter is not None else math.ceil(len(text) / 4)
         att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
         self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)

@@ -78,10 +78,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     does not count completions, and 0 would under-bill the reply. A reply whose
     text is empty while the server put its text in `message.reasoning_content`
     / `message.reasoning` (a reasoning parser) or only in Anthropic `thinking`
-    blocks keeps that text in `Reply.reasoning` (never as the verdict text).
-    An OpenAI-compatible `message.content` may be a list of parts (Mistral's
-    content chunks): its `text` parts are the answer, its `thinking` parts
-    (magistral's) thinking as above.
+    blocks keeps that text in `Reply.reasoning` (never as the verdict text);
+    thinking beside an answer is kept in `Reply.unread_reasoning`, for the
+    estimate of a reply without usage. An OpenAI-compatible `message.content`
+    may be a list of parts (Mistral's content chunks): its `text` parts are the
+    answer, its `thinking` parts (magistral's) thinking as above.
     An Anthropic reply that calls the forced tool is its `tool_use` input alone:
     a text block beside it (a first impression, a draft verdict) is not read.
     An error's text is the provider's message: `{"error": …}`, vLLM's
@@ -261,7 +262,8 @@ class _Said:
     """What a reply said, read the same way whatever its protocol: its answer `text`, the model's `thinking` outside it
     (`field`: where it was), whether it was cut at `max_tokens` (`truncated`).
 
-    The thinking is `Reply.reasoning` when the answer is empty (the empty-reply messages name where the text went).
+    The thinking is `Reply.reasoning` when the answer is empty (the empty-reply messages name where the text went),
+    else `Reply.unread_reasoning`: never read, but billed, so a reply without usage is estimated with it.
     """
 
     def __init__(self, text: str, thinking: str, field: str, truncated: bool) -> None:
@@ -270,11 +272,11 @@ class _Said:
     def reply(self, usage: tuple[int, int, int, int] | None = None, problem: str = "") -> Reply:
         """The `Reply`; `usage` `(prompt, completion, cached, written)`, or `None` for a reply without (or with implausible,
         `problem`) usage."""
-        aside = bool(self.text.strip())  # an answer beside the thinking: the thinking is not kept
+        aside = bool(self.text.strip())  # an answer beside the thinking: the thinking is only billed
         prompt, completion, cached, written = usage or (0, 0, 0, 0)
         return Reply(self.text, self.truncated, prompt, completion, cached, written, usage_known=usage is not None,
                      reasoning="" if aside else self.thinking, reasoning_field="" if aside or not self.thinking else self.field,
-                     usage_problem=problem)
+                     usage_problem=problem, unread_reasoning=self.thinking if aside else "")
 
 
 # A reply that holds text took at least one completion token: a usage block saying 0 (or null, missing, "") is a

@@ -75,7 +75,10 @@ class Reply:
     answer (`text`) was empty — OpenAI-compatible `message.reasoning_content`
     or `message.reasoning` (a reasoning parser took the whole reply), or
     Anthropic `thinking` blocks — and `reasoning_field` names where it was;
-    it is never read as the verdict.
+    it is never read as the verdict. Thinking returned beside an answer (those
+    fields, Anthropic `thinking` blocks, Mistral's `thinking` content parts) is
+    `unread_reasoning` instead: never read nor shown, only counted when the
+    reply's output tokens are estimated (the provider bills it as output).
     """
 
     text: str
@@ -89,6 +92,7 @@ class Reply:
     reasoning: str = ""
     reasoning_field: str = ""
     usage_problem: str = ""
+    unread_reasoning: str = ""
 
 
 @dataclass

@@ -230,14 +230,16 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
 def estimate_usage(self: Judge, reply: Reply, prompt_tokens: int) -> None:
     """Give `reply`, which reported no usage or implausible usage (`Reply.usage_known` False; the first implausible one of
     the judge is warned about), estimated tokens: `prompt_tokens` (the request's
-    prompt as admitted) in, its text (and any reasoning text) counted by `judge.tokenizer` out; counted in
+    prompt as admitted) in, its text and any reasoning text (`Reply.reasoning`, `unread_reasoning`) counted by `judge.tokenizer` out; counted in
     `stats.usage_unknown_replies`. Its dollars are unknown (`Judge._count` prices it None), so the score's and the
     summary's `cost_usd` are null, while the budget and the token counters take the estimate."""
     from tracejudge.llm.judge_tokenizer import prompt_counter
 
     counter = prompt_counter(self.cfg.model, self.tokenizer)
     reply.input_tokens = prompt_tokens
-    reply.output_tokens = counter.text(reply.text) + (counter.text(reply.reasoning) if reply.reasoning else 0)
+    # The thinking beside an answer is billed as output too (`Reply.unread_reasoning`): left out, a reasoning model's
+    # reply was estimated at its verdict's few tokens.
+    reply.output_tokens = sum(counter.text(t) for t in (reply.text, reply.reasoning, reply.unread_reasoning) if t)
     self.stats.usage_unknown_replies += 1
     if reply.usage_problem and not self.usage_problem_told:
         self.usage_problem_told = True
