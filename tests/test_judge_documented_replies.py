@@ -141,6 +141,56 @@ def test_thinking_beside_an_answer_is_not_what_an_empty_reply_is_told_by() -> No
     assert (got.reasoning, got.reasoning_field, got.unread_reasoning) == ("thinking", "reasoning_content", "")
 
 
+# ---------------------------------------------------------------- 3. cut at the model's context window
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "mistral"])
+def test_a_reply_cut_at_the_context_window_is_truncated_naming_the_context_setting(tmp_path: Path, provider: str) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        if provider == "anthropic":
+            cut = json.dumps(_tool_verdict(body))[:25]
+            return 200, _message([{"type": "text", "text": cut}], "model_context_window_exceeded")
+        reply = completion(json.dumps(verdict(body))[:25])
+        reply["choices"][0]["finish_reason"] = "model_length"
+        return 200, reply
+
+    server_cls = Messages if provider == "anthropic" else Loopback
+    with server_cls(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, api_key_env=None,
+                             provider="anthropic" if provider == "anthropic" else "openai",
+                             model="claude-haiku-4-5" if provider == "anthropic" else "gpt-4o-mini"))
+        sent = len(server.requests)
+    (r,) = results(tmp_path)
+    # Before: read as a finished reply, "no JSON object found" (parse_error); a cut verdict that parsed was scored.
+    assert r["error"]["kind"] == "truncated" and sent == 2 and summary["judge"]["truncated_replies"] == 2  # as max_tokens: one repair
+    reason = r["scores"]["TaskCompletion"]["reason"]
+    assert "filled the model's context window" in reason and "judge.context_tokens" in reason and "raise judge.max_tokens" not in reason, reason
+
+
+def test_a_bench_of_replies_cut_at_the_context_window_names_the_context_setting(tmp_path: Path) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body))[:25])
+        reply["choices"][0]["finish_reason"] = "model_length"
+        return 200, reply
+
+    with Loopback(respond) as server:
+        proc, report = _bench(tmp_path, server.url)
+    replies, out = report["replies"], " ".join(proc.stdout.split())
+    assert proc.returncode == 1 and replies["truncated"] == replies["window_full"] == replies["answered"] > 0, replies
+    assert "filled the model's context window: set judge.context_tokens" in out and "raise judge.max_tokens" not in out, out
+    assert "context window" in replies["messages"]["truncated"], replies["messages"]
+
+
+def test_a_cut_verdict_that_parses_is_never_taken_and_thinking_cut_by_the_window_says_so() -> None:
+    body = _message([{"type": "text", "text": '{"score": 4}'}], "model_context_window_exceeded")
+    got = read_reply("anthropic", HttpReply(200, {}, body, 0.0), 60.0)
+    assert got.truncated and got.window_full
+    assert not read_reply("anthropic", HttpReply(200, {}, _message([], "max_tokens"), 0.0), 60.0).window_full
+    thinking = read_reply("anthropic", HttpReply(200, {}, _message([{"type": "thinking", "thinking": "so far"}], "model_context_window_exceeded"), 0.0), 60.0)
+    said = empty_reply(thinking)
+    assert "the context window filled" in said and "judge.context_tokens" in said and "raise judge.max_tokens" not in said, said
+
+
 # ---------------------------------------------------------------- 4. FastAPI's {"detail": …}
 
 

@@ -246,7 +246,8 @@ def _unpriced_cap(model: str, cap: float, requests: int) -> str:
 
 
 def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
-    """What to change when answered replies could not be used: `judge.max_tokens` for replies cut at it,
+    """What to change when answered replies could not be used: `judge.max_tokens` for replies cut at it
+    (`judge.context_tokens` for those cut at the model's context window),
     `judge.structured_output` for replies without a readable verdict, the model or the content for refusals. None when
     every reply was usable."""
     n = replies["answered"]
@@ -255,8 +256,12 @@ def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     head = ("the judge is not usable as configured: no reply held a verdict the run could use" if replies["usable"] == 0
             else f"{n - replies['usable']} of {n} replies held no verdict the run could use (a run repairs or re-asks them, at extra requests)")
     fixes = []
-    if replies["truncated"]:
-        fixes.append(f"{replies['truncated']} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
+    window = replies.get("window_full") or 0
+    if replies["truncated"] > window:
+        fixes.append(f"{replies['truncated'] - window} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
+    if window:  # (a bigger max_tokens only fills the window sooner)
+        fixes.append(f"{window} stopped where the prompt and the reply filled the model's context window: set judge.context_tokens "
+                     f"(now {cfg.context_tokens:,}) to the model's window, and judge.tokenizer to its tokenizer")
     in_reasoning = replies.get("in_reasoning") or 0
     if in_reasoning:  # (said as the run says it: the server moved the text, so judge.structured_output is not the fix)
         fixes.append(f"{in_reasoning} had no answer outside the model's reasoning: {replies['messages'].get('in_reasoning', '')}")

@@ -49,6 +49,9 @@ class Attempt:
     # Where a reply whose content was empty had its text (`message.reasoning_content`, `reasoning`, Anthropic
     # `thinking`: the server's reasoning parser moved it there), "" otherwise; the run never reads a verdict there.
     reasoning_field: str = ""
+    # A truncated reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), not
+    # at max_tokens: the setting to change is judge.context_tokens.
+    window_full: bool = False
 
 
 @dataclass
@@ -68,7 +71,8 @@ def _unusable(br: BenchRequest, reply: Reply) -> tuple[str, str]:
 
     said = empty_reply(reply)
     if reply.truncated:
-        cut = f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}"
+        cut = (f"the reply stopped where the prompt and the reply filled the model's context window, before max_tokens {br.request.max_tokens}"
+               if reply.window_full else f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}")
         return "truncated", f"{cut}; {said}" if said and reply.reasoning else cut
     if br.check is None:
         return "", ""
@@ -151,6 +155,7 @@ class Bench:
             self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
         att.reply_problem, problem = _unusable(br, reply)
+        att.window_full = reply.truncated and reply.window_full
         if problem:
             att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
             att.message = " ".join(redact(problem, (*self.secrets, *prompt_secrets(br.request))).split())[:600]

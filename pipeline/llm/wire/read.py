@@ -85,6 +85,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     answer, its `thinking` parts (magistral's) thinking as above.
     An Anthropic reply that calls the forced tool is its `tool_use` input alone:
     a text block beside it (a first impression, a draft verdict) is not read.
+    A reply cut at the model's context window (Anthropic
+    `model_context_window_exceeded`, Mistral `model_length`) is truncated, as
+    one cut at `max_tokens` (`length`) is, with `Reply.window_full` set.
     An error's text is the provider's message: `{"error": …}`, vLLM's
     top-level `message`, FastAPI's `{"detail": …}` (a validation error's list
     said `loc: msg` each), else the body as JSON; redacted, then cut to 300
@@ -185,7 +188,9 @@ def _anthropic_reply(body: dict[str, Any]) -> Reply:
         text = "\n".join(c["input"] if isinstance(c.get("input"), str) else json.dumps(c.get("input")) for c in calls)
     else:  # a server that ignores tools answers in text, which is then the verdict
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    said = _Said(text, "\n".join(thinking), "thinking", body.get("stop_reason") == "max_tokens")
+    stop = body.get("stop_reason")
+    said = _Said(text, "\n".join(thinking), "thinking", stop in ("max_tokens", "model_context_window_exceeded"),
+                 stop == "model_context_window_exceeded")
     usage = body.get("usage")
     if not isinstance(usage, dict) or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
         return said.reply()
@@ -223,7 +228,9 @@ def _openai_reply(body: dict[str, Any], message: dict[str, Any]) -> Reply:
     reasoning, field = (thinking, "thinking") if thinking.strip() else parsed
     if thinking.strip() and parsed[0]:
         reasoning += "\n" + parsed[0]
-    said = _Said(text, reasoning, field, choice.get("finish_reason") == "length")
+    # Mistral's `model_length`: the prompt and the reply filled the model's context before `max_tokens`.
+    finish = choice.get("finish_reason")
+    said = _Said(text, reasoning, field, finish in ("length", "model_length"), finish == "model_length")
     try:
         counts = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
     except ImplausibleUsage as exc:
@@ -260,14 +267,14 @@ def _part_text(parts: Any) -> str:
 
 class _Said:
     """What a reply said, read the same way whatever its protocol: its answer `text`, the model's `thinking` outside it
-    (`field`: where it was), whether it was cut at `max_tokens` (`truncated`).
+    (`field`: where it was), whether it was cut (`truncated`; `window_full`: at the model's context window).
 
     The thinking is `Reply.reasoning` when the answer is empty (the empty-reply messages name where the text went),
     else `Reply.unread_reasoning`: never read, but billed, so a reply without usage is estimated with it.
     """
 
-    def __init__(self, text: str, thinking: str, field: str, truncated: bool) -> None:
-        self.text, self.thinking, self.field, self.truncated = text, thinking, field, truncated
+    def __init__(self, text: str, thinking: str, field: str, truncated: bool, window_full: bool) -> None:
+        self.text, self.thinking, self.field, self.truncated, self.window_full = text, thinking, field, truncated, window_full
 
     def reply(self, usage: tuple[int, int, int, int] | None = None, problem: str = "") -> Reply:
         """The `Reply`; `usage` `(prompt, completion, cached, written)`, or `None` for a reply without (or with implausible,
@@ -276,7 +283,7 @@ class _Said:
         prompt, completion, cached, written = usage or (0, 0, 0, 0)
         return Reply(self.text, self.truncated, prompt, completion, cached, written, usage_known=usage is not None,
                      reasoning="" if aside else self.thinking, reasoning_field="" if aside or not self.thinking else self.field,
-                     usage_problem=problem, unread_reasoning=self.thinking if aside else "")
+                     usage_problem=problem, unread_reasoning=self.thinking if aside else "", window_full=self.window_full)
 
 
 # A reply that holds text took at least one completion token: a usage block saying 0 (or null, missing, "") is a

@@ -79,6 +79,11 @@ class Reply:
     fields, Anthropic `thinking` blocks, Mistral's `thinking` content parts) is
     `unread_reasoning` instead: never read nor shown, only counted when the
     reply's output tokens are estimated (the provider bills it as output).
+
+    `truncated` is also True for a reply cut where its prompt and its text
+    filled the model's context window (Anthropic `stop_reason:
+    "model_context_window_exceeded"`, Mistral `finish_reason: "model_length"`),
+    which `window_full` says: raising `max_tokens` does not help it.
     """
 
     text: str
@@ -93,6 +98,7 @@ class Reply:
     reasoning_field: str = ""
     usage_problem: str = ""
     unread_reasoning: str = ""
+    window_full: bool = False
 
 
 @dataclass

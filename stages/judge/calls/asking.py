@@ -42,6 +42,11 @@ class _Flight:
     ended: float = 0.0
 
 
+# A reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), before max_tokens:
+# the problem (told the model in the repair request too), and the setting that fixes it (raising max_tokens cannot).
+WINDOW_FULL = "it was cut off where the prompt and the reply filled the model's context window"
+WINDOW_FIX = "set judge.context_tokens to the model's window (and judge.tokenizer to its tokenizer), so the prompt leaves room for max_tokens"
+
 LANDED = 4096  # answered flights kept for asks made ready while they were in flight (`ask`); older ones are let go
 
 
@@ -223,7 +228,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         said = empty_reply(reply)
         if reply.truncated:
             self.stats.truncated_replies += 1
-            problem, kind = f"it was cut off at max_tokens={req.max_tokens}", "truncated"
+            problem, kind = (WINDOW_FULL if reply.window_full else f"it was cut off at max_tokens={req.max_tokens}"), "truncated"
             continue
         try:
             # Never read from the reasoning: a draft there is not the answer (`empty_reply` says where the text went).
@@ -246,6 +251,8 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     self.stats.judge_errors += 1
     self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
     told = said if said and kind == "parse_error" else "; ".join(filter(None, [problem, said]))  # (`problem` is the model's wording)
+    if problem == WINDOW_FULL and WINDOW_FIX not in said:  # (the setting to change, once: `said` names it for a reply all thinking)
+        told += f": {WINDOW_FIX}"
     told = "; ".join(filter(None, [told, note]))
     msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({told})"
     details: dict[str, Any] = {"raw": raw[:8000], "error_kind": kind}
@@ -271,8 +278,9 @@ def empty_reply(reply: Reply) -> str:
         return "the reply's content was empty (null or \"\"): the server returned no text"
     n = len(reply.reasoning)
     if reply.truncated:
+        cut = f"the context window filled ({WINDOW_FIX})" if reply.window_full else "max_tokens cut it off (raise judge.max_tokens)"
         return (f"the reply's content was empty and its text ({n:,} characters) is in {reply.reasoning_field}: the model was still "
-                f"reasoning when max_tokens cut it off (raise judge.max_tokens); a verdict in {reply.reasoning_field} is never used")
+                f"reasoning when {cut}; a verdict in {reply.reasoning_field} is never used")
     if reply.reasoning_field == "thinking":
         return (f"the reply held only thinking blocks ({n:,} characters), no text or tool_use; "
                 "a verdict in thinking is never used: raise judge.max_tokens or turn extended thinking off")
