@@ -227,3 +227,25 @@ def test_other_tools_names_for_a_metrics_parameter_name_ours(tmp_path: Path) -> 
     # Only where the parameter it maps to is allowed: `ToolCalls` has no `value`, so `expected` is an unknown parameter, nothing more.
     cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, expected: 2}]\n")
     _reports(cfg, tmp_path, f"{cfg}:2: metrics.0.expected: ToolCalls: unknown parameter")
+
+
+def test_another_tools_config_keys_say_where_their_part_goes(tmp_path: Path) -> None:
+    # A promptfoo config or a pydantic-evals dataset file run as is got "unknown key" alone.
+    migrating = '(see README, "Migrating from pydantic-evals / deepeval / multivon / τ²-bench / promptfoo / inspect-ai")'
+    cfg = _config(tmp_path, "providers: [openai:gpt-4o-mini]\nprompts: ['{{question}}']\ntests: []\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines[0].startswith(f"{cfg}:1: providers: unknown key `providers`; the required key `dataset` is missing; promptfoo's `providers`: "
+                               "the model that judges is `judge:`") and lines[0].endswith(migrating), lines
+    assert lines[1].startswith(f"{cfg}:2: prompts: unknown key; promptfoo's `prompts`: tracejudge scores what an agent did"), lines
+    assert lines[2] == f"{cfg}:3: tests: unknown key; promptfoo's `tests`: the cases are the `dataset:` file and the assertions are `metrics:` {migrating}"
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nevaluators: [IsInstance]\n")
+    _reports(cfg, tmp_path, f"{cfg}:3: evaluators: unknown key; pydantic-evals' `evaluators`: they are `metrics:` {migrating}")
+
+
+def test_deepevals_tool_correctness_options_on_tool_correctness_name_the_metric_that_takes_them(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCorrectness, should_consider_ordering: true}\n"
+                            "  - {type: ToolCorrectness, name: b, allow_extra: true, nonsense_option: 1}\n")
+    _reports(cfg, tmp_path,
+             f"{cfg}:3: metrics.0.should_consider_ordering: ToolCorrectness: unknown parameter; `type: DeepEvalToolCorrectness` takes "
+             "should_consider_ordering (deepeval's ToolCorrectnessMetric, its options and its score)",
+             f"{cfg}:4: metrics.1.nonsense_option: ToolCorrectness: unknown parameter")

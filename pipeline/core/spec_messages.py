@@ -33,4 +33,27 @@ def _param_message(err: Any, cls: type) -> str:
         return "required parameter is missing"
     if err["type"] == suggest.PAIRED:
         return str(err["msg"])
-    return ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
+    hint = suggest.error_hint(err, cls)
+    if err["type"] == "extra_forbidden" and not hint:
+        hint = _sibling_hint(str(err["loc"][-1]) if err.get("loc") else "", cls)
+    return ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + hint
+
+
+# A metric and the one that takes a peer's parameters for the same check: deepeval's ToolCorrectnessMetric options
+# (`should_consider_ordering`, `should_exact_match`, `evaluation_params`, …) are DeepEvalToolCorrectness's, not
+# ToolCorrectness's (the plain tool-name recall).
+_SIBLINGS = {"ToolCorrectness": ("DeepEvalToolCorrectness", "deepeval's ToolCorrectnessMetric, its options and its score")}
+
+
+def _sibling_hint(param: str, cls: type) -> str:
+    """`"; DeepEvalToolCorrectness takes should_consider_ordering (…)"` when `cls`'s sibling metric has `param`, else ""."""
+    sibling, what = _SIBLINGS.get(getattr(cls, "__name__", ""), (None, ""))
+    if sibling is None or not param:
+        return ""
+    from tracejudge.core import registry
+
+    other = registry.metric_types().get(sibling)
+    fields = getattr(other, "model_fields", {})
+    if param not in fields:
+        return ""
+    return f"; `type: {sibling}` takes {param} ({what})"

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "PEER_PARAMETERS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
+__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "PEER_PARAMETERS", "PEER_SECTIONS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
            "unknown_key_message"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
@@ -125,6 +125,21 @@ PEER_PARAMETERS: dict[str, tuple[tuple[str, str], ...]] = {
     "expected_trajectory": (("expected_tools", ""),),
 }
 
+# Other tools' top-level config keys: a config written for promptfoo (`promptfooconfig.yaml`) or a pydantic-evals dataset
+# file run as is, or copied from. Where each part goes here (README: "Migrating from …").
+_MIGRATING = 'see README, "Migrating from pydantic-evals / deepeval / multivon / τ²-bench / promptfoo / inspect-ai"'
+PEER_SECTIONS: dict[str, str] = {
+    "providers": f"promptfoo's `providers`: the model that judges is `judge:` ({{model: \"openai:gpt-4o-mini\"}}); your agent, "
+                 f"if tracejudge is to run it, is `target:` ({_MIGRATING})",
+    "prompts": f"promptfoo's `prompts`: tracejudge scores what an agent did, its recorded traces (`dataset:`) or a run of it "
+               f"(`target:`) ({_MIGRATING})",
+    "tests": f"promptfoo's `tests`: the cases are the `dataset:` file and the assertions are `metrics:` ({_MIGRATING})",
+    "defaulttest": f"promptfoo's `defaultTest`: checks for every case are `metrics:` ({_MIGRATING})",
+    "cases": f"a pydantic-evals dataset's `cases`: the cases are the `dataset:` file (format native, one case a line) "
+             f"({_MIGRATING})",
+    "evaluators": f"pydantic-evals' `evaluators`: they are `metrics:` ({_MIGRATING})",
+}
+
 
 def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     """For pydantic's `extra_forbidden` error at `loc` inside `model`: `"; did you mean key?"`, or `""`.
@@ -136,6 +151,8 @@ def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
         return ""
     keys = model_keys(model, loc)
     typed = str(loc[-1]).lower()
+    if len(loc) == 1 and typed in PEER_SECTIONS and {"dataset", "metrics"} <= set(keys):  # (a run config's own top level)
+        return f"; {PEER_SECTIONS[typed]}"
     for peer in (PEER_KEYS[typed],) if typed in PEER_KEYS else PEER_PARAMETERS.get(typed, ()):
         if peer[0] in keys:
             return f"; did you mean {peer[0]}?" + (f" ({peer[1]})" if peer[1] else "")
@@ -253,6 +270,8 @@ def pair_missing(errors: list[Any], model: type[BaseModel] | None = None) -> lis
         for i, (key, j) in zip(left, list(unknown.items())):
             near = did_you_mean(key, model_keys(model, (*parent, key)), n=1, typo=True)
             msg = f"unknown key `{key}`{f' ({near})' if near else ''}; the required key `{errors[i]['loc'][-1]}` is missing"
+            if not parent and not near and (peer := key_hint(model, (key,))).startswith("; ") and str(key).lower() in PEER_SECTIONS:
+                msg += peer
             _pair(out, i, j, (*parent, key), msg)
     return [e for e in out if e is not None]
 
