@@ -121,6 +121,10 @@ def resume_command(run_dir: Path) -> str:
         shard = ((manifest.get("config") or {}).get("run") or {}).get("shard")
         flag = f" --shard {shlex.quote(str(shard))}" if isinstance(shard, str) and shard else ""
         return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))}{flag} (CONFIG: the config the run was started with)"
+    # (a line recorded before the command was masked where it is built (`redact_command`) is masked as it is read)
+    from tracejudge.llm.redact_command import masked_line
+
+    line = masked_line(line)
     if isinstance(cwd, str) and Path(cwd).resolve() != Path.cwd().resolve():
         return f"cd {shlex.quote(cwd)} && {line}"
     return str(line)

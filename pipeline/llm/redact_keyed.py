@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from tracejudge.core.memo import SeenSet
-from tracejudge.llm.redact import MASK, _name_rules, _pin_value, masked_under, quoted_clean, redact_quoted
+from tracejudge.llm.redact import MASK, _name_rules, _pin_value, masked_under, quoted_clean, redact_quoted, variable_name
 from tracejudge.llm.redact_patterns import _PAGE_TOKEN
 
 __all__ = ["redact_config", "redact_details", "redact_labels"]
@@ -194,20 +194,27 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
 _ENV_ONLY = re.compile(r"(?:[Bb]earer\s+|[Bb]asic\s+)?(?:\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
 
 
+def _pasted_key(key: Any, value: Any) -> bool:
+    # `judge.api_key_env` (and a panel member's) names the variable that holds the key; a value that reads as no
+    # variable's name (`gsk_…`, 40 random letters and digits) is the key itself, pasted there.
+    return isinstance(key, str) and key.endswith("api_key_env") and isinstance(value, str) and value != "" and variable_name(value) != value
+
+
 def redact_config(value: Any) -> Any:
     """A copy of a run's dumped config as `manifest.json` and `configs.jsonl` record it, its credentials masked as a
     result masks them: a metric's `expected_arguments`, a target's `headers`, a case's values written in the config are
     the user's, and a password there was copied in clear. A value under a key that `masked_under` masks (`password`,
     `api_key`, `Authorization`, a PIN's digits under `pin`, a token under `token`; beside other keys of an
     authentication, any string under `token`) is masked whole (a string but for its `Bearer`/`Basic` scheme), unless it
-    only names environment variables (`Bearer ${TOKEN}`); every other string goes through `redact_quoted`. Keys, numbers
+    only names environment variables (`Bearer ${TOKEN}`); so is a key pasted where a variable's name goes (`api_key_env:
+    gsk_…`: what `variable_name` hides in an error); every other string goes through `redact_quoted`. Keys, numbers
     and the rest are kept, so the copy still validates as a config (`report` reads it). Never raises."""
     if isinstance(value, str):
         return redact_quoted(value)
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if masked_under(k, v, value) and not (isinstance(v, str) and _ENV_ONLY.fullmatch(v)):
+            if masked_under(k, v, value) and not (isinstance(v, str) and _ENV_ONLY.fullmatch(v)) or _pasted_key(k, v):
                 out[k] = _whole(v) if isinstance(v, str) else MASK
             else:
                 out[k] = redact_config(v)

@@ -76,15 +76,19 @@ def _resume(run_dir: Path | None, limits: dict[str, Any]) -> str:
 def raised_command(command: str, limits: dict[str, Any]) -> str:
     """`command` (a recorded `tracejudge run …`, maybe after `cd DIR && `) without its `--set` of a cap in `limits` (or of
     the whole `budget` section), and with `--set 'budget.<cap>=<more than N>'` for each cap (N: the cap that ran out):
-    a placeholder the user must replace, as the config refuses it as it is. Its other options stay as they were."""
+    a placeholder the user must replace, as the config refuses it as it is. Its other options stay as they were, and so
+    does the note after a command that had a value masked (`redact_command.MASKED_NOTE`)."""
     if not limits:
         return command
+    from tracejudge.llm.redact_command import without_note
+
+    command, note = without_note(command)
     prefix, sep, line = command.partition(" && ") if command.startswith("cd ") else ("", "", command)
     raised = [f"budget.{k}=<more than {format(v, 'g') if isinstance(v, float) else v}>" for k, v in limits.items()]
     try:
         words = shlex.split(line)
     except ValueError:  # (not a command shlex reads: left as it is, the caps to raise after it)
-        return command + "".join(f" --set {shlex.quote(r)}" for r in raised)
+        return command + "".join(f" --set {shlex.quote(r)}" for r in raised) + note
     budget_keys = {"budget", *(f"budget.{k}" for k in limits)}
     kept: list[str] = []
     i = 0
@@ -98,7 +102,7 @@ def raised_command(command: str, limits: dict[str, Any]) -> str:
         i += 1
     for r in raised:
         kept += ["--set", r]
-    return prefix + sep + " ".join(shlex.quote(w) for w in kept)
+    return prefix + sep + " ".join(shlex.quote(w) for w in kept) + note
 
 
 def judge_error_check(summary: dict[str, Any]) -> Check | None:

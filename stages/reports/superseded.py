@@ -133,7 +133,9 @@ def _resume(run_dir: Path, segment: dict[str, Any]) -> str:
     """The command that resumes the run: the one this segment records (`run`'s own), else `run_state.resume_command`."""
     command = segment.get("command")
     if isinstance(command, dict) and isinstance(command.get("line"), str):
-        return command["line"]
+        from tracejudge.llm.redact_command import masked_line
+
+        return masked_line(command["line"])  # (a line an earlier version recorded in clear)
     from tracejudge.engine.run_state import resume_command
 
     try:

@@ -46,8 +46,13 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
     leaving this run's results behind), and `--run-dir` names the directory
     actually used when it is not the config's default; every other option
     given is kept. Paths are as typed, so the command is meant for the same
-    working directory.
+    working directory. Its `--set` values are masked as the run's recorded
+    config masks them (`redact_command.redact_argv`: every place that prints or
+    records the command gets this text), and a line that had one masked ends
+    saying so (`MASKED_NOTE`): it cannot be run as printed.
     """
+    from tracejudge.llm.redact_command import redact_argv
+
     parts = ["tracejudge"]
     if args.log_level != "warning":
         parts += ["--log-level", args.log_level]
@@ -66,7 +71,7 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
         parts.append("--no-progress")
     if getattr(args, "progress_every", _PROGRESS_EVERY) != _PROGRESS_EVERY:
         parts += ["--progress-every", f"{args.progress_every:g}"]
-    return " ".join(shlex.quote(p) for p in parts)
+    return redact_argv(parts)
 
 
 _PROGRESS_EVERY = 10.0  # `--progress-every`'s default (`commands.parser`): left out of the command when unchanged
