@@ -322,7 +322,10 @@ def require_metrics(config: RunConfig, source: str = "<config>", overrides: list
     """
     if not config.metrics:
         setting = [o for o in overrides or [] if o.split("=", 1)[0].strip() == "metrics"]
-        where = f"--set {setting[-1] if len(setting[-1]) <= 90 else setting[-1][:87] + '...'}" if setting else source
+        from tracejudge.llm.redact_command import redact_option  # (the option as the run's recorded command shows it)
+
+        shown = redact_option(setting[-1]) if setting else ""
+        where = f"--set {shown if len(shown) <= 90 else shown[:87] + '...'}" if setting else source
         add = "set it to a list of metrics" if setting else "add a `metrics:` list"
         raise ConfigError(f"{where}: metrics: no metric configured, so nothing would be scored; {add}, "
                           "e.g. `metrics: [{type: ToolCalls}]`")

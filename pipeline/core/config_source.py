@@ -155,26 +155,32 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
     same value written in the file; so do the path keys inside a section set
     whole (`--set 'run={dir: ../runs/x}'`). Returns the key paths that were
     overridden, each with the option as typed (`--set key=value`, the value
-    cut to 80 characters; or `typed[override]` for an override a command-line
+    masked as the run's recorded command masks it and cut to 80 characters; or `typed[override]` for an override a command-line
     option stands for, e.g. `--shard 3/2`), for error messages. Raises `ConfigError` for an
-    override without `=` or one that walks into a non-mapping.
+    override without `=` or one that walks into a non-mapping; an error quotes
+    no value that the recorded command would mask (`redact_command.redact_option`).
     """
     import yaml
+
+    from tracejudge.llm.redact_command import redact_option  # (an error quotes an option as the run's recorded command shows it)
 
     touched: dict[tuple[str, ...], str] = {}
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+            raise ConfigError(f"--set {redact_option(item)!r}: expected KEY.PATH=VALUE")
         dotted, raw = item.split("=", 1)
         dotted = dotted.strip()
         if not dotted:
-            raise ConfigError(f"--set {item!r}: empty key path")
+            raise ConfigError(f"--set {redact_option(item)!r}: empty key path")
         try:
             # (`-`, standard input to many tools, is YAML for a list holding null: kept as typed, `validate_config` says why
             # it is no dataset)
             value = yaml.safe_load(raw) if raw.strip() not in ("", STDIN) else raw.strip()
         except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {dotted}: value {raw!r} is not valid YAML: {exc}") from None
+            shown = redact_option(item)
+            # (PyYAML's message quotes the value's text: only a value with nothing masked is quoted whole)
+            why = f"value {raw!r} is not valid YAML: {exc}" if shown == item else f"the value is not valid YAML ({_yaml_problem(exc)})"
+            raise ConfigError(f"--set {dotted if shown == item else shown}: {why}") from None
         key = _set_path(data, dotted, value)
         if key in _STDIN_KEYS and value == STDIN:
             pass
@@ -182,8 +188,16 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
             _set_path(data, dotted, str(_resolve(cwd / value)) if not Path(value).is_absolute() else value)
         else:  # a whole section (`--set 'run={dir: ../runs/x}'`): the path keys in it resolve as they would in the file
             _resolve_paths(data, cwd, under=key)
-        touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
+        shown = redact_option(item).split("=", 1)[1]
+        touched[key] = (typed or {}).get(item) or f"--set {dotted}={shown if len(shown) <= 80 else shown[:77] + '...'}"
     return touched
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """What PyYAML says is wrong and where in the value, without the value's text it quotes."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at column {mark.column + 1}" if mark is not None else ""
+    return f"{getattr(exc, 'problem', None) or type(exc).__name__}{where}"
 
 
 def _resolve_paths(data: dict[str, Any], base: Path, under: tuple[str, ...] = ()) -> None:
