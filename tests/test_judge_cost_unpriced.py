@@ -119,3 +119,14 @@ def test_a_run_whose_connections_were_all_refused_billed_nothing() -> None:
     refused = {"judge": {"requests": 6, "cache_hits": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "priced": False,
                          "model": "judge"}}
     assert spend_line(refused).endswith("0 input + 0 output tokens, $0.0000")
+
+
+def test_the_simulators_dollars_say_they_were_not_spent() -> None:
+    # The demo printed "$0.0954" after a run of the bundled simulator: money that looked spent.
+    from tracejudge.stages.reports.judge_lines import spend_line
+
+    simulated = {"judge": {"provider": "simulator", "model": "gpt-4o-mini", "requests": 200, "input_tokens": 494_174,
+                           "output_tokens": 35_509, "cost_usd": 0.095431, "priced": True}}
+    assert spend_line(simulated).endswith("output tokens, $0.0954 at gpt-4o-mini's prices (simulated: nothing was spent)")
+    hosted = {"judge": {**simulated["judge"], "provider": "openai"}}
+    assert spend_line(hosted).endswith("output tokens, $0.0954")

@@ -46,6 +46,8 @@ def spend_line(summary: dict[str, Any]) -> str:
         money = f"cost unknown ({'; '.join(why)})"
     else:
         money = _dollars(cost)
+        if j.get("provider") == "simulator" and cost:  # (what the demo's figure means: the simulator is free)
+            money += f" at {j.get('model')}'s prices (simulated: nothing was spent)"
     return (f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
             f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, {money}")
 
