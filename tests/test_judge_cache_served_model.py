@@ -316,3 +316,23 @@ def test_the_simulate_command_presents_weights_and_slots_a_swap_then_misses_the_
 
     bad = subprocess.run([sys.executable, "-m", "tracejudge", "simulate", "--serve-as", "gguf"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "SERVER:WEIGHTS" in bad.stderr
+
+
+def test_a_server_that_does_not_answer_at_all_is_not_said_to_withhold_its_weights(tmp_path, caplog):
+    # Nothing listens on the port: the warning said the server "does not say which weights it serves" (naming five
+    # endpoints it never reached), before the connection errors it was really about.
+    import socket
+
+    with socket.socket() as s:  # a loopback port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = cases(tmp_path / "c.jsonl", 1)
+    cfg = validate_config({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                           "judge": {"provider": "openai", "model": "m", "api_key_env": None, "base_url": f"http://127.0.0.1:{port}/v1",
+                                     "max_retry_wait_s": 0.5, "max_attempts": 1},
+                           "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}})
+    with pytest.raises(BaseException):  # (the run stops on the unreachable judge: what matters here is what it said first)
+        anyio.run(lambda: runner.run(cfg))
+    said = [r.getMessage() for r in caplog.records if "which weights it serves" in r.getMessage()]
+    assert said and all("does not say" not in m for m in said), said
+    assert any("did not answer when asked which weights it serves" in m and f"127.0.0.1:{port}" in m for m in said), said

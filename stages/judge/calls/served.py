@@ -137,11 +137,14 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
                     "those of the weights it served last; a weight swap since then would be answered from the cache",
                     url=where, model=cfg.model, served=served_model.describe(last))
         return last
+    if not got.answered:  # (nothing answered at all: no claim about what the server says, which it may never say)
+        log.warning("the judge server did not answer when asked which weights it serves (not running yet, not reachable, or "
+                    "not in time): until it does, its cached verdicts are keyed by the model name alone", url=where, model=cfg.model)
+        return None
     log.warning("the judge server does not say which weights it serves (none of llama.cpp's /props, Ollama's /api/tags, "
                 "vLLM's /v1/models root, LM Studio's /api/v0/models or TGI's /info identified them): its cached verdicts are "
                 "keyed by the model name alone, so weights swapped behind that name would be answered from the cache; after "
-                "a swap, clear the cache or use another cache.dir", url=where, model=cfg.model,
-                **({} if got.answered else {"why": "no answer (not running yet, or not in time)"}))
+                "a swap, clear the cache or use another cache.dir", url=where, model=cfg.model)
     return None
 
 
