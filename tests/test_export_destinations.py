@@ -99,3 +99,12 @@ def test_dev_null_is_not_an_existing_file_to_protect(run_dir: Path) -> None:
         got = export(run_dir.parent, str(run_dir), "--to", kind, os.devnull)
         assert got.returncode == 0, got.stderr
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_a_file_named_like_the_temporary_is_left_alone(run_dir: Path) -> None:
+    # The table was written to PATH.tmp and renamed onto PATH: a file of that name (the user's) was replaced, then gone.
+    work = run_dir.parent
+    (work / "v.csv.tmp").write_text("mine\n")
+    assert export(work, str(run_dir), "--to", "csv", "v.csv").returncode == 0
+    assert (work / "v.csv.tmp").read_text() == "mine\n" and (work / "v.csv").read_text().startswith("case_id,")
+    assert not [p for p in work.iterdir() if p.name.startswith(".v.csv")]  # no temporary of its own left either

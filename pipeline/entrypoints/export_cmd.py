@@ -72,25 +72,19 @@ def _check_path(kind: str, path: Path, runs: list[Path], force: bool) -> None:
     """
     if str(path) == "-" and kind == "parquet":
         raise TracejudgeError("--to parquet -: Parquet is binary and is not written to stdout; give a file (or --to csv - for stdout)")
-    if str(path) == "-":
-        return
-    where = path.resolve()
-    for run in runs:
-        if run.resolve() in where.parents or where == run.resolve():
-            # --force never reaches here: replacing results.jsonl or manifest.json with a table would corrupt the run.
-            raise TracejudgeError(f"--to {kind} {path}: lies in the run {run}, which export only reads; give a path outside it")
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        mode = None
-    if mode is not None and stat.S_ISSOCK(mode):
-        raise TracejudgeError(f"--to {kind} {path}: is a socket; give a file, a FIFO or a device")
-    if mode is not None and stat.S_ISFIFO(mode) and kind == "parquet":
+    from tracejudge.core.destination import check
+
+    check(path, f"--to {kind}", "export", force=force, runs=runs, runs_are="which export only reads")
+    if str(path) != "-" and kind == "parquet" and stat.S_ISFIFO(_mode(path)):
         # pyarrow's Parquet writer seeks, which a FIFO cannot do: it would fail half-way with the reader waiting.
         raise TracejudgeError(f"--to parquet {path}: is a FIFO, and Parquet needs a seekable file; give a file (or --to csv)")
-    # Only a regular file is protected: a device or FIFO is written into (see `table._replacing`).
-    if mode is not None and stat.S_ISREG(mode) and not force:
-        raise TracejudgeError(f"--to {kind} {path}: exists; give another path, or --force to overwrite it")
+
+
+def _mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return 0
 
 
 def _tally_line(tally: dict[str, int], what: str, url: str | None) -> str:

@@ -29,18 +29,14 @@ stays flat whatever the size of the run.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import errno
 import json
-import os
-import re
-import stat
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from tracejudge.core.destination import replacing
 from tracejudge.engine import store
 from tracejudge.stages.export import require
 
@@ -121,44 +117,6 @@ def _columns(with_run: bool) -> list[str]:
     return COLUMNS if with_run else COLUMNS[1:]
 
 
-def _special(path: Path) -> bool:
-    """Whether `path` (followed through symlinks) exists and is neither a regular file nor a directory."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-@contextlib.contextmanager
-def _replacing(path: Path) -> Iterator[Path]:
-    """A temporary file beside `path` to write, moved onto `path` when the block ends (`path` itself if a device or FIFO).
-
-    The temporary is the writer's business: an `OSError` (a missing folder, a directory, no permission,
-    a full disk) is raised again naming `path`, the file the user asked for, and the temporary is removed.
-    """
-    if _special(path):
-        # A device or FIFO is written into as it is: replacing it would put a regular file in its place.
-        yield path
-        return
-    # A symlink is followed: its target is replaced and the link stays.
-    real = Path(os.path.realpath(path)) if path.is_symlink() else path
-    tmp = real.with_name(real.name + ".tmp")
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        yield tmp
-        tmp.replace(real)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        # pyarrow's errors carry the code only in their text ("... Detail: [errno 2] No such file or directory").
-        code = exc.errno or next((int(m.group(1)) for m in [re.search(r"\[errno (\d+)\]", str(exc))] if m), None)
-        if code is None:
-            raise OSError(f"{path}: {str(exc).replace(str(tmp), str(path))}") from None
-        raise OSError(code, os.strerror(code), str(path)) from None
-
-
 def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
     """Write every row of `run_dirs` to the Parquet file `path` (replaced atomically); returns the row count.
 
@@ -174,7 +132,7 @@ def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
     names = _columns(len(run_dirs) > 1)
     schema = pa.schema([(n, fields[n]) for n in names])
     count = 0
-    with _replacing(path) as tmp, pq.ParquetWriter(str(tmp), schema) as writer:  # type: ignore[attr-defined]
+    with replacing(path) as tmp, pq.ParquetWriter(str(tmp), schema) as writer:  # type: ignore[attr-defined]
         for batch in _batches(run_dirs):
             writer.write_table(pa.Table.from_pylist([{n: r[n] for n in names} for r in batch], schema=schema))  # type: ignore[attr-defined]
             count += len(batch)
@@ -190,7 +148,7 @@ def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
     8601, null is the empty field; a text cell starting with `=`, `+`, `-`, `@`, a
     tab or a carriage return starts with `'` (`csv_cell`).
     """
-    with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
         return write_csv_to(run_dirs, fh)
 
 
