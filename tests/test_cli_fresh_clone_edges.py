@@ -56,7 +56,7 @@ def test_extract_exits_1_when_a_record_is_invalid_and_0_when_none_is(tmp_path: P
     assert bad.returncode == 1 and "cases.jsonl:2" in bad.stderr and "1 record was invalid" in bad.stderr
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1  # the valid case is still written
     write_dataset(data, [native_case("a", ["x"], ["x"])])
-    assert _tj("extract", str(cfg), "-o", "out.jsonl", cwd=tmp_path).returncode == 0
+    assert _tj("extract", str(cfg), "-o", "out.jsonl", "--force", cwd=tmp_path).returncode == 0  # (replacing the first)
 
 
 def test_shard_with_run_dir_writes_that_directory_as_given(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def _extract(tmp: Path, fmt: str, records: list[dict]) -> list[dict]:
     cfg = tmp / "cfg.json"
     cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": fmt}, "metrics": [{"type": "ToolCorrectness"}], "run": {"dir": str(tmp / "run")}}))
     out = tmp / "cases.jsonl"
-    proc = subprocess.run([EXE, "extract", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([EXE, "extract", str(cfg), "-o", str(out), "--force"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in out.read_text().splitlines()]
 

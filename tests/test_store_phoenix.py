@@ -267,7 +267,7 @@ def test_extract_with_start_last_run_reads_what_the_next_run_would(server, tmp_p
     assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
     before = sorted(p.name for p in (tmp_path / "run").iterdir())
     later = _load(url, "failing", project="lastrun")
-    assert main(["extract", str(cfg), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert main(["extract", str(cfg), "-o", str(out), "--force"]) == 0, capsys.readouterr().err
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == later
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
 

@@ -113,7 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "the exit status is then 1 (0 when every record is valid).",
                          **_examples("tracejudge extract configs/demo.yaml -o cases.jsonl", "tracejudge extract my.yaml -o - | head -1"))
     ext.add_argument("config", type=Path, help=_CONFIG_HELP)
-    ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
+    ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout); replaced only once "
+                     "the extract has finished, so an interrupted or failed one leaves it as it was")
+    ext.add_argument("--force", action="store_true", help="overwrite OUTPUT if it exists (never the config or a dataset file "
+                     "it reads, nor a file in a run directory)")
     ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
     est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call",
