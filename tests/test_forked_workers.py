@@ -155,6 +155,7 @@ def test_a_killed_forked_worker_is_replaced_by_one_worker_not_added_to(tmp_path)
         time.sleep(0.01)
     _, err = proc.communicate(timeout=240)
     assert killed is not None and proc.returncode == 0, err
-    assert "tried once more in a fresh worker" in err
+    # (No assertion that a chunk was retried: on a busy machine the worker may be killed between two chunks, holding
+    # none; the retry of a chunk in flight is the test above's.)
     assert 1 <= len(most) <= 2, f"{len(most)} workers alive at once after the kill: {most}"
     assert len(_lines(tmp_path / "two" / "results.jsonl")) == N
