@@ -154,3 +154,17 @@ def test_a_removed_dataset_warns_only_when_something_read_differs_from_what_it_h
         got += list(reader)
         said = [r for r in caplog.records if getattr(r, "tracejudge_event", "").startswith("the dataset changed while the run read it")]
         assert (len(got), len(said)) == (20, warned)
+
+
+def test_the_refusal_of_a_changed_dataset_says_a_fixed_invalid_record_needs_fresh(tmp_path: Path) -> None:
+    # A user fixed the one bad line and resumed with --force, as the refusal offered: the case stayed invalid_input
+    # (never retried), and nothing had said that only --fresh reads it again.
+    good = '{"id": "a", "expected_tool_calls": [{"name": "x"}], "trace": {"steps": [{"tool_calls": [{"name": "x"}]}]}}'
+    data = tmp_path / "d.jsonl"
+    data.write_text(good + '\n{"id": "b", "trace": {"steps": [], "bogus": 1}}\n')
+    (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\nassertions: {max_invalid_share: 0.6}\n")
+    tj = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"]
+    assert subprocess.run(tj, cwd=tmp_path, capture_output=True, timeout=120).returncode == 0
+    data.write_text(good + '\n{"id": "b", "trace": {"steps": []}}\n')
+    refused = subprocess.run(tj, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "an invalid_input one too: a record fixed since is read again only with --fresh" in refused.stderr, refused.stderr

@@ -334,7 +334,8 @@ def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force:
     return changes
 
 
-CLI_OPTIONS = "Run with --force to resume anyway (results already there are kept), or with --fresh to start over in a new run directory."
+CLI_OPTIONS = ("Run with --force to resume anyway (results already there are kept, an invalid_input one too: a record fixed "
+               "since is read again only with --fresh), or with --fresh to start over in a new run directory.")
 
 
 def refusal(run_dir: Path, changes: list[str], options: str = CLI_OPTIONS) -> ManifestMismatch:
