@@ -105,15 +105,10 @@ def read(span: Span) -> View | None:
 
 
 def _agent_name(span: Span) -> str:
-    """The name of the agent an AGENT span ran: the `name` MLflow recorded of the agent object, else the span's name.
-
-    Autologs that wrap a framework's agent class record the instance's public attributes on its span (pydantic-ai's
-    `Agent`, smolagents' agents), `name` among them when the application named the agent; the span itself is named
-    after the method (`Agent.run`, `Agent.run_sync`, `ToolCallingAgent.run`), which names no agent. A sub-agent run
-    inside a tool call would otherwise be labelled `Agent.run` in `nested_steps` and the judge's prompt.
-    """
-    name = unjson(span.attrs.get("name", MISSING))
-    return name if isinstance(name, str) and name.strip() else span.name
+    """The name of the agent an AGENT span ran: the one MLflow recorded of the agent object
+    (`mlflow_smolagents.recorded_name`), else the span's name. A sub-agent run inside a tool call would otherwise be
+    labelled `Agent.run` in `nested_steps` and the judge's prompt."""
+    return mlflow_smolagents.recorded_name(span) or span.name
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:

@@ -40,7 +40,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["adjust", "agent_run", "code_run", "managed_calls", "managed_run", "tool_call", "unrecorded_usage"]
+__all__ = ["adjust", "agent_run", "code_run", "managed_calls", "managed_run", "recorded_name", "tool_call", "unrecorded_usage"]
 
 _CALL = ".__call__"
 _FINAL = "FinalAnswerTool"
@@ -102,11 +102,21 @@ def agent_run(span: Span) -> bool:
             and "step_number" in span.attrs)
 
 
+def recorded_name(span: Span) -> str | None:
+    """The `name` MLflow recorded of the agent object an AGENT span ran, or None.
+
+    Autologs that wrap a framework's agent class record the instance's public attributes on its span (pydantic-ai's
+    `Agent`, smolagents' agents), `name` among them when the application named the agent; the span itself is named
+    after the method (`Agent.run`, `ToolCallingAgent.run`), which names no agent.
+    """
+    name = unjson(span.attrs.get("name"))
+    return name if isinstance(name, str) and name.strip() else None
+
+
 def managed_run(span: Span) -> bool:
     """Whether `span` can be a managed agent's run MLflow recorded (`agent_run`, the agent named: smolagents runs a managed
     agent only by its `name`)."""
-    named = unjson(span.attrs.get("name"))
-    return agent_run(span) and isinstance(named, str) and bool(named)
+    return agent_run(span) and recorded_name(span) is not None
 
 
 def managed_calls(spans: list[Span], views: dict[str, View]) -> None:
@@ -117,8 +127,7 @@ def managed_calls(spans: list[Span], views: dict[str, View]) -> None:
         v = views[span.span_id]
         if v.role != "agent" or not _inside(span, runs, index):
             continue
-        named = unjson(span.attrs.get("name"))
-        name = named if isinstance(named, str) and named else span.name[: -len(".run")]
+        name = recorded_name(span) or span.name[: -len(".run")]
         given = unjson(span.attrs.get("mlflow.spanInputs"))
         task = given.get("task") if isinstance(given, dict) else None
         views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
