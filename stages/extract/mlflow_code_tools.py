@@ -11,8 +11,10 @@ it in time: its span goes into that trace, under that span, and its own line is 
 holds, or that two runs running at once both hold, stays a case of its own; so does one whose run is in a session (read
 with its session's traces, `conversation_groups`). A managed agent the code calls runs in that thread too: its run is a
 trace of its own (`mlflow_smolagents.managed_run` at its root, its tools under it), joined the same way, whole, and then
-read as the call that ran it (`mlflow_smolagents.managed_calls`). Format `otel` joins the same spans read over OTLP
-(`otel.strays`).
+read as the call that ran it (`mlflow_smolagents.managed_calls`). A managed agent that is itself a `CodeAgent` runs its own
+code in a worker thread of its own: its calls are traces of their own, held in time by its run and by the manager's; each
+joins the innermost (the managed run, which joins the manager's with them). Format `otel` joins the same spans read over
+OTLP (`otel.strays`).
 
 `ListedRuns` does the same for traces listed oldest first by a server (format `mlflow-server`): a run's trace is held
 until a trace that began after the run ended is listed (no call of the run can come after it), the calls listed
@@ -56,20 +58,45 @@ def joined(dataset: Any, records: Iterator[RawRecord], session_key: str) -> Iter
                 runs[(raw.file, raw.line)] = (span, start, end)
             else:
                 calls.append(((raw.file, raw.line), record, start, end))
-    held: dict[tuple[str, int], list[dict[str, Any]]] = {}  # a run's place: the calls' traces it holds
-    gone: set[tuple[str, int]] = set()  # the places of those calls
-    for place, record, start, end in calls:
-        holders = [at for at, (_, s, e) in runs.items() if s <= start and end <= e and at != place]
-        if len(holders) == 1:
-            held.setdefault(holders[0], []).append(record)
-            gone.add(place)
+    held: dict[tuple[str, int], list[tuple[str, int]]] = {}  # a run's place: the places of the calls' traces it holds
+    traces = {place: record for place, record, _, _ in calls}
+    for place, _, start, end in calls:
+        holder = _innermost([at for at, (_, s, e) in runs.items() if s <= start and end <= e and at != place], runs, traces)
+        if holder is not None:
+            held.setdefault(holder, []).append(place)
+    gone = {place for places in held.values() for place in places}  # the places of the calls joined to a run
     for raw in records:
         place = (raw.file, raw.line)
         if place in gone:
             continue
         if place in held and isinstance(raw.payload, JsonLine) and (record := _decoded(raw.payload.data)) is not None:
-            raw.payload = JsonLine(with_calls(record, runs[place][0], held[place]), raw.payload.default_id)
+            raw.payload = JsonLine(json.dumps(_nested(place, record, runs, held, traces, set())).encode(), raw.payload.default_id)
         yield raw
+
+
+def _innermost(holders: list[tuple[str, int]], runs: dict[tuple[str, int], tuple[dict[str, Any], int, int]],
+               traces: dict[tuple[str, int], dict[str, Any]]) -> tuple[str, int] | None:
+    """The run of `holders` (places of runs holding a call in time) the call is joined to: the only one, or the one inside
+    all the others when each of those is a managed `CodeAgent`'s run joined to the one around it (its place in `traces`:
+    a managed agent's code loses MLflow's context too, so its run and its calls are each a trace, all inside the
+    manager's run). Two runs at once that are not a manager and the agent it runs: None, whose the call is is unknown."""
+    if len(holders) <= 1:
+        return holders[0] if holders else None
+    by_length = sorted(holders, key=lambda at: runs[at][2] - runs[at][1])
+    for inner, outer in zip(by_length, by_length[1:]):
+        if inner not in traces or not (runs[outer][1] <= runs[inner][1] and runs[inner][2] <= runs[outer][2]):
+            return None
+    return by_length[0]
+
+
+def _nested(place: tuple[str, int], record: dict[str, Any], runs: dict[tuple[str, int], tuple[dict[str, Any], int, int]],
+            held: dict[tuple[str, int], list[tuple[str, int]]], traces: dict[tuple[str, int], dict[str, Any]],
+            seen: set[tuple[str, int]]) -> dict[str, Any]:
+    """`record` (the trace at `place`) with the traces its run holds added, each with those its own run holds (a managed
+    `CodeAgent`'s calls inside its run, inside the manager's); `seen` stops a loop (two runs of the same times)."""
+    seen.add(place)
+    inner = [_nested(at, traces[at], runs, held, traces, seen) for at in held.get(place, []) if at not in seen]
+    return json.loads(with_calls(record, runs[place][0], inner)) if inner and place in runs else record
 
 
 def code_parts(record: dict[str, Any], session_key: str) -> list[tuple[str, dict[str, Any], int, int]]:
@@ -82,9 +109,8 @@ def code_parts(record: dict[str, Any], session_key: str) -> list[tuple[str, dict
     spans = [s for s in record["data"]["spans"] if isinstance(s, dict)]
     found = []
     for span in spans:
-        kind = _kind(span, len(spans))
         start, end = nanos(span.get("start_time_unix_nano", span.get("start_time"))), nanos(span.get("end_time_unix_nano", span.get("end_time")))
-        if kind is not None and start is not None and end is not None:
+        for kind in _kinds(span, len(spans)) if start is not None and end is not None else ():
             found.append((kind, {k: v for k, v in span.items() if k != "attributes"} if kind == "run" else span, start, end))
     return found
 
@@ -150,17 +176,17 @@ def _session(record: dict[str, Any], key: str) -> bool:
     return isinstance(meta, dict) and bool(meta.get(key))
 
 
-def _kind(span: dict[str, Any], count: int) -> str | None:
-    """`run` for a `CodeAgent.run` span, `call` for the one span of a trace that is a smolagents tool call, or for the root
-    span of a managed agent's run (its trace joins whole), else None."""
+def _kinds(span: dict[str, Any], count: int) -> tuple[str, ...]:
+    """`("run",)` for a `CodeAgent.run` span, `("call",)` for the one span of a trace that is a smolagents tool call, or for
+    the root span of a managed agent's run (its trace joins whole), both for the root of a managed `CodeAgent`'s run (it
+    holds its code's calls and joins its manager's run), else `()`."""
     attrs = span.get("attributes")
     if not isinstance(attrs, dict):
-        return None
+        return ()
     view = native_span("", "", None, span.get("name"), 0, 0, attrs)
-    if code_run(view):
-        return "run"
     root = not (span.get("parent_span_id") or span.get("parent_id"))
-    return "call" if root and ((count == 1 and tool_call(view)) or managed_run(view)) else None
+    call = root and ((count == 1 and tool_call(view)) or managed_run(view))
+    return ("run",) * code_run(view) + ("call",) * bool(call)
 
 
 def with_calls(record: dict[str, Any], run: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:

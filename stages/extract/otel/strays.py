@@ -23,7 +23,10 @@ code calls is a trace of its own too; MLflow records no model request of the run
 call by name anyway. Such a tool trace (`mlflow_smolagents.tool_call`) joins the trace whose `CodeAgent` run
 (`mlflow_smolagents.code_run`) holds it in time, when exactly one does (two runs at once: it stays apart). So does a
 managed agent the code calls: its run (`mlflow_smolagents.managed_run`, the root of a trace of its own, its tools under
-it) joins the same way, and is then read as the manager's call that ran it (`mlflow_smolagents.managed_calls`).
+it) joins the same way, and is then read as the manager's call that ran it (`mlflow_smolagents.managed_calls`). A
+managed agent that is itself a `CodeAgent` loses the context in its own code's thread: its calls hang from its run (the
+innermost run holding them), read as calls inside the manager's call that ran it; managed runs join first, so their
+calls find them in the host whatever the order of the traces.
 """
 
 from __future__ import annotations
@@ -76,11 +79,18 @@ def _code_holds(host: Group, span: Span) -> bool:
 
 
 def _holder(host: Group, span: Span) -> Span:
-    """The innermost span of `host` (not a model request or a tool) whose time holds `span`; when none does, the root
-    that started last before it (a loop joined from one trace per request: the request whose round the call ran in,
-    not the first turn's), else the first root."""
+    """The innermost span of `host` (not a model request or a tool, except a managed `CodeAgent`'s run, read as its
+    manager's call: its code's calls are traces of their own too) whose time holds `span`, when the spans holding it
+    nest (two managed runs at once that both hold it: the innermost span holding both); when none does, the root that
+    started last before it (a loop joined from one trace per request: the request whose round the call ran in, not
+    the first turn's), else the first root."""
     views = group_views(host)
-    around = [s for s in host.spans if s.start <= span.start and span.end <= s.end and views[s.span_id].role not in ("model", "tool")]
+    around = [s for s in host.spans if s.start <= span.start and span.end <= s.end
+              and (views[s.span_id].role not in ("model", "tool") or code_run(s))]
+    inner = [s for s in around if all(o.start <= s.start and s.end <= o.end for o in around)]
+    outer = [s for s in around if all(s.start <= o.start and o.end <= s.end for o in around)]
+    if inner or outer:
+        return min(inner or outer, key=lambda s: s.end - s.start)
     if around:
         return min(around, key=lambda s: s.end - s.start)
     ids = {s.span_id for s in host.spans}
@@ -103,9 +113,9 @@ def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
         return
     hosts = [g for g in groups if id(g) not in strays and g.spans]
     joined: set[int] = set()
-    for group in groups:
-        if id(group) not in strays:
-            continue
+    # managed runs first, the outer before the inner: a managed `CodeAgent`'s code's calls then find its run in the host
+    order = sorted((g for g in groups if id(g) in strays), key=lambda g: (strays[id(g)][1] is not None, strays[id(g)][0].start))
+    for group in order:
         root, view = strays[id(group)]
         args = MISSING if view is None or (view.args_wrapped and not isinstance(view.args, dict)) else view.args
         fits = [h for h in hosts if min(s.start for s in h.spans) <= root.start and root.end <= max(s.end for s in h.spans)

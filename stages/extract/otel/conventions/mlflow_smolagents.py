@@ -30,7 +30,8 @@ run only for a managed agent) — as the call that ran it, as the OpenInference 
 tool name the agent's name, arguments the `task` as recorded, result the agent's answer (the manager got it inside
 smolagents' report template, which MLflow does not record), its error the run's; the tools it ran are then calls inside it.
 Under a `CodeAgent` manager the managed agent runs in the code's worker thread, so its run is a trace of its own, as the
-code's tool calls are; it joins the manager's trace as they do (`managed_run`).
+code's tool calls are; it joins the manager's trace as they do (`managed_run`). A managed `CodeAgent`'s own code's calls
+are traces of their own too, under either manager: they join its run, not the manager's (`strays`, `mlflow_code_tools`).
 """
 
 from __future__ import annotations
