@@ -114,8 +114,11 @@ def test_smolagents_managed_agents_are_calls_of_their_manager(name: str, fmt: st
     assert want["traces"] == (4 if name.endswith("-code") else 1)  # (the code's `final_answer` too is a trace of its own)
     assert case.input == want["input"] and case.trace.output == want["output"]
     got = calls(case)
+    # the result is what the call returned to the manager: smolagents' report around the answer (its template, recorded
+    # on the run's span, filled in as smolagents fills it)
     assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in got[:2]] == [
-        (m["name"], {"task": m["task"]}, m["answer"], None) for m in want["managed"]]
+        (m["name"], {"task": m["task"]}, f"Here is the final answer from your managed agent '{m['name']}':\n{m['answer']}", None)
+        for m in want["managed"]]
     assert [(c["arguments"], c["result"], c["error"]) for c in got[2:]] == [(c["arguments"], c["result"], None) for c in want["calls"]]
     assert case.metadata["nested_steps"] == [{"step": 1, "call": 0, "agent": "researcher"}, {"step": 2, "call": 1, "agent": "clock"}]
     text = render_steps(case.trace.steps, nested=nested_steps(case))

@@ -11,20 +11,34 @@ and the managed run. What was wrong before:
   own (its task read as a user's question), its `get_weather` call alone and its `final_answer` alone: a call held by two runs
   was left apart, and the managed run, being a `CodeAgent` run, was never joined to its manager;
 - format `otel`, either manager: one case, but `get_weather` read as the manager's own call, not inside the `researcher`
-  call (no `nested_steps`).
+  call (no `nested_steps`);
+- the `researcher` call's result was the agent's bare answer, while the call returned smolagents' report around it
+  ("Here is the final answer from your managed agent 'researcher':\n…", what the manager's step observed); MLflow records
+  the text of neither, but the run's span records the agent's report template, name and answer;
+- a managed run that raised (no output recorded) made both formats fail on a `NameError`: format `otel` the whole file.
 """
 
 from __future__ import annotations
 
+from importlib.resources import files
 from typing import Any
 
 import pytest
+import yaml
 from _mlflow_smolagents import FORMATS, MlflowSmolagents
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 
 RECORDINGS = MlflowSmolagents("mlflow-smolagents-managed")
 truth, read = RECORDINGS.truth, RECORDINGS.read
+
+
+def report(name: str, answer: str) -> str:
+    """What smolagents' `MultiStepAgent.__call__` returns to the manager: its default report template, filled by smolagents."""
+    from smolagents.agents import populate_template
+
+    template = yaml.safe_load(files("smolagents.prompts").joinpath("code_agent.yaml").read_text())["managed_agent"]["report"]
+    return populate_template(template, variables={"name": name, "final_answer": answer})
 
 
 def calls(case: Case) -> list[tuple[Any, ...]]:
@@ -42,8 +56,10 @@ def test_a_managed_code_agents_run_is_its_managers_call(name: str, fmt: str, ext
     managed = want["managed"]
     (time, weather) = want["calls"]
     # (MLflow records a `@tool` function's call as its class, `SimpleTool`, and no tool name)
+    returned = report(managed["name"], managed["answer"])
+    assert returned in want["observations"][0]  # (what the manager's step observed)
     assert [c[1:] for c in calls(case)] == [(time["arguments"], time["result"], None),
-                                            ({"task": managed["task"]}, managed["answer"], None),
+                                            ({"task": managed["task"]}, returned, None),
                                             (weather["arguments"], weather["result"], None)]
     assert calls(case)[1][0] == managed["name"]
     # the managed agent's call is inside its run's call, labelled with the agent
@@ -52,3 +68,17 @@ def test_a_managed_code_agents_run_is_its_managers_call(name: str, fmt: str, ext
     assert "[sub-agent researcher, inside call 2: researcher]\n call 3: SimpleTool({city:Paris})" in text
     usage = case.trace.usage
     assert (usage.input_tokens, usage.output_tokens, usage.requests) == (None, None, None)  # (MLflow kept no model request)
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+def test_a_managed_run_that_raised_is_a_failed_call(fmt: str, ext: str) -> None:
+    """The researcher's model is unreachable: its run raised (MLflow records its exception and no output) and the manager's
+    step failed with it, then the manager answered."""
+    want = truth("tool-manager-fails")
+    assert want["managed"]["answer"] is None and [e["type"] for e in want["step_errors"]] == ["AgentToolExecutionError"]
+    (case,) = read("tool-manager-fails", fmt, ext)
+    assert case.trace is not None and case.trace.output == want["output"]
+    (time, managed) = case.trace.tool_calls()
+    assert (time.arguments, time.result, time.error) == (want["calls"][0]["arguments"], want["calls"][0]["result"], None)
+    assert (managed.name, managed.arguments, managed.result) == ("researcher", {"task": want["managed"]["task"]}, None)
+    assert managed.error is not None and managed.error.startswith("AgentGenerationError: Error in generating model output")

@@ -16,7 +16,9 @@ the managed agent's name, the task smolagents gave it and its answer (`managed`)
   (smolagents runs the two at once, in threads); the researcher's code calls `get_weather("Paris")` and prints it, its
   next code calls `final_answer`; the manager then calls `final_answer`;
 - `code-manager`: the same with a `CodeAgent` manager, whose code calls `get_time()` and `researcher(task=…)` and prints
-  both, then `final_answer(…)`.
+  both, then `final_answer(…)`;
+- `tool-manager-fails`: `tool-manager` whose researcher's model is unreachable (a closed loopback port): its run raises
+  `AgentGenerationError`, which the manager's step records as its call's failure; the manager then answers.
 
 A `CodeAgent` runs its model's code in a worker thread where MLflow loses its span context: each tool the code calls,
 and a managed agent's run the manager's code makes, is a trace of its own.
@@ -24,6 +26,7 @@ and a managed agent's run the manager's code makes, is a trace of its own.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -56,7 +59,7 @@ def _script(body: dict[str, Any]) -> dict[str, Any]:
     if not body.get("tools"):
         return text_reply(f'Thought: ask.\n<code>\nt = get_time()\nw = researcher(task="{TASK}")\nprint(t, w)\n</code>') if done == 0 \
             else final_reply(ANSWER)
-    if done == 0:
+    if done == 0 and "Error executing request to team member" not in json.dumps(body["messages"]):  # (a failed step: answer)
         return calls_reply(call("call_m1", "get_time", {}), call("call_m2", "researcher", {"task": TASK}))
     return calls_reply(call("call_m3", "final_answer", {"answer": ANSWER}))
 
@@ -78,19 +81,22 @@ def record(out: Path, name: str) -> dict[str, Any]:
             return "12:00Z"
 
         model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
-        researcher = CodeAgent(tools=[weather_tool(WEATHER, calls)], model=model, max_steps=3, verbosity_level=0, name="researcher",
+        unreachable = OpenAIServerModel(model_id=MODEL, api_base="http://127.0.0.1:9/v1", api_key="sk-fake", client_kwargs={"max_retries": 0})
+        researcher = CodeAgent(tools=[weather_tool(WEATHER, calls)], model=unreachable if name.endswith("-fails") else model, max_steps=3, verbosity_level=0, name="researcher",
                                description="Finds the weather.")
-        kind = CodeAgent if name == "code-manager" else ToolCallingAgent
+        kind = CodeAgent if name.startswith("code-") else ToolCallingAgent
         manager = kind(tools=[get_time], model=model, max_steps=3, verbosity_level=0, managed_agents=[researcher])
         answer = manager.run(QUESTION)
         steps = manager.memory.get_full_steps()
-        managed = {"name": researcher.name, "task": researcher.task, "answer": researcher.memory.steps[-1].action_output}
+        last = researcher.memory.steps[-1]
+        managed = {"name": researcher.name, "task": researcher.task, "answer": getattr(last, "action_output", None)}
         truth = {"input": QUESTION, "output": answer, "calls": calls, "managed": managed, "requests": fake.n,
-                 "observations": [s.get("observations") for s in steps if "observations" in s]}
+                 "observations": [s.get("observations") for s in steps if "observations" in s],
+                 "step_errors": [s["error"] for s in steps if isinstance(s.get("error"), dict)]}
         return _write(out, name, mlflow, fake, store, truth)
 
 
-SCENARIOS = ("tool-manager", "code-manager")
+SCENARIOS = ("tool-manager", "code-manager", "tool-manager-fails")
 
 
 def main(argv: list[str]) -> int:

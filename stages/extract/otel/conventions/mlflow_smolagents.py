@@ -27,8 +27,13 @@ smolagents runs it inside the manager's step; MLflow records no TOOL span for th
 around the manager's task) and its answer. Read as an agent run, the call was nowhere and the tools the managed agent
 ran read as the manager's own calls. `managed_calls` reads such a run — an agent run inside another (smolagents nests a
 run only for a managed agent) — as the call that ran it, as the OpenInference reader does (`conventions.smolagents`):
-tool name the agent's name, arguments the `task` as recorded, result the agent's answer (the manager got it inside
-smolagents' report template, which MLflow does not record), its error the run's; the tools it ran are then calls inside it.
+tool name the agent's name, arguments the `task` as recorded, its error the run's; the tools it ran are then calls inside
+it. Its result is what the call returned to the manager: smolagents' report around the agent's answer (`MultiStepAgent.
+__call__`: the agent's `managed_agent.report` prompt template, "Here is the final answer from your managed agent
+'{{name}}':\n{{final_answer}}", filled in). MLflow records that text nowhere (no model request, no step), but it records
+what it is made of on the run's span: the agent's `prompt_templates` (Python text), `name`, `provide_run_summary` and the
+answer. So the report is filled in from them (`_report`) when the template fills only `name` and `final_answer` and no
+run summary was added (its text is not recorded); otherwise the result is the agent's answer, as recorded.
 Under a `CodeAgent` manager the managed agent runs in the code's worker thread, so its run is a trace of its own, as the
 code's tool calls are; it joins the manager's trace as they do (`managed_run`). A managed `CodeAgent`'s own code's calls
 are traces of their own too, under either manager: they join its run, not the manager's (`strays`, `mlflow_code_tools`).
@@ -36,10 +41,12 @@ are traces of their own too, under either manager: they join its run, not the ma
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, unjson
+from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
 __all__ = ["adjust", "agent_run", "code_run", "managed_calls", "managed_run", "recorded_name", "tool_call", "unrecorded_usage"]
 
@@ -133,7 +140,24 @@ def managed_calls(spans: list[Span], views: dict[str, View]) -> None:
         task = given.get("task") if isinstance(given, dict) else None
         views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
                                    args={"task": task} if isinstance(task, str) else MISSING,
-                                   result=v.answer if v.answer is not None else MISSING)
+                                   result=_report(span, recorded_name(span), v.answer) if v.answer is not None else MISSING)
+
+
+_FILLED = re.compile(r"\{\{\s*(name|final_answer)\s*\}\}")
+
+
+def _report(span: Span, name: str | None, answer: Any) -> Any:
+    """What a managed agent's run returned to its manager (module docstring): its `managed_agent.report` template filled
+    with `name` and `answer` as smolagents' `populate_template` (Jinja2) fills it, else `answer` as it is."""
+    templates = python_literal(unjson(span.attrs.get("prompt_templates")))
+    managed = templates.get("managed_agent") if isinstance(templates, dict) else None
+    template = managed.get("report") if isinstance(managed, dict) else None
+    if name is None or not isinstance(template, str) or not isinstance(answer, str) or unjson(span.attrs.get("provide_run_summary")) != "False":
+        return answer
+    if any(mark in _FILLED.sub("", template) for mark in ("{{", "{%", "{#")):
+        return answer  # (other Jinja than the two names: not filled in here)
+    filled = _FILLED.sub(lambda m: name if m.group(1) == "name" else answer, template)
+    return filled[:-1] if template.endswith("\n") else filled  # (Jinja drops one newline ending a template)
 
 
 def _inside(span: Span, runs: dict[str, Span], index: dict[str, Span]) -> bool:
