@@ -64,3 +64,11 @@ def test_the_command_leaving_the_subgraph_is_no_error(name: str, file: str, fmt:
     assert case.input == want["asked"] and case.trace.usage.requests == want["requests"]
     assert [s.error for s in case.trace.steps] == [None] * want["requests"]
     assert not (case.metadata.get("mlflow") or {}).get("errors")
+
+
+@pytest.mark.parametrize("name, file, fmt", READINGS, ids=[f"{f}:{fmt}" for _, f, fmt in READINGS])
+def test_the_named_agent_node_is_an_agent_of_the_turn(name: str, file: str, fmt: str) -> None:
+    # node `triage` runs `create_react_agent(..., name="triage")`: OpenLLMetry's `invoke_agent triage` span names it, the
+    # other instrumentations only the graph's chain span `triage` (node `weather` is a function: no agent). They listed none.
+    agents = extract(file, fmt).metadata["otel"]["turns"][0]["agents"]
+    assert [a for a in agents if a != "LangGraph"] == ["triage"]  # (OpenLLMetry's span of the unnamed parent graph: `invoke_agent LangGraph`)

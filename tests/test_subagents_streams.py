@@ -152,6 +152,8 @@ def test_a_named_agent_a_tool_ran_labels_its_steps_where_only_its_graphs_span_na
     usage = case.trace.usage
     assert usage is not None and (usage.input_tokens, usage.output_tokens, usage.requests) == (615, 75, 6) == tuple(
         outcome(scenario)[k] for k in ("input_tokens", "output_tokens", "requests"))
+    # the supervisor and the researcher are the turn's agents, as OpenLLMetry's `invoke_agent` spans say (they listed none)
+    assert case.metadata["otel"]["turns"][0]["agents"] == ["researcher", "supervisor"]
 
 
 @pytest.mark.parametrize(("name", "fmt"), NAMED)
@@ -162,6 +164,7 @@ def test_a_graph_left_unnamed_names_no_agent(name: str, fmt: str, tmp_path: Path
     case = only_case(unnamed, fmt)
     assert case.metadata["nested_steps"] == [{"step": s, "call": c} for s, c in ((1, 0), (2, 0), (3, 1), (4, 1))]
     assert "[sub-agent, inside call 2: ask_researcher]" in render_steps(case.trace.steps, nested=nested_steps(case))  # type: ignore[union-attr]
+    assert case.metadata["otel"]["turns"][0]["agents"] == ["supervisor"]
 
 
 # --- 2. tokens some requests did not record are unknown, not the others' sum -----------------------------------

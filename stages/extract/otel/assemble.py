@@ -120,7 +120,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     anchors: dict[str, Span] = {}
     agents = [s for s in group.spans if role[s.span_id] == "agent"]
     root_chains = [s for s in group.spans if role[s.span_id] == "chain" and s.parent_id not in index]  # a workflow that may have no model span
-    for span in [*agents, *root_chains, *models, *(t.span for t in tools.values())]:
+    # (a named graph's or runnable's run names an agent of its turn, though it is a chain: `conventions.graph_names`)
+    named = [s for s in group.spans if role[s.span_id] == "chain" and views[s.span_id].agent_name and s.parent_id in index]
+    for span in [*agents, *root_chains, *named, *models, *(t.span for t in tools.values())]:
         a = anchor(span)
         anchors[a.span_id] = a
         members.setdefault(a.span_id, []).append(span)

@@ -9,8 +9,13 @@ the tool's view that name, which `nesting` puts on the steps made inside the cal
 `invoke_agent <name>` span for the run, is read by `traceloop.delegated_agents`.
 
 The graph's run is the span right under the tool's with a node's run right under it: a span named as the node its
-metadata names (`graph_state.node_name`; LangGraph runs a node under the node's name). A graph the application did
+metadata names (`graph_state.node_name`; LangGraph runs a node under the node's name), of another node than the
+graph span's own (a node's span holds spans of that node, one of them often named as the node). A graph the application did
 not name is called `LangGraph` (`UNNAMED_GRAPH`), which names no agent: such a call's steps stay unnamed.
+
+Every named graph's run names an agent of its turn, the supervisor at the top as much as a researcher a tool ran: its
+chain span's view gets the name as `agent_name`, which `turns` lists in `metadata.otel.turns[].agents` (OpenLLMetry's
+`invoke_agent <name>` spans are agent spans already, and listed so).
 """
 
 from __future__ import annotations
@@ -26,19 +31,25 @@ UNNAMED_GRAPH = "LangGraph"
 
 
 def named_graphs(spans: list[Span], views: dict[str, View]) -> None:
-    """Give each tool span of `spans` that ran a named LangGraph graph that name as its `agent_name` (in `views`).
+    """Name the agents of `spans` that only a graph's chain span names (module docstring), in `views`.
 
-    Only a tool span without an agent name of its own whose graph runs (chain spans right under it with a node's
-    run right under them; module docstring) bear one name, and not `UNNAMED_GRAPH`; any other is left as it is.
+    A named graph's run (a chain span with a node's run right under it) gets its name as `agent_name`; a tool span
+    right above one is given that name by `name_calls`' rule. `UNNAMED_GRAPH` names nothing.
     """
     index = {s.span_id: s for s in spans}
-    runs = {s.parent_id for s in spans if s.parent_id in index and node_name(s) == s.name}
+    # (a node's own span holds spans of its node too, one named as the node among them: `generate_structured_response`)
+    runs = {s.parent_id for s in spans if s.parent_id in index and node_name(s) == s.name != node_name(index[s.parent_id])}
     names: dict[str, set[str]] = {}
-    for sid in runs:
-        graph = index[sid]  # type: ignore[index]
+    for graph in spans:
+        view = views[graph.span_id]
+        if view.role != "chain" or graph.span_id not in runs:
+            continue
+        name = graph.name
         tool = index.get(graph.parent_id) if graph.parent_id is not None else None
-        if tool is not None and views[graph.span_id].role == "chain":
-            names.setdefault(tool.span_id, set()).add(graph.name)
+        if tool is not None:
+            names.setdefault(tool.span_id, set()).add(name)
+        if name != UNNAMED_GRAPH and not view.agent_name:
+            view.agent_name = name
     name_calls(names, views)
 
 
