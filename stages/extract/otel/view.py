@@ -81,7 +81,7 @@ class View:
     `resumed`: an agent run that sent no user message of its own but went on with the run before it (pydantic-ai
     resumed with `deferred_tool_results`): the same turn (`conventions.pydantic_ai_deferred`).
     `agent_name`: the agent an agent span ran (a tool span's: the agent that ran inside the call; a chain span's: the
-    named LangGraph graph whose run it is, `conventions.graph_names`).
+    named LangGraph graph or LangChain runnable whose run it is, `conventions.graph_names`).
     `conventions` names the readers that recognised the span.
     """
 

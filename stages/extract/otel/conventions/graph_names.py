@@ -16,50 +16,94 @@ not name is called `LangGraph` (`UNNAMED_GRAPH`), which names no agent: such a c
 Every named graph's run names an agent of its turn, the supervisor at the top as much as a researcher a tool ran: its
 chain span's view gets the name as `agent_name`, which `turns` lists in `metadata.otel.turns[].agents` (OpenLLMetry's
 `invoke_agent <name>` spans are agent spans already, and listed so).
+
+A plain LangChain runnable a tool runs in its body (`(prompt | model).with_config(run_name="summarizer").invoke(...)`) is
+a sub-step of the call as a graph is: all four instrumentations record it as one chain span right under the tool's,
+named by the run name (OpenLLMetry's `execute_task summarizer`, whose `traceloop.entity.name` is that name), with its model
+request under it, and nothing else. `named_graphs` names the call (one that names no agent of its own: a smolagents
+managed agent's call holds that agent's steps) and lists the agent after it as it does a graph's,
+when the span holds a model request (a parser or prompt run alone made no step to label) and the name is one the
+application gave: LangChain names a runnable nobody named after its class (`RunnableSequence`, `RunnableParallel<…>`,
+`RunnableLambda`: `default_name`), which names no agent, as `UNNAMED_GRAPH` names none.
 """
 
 from __future__ import annotations
+
+import re
 
 from tracejudge.stages.extract.otel.conventions.graph_state import node_name
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["UNNAMED_GRAPH", "name_calls", "named_graphs"]
+__all__ = ["UNNAMED_GRAPH", "default_name", "name_calls", "named_graphs"]
 
 # LangGraph's name for a graph the application did not name (`CompiledStateGraph.name`): it names no agent.
 UNNAMED_GRAPH = "LangGraph"
+# LangChain's name for a runnable nobody named (`Runnable.get_name()`: its class, `RunnableParallel<a,b>` with its keys)
+_CLASS_NAME = re.compile(r"Runnable[A-Za-z]*(<.*>)?")
+
+
+def default_name(name: str) -> bool:
+    """Whether `name` is one LangGraph or LangChain gives a graph or runnable nobody named (it names no agent)."""
+    return name == UNNAMED_GRAPH or _CLASS_NAME.fullmatch(name) is not None
 
 
 def named_graphs(spans: list[Span], views: dict[str, View]) -> None:
-    """Name the agents of `spans` that only a graph's chain span names (module docstring), in `views`.
+    """Name the agents of `spans` that only a chain span names (module docstring), in `views`.
 
-    A named graph's run (a chain span with a node's run right under it) gets its name as `agent_name`; a tool span
-    right above one is given that name by `name_calls`' rule. `UNNAMED_GRAPH` names nothing.
+    A named graph's run (chain spans with a node's run right under them) and a named runnable's run right under a tool
+    span, holding a model request, get their name as `agent_name`; a tool span right above one of them is given that
+    name by `name_calls`' rule. A name LangGraph or LangChain gives by default (`default_name`) names nothing.
     """
     index = {s.span_id: s for s in spans}
     # (a node's own span holds spans of its node too, one named as the node among them: `generate_structured_response`)
     runs = {s.parent_id for s in spans if s.parent_id in index and node_name(s) == s.name != node_name(index[s.parent_id])}
+    children: dict[str, list[Span]] = {}
+    for s in spans:
+        if s.parent_id is not None:
+            children.setdefault(s.parent_id, []).append(s)
     names: dict[str, set[str]] = {}
     for graph in spans:
         view = views[graph.span_id]
-        if view.role != "chain" or graph.span_id not in runs:
+        if view.role != "chain" or (graph.span_id not in runs and not _runnable_in_tool(graph, index, children, views)):
             continue
-        name = graph.name
+        name = _run_name(graph)
         tool = index.get(graph.parent_id) if graph.parent_id is not None else None
         if tool is not None:
             names.setdefault(tool.span_id, set()).add(name)
-        if name != UNNAMED_GRAPH and not view.agent_name:
+        if not default_name(name) and not view.agent_name:
             view.agent_name = name
     name_calls(names, views)
+
+
+def _run_name(span: Span) -> str:
+    """The name LangChain ran `span`'s runnable under: the span's name, or OpenLLMetry's `traceloop.entity.name` (its span
+    name is `execute_task <name>`)."""
+    entity = span.attrs.get("traceloop.entity.name")
+    return entity if isinstance(entity, str) and entity else span.name
+
+
+def _runnable_in_tool(span: Span, index: dict[str, Span], children: dict[str, list[Span]], views: dict[str, View]) -> bool:
+    """Whether chain span `span` is right under a tool span that names no agent and holds a model request (module docstring)."""
+    parent = index.get(span.parent_id) if span.parent_id is not None else None
+    if parent is None or views[parent.span_id].role != "tool" or views[parent.span_id].agent_name:
+        return False  # (a call that names the agent it ran holds that agent's steps: a smolagents managed agent's `Step 1`)
+    todo = list(children.get(span.span_id, ()))
+    while todo:
+        s = todo.pop()
+        if views[s.span_id].role == "model":
+            return True
+        todo.extend(children.get(s.span_id, ()))
+    return False
 
 
 def name_calls(names: dict[str, set[str]], views: dict[str, View]) -> None:
     """Give each tool span of `names` (span id: the names of the agents or graphs that ran inside it) its one name.
 
-    A span that has an agent name of its own, or is given several names, or only `UNNAMED_GRAPH`, is left as it is
+    A span that has an agent name of its own, or is given several names, or only a default one (`default_name`), is left as it is
     (the steps inside such a call read as a sub-agent's, unnamed). `views` is changed in place.
     """
     for tid, found in names.items():
         v = views[tid]
-        if len(found) == 1 and v.role == "tool" and not v.agent_name and (name := next(iter(found))) and name != UNNAMED_GRAPH:
+        if len(found) == 1 and v.role == "tool" and not v.agent_name and (name := next(iter(found))) and not default_name(name):
             v.agent_name = name
