@@ -141,6 +141,43 @@ def test_bad_arguments_are_clear_errors():
         tracejudge.evaluate(GOOD, [ToolCalls()])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("build", "spec", "expected"), [
+    (lambda: ToolCalls(argument="exact"), {"type": "ToolCalls", "argument": "exact"},
+     "ToolCalls: argument: unknown parameter; did you mean arguments?"),
+    (lambda: ToolCalls(arguments="exacct"), {"type": "ToolCalls", "arguments": "exacct"},
+     "ToolCalls: arguments: Input should be 'subset', 'shallow', 'exact' or 'ignore'; did you mean exact?"),
+    (lambda: tracejudge.Rubric(name="tone", criteria="polite", threshhold=0.5),
+     {"type": "Rubric", "name": "tone", "criteria": "polite", "threshhold": 0.5},
+     "Rubric: threshhold: unknown parameter; did you mean threshold?"),
+])
+def test_a_metric_built_in_python_with_a_mistake_says_it_as_a_config_does(build, spec, expected):
+    """`tj.ToolCalls(argument=…)` raised pydantic's raw `Extra inputs are not permitted`, where the same spec in a config
+    named the key it meant: both now give the same words, as a ConfigError that is a ValueError too."""
+    with pytest.raises(ConfigError) as raised:
+        build()
+    assert str(raised.value) == expected
+    assert isinstance(raised.value, ValueError)  # (what pydantic's ValidationError was: `except ValueError` still catches it)
+    with pytest.raises(ConfigError) as from_spec:
+        tracejudge.evaluate([GOOD], [spec])
+    kind, key, message = expected.split(": ", 2)
+    assert str(from_spec.value) == f"metrics[0].{key}: {kind}: {message}"
+
+
+def test_a_metric_class_that_needs_parameters_says_which_and_to_pass_an_instance():
+    with pytest.raises(ConfigError) as raised:
+        tracejudge.evaluate([GOOD], [tracejudge.Regex])
+    assert str(raised.value) == "metrics[0]: Regex cannot be built with its defaults: pattern: required parameter is missing; pass an instance"
+
+
+def test_every_mistake_of_a_metric_built_in_python_is_a_line():
+    with pytest.raises(ConfigError) as raised:
+        calls_made(at_mots=2, threshold=True)
+    assert str(raised.value).splitlines() == [
+        "calls_made: threshold: Input should be a number, not a boolean",
+        "calls_made: at_mots: unknown parameter; did you mean at_most?",
+    ]
+
+
 @tracejudge.metric
 def calls_made(case: Case, trace: tracejudge.Trace, *, at_most: int = 1) -> bool:
     return len(trace.tool_calls()) <= at_most

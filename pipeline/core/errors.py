@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 __all__ = [
-    "ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import",
+    "ConfigError", "ParameterError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import",
     "text_of",
 ]
 
@@ -21,6 +21,16 @@ class ConfigError(TracejudgeError):
 
     `str(error)` names the file, the key path (and line when known) and what
     was expected, one problem per line.
+    """
+
+
+class ParameterError(ConfigError, ValueError):
+    """A metric built in Python (`tracejudge.ToolCalls(argument="exact")`) was given a parameter it does not take, or a
+    value it refuses.
+
+    `str(error)` has one line a mistake, `Type: key: what is wrong`, with the nearest valid name or value as a config's
+    error gives it (`ToolCalls: argument: unknown parameter; did you mean arguments?`). It is a `ConfigError`, as
+    `evaluate` raises for a bad `{"type": …}` spec, and a `ValueError`, as pydantic's `ValidationError` it replaces was.
     """
 
 

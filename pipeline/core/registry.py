@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core import suggest
-from tracejudge.core.spec_messages import param_error
+from tracejudge.core.spec_messages import param_problems
 from tracejudge.core.user_code import add_search_dir, import_user_module, lazy_getattr, where_imported
 
 __all__ = [
@@ -383,7 +383,6 @@ def build_metric(spec: dict[str, Any]) -> Any:
         return cls.model_validate(params)
     except ValidationError as exc:
         # (an unknown key beside a missing one is one problem, shown as one: the count says only what the line does not)
-        errors = suggest.pair_missing(suggest.merge_union_errors(exc.errors()), cls)
-        each = [param_error((*err["loc"],), f"{kind}: ", err, cls) for err in errors]
-        extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        each = param_problems(exc.errors(), f"{kind}: ", cls)
+        extra = f" (and {len(each) - 1} more)" if len(each) > 1 else ""
         raise SpecError(each[0][0], each[0][1] + extra, each) from None

@@ -7,9 +7,18 @@ from typing import Any
 
 from tracejudge.core import suggest
 
-__all__ = ["param_error"]
+__all__ = ["param_error", "param_problems"]
 
 _SEQUENCE_TYPES = frozenset({"tuple_type", "list_type", "set_type", "frozen_set_type"})
+
+
+def param_problems(errors: list[Any], prefix: str, cls: type) -> list[tuple[tuple[Any, ...], str]]:
+    """Every mistake of a metric's parameters as `(loc, message)`, one a problem, from pydantic's `errors()` of
+    validating `cls`: an unknown key beside a missing one is one problem (`pair_missing`), and each message starts with
+    `prefix` (`"ToolCalls: "`). The config's errors and a metric built from Python (`ToolCalls(argument=...)`) say the
+    same from this."""
+    merged = suggest.pair_missing(suggest.merge_union_errors(errors), cls)
+    return [param_error((*err["loc"],), prefix, err, cls) for err in merged]
 
 
 def param_error(loc: tuple[Any, ...], prefix: str, err: Any, cls: type) -> tuple[tuple[Any, ...], str]:

@@ -21,7 +21,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from tracejudge.core import registry
 from tracejudge.core.config import RunConfig
-from tracejudge.core.errors import ConfigError
+from tracejudge.core.errors import ConfigError, ParameterError
 from tracejudge.core.records import Case, CaseResult
 from tracejudge.engine import store
 from tracejudge.engine.manifest import ManifestMismatch, refusal
@@ -65,8 +65,9 @@ def resolve_metrics(metrics: Iterable[MetricLike]) -> tuple[list[Metric], list[d
         elif isinstance(m, type) and issubclass(m, Metric):
             try:
                 built = m()
-            except ValidationError as exc:
-                raise ConfigError(f"metrics[{i}]: {m.__name__} cannot be built with its defaults: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))}); pass an instance") from None
+            except ParameterError as exc:  # (each line `Type: key: message`)
+                first = str(exc).splitlines()[0].removeprefix(f"{m.__name__}: ")
+                raise ConfigError(f"metrics[{i}]: {m.__name__} cannot be built with its defaults: {first}; pass an instance") from None
             instances.append(built)
             specs.append(metric_spec(built))
         elif isinstance(m, Mapping):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tracejudge.core.errors import ParameterError
 from tracejudge.core.memo import Memo
+from tracejudge.core.spec_messages import param_problems
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.stages.score.faults import FAILED, SCORE_TASK, bounded, details_fault, metric_fault  # noqa: F401  (re-exported)
 from tracejudge.stages.score.views import CaseViews, case_views
@@ -69,6 +71,20 @@ class Metric(NoBoolNumbers):
     name: str | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
 
+    if not TYPE_CHECKING:  # (type checkers keep the parameters' own signature that pydantic gives each metric class)
+
+        def __init__(self, /, **params: Any) -> None:
+            """Validate `params`; a mistake raises `ParameterError` saying it in a config's words, never pydantic's raw
+            `ValidationError` (`ToolCalls: argument: unknown parameter; did you mean arguments?`)."""
+            try:
+                super().__init__(**params)
+            except ValidationError as exc:
+                raise _parameter_error(type(self), exc) from None
+
+        # It validates as pydantic's own does, so `model_validate` (a config's specs) need not call it: pydantic then
+        # keeps its `ValidationError` there, which the config's own messages read, and no Python call is added.
+        __init__.__pydantic_base_init__ = True
+
     @property
     def key(self) -> str:
         """The name results and summaries use for this metric."""
@@ -92,6 +108,14 @@ class Metric(NoBoolNumbers):
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _parameter_error(cls: type, exc: ValidationError) -> ParameterError:
+    """The `ParameterError` of `cls`'s parameters that `exc` refused: one line a mistake, `Type: key: message`."""
+    kind = cls.__name__
+    lines = [f"{kind}: {'.'.join(map(str, loc)) or '(parameters)'}: {message}"
+             for loc, message in param_problems(exc.errors(), "", cls)]
+    return ParameterError("\n".join(lines))
 
 
 class InvalidSpec(Metric, defer_build=True):  # (built when a case's spec first fails: not by every run's start-up)
