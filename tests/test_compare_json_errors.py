@@ -82,3 +82,28 @@ def test_a_pairwise_comparison_of_runs_sharing_no_case_says_so_on_stdout(tmp_pat
     assert got["verdict"] == "ERROR" and got["error"] == f"{tmp_path / 'none.yaml'}: config file not found" and got["error"] in err
     got, _ = _failed([str(a), str(b), str(a), "--judge", str(cfg), "--json"], capsys)
     assert got["error"].startswith("compare --judge takes two runs") and got["verdict"] == "ERROR"
+
+
+def test_runs_sharing_no_case_are_an_error_naming_both_and_what_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It said "0 paired" over a row of dashes and exited 0: a CI gate comparing against the wrong baseline passed.
+    a, b = _results(tmp_path, "a", ["x1", "x2", "x3"]), _results(tmp_path, "b", ["y1"])
+    for run, data in ((a, "tasks-a.jsonl"), (b, "tasks-b.jsonl")):
+        (run / "manifest.json").write_text(json.dumps({"config": {"dataset": {"path": data}}}))
+    got, err = _failed([str(a), str(b), "--json"], capsys)
+    assert got["error"] == (
+        f"{a} and {b} share no (case, trial): none of {a}'s 3 results pairs with one of {b}'s 1 ({a} has x1, x2, …; {b} has "
+        f"y1); {a} read tasks-a.jsonl, {b} read tasks-b.jsonl. compare pairs results by case id and trial: check that the "
+        "baseline is a run of the same dataset (not another dataset's run, nor one from before its case ids changed)")
+    assert (got["run_a"], got["run_b"], got["metrics"]) == (str(a), str(b), {}) and f"error: {got['error']}" in err
+    assert main(["compare", str(a), str(b)]) == 2  # (without --json too)
+    assert capsys.readouterr().out == ""
+    # A run holding no result yet (killed before its first) has nothing to pair either.
+    empty = _results(tmp_path, "empty", [])
+    got, _ = _failed([str(empty), str(a), "--json"], capsys)
+    assert got["error"] == (f"nothing to compare between {empty} and {a}: {empty} holds no result (check that the run wrote its "
+                            "results: `tracejudge report RUN` says how far it got)")
+    # One shared case is enough: the comparison is made, and says what is unpaired.
+    c = _results(tmp_path, "c", ["x1", "z"])
+    capsys.readouterr()
+    assert main(["compare", str(a), str(c), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["paired"] == 1

@@ -75,6 +75,7 @@ def _compare(args: argparse.Namespace, err: Console) -> int:
     import json
 
     from tracejudge.core.console import stdout_console
+    from tracejudge.engine import shards
     from tracejudge.stages.comparison.runs import compare_runs
     from tracejudge.stages.comparison.view import print_comparison
 
@@ -98,11 +99,56 @@ def _compare(args: argparse.Namespace, err: Console) -> int:
         have = ", ".join(map(visible, cmp.scored_metrics)) or "none (no result holds a score)"
         raise TracejudgeError(f"--metric {', '.join(map(visible, unknown))}: no result of either run scores "
                               f"{'it' if len(unknown) == 1 else 'them'}; the runs' metrics: {have}")
+    if cmp.paired == 0:  # a CI step comparing against the wrong baseline would pass on a table of dashes
+        raise TracejudgeError(_unpaired(cmp, shards.expand(run_a), shards.expand(run_b)))
     if args.json:
         sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
     else:
         print_comparison(cmp, stdout_console())
     return EXIT_OK
+
+
+def _unpaired(cmp: Any, dirs_a: list[Path], dirs_b: list[Path]) -> str:
+    """What `compare` says when no result of one run pairs with one of the other: both runs named, what each holds (a
+    few case ids, the dataset its manifest records) and what to check."""
+    from tracejudge.core.inert_text import visible
+
+    a, b = visible(cmp.run_a), visible(cmp.run_b)
+    empty = [f"{name} holds no result" for name, n in ((a, cmp.results_a), (b, cmp.results_b)) if n == 0]
+    if empty:
+        return (f"nothing to compare between {a} and {b}: {' and '.join(empty)} (check that the run wrote its results: "
+                "`tracejudge report RUN` says how far it got)")
+    datasets = [_dataset_of(dirs_a), _dataset_of(dirs_b)]
+    differ = (f"; {a} read {datasets[0]}, {b} read {datasets[1]}"
+              if None not in datasets and datasets[0] != datasets[1] else "")
+    return (f"{a} and {b} share no (case, trial): none of {a}'s {cmp.results_a} results pairs with one of {b}'s "
+            f"{cmp.results_b} ({a} has {_some_ids(dirs_a)}; {b} has {_some_ids(dirs_b)}){differ}. compare pairs results "
+            "by case id and trial: check that the baseline is a run of the same dataset (not another dataset's run, "
+            "nor one from before its case ids changed)")
+
+
+def _some_ids(dirs: list[Path], n: int = 2) -> str:
+    """The first `n` case ids of a run's results, as `compare` prints ids (inert), with `…` when there are more."""
+    from tracejudge.core.inert_text import visible
+    from tracejudge.engine.store import iter_results
+
+    ids: list[str] = []
+    for d in dirs:
+        for res in iter_results(d):
+            if len(ids) == n:
+                return ", ".join(ids) + ", …"
+            ids.append(visible(str(res.get("case_id"))))
+    return ", ".join(ids)
+
+
+def _dataset_of(dirs: list[Path]) -> str | None:
+    """The dataset the first run directory's manifest records (`config.dataset.path`), or None when it records none."""
+    from tracejudge.core.inert_text import visible
+    from tracejudge.engine.store import read_manifest
+
+    manifest = read_manifest(dirs[0], strict=False) or {}
+    path = ((manifest.get("config") or {}).get("dataset") or {}).get("path")
+    return visible(str(path)) if path else None
 
 
 def _say_in_progress(runs: list[Path], err: Console) -> None:
