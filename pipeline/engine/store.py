@@ -27,13 +27,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pydantic_core
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine.manifest import ManifestMismatch
+from tracejudge.engine.result_shape import result_problem
 from tracejudge.engine.result_writer import INDEX, RESULTS, ResultWriter, file_crc32
 from tracejudge.engine.run_lock import LOCK, LockedError, RunLock
 
@@ -374,8 +375,11 @@ def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | Non
         raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None
 
 
-def iter_results(run_dir: Path, unreadable: list[int] | None = None) -> Iterator[dict[str, Any]]:
-    """Each result of `RUN_DIR/results.jsonl` as a dict; unparsable lines are skipped (counted in `unreadable[0]` when given).
+def iter_results(run_dir: Path, unreadable: list[int] | None = None,
+                 on_bad: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Each result of `RUN_DIR/results.jsonl` as a dict. A line that is not JSON, or not a result in the fields readers
+    use (`result_shape.result_problem`: a score of NaN or `"high"` typed in by hand), is skipped: counted in
+    `unreadable[0]` and passed to `on_bad(line_number, "field: what is wrong")` when given.
 
     Raises `TracejudgeError` when the directory has no results file, unless it holds a manifest: a run killed after
     writing its manifest and before creating results.jsonl has no result yet.
@@ -385,13 +389,17 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None) -> Iterator
         if (Path(run_dir) / MANIFEST).is_file():
             return
         raise TracejudgeError(f"{run_dir}: no {RESULTS} here (is this a run directory?)")
-    for line in iter_current_result_lines(path):
+    for lineno, line in iter_current_numbered(path):
         try:
             # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
             data = pydantic_core.from_json(line)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and "case_id" in data:
+            problem = result_problem(data)
+        except ValueError as exc:
+            data, problem = None, f"(root): invalid JSON: {exc}"
+        if problem is None:
             yield data
-        elif unreadable is not None:
+            continue
+        if unreadable is not None:
             unreadable[0] += 1
+        if on_bad is not None:
+            on_bad(lineno, problem)

@@ -20,6 +20,7 @@ import stat
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.errors import TracejudgeError, Unreachable
@@ -104,6 +105,26 @@ def _tally_line(tally: dict[str, int], what: str, url: str | None) -> str:
             f"{tally['skipped']} already there, {tally['missing']} traces not found{extra})")
 
 
+_NAMED = 3  # lines left out that the warning names; the rest are counted
+
+
+def _count_into(left_out: list[str]) -> Callable[[Path, int, str], None]:
+    """`on_bad` for `table.rows`: each line left out as `FILE:LINE: field: what is wrong`, into `left_out`."""
+    return lambda path, lineno, why: left_out.append(f"{path}:{lineno}: {why}")
+
+
+def _warn_left_out(left_out: list[str], err: Console) -> None:
+    """One warning naming the first lines of results.jsonl that held no result (a hand edit: a score of NaN or
+    `"high"`), so rows missing from the table are never missing unsaid."""
+    if not left_out:
+        return
+    from tracejudge.core.inert_text import visible
+
+    more = f"; and {len(left_out) - _NAMED} more" if len(left_out) > _NAMED else ""
+    err.print(f"warning: {len(left_out)} line(s) of results.jsonl are not results and were left out of the export: "
+              f"{'; '.join(map(visible, left_out[:_NAMED]))}{more}", highlight=False, markup=False, soft_wrap=True)
+
+
 def command(args: argparse.Namespace, err: Console) -> int:
     """Run `tracejudge export`; returns the exit status (see the module docstring)."""
     from tracejudge.engine import shards
@@ -122,12 +143,14 @@ def command(args: argparse.Namespace, err: Console) -> int:
             from tracejudge.stages.export import table
 
             assert path is not None
+            left_out: list[str] = []
             if str(path) == "-":
-                count = table.write_csv_to(dirs, sys.stdout)
+                count = table.write_csv_to(dirs, sys.stdout, _count_into(left_out))
                 what = f"{count} rows to stdout"
             else:
-                count = (table.write_parquet if kind == "parquet" else table.write_csv)(dirs, path)
+                count = (table.write_parquet if kind == "parquet" else table.write_csv)(dirs, path, _count_into(left_out))
                 what = f"{count} rows to {path}"
+            _warn_left_out(left_out, err)
         elif kind == "mlflow":
             from tracejudge.stages.export import mlflow_sink
 

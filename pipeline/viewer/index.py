@@ -32,6 +32,7 @@ from typing import Any
 
 import pydantic_core
 
+from tracejudge.engine.result_shape import result_problem
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, where_and_order
 
@@ -188,8 +189,8 @@ class RunIndex:
                         res = pydantic_core.from_json(line)
                     except ValueError:
                         continue
-                    if not isinstance(res, dict) or "case_id" not in res:
-                        continue
+                    if result_problem(res) is not None:
+                        continue  # not a result (a hand edit: a score of NaN, a trial of "1"): as a line that is not JSON
                     scores = res.get("scores") or {}
                     for k in scores:
                         if k not in self.metrics:

@@ -100,6 +100,8 @@ class Comparison:
     test: str = "paired bootstrap 95% CI of the mean delta + two-sided paired sign-flip randomization test"
     unreadable_a: int = 0  # lines of results.jsonl that are not results, left out (each side)
     unreadable_b: int = 0
+    unreadable_lines_a: list[str] = field(default_factory=list)  # the first few of them: `DIR/results.jsonl:N: field: why`
+    unreadable_lines_b: list[str] = field(default_factory=list)
     metrics_only_a: list[str] = field(default_factory=list)  # scored in one run only: not compared
     metrics_only_b: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # judges or metric options that differ (`tracejudge.stages.comparison.identity`)
@@ -123,6 +125,7 @@ class Comparison:
             "run_a": self.run_a, "run_b": self.run_b, "results_a": self.results_a, "results_b": self.results_b,
             "paired": self.paired, "only_a": self.only_a, "only_b": self.only_b, "test": self.test,
             "unreadable_a": self.unreadable_a, "unreadable_b": self.unreadable_b,
+            "unreadable_lines_a": self.unreadable_lines_a, "unreadable_lines_b": self.unreadable_lines_b,
             "repeats_a": self.repeats_a, "repeats_b": self.repeats_b, "repeated_a": self.repeated_a, "repeated_b": self.repeated_b,
             "metrics_only_a": self.metrics_only_a, "metrics_only_b": self.metrics_only_b,
             "metrics": {k: v.as_dict() for k, v in self.metrics.items()}, "warnings": self.warnings,
@@ -140,10 +143,17 @@ def _key(result: dict[str, Any]) -> tuple[str, int]:
     return (str(result["case_id"]), int(result.get("trial", 0)))
 
 
-def _results_of(dirs: list[Path], unreadable: list[int] | None = None) -> Iterator[dict[str, Any]]:
-    # `unreadable[0]` counts the standing lines that are not results (named by `tracejudge report`).
+_NAMED = 3  # unreadable lines a side names (`unreadable_lines_a`); the rest are counted
+
+
+def _results_of(dirs: list[Path], unreadable: list[int] | None = None, named: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    # `unreadable[0]` counts the standing lines that are not results; `named` gets the first few, `DIR/results.jsonl:N: why`.
     for d in dirs:
-        yield from iter_results(d, unreadable)
+        def name(lineno: int, why: str, d: Path = d) -> None:
+            if named is not None and len(named) < _NAMED:
+                named.append(f"{d / 'results.jsonl'}:{lineno}: {why}")
+
+        yield from iter_results(d, unreadable, name)
 
 
 def compare_runs(
@@ -174,13 +184,15 @@ def compare_runs(
     discover = metrics is None
     results_a = 0
     bad_a, bad_b = [0], [0]
+    named_a: list[str] = []
+    named_b: list[str] = []
     # Pass 1 needs the metric list before indexing values; discover it from A's first
     # lines lazily: values are stored by position in `keys`, which only grows.
     rep_a: list[str] = []
     rep_b: list[str] = []
     repeats = [0, 0]
     keys_a: dict[str, None] = {}
-    for res in _results_of(dirs_a, bad_a):
+    for res in _results_of(dirs_a, bad_a, named_a):
         if _repeat(_key(res), index, rep_a, repeats, 0):
             continue
         results_a += 1
@@ -200,7 +212,7 @@ def compare_runs(
     seen_b: set[tuple[str, int]] = set()
     results_b = paired = only_b = 0
     keys_b: dict[str, None] = {}
-    for res in _results_of(dirs_b, bad_b):
+    for res in _results_of(dirs_b, bad_b, named_b):
         key = _key(res)
         if _repeat(key, seen_b, rep_b, repeats, 1):
             continue
@@ -266,7 +278,8 @@ def compare_runs(
 
     differences = identity_differences(dirs_a, dirs_b, keys)
     return Comparison(_name(dirs_a), _name(dirs_b), results_a, results_b, paired, only_a, only_b, out,
-                      unreadable_a=bad_a[0], unreadable_b=bad_b[0], differences=differences,
+                      unreadable_a=bad_a[0], unreadable_b=bad_b[0], unreadable_lines_a=named_a, unreadable_lines_b=named_b,
+                      differences=differences,
                       warnings=[warning_line(m, d) for m, d in differences.items()],
                       # Of the metrics compared (every one, or those asked for by name), those one run alone scores: no pair.
                       metrics_only_a=[k for k in keys if k in keys_a and k not in keys_b],

@@ -56,10 +56,11 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
         f"{cmp.paired} paired by (case, trial), {cmp.only_a} only in A, {cmp.only_b} only in B",
         highlight=False, markup=False, emoji=False,
     )
-    for side, bad in (("A", cmp.unreadable_a), ("B", cmp.unreadable_b)):
+    for side, bad, named in (("A", cmp.unreadable_a, cmp.unreadable_lines_a), ("B", cmp.unreadable_b, cmp.unreadable_lines_b)):
         if bad:
-            console.print(f"warning: {bad} line(s) of {side}'s results.jsonl are not results and were left out "
-                          f"(`tracejudge report` on it names them)", highlight=False, markup=False, emoji=False)
+            more = f"; and {bad - len(named)} more" if bad > len(named) else ""
+            console.print(f"warning: {bad} line(s) of {side}'s results.jsonl are not results and were left out: "
+                          f"{'; '.join(map(visible, named))}{more}", highlight=False, markup=False, emoji=False, soft_wrap=True)
     for line in cmp.warnings:
         console.print(f"warning: {visible(line)}", highlight=False, markup=False, emoji=False, soft_wrap=True)
     for side, n, names in (("A", cmp.repeats_a, cmp.repeated_a), ("B", cmp.repeats_b, cmp.repeated_b)):

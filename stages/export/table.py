@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,6 +45,7 @@ __all__ = ["BATCH", "COLUMNS", "csv_cell", "run_info", "rows", "write_csv", "wri
 COLUMNS = ["run", "case_id", "trial", "metric", "value", "passed", "status", "error_kind", "reason", "judge_model",
            "input_tokens", "output_tokens", "cost_usd", "tags", "config_hash", "run_started_at"]
 BATCH = 10_000
+OnBad = Callable[[Path, int, str], None]  # (results file, line number, "field: what is wrong") of a line left out
 
 
 def _started(run_dir: Path) -> datetime | None:
@@ -80,14 +81,20 @@ def run_labels(run_dirs: Sequence[Path]) -> list[str]:
     return labels
 
 
-def rows(run_dirs: Sequence[Path]) -> Iterator[dict[str, Any]]:
+def rows(run_dirs: Sequence[Path], on_bad: OnBad | None = None) -> Iterator[dict[str, Any]]:
     """Every row of every run directory, in results order (see the module docstring).
 
+    A line that is not a result (not JSON, or a score of NaN or `"high"` typed in by hand) gives no row:
+    `on_bad(results_file, line_number, "field: what is wrong")` hears of it when given.
     Raises `TracejudgeError` for a directory without `results.jsonl`.
     """
     for run_dir, label in zip(run_dirs, run_labels(run_dirs)):
         info = run_info(run_dir, label)
-        for result in store.iter_results(run_dir):
+        def bad(lineno: int, why: str, path: Path = Path(run_dir) / store.RESULTS) -> None:
+            if on_bad is not None:
+                on_bad(path, lineno, why)
+
+        for result in store.iter_results(run_dir, None, bad):
             error = result.get("error") or {}
             base = {"case_id": str(result["case_id"]), "trial": int(result.get("trial") or 0), "status": result.get("status"),
                     "error_kind": error.get("kind"), "tags": [str(t) for t in result.get("tags") or []], **info}
@@ -102,9 +109,9 @@ def rows(run_dirs: Sequence[Path]) -> Iterator[dict[str, Any]]:
                        "output_tokens": judge.get("output_tokens"), "cost_usd": judge.get("cost_usd")}
 
 
-def _batches(run_dirs: Sequence[Path]) -> Iterator[list[dict[str, Any]]]:
+def _batches(run_dirs: Sequence[Path], on_bad: OnBad | None) -> Iterator[list[dict[str, Any]]]:
     batch: list[dict[str, Any]] = []
-    for row in rows(run_dirs):
+    for row in rows(run_dirs, on_bad):
         batch.append(row)
         if len(batch) >= BATCH:
             yield batch
@@ -117,8 +124,9 @@ def _columns(with_run: bool) -> list[str]:
     return COLUMNS if with_run else COLUMNS[1:]
 
 
-def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
+def write_parquet(run_dirs: Sequence[Path], path: Path, on_bad: OnBad | None = None) -> int:
     """Write every row of `run_dirs` to the Parquet file `path` (replaced atomically); returns the row count.
+    A line that is not a result is left out and passed to `on_bad` (`rows`).
 
     A `run` column is added when there are several directories. Raises
     `MissingExtra` without pyarrow (`pip install 'tracejudge[stores]'`).
@@ -133,7 +141,7 @@ def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
     schema = pa.schema([(n, fields[n]) for n in names])
     count = 0
     with replacing(path) as tmp, pq.ParquetWriter(str(tmp), schema) as writer:  # type: ignore[attr-defined]
-        for batch in _batches(run_dirs):
+        for batch in _batches(run_dirs, on_bad):
             writer.write_table(pa.Table.from_pylist([{n: r[n] for n in names} for r in batch], schema=schema))  # type: ignore[attr-defined]
             count += len(batch)
         if count == 0:
@@ -141,15 +149,16 @@ def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
     return count
 
 
-def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
+def write_csv(run_dirs: Sequence[Path], path: Path, on_bad: OnBad | None = None) -> int:
     """Write every row of `run_dirs` to the CSV file `path` (replaced atomically); returns the row count.
+    A line that is not a result is left out and passed to `on_bad` (`rows`).
 
     Header row = the column names; `tags` is JSON text, `run_started_at` ISO
     8601, null is the empty field; a text cell starting with `=`, `+`, `-`, `@`, a
     tab or a carriage return starts with `'` (`csv_cell`).
     """
     with replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
-        return write_csv_to(run_dirs, fh)
+        return write_csv_to(run_dirs, fh, on_bad)
 
 
 # What makes a spreadsheet program read a cell as a formula (OWASP, "CSV Injection"): a text cell starting so is
@@ -171,15 +180,16 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def write_csv_to(run_dirs: Sequence[Path], fh: TextIO) -> int:
+def write_csv_to(run_dirs: Sequence[Path], fh: TextIO, on_bad: OnBad | None = None) -> int:
     """Write every row of `run_dirs` as CSV to the open text file `fh` (stdout for `--to csv -`); returns the row count.
+    A line that is not a result is left out and passed to `on_bad` (`rows`).
 
     Text cells a spreadsheet program would run as a formula are written after a single quote (`csv_cell`)."""
     names = _columns(len(run_dirs) > 1)
     count = 0
     writer = csv.writer(fh)
     writer.writerow(names)
-    for batch in _batches(run_dirs):
+    for batch in _batches(run_dirs, on_bad):
         for row in batch:
             row = {**row, "tags": json.dumps(row["tags"], ensure_ascii=False),
                    "run_started_at": row["run_started_at"].isoformat() if row["run_started_at"] else None}

@@ -1,0 +1,119 @@
+"""Whether a parsed line of `results.jsonl` holds a result as the readers use it, and if not, which field is wrong.
+
+A run writes only results of that shape; a line that is not (a score of `NaN`, `Infinity` or `"high"` typed in by
+hand, a `trial` of `"1"`) would otherwise reach a reader's arithmetic: `report` failed on `NaN` as an internal error,
+`compare` on a string, and `export` wrote the text into its number column. Every reader of result lines checks them
+here, so such a line is what a line that is not JSON already was: a damaged line, named by file, line and field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["result_problem", "score_value_problem"]
+
+_SCORE_VALUE = "a score's value is a number from 0 to 1, or null"
+
+
+def score_value_problem(value: Any) -> str | None:
+    """What is wrong with a score's `value` (`NaN is not a number a score can hold (…)`), or None when it is a number in
+    [0, 1] or None, as every figure of a run assumes (a metric's value outside it is written as null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{_shown(value)} is not a number ({_SCORE_VALUE})"
+    if not math.isfinite(value):
+        return f"{_shown(value)} is not a number a score can hold ({_SCORE_VALUE})"
+    if not 0.0 <= value <= 1.0:
+        return f"{_shown(value)} is outside [0, 1] ({_SCORE_VALUE})"
+    return None
+
+
+def result_problem(data: Any) -> str | None:
+    """`"field: what is wrong"` for a parsed result line that is not a result in the fields the readers use
+    (`case_id`, `trial`, `status`, `tags`, `error`, `metadata`, `duration_s`, `scores` and each score's `value`,
+    `passed`, `reason` and `judge` figures), or None when it is one. Cheap: no model is built."""
+    if not isinstance(data, dict):
+        return f"(root): expected a JSON object, got {_kind(data)}"
+    if not isinstance(data.get("case_id"), str):
+        return "case_id: required, a string" + ("" if "case_id" not in data else f" (got {_kind(data['case_id'])})")
+    if not _whole(data.get("trial", 0)):
+        return f"trial: {_shown(data['trial'])} is not a whole number"
+    if (problem := _typed(data, (("status", str), ("error", dict), ("tags", list), ("metadata", dict), ("scores", dict)))) is not None:
+        return problem
+    if not _amount(data.get("duration_s")):
+        return f"duration_s: {_shown(data['duration_s'])} is not a number of seconds"
+    for name, score in (data.get("scores") or {}).items():
+        if (problem := _score_problem(score)) is not None:
+            return f"scores.{name}{problem}"
+    return None
+
+
+def _typed(data: dict[str, Any], fields: tuple[tuple[str, type], ...], prefix: str = "") -> str | None:
+    """`"key: expected a string, got a number"` for the first of `fields` whose value is neither null nor of its type."""
+    for key, kind in fields:
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            return f"{prefix}{key}: expected {_NAMES[kind]}, got {_kind(data[key])}"
+    return None
+
+
+def _whole(value: Any) -> bool:
+    """True for what a result's `trial` may be as `report` reads it (pydantic's lax int): a whole number, also written
+    `1.0` or `"1"`; the readers take it with `int()`."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, str) and value.strip().lstrip("+-").isdigit()
+
+
+def _score_problem(score: Any) -> str | None:
+    """`".value: …"` (the field inside the score, and what is wrong) for one score of a result line, or None."""
+    if not isinstance(score, dict):
+        return f": expected an object, got {_kind(score)}"
+    if (problem := score_value_problem(score.get("value"))) is not None:
+        return f".value: {problem}"
+    if score.get("passed") is not None and not isinstance(score["passed"], bool):
+        return f".passed: expected true, false or null, got {_shown(score['passed'])}"
+    if (problem := _typed(score, (("reason", str), ("judge", dict)), ".")) is not None:
+        return problem
+    judge = score.get("judge") or {}
+    for key in ("input_tokens", "output_tokens"):
+        count = judge.get(key)
+        if count is not None and (type(count) is not int or count < 0):
+            return f".judge.{key}: {_shown(count)} is not a whole number from 0"
+    if not _amount(judge.get("cost_usd")):
+        return f".judge.cost_usd: {_shown(judge['cost_usd'])} is not an amount of dollars"
+    return None
+
+
+def _amount(value: Any) -> bool:
+    """True for None or a finite number from 0 (seconds, dollars)."""
+    return value is None or (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0)
+
+
+_NAMES = {str: "a string", dict: "an object", list: "a list"}
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of a parsed value, as an error names it (`a string`, `null`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return _NAMES.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    """A value as the line holds it, cut short: `NaN`, `Infinity`, `"high"`, `true`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    import json
+
+    text = json.dumps(value)  # (ASCII: a control or bidirectional character of an edited line is shown escaped)
+    return text if len(text) <= 40 else text[:39] + "…"

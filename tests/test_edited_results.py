@@ -1,0 +1,99 @@
+"""A results.jsonl edited by hand (a score of NaN, Infinity or "high", a trial of "1"): every command that reads it names
+the file, line and field, and none fails with an internal error.
+
+`report` crashed on NaN (exit 3: `cannot convert float NaN to integer`), `compare` on a string (exit 3) and printed `nan`
+for NaN, `export --to parquet` crashed on a string and `--to csv` wrote `nan` and `high` in the value column, and the
+viewer's index failed on a trial that is not a number. A real run is made, then one line of it edited.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _runs import native_case, write_dataset
+from tracejudge.viewer.index import RunIndex
+
+EDITS = {
+    "NaN": ('"value": NaN', "scores.tc.value: NaN is not a number a score can hold (a score's value is a number from 0 to 1, or null)"),
+    "Infinity": ('"value": Infinity', "scores.tc.value: Infinity is not a number a score can hold"),
+    "string": ('"value": "high"', 'scores.tc.value: "high" is not a number (a score\'s value is a number from 0 to 1, or null)'),
+    "above one": ('"value": 2.5', "scores.tc.value: 2.5 is outside [0, 1]"),
+    "trial": ('"trial": "one"', 'trial: "one" is not a whole number'),
+}
+# What `report` says where its validation of the whole result finds the fault first (pydantic's words).
+REPORT_SAYS = {"trial": "trial: Input should be a valid integer, unable to parse string as an integer",
+               "string": "scores.tc.value: Input should be a valid number, unable to parse string as a number"}
+
+
+def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of three cases scored by ToolCorrectness (`tc`), in `runs/clean`."""
+    base = tmp_path_factory.mktemp("edited")
+    write_dataset(base / "cases.jsonl", [native_case(f"c{i}", ["a", "b"], ["a", "b"][: 1 + i % 2]) for i in range(3)])
+    (base / "eval.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCorrectness, name: tc}]\n"
+                                    "run: {dir: runs/clean}\n")
+    done = _tj("run", "eval.yaml", cwd=base)
+    assert done.returncode in (0, 1), done.stderr
+    return base
+
+
+def _edited(finished: Path, edit: str, name: str) -> Path:
+    """A copy of the finished run whose second result line holds `edit` in place of its `tc` value (or its trial)."""
+    run = finished / "runs" / name
+    run.mkdir(exist_ok=True)
+    lines = (finished / "runs" / "clean" / "results.jsonl").read_text().splitlines()
+    second = json.loads(lines[1])
+    key = "trial" if edit.startswith('"trial"') else "value"
+    marker = 12345.25  # a number no result holds, replaced by the edit's text
+    if key == "trial":
+        second["trial"] = marker
+    else:
+        second["scores"]["tc"]["value"] = marker
+    lines[1] = json.dumps(second).replace(f'"{key}": {marker}', edit)
+    assert edit in lines[1]
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    for other in ("manifest.json", "summary.json", "checkpoint.json"):
+        if (finished / "runs" / "clean" / other).exists():
+            (run / other).write_bytes((finished / "runs" / "clean" / other).read_bytes())
+    return run
+
+
+@pytest.mark.parametrize("what", list(EDITS))
+def test_every_command_names_the_edited_line_and_field(finished: Path, what: str) -> None:
+    edit, said = EDITS[what]
+    run = _edited(finished, edit, what.replace(" ", "-"))
+    where = f"{run / 'results.jsonl'}:2: {said}"
+
+    report = _tj("report", str(run), cwd=finished)
+    assert report.returncode == 1, report.stdout + report.stderr  # the gate fails on a damaged line, as on one not JSON
+    assert f"results.jsonl:2: {REPORT_SAYS.get(what, said)}" in report.stdout and "internal error" not in report.stderr
+
+    compare = _tj("compare", "runs/clean", str(run), "--json", cwd=finished)
+    assert compare.returncode == 0, compare.stderr
+    data = json.loads(compare.stdout)
+    assert data["unreadable_b"] == 1 and data["unreadable_lines_b"][0].startswith(where), data["unreadable_lines_b"]
+    assert all(m["mean_b"] is None or 0 <= m["mean_b"] <= 1 for m in data["metrics"].values())  # (it was `nan`)
+    text = _tj("compare", "runs/clean", str(run), cwd=finished)
+    assert "warning: 1 line(s) of B's results.jsonl are not results and were left out: " in text.stdout
+    assert "results.jsonl:2: " in text.stdout and text.returncode == 0
+
+    for kind in ("csv", "parquet"):
+        export = _tj("export", str(run), "--to", kind, str(finished / f"{what}.{kind}"), "--force", cwd=finished)
+        assert export.returncode == 0, export.stderr
+        flat = " ".join(export.stderr.split())
+        assert "warning: 1 line(s) of results.jsonl are not results and were left out of the export: " in flat
+        assert where in flat and "exported 2 rows" in flat
+    with open(finished / f"{what}.csv", newline="") as fh:
+        values = [row["value"] for row in csv.DictReader(fh)]
+    assert len(values) == 2 and all(0 <= float(v) <= 1 for v in values)
+
+    assert RunIndex(run).refresh() == 2  # the viewer's index leaves it out, as a line that is not JSON
