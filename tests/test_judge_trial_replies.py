@@ -7,6 +7,7 @@
    must say what run says.
 3. The bench's `errors` row (the held level) and `unusable replies` row (the whole bench) counted different replies
    under labels that did not say so ("unparseable reply 12" beside "unparseable 20 of 20").
+4. A 200 whose body is FastAPI's `{"detail": …}` read as a shape error, as 1. did.
 """
 
 from __future__ import annotations
@@ -37,6 +38,23 @@ def test_a_200_with_vllms_error_object_reports_the_servers_message(tmp_path: Pat
     assert "KV cache full" in msg and "ServiceUnavailableError" in msg and "with an error body" in msg, msg
     assert "unexpected reply shape" not in msg and "KeyError" not in msg, msg
     assert sent == 2 and summary["judge"]["error_kinds"] == {"provider_error": 1}  # retried as a transient server error
+
+
+def test_a_200_with_fastapis_detail_reports_the_servers_detail(tmp_path: Path) -> None:
+    # A FastAPI server behind a proxy that answers 200: its `{"detail": …}` read as "unexpected reply shape (KeyError)",
+    # where the same body with a 4xx status already said the server's text.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, {"detail": "Model judge-7b is still loading, try again shortly"}
+
+    with Loopback(respond) as server:
+        run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
+        sent = len(server.requests)
+    (r,) = results(tmp_path)
+    msg = r["error"]["message"]
+    assert r["status"] == "judge_error" and r["error"]["kind"] == "provider_error", r["error"]
+    assert "HTTP 200 with an error body: error: Model judge-7b is still loading, try again shortly" in msg, msg
+    assert "unexpected reply shape" not in msg and "KeyError" not in msg, msg
+    assert sent == 2  # retried as a transient server error, as the other error bodies are
 
 
 def _bench(tmp: Path, url: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:

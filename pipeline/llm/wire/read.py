@@ -57,8 +57,8 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     `replies.request_refused`); 408 → `timeout`; 401/403 → `fatal` (their
     status makes them auth errors); a content filter's 4xx → `fatal`; another
     4xx with `retry-after` → `server`; other 4xx → `request`; a 2xx whose body
-    is an error object (`{"error": …}`, or vLLM's `{"object": "error", "message": …}`)
-    → `server` with the provider's own message; a 2xx of
+    is an error object (`{"error": …}`, vLLM's `{"object": "error", "message": …}`, or FastAPI's
+    `{"detail": …}` with no answer beside it) → `server` with the provider's own message; a 2xx of
     the wrong shape → `server` ("unexpected reply shape"). A 2xx whose reply is
     a refusal — Anthropic `stop_reason: "refusal"`, an OpenAI message's
     `refusal`, `finish_reason: "content_filter"` — → `fatal`, as a content
@@ -117,9 +117,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     body = http.body
     if not isinstance(body, dict):
         raise _not_json(http)
-    if body.get("error") or body.get("type") == "error" or body.get("object") == "error":
-        # Some gateways answer 200 with an error body, `{"error": {…}}` or vLLM's `{"object": "error", "message": …}`:
-        # report what the provider said, not a shape error.
+    if body.get("error") or body.get("type") == "error" or body.get("object") == "error" or _detail_only(body):
+        # Some gateways answer 200 with an error body, `{"error": {…}}`, vLLM's `{"object": "error", "message": …}` or
+        # FastAPI's `{"detail": …}` (behind a proxy that rewrites the status): report what the provider said, not a shape error.
         raise ProviderError("server", f"HTTP {http.status} with an error body: {_error_text(body, secrets)}", http.status)
     try:
         if provider == "anthropic":
@@ -132,6 +132,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         raise refused from None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
+
+
+def _detail_only(body: dict[str, Any]) -> bool:
+    """True for FastAPI's error shape, `{"detail": …}`, with nothing of an answer beside it (no `choices`, no `content`)."""
+    return "detail" in body and "choices" not in body and "content" not in body
 
 
 def _not_json(http: HttpReply) -> ProviderError:
