@@ -68,8 +68,26 @@ def test_a_magistral_reply_of_thinking_alone_is_never_scored_from_it(tmp_path: P
         summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
     (r,) = results(tmp_path)
     assert summary["status"] == {"judge_error": 1} and r["error"]["kind"] == "parse_error"
-    assert "held only thinking blocks" in r["error"]["message"] and "a verdict in thinking is never used" in r["error"]["message"]
+    msg = " ".join(r["error"]["message"].split())
+    assert "held only thinking chunks" in msg and "a verdict in thinking is never used" in msg, msg
+    # The advice is for the OpenAI-compatible server in use, not Anthropic's ("tool_use", "extended thinking"):
+    assert "raise judge.max_tokens" in msg and "--default-chat-template-kwargs '{\"enable_thinking\": false}'" in msg, msg
+    assert "llama-server: --reasoning-budget 0" in msg and "tool_use" not in msg and "extended thinking" not in msg, msg
     assert r["scores"]["TaskCompletion"]["details"]["reasoning"].startswith("Draft: ")
+
+
+def test_an_anthropic_reply_of_thinking_blocks_alone_keeps_anthropics_advice(tmp_path: Path) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, _message([{"type": "thinking", "thinking": "Draft: " + json.dumps(_tool_verdict(body)), "signature": "s"}],
+                             stop="end_turn")
+
+    with Messages(respond) as server:
+        run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, provider="anthropic",
+                   model="claude-haiku-4-5", api_key_env=None))
+    (r,) = results(tmp_path)
+    msg = " ".join(r["error"]["message"].split())
+    assert "held only thinking blocks" in msg and "no text or tool_use" in msg and "turn extended thinking off" in msg, msg
+    assert "chat_template_kwargs" not in msg and "llama-server" not in msg, msg
 
 
 def test_content_chunks_read_directly() -> None:

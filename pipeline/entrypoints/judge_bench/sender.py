@@ -61,7 +61,7 @@ class _State:
     stop: str | None = None
 
 
-def _unusable(br: BenchRequest, reply: Reply) -> tuple[str, str]:
+def _unusable(br: BenchRequest, reply: Reply, protocol: str) -> tuple[str, str]:
     """Why the run could not use `reply` to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
     never taken, even when what arrived happens to parse), `("unparseable", the parser's message)` when `br.check`
     fails, `("", "")` when it is usable. A check that raises anything at all counts as unparseable: a reply must
@@ -69,7 +69,7 @@ def _unusable(br: BenchRequest, reply: Reply) -> tuple[str, str]:
     the server put the text, and the server setting to change, not `judge.structured_output`)."""
     from tracejudge.stages.judge.calls.asking import empty_reply
 
-    said = empty_reply(reply)
+    said = empty_reply(reply, protocol)
     if reply.truncated:
         cut = (f"the reply stopped where the prompt and the reply filled the model's context window, before max_tokens {br.request.max_tokens}"
                if reply.window_full else f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}")
@@ -154,7 +154,7 @@ class Bench:
             self.limiter.settle(permit, "timeout")
             self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
-        att.reply_problem, problem = _unusable(br, reply)
+        att.reply_problem, problem = _unusable(br, reply, self.protocol)
         att.window_full = reply.truncated and reply.window_full
         if problem:
             att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""

@@ -225,7 +225,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             self.stats.repair_cost_usd += reply.cost_usd or 0.0  # unknown dollars: the summary says so (`stage_summary`)
         raw = reply.text
         reasoning = (reply.reasoning, reply.reasoning_field)
-        said = empty_reply(reply)
+        said = empty_reply(reply, self.cfg.provider)
         if reply.truncated:
             self.stats.truncated_replies += 1
             problem, kind = (WINDOW_FULL if reply.window_full else f"it was cut off at max_tokens={req.max_tokens}"), "truncated"
@@ -268,22 +268,36 @@ def case_of(slot: str) -> str:
     return slot.removesuffix("|alone").rsplit("|", 2)[0]
 
 
-def empty_reply(reply: Reply) -> str:
+# What turns off the thinking of a model behind an OpenAI-compatible server. tracejudge sends no request field for it
+# (no `chat_template_kwargs`, no `reasoning_effort`): the servers' own defaults are what a user can change.
+_THINKING_OFF = ("turn the model's thinking off on the server: tracejudge sends no chat_template_kwargs, so make "
+                 "{\"enable_thinking\": false} the server's default (vLLM: --default-chat-template-kwargs "
+                 "'{\"enable_thinking\": false}'; SGLang: a chat template without thinking) or set no budget for it "
+                 "(llama.cpp llama-server: --reasoning-budget 0)")
+
+
+def empty_reply(reply: Reply, provider: str = "openai") -> str:
     """What to tell the user about a reply whose answer text is empty ("" when it is not): that the content was empty,
     and, when the server put the model's text elsewhere (`Reply.reasoning`), where, how long it was and the server
-    setting usually responsible. A verdict found there is never used: it may be a draft the model went on to change."""
+    setting usually responsible, for the protocol in use (`provider`: `judge.provider`, `anthropic` or an
+    OpenAI-compatible server's `openai`). A verdict found there is never used: it may be a draft the model went on to
+    change."""
     if reply.text.strip():
         return ""
     if not reply.reasoning:
         return "the reply's content was empty (null or \"\"): the server returned no text"
     n = len(reply.reasoning)
     if reply.truncated:
-        cut = f"the context window filled ({WINDOW_FIX})" if reply.window_full else "max_tokens cut it off (raise judge.max_tokens)"
+        fix = "raise judge.max_tokens" + ("" if provider == "anthropic" else f", or {_THINKING_OFF}")
+        cut = f"the context window filled ({WINDOW_FIX})" if reply.window_full else f"max_tokens cut it off ({fix})"
         return (f"the reply's content was empty and its text ({n:,} characters) is in {reply.reasoning_field}: the model was still "
                 f"reasoning when {cut}; a verdict in {reply.reasoning_field} is never used")
-    if reply.reasoning_field == "thinking":
+    if reply.reasoning_field == "thinking" and provider == "anthropic":
         return (f"the reply held only thinking blocks ({n:,} characters), no text or tool_use; "
                 "a verdict in thinking is never used: raise judge.max_tokens or turn extended thinking off")
+    if reply.reasoning_field == "thinking":  # (an OpenAI-compatible server's content chunks: magistral's `thinking`)
+        return (f"the reply held only thinking chunks ({n:,} characters), no text chunk; a verdict in thinking is never "
+                f"used: raise judge.max_tokens so the model can finish thinking and answer, or {_THINKING_OFF}")
     return (f"the reply's content was empty (null or \"\") and the server put its text ({n:,} characters) in "
             f"message.{reply.reasoning_field}: its reasoning parser took the whole reply as reasoning (llama.cpp llama-server "
             "--reasoning-format none keeps it in the content; vLLM --reasoning-parser needs a model that closes its reasoning "
