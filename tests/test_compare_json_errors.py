@@ -102,6 +102,12 @@ def test_runs_sharing_no_case_are_an_error_naming_both_and_what_to_check(tmp_pat
     got, _ = _failed([str(empty), str(a), "--json"], capsys)
     assert got["error"] == (f"nothing to compare between {empty} and {a}: {empty} holds no result (check that the run wrote its "
                             "results: `tracejudge report RUN` says how far it got)")
+    # A side whose every line is unreadable says which line.
+    junk = _results(tmp_path, "junk", [])
+    (junk / "results.jsonl").write_text("{not json\n")
+    got, _ = _failed([str(junk), str(a), "--json"], capsys)
+    assert got["error"].startswith(f"nothing to compare between {junk} and {a}: {junk} holds no result (1 line(s) of its "
+                                   f"results.jsonl are not results: {junk / 'results.jsonl'}:1: (root): invalid JSON: "), got
     # One shared case is enough: the comparison is made, and says what is unpaired.
     c = _results(tmp_path, "c", ["x1", "z"])
     capsys.readouterr()

@@ -114,7 +114,10 @@ def _unpaired(cmp: Any, dirs_a: list[Path], dirs_b: list[Path]) -> str:
     from tracejudge.core.inert_text import visible
 
     a, b = visible(cmp.run_a), visible(cmp.run_b)
-    empty = [f"{name} holds no result" for name, n in ((a, cmp.results_a), (b, cmp.results_b)) if n == 0]
+    empty = [f"{name} holds no result" + (f" ({bad} line(s) of its results.jsonl are not results: {visible(named[0])}"
+                                          f"{', …' if bad > 1 else ''})" if bad else "")
+             for name, n, bad, named in ((a, cmp.results_a, cmp.unreadable_a, cmp.unreadable_lines_a),
+                                         (b, cmp.results_b, cmp.unreadable_b, cmp.unreadable_lines_b)) if n == 0]
     if empty:
         return (f"nothing to compare between {a} and {b}: {' and '.join(empty)} (check that the run wrote its results: "
                 "`tracejudge report RUN` says how far it got)")
