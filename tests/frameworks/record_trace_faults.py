@@ -11,6 +11,10 @@ scripted loopback server (`record_oi_faults.ScriptedOpenAI`: request n gets `rep
   agent in one reply (the researcher calls `get_weather`, then answers), then answers.
 - `oi-smolagents-managed-code`: the same with a `CodeAgent` manager, whose code calls `get_time()` and
   `researcher(task=…)`, then `final_answer(…)`.
+- `oi-smolagents-code-args`: a `CodeAgent` whose code calls its tools as Python: `@tool` functions with a positional
+  argument, a positional and a keyword one, and none, and a hand-written `Tool` whose `inputs` declare its parameters
+  in another order than its `forward` takes them, with positional arguments; `outcome.calls` is what each tool's
+  function was given, by its own parameter names.
 - `langfuse-partial-cost` (`.otlp.jsonl` as the Langfuse SDK exported it, `.json` as the public API returns it, built
   by `langfuse_api.py`): a loop under `@observe(as_type="agent")` whose model requests are generations the
   application records itself (`start_as_current_observation(as_type="generation")`), with `cost_details` from its
@@ -87,6 +91,62 @@ def smolagents_managed(out: Path, code: bool = False) -> Any:
         return write_outcome(out, name, {"final_output": str(answer), "requests": fake.n})
 
 
+def smolagents_code_args(out: Path) -> Any:
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+    from smolagents import CodeAgent, OpenAIServerModel, Tool, tool
+
+    given: list[dict[str, Any]] = []  # what each tool's function got, in the order they ran
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather in a city.
+
+        Args:
+            city: the city
+        """
+        given.append({"name": "get_weather", "arguments": {"city": city}})
+        return WEATHER[city]
+
+    @tool
+    def convert(celsius: float, to: str = "F") -> str:
+        """A temperature in another unit.
+
+        Args:
+            celsius: degrees Celsius
+            to: the unit, F or K
+        """
+        given.append({"name": "convert", "arguments": {"celsius": celsius, "to": to}})
+        return f"{celsius * 9 / 5 + 32:g} F" if to == "F" else f"{celsius + 273.15:g} K"
+
+    @tool
+    def get_time() -> str:
+        """The time now, UTC."""
+        given.append({"name": "get_time", "arguments": {}})
+        return "12:00Z"
+
+    class Forecast(Tool):  # its `inputs` name `days` first, its `forward` takes `city` first
+        name, description, output_type = "forecast", "A city's forecast for some days.", "string"
+        inputs = {"days": {"type": "integer", "description": "how many days"}, "city": {"type": "string", "description": "the city"}}
+
+        def forward(self, city: str, days: int) -> str:
+            given.append({"name": "forecast", "arguments": {"city": city, "days": days}})
+            return f"{city}: sunny for {days} days"
+
+    code = 'w = get_weather("Paris")\nf = convert(21, to="F")\nc = forecast("Paris", 2)\nt = get_time()\nprint(w, f, c, t)'
+    replies = [{"role": "assistant", "content": f"Thought: ask.\n<code>\n{code}\n</code>"},
+               {"role": "assistant", "content": 'Thought: done.\n<code>\nfinal_answer("Paris: sunny, 21 C (69.8 F), 2 days; 12:00 UTC.")\n</code>'}]
+    with ScriptedOpenAI(replies) as fake:
+        provider = otel_provider(fake, "smolagents-code-args")
+        SmolagentsInstrumentor().instrument(tracer_provider=provider)
+        model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake")
+        agent = CodeAgent(tools=[get_weather, convert, Forecast(), get_time], model=model, max_steps=3, verbosity_level=0)
+        answer = agent.run("Weather, forecast and time for Paris?")
+        write_otlp(provider, fake, out / "oi-smolagents-code-args.jsonl")
+        SmolagentsInstrumentor().uninstrument()
+        provider.shutdown()
+        return write_outcome(out, "oi-smolagents-code-args", {"final_output": str(answer), "requests": fake.n, "calls": given})
+
+
 # --- Langfuse: generations of which some carry a cost ---------------------------------------------------------
 PRICES = {MODEL: (0.15e-6, 0.6e-6)}  # USD per input / output token; `llama-local` has no price
 
@@ -140,7 +200,7 @@ def langfuse_partial_cost(out: Path) -> Any:
 
 
 SCENARIOS = {"oi-smolagents-managed": smolagents_managed, "oi-smolagents-managed-code": lambda out: smolagents_managed(out, code=True),
-             "langfuse-partial-cost": langfuse_partial_cost}
+             "oi-smolagents-code-args": smolagents_code_args, "langfuse-partial-cost": langfuse_partial_cost}
 
 
 def main(argv: list[str]) -> int:

@@ -17,7 +17,7 @@ cut, and its input starts at its first whole one, `dropped.front_cut`), else fro
 request/response body. A LangChain model's `invalid_tool_calls` (arguments
 that were not JSON), which only `output.value` keeps, are added to its
 output as calls with their raw arguments text. smolagents' replayed memory
-is read as the model got it (`smolagents_inputs`); a smolagents planning request's
+is read as the model got it (`smolagents_inputs`), a smolagents tool's arguments as its call gave them (`smolagents_args`); a smolagents planning request's
 text is the plan, a thought (`smolagents_plans`).
 A tool's arguments and result are `input.value` / `output.value`,
 unwrapped from framework payloads (see `payloads`); an `output.value` written with no value (an empty
@@ -51,7 +51,9 @@ from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, 
 from tracejudge.stages.extract.otel.conventions.genai import span_error, typed
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
 from tracejudge.stages.extract.otel.conventions.openai_choices import chat_reasoning, oi_choice
-from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_inputs
+from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
+from tracejudge.stages.extract.otel.conventions.smolagents_args import call_args
+from tracejudge.stages.extract.otel.conventions.smolagents_inputs import SCOPE, memory_inputs
 from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
@@ -111,6 +113,8 @@ def read(span: Span) -> View | None:
         v.call_id = str(cid) if present(cid) else None
         if present(a.get("input.value")):
             v.args, v.args_wrapped = unwrap_args(a["input.value"])
+            if from_instrumentation(span, SCOPE, smolagents_span) and (called := call_args(span)) is not MISSING:
+                v.args = called  # (`Tool.__call__`'s bound arguments, positional ones named: `smolagents_args`)
         if present(a.get("output.value")):
             v.result, v.error, cid = unwrap_result(a["output.value"], call_id=v.call_id)
             v.call_id = v.call_id or cid
