@@ -23,6 +23,7 @@ from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 DATA = Path(__file__).parent / "data" / "trace-faults"
 ASK = "What is the weather in Paris, and what time is it?"
 ANSWER = "Paris is sunny, 21 C; it is 12:00 UTC."
+REPORT = "Here is the final answer from your managed agent 'researcher':\nParis: sunny, 21 C"
 
 
 def extract(path: Path) -> Case:
@@ -40,9 +41,13 @@ def test_a_managed_agents_steps_follow_the_call_that_ran_it(name: str) -> None:
     trace = case.trace
     calls = trace.tool_calls()
     assert [c.name for c in calls] == ["get_time", "researcher", "get_weather"]
-    assert calls[1].result == "Paris: sunny, 21 C" and calls[1].error is None  # the managed agent's answer
+    assert calls[1].error is None
     if name == "oi-smolagents-managed":
         assert calls[1].arguments == {"task": "Find the weather in Paris."} and calls[1].id == "call_m2"
+        # the report smolagents returned, as the manager's model saw it beside `get_time`'s "12:00Z"
+        assert calls[1].result == REPORT and trace.steps[0].tool_calls[0].result == "12:00Z"
+    else:
+        assert calls[1].result == "Paris: sunny, 21 C"  # the code got the report as a value, which no span records
     assert case.metadata["nested_steps"] == [{"step": 1, "call": 1, "agent": "researcher"}, {"step": 2, "call": 1, "agent": "researcher"}]
     # the researcher's prompt ("You're a helpful agent named 'researcher' …") is the call's, not a user turn
     assert [(m.step, m.content) for m in trace.user_messages] == [(0, ASK)] and case.turns == []

@@ -11,8 +11,10 @@ So such a span — an agent run of the smolagents instrumentation inside another
 only for a managed agent) — is read as that call's tool span: tool name the agent's name (`agent.name`, else the
 span name without `.run`), result what the manager got — the tool message of a later request answering the model's one call of that
 name (smolagents' report, "Here is the final answer from your managed agent '<name>':\n…", from its prompt
-template), else the agent's answer (its `output.value`: several calls' results in one message cannot be told
-apart, and a `CodeAgent`'s code gets the report as a value) — error its error, `agent_name` kept so the steps
+template); when the reply made other calls too, smolagents joined their observations into one text (the `Step n`
+span's output, the next request's one tool message), and the report is what is left of it once the other calls'
+results are taken off (`_observed`); else the agent's answer (its `output.value`: a `CodeAgent`'s code gets the
+report as a value, which no span records) — error its error, `agent_name` kept so the steps
 it made are labelled with it (`nesting`). Under a `ToolCallingAgent` manager the call pairs with the model's part
 as any tool span does (arguments, the `task`, and id from the part); under a `CodeAgent`, whose model wrote code
 calling `researcher(task=…)` rather than a tool call, it is a call of the request before it, its arguments the
@@ -74,9 +76,12 @@ def _managed_calls(spans: list[Span], views: dict[str, View]) -> None:
         name = agent if isinstance(agent, str) and agent else span.name[:-4] if span.name.endswith(".run") else span.name
         given = unjson(span.attrs.get("input.value"))
         task = given.get("task") if isinstance(given, dict) else None
+        result = _reported(name, models, MISSING)
+        if result is MISSING:
+            result = _observed(span, name, spans, index, views)
         views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
                                    args={"task": task} if isinstance(task, str) else MISSING,
-                                   result=_reported(name, models, v.answer))
+                                   result=result if result is not MISSING else v.answer if present(v.answer) else MISSING)
 
 
 def _reported(name: str, models: list[View], answer: Any) -> Any:
@@ -88,6 +93,42 @@ def _reported(name: str, models: list[View], answer: Any) -> Any:
         if got:
             return got[0]
     return answer if present(answer) else MISSING
+
+
+def _observed(run: Span, name: str, spans: list[Span], index: dict[str, Span], views: dict[str, View]) -> Any:
+    """What a `ToolCallingAgent` manager's step observed of its call of `name` beside its other calls, else `MISSING`.
+
+    smolagents joins the observations of one reply's calls into one text, `"\\n".join(str(result).strip())` in the
+    order of their call ids, which the `Step n` span (the managed run's parent) records as its output and the next
+    request replays as one tool message. Every other call of the step's request is a tool span under that step
+    whose result is text (one per call, told apart by name, else by its arguments); with their texts around it
+    taken off, what is left is the managed call's: the report smolagents returned. Anything else (a call without
+    its span, a result that is no text, a text that does not join up) is `MISSING`."""
+    step = index.get(run.parent_id or "")
+    observed = unjson(step.attrs.get("output.value")) if step is not None else None
+    under = [s for s in spans if step is not None and s.parent_id == step.span_id and s.span_id in views]
+    asked = [p for s in under if views[s.span_id].role == "model" for m in views[s.span_id].outputs or []
+             for p in m.get("parts") or [] if p.get("type") == "tool_call" and isinstance(p.get("id"), str)]
+    mine = [p for p in asked if p.get("name") == name]
+    if not isinstance(observed, str) or len(asked) < 2 or len(mine) != 1 or len({p["id"] for p in asked}) != len(asked):
+        return MISSING
+    tools = [views[s.span_id] for s in under if views[s.span_id].role == "tool" and s.span_id != run.span_id]
+    before: list[str] = []
+    after: list[str] = []
+    for part in sorted(asked, key=lambda p: p["id"]):
+        if part is mine[0]:
+            continue
+        named = [t for t in tools if t.tool_name == part.get("name")]
+        if len(named) > 1:
+            named = [t for t in named if unjson(t.args) == unjson(part.get("arguments"))]
+        if len(named) != 1 or not isinstance(named[0].result, str):
+            return MISSING
+        (after if part["id"] > mine[0]["id"] else before).append(named[0].result.strip())
+    head = "".join(f"{text}\n" for text in before)
+    tail = "".join(f"\n{text}" for text in after)
+    if not (observed.startswith(head) and observed.endswith(tail)) or len(observed) < len(head) + len(tail):
+        return MISSING
+    return observed[len(head): len(observed) - len(tail)]
 
 
 def _inside_agent(span: Span, index: dict[str, Span], views: dict[str, View]) -> bool:
