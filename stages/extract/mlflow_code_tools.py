@@ -18,7 +18,7 @@ OTLP (`otel.strays`).
 
 `ListedRuns` does the same for traces listed oldest first by a server (format `mlflow-server`): a run's trace is held
 until a trace that began after the run ended is listed (no call of the run can come after it), the calls listed
-meanwhile joined to it. A call whose run was not listed in the same read (it began before the window) stays a case.
+meanwhile joined to it (a managed `CodeAgent`'s run held inside its manager's, the calls of its code joined to it). A call whose run was not listed in the same read (it began before the window) stays a case.
 """
 
 from __future__ import annotations
@@ -115,48 +115,87 @@ def code_parts(record: dict[str, Any], session_key: str) -> list[tuple[str, dict
     return found
 
 
+class _Held:
+    """A `CodeAgent` run's trace held by `ListedRuns`: its record, its run span, its times, what it holds (traces, or the
+    `_Held` of a managed run inside it) and the run holding it (a managed `CodeAgent`'s run), if any."""
+
+    def __init__(self, raw: RawRecord | None, payload: dict[str, Any], run: dict[str, Any], start: int, end: int,
+                 outer: _Held | None) -> None:
+        self.raw, self.payload, self.run, self.start, self.end, self.outer = raw, payload, run, start, end, outer
+        self.calls: list[dict[str, Any] | _Held] = []
+
+    def joined(self) -> dict[str, Any]:
+        """Its trace with the traces it holds added (a managed run's with those its own run holds)."""
+        calls = [c.joined() if isinstance(c, _Held) else c for c in self.calls]
+        return json.loads(with_calls(self.payload, self.run, calls)) if calls else self.payload
+
+
 class ListedRuns:
-    """The `CodeAgent` runs of a listing oldest first (`mlflow-server`), each held with the calls it holds (module docstring)."""
+    """The `CodeAgent` runs of a listing oldest first (`mlflow-server`), each held with the calls it holds (module docstring).
+
+    A managed `CodeAgent`'s run under a `CodeAgent` manager is a trace of its own too, a call the manager's run holds and a
+    run holding its own code's calls: it is held inside the manager's run, and each call joins the innermost run holding
+    it, as `joined` reads a file (`_innermost`)."""
 
     def __init__(self, session_key: str) -> None:
         self.session_key = session_key
-        self.open: list[tuple[RawRecord, dict[str, Any], int, int, list[dict[str, Any]]]] = []  # (record, run span, start, end, calls)
+        self.open: list[_Held] = []
 
     def due(self, started_ns: int) -> Iterator[RawRecord]:
-        """The held runs that ended before `started_ns` (the start of the trace listed next), with their calls, in order."""
-        done = [r for r in self.open if r[3] < started_ns]
-        self.open = [r for r in self.open if r[3] >= started_ns]
-        yield from (self._joined(r) for r in done)
+        """The held runs that ended before `started_ns` (the start of the trace listed next), with their calls, in order
+        (a managed run is no record: it went with its manager's run)."""
+        done = [r for r in self.open if r.end < started_ns]
+        self.open = [r for r in self.open if r.end >= started_ns]
+        yield from (self._record(r) for r in done if r.outer is None)
 
     def joined_call(self, raw: RawRecord) -> bool:
-        """Whether `raw` (payload: a decoded trace) is a lone tool call one held run holds in time: then it is kept with
-        that run, to be read in its case, and is no record (no case) of its own."""
+        """Whether `raw` (payload: a decoded trace) is a lone tool call, or a managed agent's run, that a held run holds in
+        time: then it is kept with that run (the innermost, when a managed run holds it too), to be read in its case, and
+        is no record (no case) of its own. A managed `CodeAgent`'s run so kept is held itself, for its code's calls."""
         parts = code_parts(raw.payload, self.session_key) if self.open else []  # (no run held: no span looked at)
-        if not parts or parts[0][0] != "call":
+        call = next((p for p in parts if p[0] == "call"), None)
+        if call is None:
             return False
-        holders = [r for r in self.open if r[2] <= parts[0][2] and parts[0][3] <= r[3]]
-        if len(holders) != 1:  # (none: its run is not in this read; two at once: whose it is cannot be told)
+        holder = self._innermost([r for r in self.open if r.start <= call[2] and call[3] <= r.end])
+        if holder is None:  # (none: its run is not in this read; two at once: whose it is cannot be told)
             return False
-        holders[0][4].append(raw.payload)
+        run = next((p for p in parts if p[0] == "run"), None)
+        if run is None:
+            holder.calls.append(raw.payload)
+        else:
+            inner = _Held(None, raw.payload, run[1], run[2], run[3], holder)
+            holder.calls.append(inner)
+            self.open.append(inner)
         return True
+
+    @staticmethod
+    def _innermost(holders: list[_Held]) -> _Held | None:
+        """The one of `holders`, or the innermost when each is a managed run held by the next one out; else None."""
+        if len(holders) <= 1:
+            return holders[0] if holders else None
+        by_length = sorted(holders, key=lambda r: r.end - r.start)
+        if all(inner.outer is outer for inner, outer in zip(by_length, by_length[1:])):
+            return by_length[0]
+        return None
 
     def held(self, raw: RawRecord) -> bool:
         """Whether `raw` is a `CodeAgent` run's trace, then held (`due`, `rest`) for the calls listed after it."""
         run = next((p for p in code_parts(raw.payload, self.session_key) if p[0] == "run"), None)
         if run is not None:
-            self.open.append((raw, run[1], run[2], run[3], []))
+            self.open.append(_Held(raw, raw.payload, run[1], run[2], run[3], None))
         return run is not None
 
     def rest(self) -> Iterator[RawRecord]:
         """Every run still held (the listing ended), with its calls."""
         done, self.open = self.open, []
-        yield from (self._joined(r) for r in done)
+        yield from (self._record(r) for r in done if r.outer is None)
 
     @staticmethod
-    def _joined(held: tuple[RawRecord, dict[str, Any], int, int, list[dict[str, Any]]]) -> RawRecord:
-        raw, run, _, _, calls = held
-        if calls:
-            raw.payload = json.loads(with_calls(raw.payload, run, calls))
+    def _record(held: _Held) -> RawRecord:
+        raw = held.raw
+        assert raw is not None  # (only a managed run, which has an outer run, is held without a record)
+        if held.calls:
+            raw.payload = held.joined()
         return raw
 
 

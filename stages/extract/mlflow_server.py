@@ -28,8 +28,9 @@ the next run goes on where the cap stopped this one (`sweep`). A cut window is w
 
 A smolagents `CodeAgent`'s tool calls, which `mlflow.smolagents.autolog()` writes as traces of their own, are read in
 the case of the run whose trace holds them in time, as format `mlflow` reads them from a file (`mlflow_code_tools.
-ListedRuns`): the run's case holds its calls, and a call so joined is no case (nor counted by a cap). A call whose run
-began before the window stays a case of its own.
+ListedRuns`): the run's case holds its calls, and a call so joined is no case (nor counted by a cap); a managed
+`CodeAgent`'s run under a `CodeAgent` manager, a trace of its own, joins its manager's run as such a call, with its
+own code's calls. A call whose run began before the window stays a case of its own.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ pytest.importorskip("mlflow")
 from stores.servers import sweep_config  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlflow-smolagents"
+MANAGED = DATA.parent / "mlflow-smolagents-managed"
 
 
 def _copied(url: str, experiment: str, recording: Path) -> list[str]:
@@ -51,6 +52,20 @@ def test_a_code_agents_calls_are_read_in_its_runs_case(mlflow_url, monkeypatch, 
     got = _cases("mlflow-server", tracking_uri=mlflow_url, experiment=f"code-agent-{name}")
     want = _cases("mlflow", DATA / f"{name}.mlflow.jsonl", group_by="trace")
     assert len(got) == len(want) == len(ids) // 4  # a run and its three calls
+    assert got == want
+
+
+@pytest.mark.parametrize("name", ["code-manager", "tool-manager", "tool-manager-fails"])
+def test_a_managed_code_agents_run_is_read_as_its_managers_call(mlflow_url, monkeypatch, name):
+    """A managed `CodeAgent`'s run read from the server as format `mlflow` reads the file: the manager's call, its code's
+    calls inside it. Under a `CodeAgent` manager (`code-manager`) its run, its code's calls and the manager's code's are
+    each a trace of their own; before, the server read its run (with its calls) as a case of its own."""
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    recording = MANAGED / f"{name}.mlflow.jsonl"
+    _copied(mlflow_url, f"managed-{name}", recording)
+    got = _cases("mlflow-server", tracking_uri=mlflow_url, experiment=f"managed-{name}")
+    want = _cases("mlflow", recording, group_by="trace")
+    assert len(want) == 1  # the manager's run, every call inside it
     assert got == want
 
 
