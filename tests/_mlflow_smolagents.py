@@ -27,3 +27,15 @@ class MlflowSmolagents:
         cases = extract_path(self.data / f"{name}.{ext}.jsonl", fmt)
         assert all(isinstance(c, Case) for c in cases), cases
         return cases
+
+
+def managed_task(name: str, task: str) -> str:
+    """The task smolagents gives managed agent `name` when its manager's model passes `task`: `MultiStepAgent.__call__`
+    fills its default `managed_agent.task` template (the same in every agent's prompts), as smolagents fills it."""
+    from importlib.resources import files
+
+    import yaml
+    from smolagents.agents import populate_template
+
+    template = yaml.safe_load(files("smolagents.prompts").joinpath("code_agent.yaml").read_text())["managed_agent"]["task"]
+    return populate_template(template, variables={"name": name, "task": task})

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _mlflow_smolagents import managed_task
 from helpers import extract_path
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.trace_text import nested_steps, render_steps
@@ -107,7 +108,7 @@ def test_smolagents_tool_calls_and_answer(name: str, fmt: str, ext: str) -> None
 def test_smolagents_managed_agents_are_calls_of_their_manager(name: str, fmt: str, ext: str) -> None:
     """MLflow records no TOOL span for a manager's call of a managed agent, only the managed agent's `<Agent>.run` span
     under the manager's. Before, the calls were nowhere and the managed agents' tools read as the manager's own; now each
-    run is the call that ran it (the agent's name, the task smolagents gave it, its answer) and its tools are calls
+    run is the call that ran it (the agent's name, the task its manager's model gave it, its answer) and its tools are calls
     inside it, labelled with the agent (`nested_steps`). Under a `CodeAgent` manager each managed run is a trace of its
     own (the code's worker thread): it was a case of its own, its task read as a user's question; now one case."""
     want, case = truth(name), read(name, fmt, ext)
@@ -116,8 +117,11 @@ def test_smolagents_managed_agents_are_calls_of_their_manager(name: str, fmt: st
     got = calls(case)
     # the result is what the call returned to the manager: smolagents' report around the answer (its template, recorded
     # on the run's span, filled in as smolagents fills it)
+    # and its argument the task the manager's model passed, which smolagents framed in its template for the run
+    asked = {"researcher": "Weather in Paris?", "clock": "Time in Tokyo?"}
+    assert [managed_task(m["name"], asked[m["name"]]) for m in want["managed"]] == [m["task"] for m in want["managed"]]
     assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in got[:2]] == [
-        (m["name"], {"task": m["task"]}, f"Here is the final answer from your managed agent '{m['name']}':\n{m['answer']}", None)
+        (m["name"], {"task": asked[m["name"]]}, f"Here is the final answer from your managed agent '{m['name']}':\n{m['answer']}", None)
         for m in want["managed"]]
     assert [(c["arguments"], c["result"], c["error"]) for c in got[2:]] == [(c["arguments"], c["result"], None) for c in want["calls"]]
     assert case.metadata["nested_steps"] == [{"step": 1, "call": 0, "agent": "researcher"}, {"step": 2, "call": 1, "agent": "clock"}]

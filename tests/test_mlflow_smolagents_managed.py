@@ -15,7 +15,9 @@ and the managed run. What was wrong before:
 - the `researcher` call's result was the agent's bare answer, while the call returned smolagents' report around it
   ("Here is the final answer from your managed agent 'researcher':\n…", what the manager's step observed); MLflow records
   the text of neither, but the run's span records the agent's report template, name and answer;
-- a managed run that raised (no output recorded) made both formats fail on a `NameError`: format `otel` the whole file.
+- a managed run that raised (no output recorded) made both formats fail on a `NameError`: format `otel` the whole file;
+- the `researcher` call's argument was the whole task smolagents gave the run (its `managed_agent.task` template around
+  the manager's), not the `task` the manager's model passed; the run's span records that template too.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from typing import Any
 
 import pytest
 import yaml
-from _mlflow_smolagents import FORMATS, MlflowSmolagents
+from _mlflow_smolagents import FORMATS, MlflowSmolagents, managed_task
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 
 RECORDINGS = MlflowSmolagents("mlflow-smolagents-managed")
+TASK = "Find the weather in Paris."  # what the manager's model passed (`researcher(task=…)`, a tool call's `task`)
 truth, read = RECORDINGS.truth, RECORDINGS.read
 
 
@@ -58,8 +61,10 @@ def test_a_managed_code_agents_run_is_its_managers_call(name: str, fmt: str, ext
     # (MLflow records a `@tool` function's call as its class, `SimpleTool`, and no tool name)
     returned = report(managed["name"], managed["answer"])
     assert returned in want["observations"][0]  # (what the manager's step observed)
+    # the call's argument is the task the manager's model gave, not the template smolagents framed it in for the run
+    assert managed_task(managed["name"], TASK) == managed["task"]
     assert [c[1:] for c in calls(case)] == [(time["arguments"], time["result"], None),
-                                            ({"task": managed["task"]}, returned, None),
+                                            ({"task": TASK}, returned, None),
                                             (weather["arguments"], weather["result"], None)]
     assert calls(case)[1][0] == managed["name"]
     # the managed agent's call is inside its run's call, labelled with the agent
@@ -80,5 +85,6 @@ def test_a_managed_run_that_raised_is_a_failed_call(fmt: str, ext: str) -> None:
     assert case.trace is not None and case.trace.output == want["output"]
     (time, managed) = case.trace.tool_calls()
     assert (time.arguments, time.result, time.error) == (want["calls"][0]["arguments"], want["calls"][0]["result"], None)
-    assert (managed.name, managed.arguments, managed.result) == ("researcher", {"task": want["managed"]["task"]}, None)
+    assert managed_task("researcher", TASK) == want["managed"]["task"]
+    assert (managed.name, managed.arguments, managed.result) == ("researcher", {"task": TASK}, None)
     assert managed.error is not None and managed.error.startswith("AgentGenerationError: Error in generating model output")

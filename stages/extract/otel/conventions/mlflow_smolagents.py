@@ -27,7 +27,9 @@ smolagents runs it inside the manager's step; MLflow records no TOOL span for th
 around the manager's task) and its answer. Read as an agent run, the call was nowhere and the tools the managed agent
 ran read as the manager's own calls. `managed_calls` reads such a run — an agent run inside another (smolagents nests a
 run only for a managed agent) — as the call that ran it, as the OpenInference reader does (`conventions.smolagents`):
-tool name the agent's name, arguments the `task` as recorded, its error the run's; the tools it ran are then calls inside
+tool name the agent's name, arguments the `task` the call gave (the run's `task` is smolagents' `managed_agent.task` prompt
+template filled with the agent's `name` and it; the template is recorded on the run's span, `prompt_templates`, and the
+text it put around the call's task is taken off, `_given_task`: else the `task` as recorded), its error the run's; the tools it ran are then calls inside
 it. Its result is what the call returned to the manager: smolagents' report around the agent's answer (`MultiStepAgent.
 __call__`: the agent's `managed_agent.report` prompt template, "Here is the final answer from your managed agent
 '{{name}}':\n{{final_answer}}", filled in). MLflow records that text nowhere (no model request, no step), but it records
@@ -139,23 +141,47 @@ def managed_calls(spans: list[Span], views: dict[str, View]) -> None:
         given = unjson(span.attrs.get("mlflow.spanInputs"))
         task = given.get("task") if isinstance(given, dict) else None
         views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
-                                   args={"task": task} if isinstance(task, str) else MISSING,
+                                   args={"task": _given_task(span, recorded_name(span), task)} if isinstance(task, str) else MISSING,
                                    result=_report(span, recorded_name(span), v.answer) if v.answer is not None else MISSING)
 
 
 _FILLED = re.compile(r"\{\{\s*(name|final_answer)\s*\}\}")
+_TASK = re.compile(r"\{\{\s*(name|task)\s*\}\}")
+_GIVEN, _NAME = re.compile(r"\{\{\s*task\s*\}\}"), re.compile(r"\{\{\s*name\s*\}\}")
+
+
+def _template(span: Span, which: str, filled: re.Pattern[str]) -> str | None:
+    """The agent's `managed_agent.<which>` prompt template as its run's span records it (`prompt_templates`, Python text),
+    or None when not recorded or it holds other Jinja than the names `filled` matches (not filled in or read here)."""
+    templates = python_literal(unjson(span.attrs.get("prompt_templates")))
+    managed = templates.get("managed_agent") if isinstance(templates, dict) else None
+    template = managed.get(which) if isinstance(managed, dict) else None
+    if not isinstance(template, str) or any(mark in filled.sub("", template) for mark in ("{{", "{%", "{#")):
+        return None
+    return template
+
+
+def _given_task(span: Span, name: str | None, task: str) -> str:
+    """The task the manager's call gave a managed agent, out of the `task` its run was given: smolagents' `__call__` runs
+    the agent on its `managed_agent.task` template filled with its `name` and that task (Jinja2). With the template
+    recorded, holding `{{task}}` once, the text around it is taken off; else `task` as recorded."""
+    template = _template(span, "task", _TASK)
+    parts = _GIVEN.split(template) if template is not None else []
+    if name is None or len(parts) != 2:
+        return task
+    head, tail = (_NAME.sub(lambda _: name, part) for part in parts)
+    tail = tail[:-1] if tail.endswith("\n") else tail  # (Jinja drops one newline ending a template)
+    if not (task.startswith(head) and task.endswith(tail)) or len(task) < len(head) + len(tail):
+        return task
+    return task[len(head): len(task) - len(tail)]
 
 
 def _report(span: Span, name: str | None, answer: Any) -> Any:
     """What a managed agent's run returned to its manager (module docstring): its `managed_agent.report` template filled
     with `name` and `answer` as smolagents' `populate_template` (Jinja2) fills it, else `answer` as it is."""
-    templates = python_literal(unjson(span.attrs.get("prompt_templates")))
-    managed = templates.get("managed_agent") if isinstance(templates, dict) else None
-    template = managed.get("report") if isinstance(managed, dict) else None
-    if name is None or not isinstance(template, str) or not isinstance(answer, str) or unjson(span.attrs.get("provide_run_summary")) != "False":
+    template = _template(span, "report", _FILLED)  # (None also for other Jinja than the two names: not filled in here)
+    if name is None or template is None or not isinstance(answer, str) or unjson(span.attrs.get("provide_run_summary")) != "False":
         return answer
-    if any(mark in _FILLED.sub("", template) for mark in ("{{", "{%", "{#")):
-        return answer  # (other Jinja than the two names: not filled in here)
     filled = _FILLED.sub(lambda m: name if m.group(1) == "name" else answer, template)
     return filled[:-1] if template.endswith("\n") else filled  # (Jinja drops one newline ending a template)
 
