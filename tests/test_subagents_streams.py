@@ -4,6 +4,8 @@ Recorded by the real libraries against the project's fake server (`tests/framewo
 the folder's README says what each scenario is; `<s>.outcome.json` is what the framework returned and the tokens
 the server reported). What was wrong before:
 
+- OpenLLMetry listed a graph nobody named as an agent of its turn, `LangGraph` (its `invoke_agent LangGraph` span), where
+  the other instrumentations list none: that is LangGraph's default name, no agent's.
 - A sub-agent's steps (a LangGraph agent run inside a tool, an Agents SDK agent `as_tool`) were laid out by start
   time alone: two researchers run in parallel interleaved, nothing marked them as the sub-agent's, and a judge
   reading in order saw the calling agent make again the calls whose results it already had.
@@ -23,7 +25,7 @@ from typing import Any
 
 import pytest
 from framework_truth import only_case
-from helpers import calls, layout
+from helpers import calls, extract_path, layout
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 from tracejudge.stages.score import TokenUsage
@@ -165,6 +167,21 @@ def test_a_graph_left_unnamed_names_no_agent(name: str, fmt: str, tmp_path: Path
     assert case.metadata["nested_steps"] == [{"step": s, "call": c} for s, c in ((1, 0), (2, 0), (3, 1), (4, 1))]
     assert "[sub-agent, inside call 2: ask_researcher]" in render_steps(case.trace.steps, nested=nested_steps(case))  # type: ignore[union-attr]
     assert case.metadata["otel"]["turns"][0]["agents"] == ["supervisor"]
+
+
+RECORDINGS = DATA.parent
+SAME_RUNS = [("subagents-streams/lg-supervisor", "-tl.jsonl", "-oi.jsonl"), ("langgraph-handoff/", "tl-handoff.jsonl", "oi-handoff.jsonl"),
+             *((f"frameworks/{{}}-langchain/{run}", ".jsonl", ".jsonl") for run in ("booking", "failing", "multiturn", "parallel", "sequence"))]
+
+
+@pytest.mark.parametrize(("stem", "tl", "oi"), SAME_RUNS, ids=[s.replace("{}-", "") + t for s, t, _ in SAME_RUNS])
+def test_openllmetrys_spans_of_a_graph_left_unnamed_name_no_agent(stem: str, tl: str, oi: str) -> None:
+    # OpenLLMetry writes `invoke_agent LangGraph` and `LangGraph.workflow` for the graph nobody named; it listed `LangGraph`
+    # as an agent of every turn, where OpenInference (and MLflow, Langfuse) list none for the same run
+    def agents(path: Path) -> list[list[str]]:
+        return [t["agents"] for c in extract_path(path, "otel") for t in c.metadata["otel"]["turns"]]
+    got = agents(RECORDINGS / (stem.format("traceloop") + tl))
+    assert got == agents(RECORDINGS / (stem.format("openinference") + oi)) and all("LangGraph" not in a for a in got)
 
 
 # --- 2. tokens some requests did not record are unknown, not the others' sum -----------------------------------

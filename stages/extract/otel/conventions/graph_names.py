@@ -15,7 +15,10 @@ not name is called `LangGraph` (`UNNAMED_GRAPH`), which names no agent: such a c
 
 Every named graph's run names an agent of its turn, the supervisor at the top as much as a researcher a tool ran: its
 chain span's view gets the name as `agent_name`, which `turns` lists in `metadata.otel.turns[].agents` (OpenLLMetry's
-`invoke_agent <name>` spans are agent spans already, and listed so).
+`invoke_agent <name>` spans are agent spans already, and listed so). OpenLLMetry writes those agent spans for a graph
+nobody named too, `invoke_agent LangGraph` and the `LangGraph.workflow` span (`gen_ai.agent.name` `LangGraph`,
+`gen_ai.provider.name` `langgraph`): that default name is no agent's, so `named_graphs` takes it off their views, and the
+graph names no agent of its turn, as under the other three instrumentations.
 
 A plain LangChain runnable a tool runs in its body (`(prompt | model).with_config(run_name="summarizer").invoke(...)`) is
 a sub-step of the call as a graph is: all four instrumentations record it as one chain span right under the tool's,
@@ -55,6 +58,7 @@ def named_graphs(spans: list[Span], views: dict[str, View]) -> None:
     span, holding a model request, get their name as `agent_name`; a tool span right above one of them is given that
     name by `name_calls`' rule. A name LangGraph or LangChain gives by default (`default_name`) names nothing.
     """
+    _unnamed_graph_agents(spans, views)
     index = {s.span_id: s for s in spans}
     # (a node's own span holds spans of its node too, one named as the node among them: `generate_structured_response`)
     runs = {s.parent_id for s in spans if s.parent_id in index and node_name(s) == s.name != node_name(index[s.parent_id])}
@@ -74,6 +78,15 @@ def named_graphs(spans: list[Span], views: dict[str, View]) -> None:
         if not default_name(name) and not view.agent_name:
             view.agent_name = name
     name_calls(names, views)
+
+
+def _unnamed_graph_agents(spans: list[Span], views: dict[str, View]) -> None:
+    """Take LangGraph's default graph name off the agent spans OpenLLMetry writes for a graph nobody named (module docstring)."""
+    for span in spans:
+        view = views[span.span_id]
+        # (the provider says the span is a LangGraph graph's, whichever instrumentation scope wrote it or whether it was kept)
+        if view.role == "agent" and view.agent_name and default_name(view.agent_name) and span.attrs.get("gen_ai.provider.name") == "langgraph":
+            view.agent_name = None
 
 
 def _run_name(span: Span) -> str:
