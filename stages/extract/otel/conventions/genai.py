@@ -23,6 +23,7 @@ from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
 from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
+from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, tl_langchain_span
 from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
 from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
@@ -107,7 +108,8 @@ def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
 def span_error(span: Span) -> str | None:
     """`"<error.type>: <status message>"` for a span whose status is ERROR, else `None`.
 
-    The type comes from `error.type`, else the first `exception` event.
+    The type comes from `error.type`, else the first `exception` event (by its class name on a span of OpenLLMetry's
+    LangChain instrumentation, as its `error.type` names it: `langchain_errors`).
     """
     if not span.status_error:
         return None
@@ -115,6 +117,8 @@ def span_error(span: Span) -> str | None:
     emsg = None
     for name, ev in span.events:
         if name == "exception":
+            if not etype and isinstance(ev.get("exception.type"), str) and tl_langchain_span(span):
+                etype = exception_name(ev["exception.type"])
             etype = etype or ev.get("exception.type")
             emsg = emsg or ev.get("exception.message")
     message = span.status_message or emsg

@@ -74,7 +74,8 @@ def _recursion(span: Span, v: View) -> str | None:
     for name, ev in span.events:
         etype = ev.get("exception.type")
         if name == "exception" and isinstance(etype, str) and etype.rsplit(".", 1)[-1] == _RECURSION:
-            return f"{etype}: {ev.get('exception.message') or ''}".rstrip(": ")
+            # (by its class name, as MLflow records it and as Langfuse's text is read below: `langchain_errors`)
+            return f"{_RECURSION}: {ev.get('exception.message') or ''}".rstrip(": ")
     if not any(name == "exception" for name, _ in span.events) and isinstance(v.error, str) and _RECURSION_TEXT.match(v.error):
         if not v.error.startswith("Recursion"):
             return v.error  # (the type already named)

@@ -50,6 +50,7 @@ from tracejudge.stages.extract.otel.bodies import anthropic_results, fill_tool_t
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error, typed
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
+from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, oi_langchain_span
 from tracejudge.stages.extract.otel.conventions.openai_choices import chat_reasoning, oi_choice
 from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_args import call_args
@@ -231,7 +232,8 @@ def _error(span: Span) -> str | None:
     """The span's error: `"<type>: <message>"` of its first `exception` event when it has one, else `span_error`.
 
     The LangChain instrumentation describes an ERROR status with the exception's `repr()` and its whole
-    traceback (`ValueError('x')Traceback …`); the event holds the exception's own type and message.
+    traceback (`ValueError('x')Traceback …`); the event holds the exception's own type and message. A LangChain span's
+    type is named by its class name alone (`langchain_errors`).
     A span whose status is not ERROR has no error, whatever events it holds.
     """
     error = span_error(span)
@@ -241,7 +243,8 @@ def _error(span: Span) -> str | None:
         if name == "exception":
             etype, message = ev.get("exception.type"), ev.get("exception.message")
             if isinstance(etype, str) and etype and isinstance(message, str) and message:
-                return typed(etype, message)
+                # (LangChain's exception by its class name, as OpenLLMetry and MLflow record it: `langchain_errors`)
+                return typed(exception_name(etype) if oi_langchain_span(span) else etype, message)
             break
     return error
 
