@@ -99,7 +99,7 @@ def test_content_chunks_read_directly() -> None:
     assert (got.text, got.reasoning, got.unread_reasoning) == ('{"a": 1}', "", "hmm")
     alone = read([{"type": "thinking", "thinking": "as a string"}])  # (a gateway's flattened thinking)
     assert (alone.text, alone.reasoning, alone.reasoning_field) == ("", "as a string", "thinking")
-    with pytest.raises(ProviderError, match=r"unexpected reply shape \(TypeError\)"):  # neither text nor a list: still malformed
+    with pytest.raises(ProviderError, match=r"unexpected reply shape \(choices\[0\]\.message\.content is an object, not text or a list of parts\)"):  # neither text nor a list: still malformed
         read({"type": "text", "text": "x"})
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tracejudge.core.json_kind import json_kind
+
 __all__ = ["result_problem", "score_value_problem"]
 
 _SCORE_VALUE = "a score's value is a number from 0 to 1, or null"
@@ -35,9 +37,9 @@ def result_problem(data: Any) -> str | None:
     (`case_id`, `trial`, `status`, `tags`, `error`, `metadata`, `duration_s`, `scores` and each score's `value`,
     `passed`, `reason` and `judge` figures), or None when it is one. Cheap: no model is built."""
     if not isinstance(data, dict):
-        return f"(root): expected a JSON object, got {_kind(data)}"
+        return f"(root): expected a JSON object, got {json_kind(data)}"
     if not isinstance(data.get("case_id"), str):
-        return "case_id: required, a string" + ("" if "case_id" not in data else f" (got {_kind(data['case_id'])})")
+        return "case_id: required, a string" + ("" if "case_id" not in data else f" (got {json_kind(data['case_id'])})")
     if not _whole(data.get("trial", 0)):
         return f"trial: {_shown(data['trial'])} is not a whole number"
     if (problem := _typed(data, (("status", str), ("error", dict), ("tags", list), ("metadata", dict), ("scores", dict)))) is not None:
@@ -54,7 +56,7 @@ def _typed(data: dict[str, Any], fields: tuple[tuple[str, type], ...], prefix: s
     """`"key: expected a string, got a number"` for the first of `fields` whose value is neither null nor of its type."""
     for key, kind in fields:
         if data.get(key) is not None and not isinstance(data[key], kind):
-            return f"{prefix}{key}: expected {_NAMES[kind]}, got {_kind(data[key])}"
+            return f"{prefix}{key}: expected {_NAMES[kind]}, got {json_kind(data[key])}"
     return None
 
 
@@ -73,7 +75,7 @@ def _whole(value: Any) -> bool:
 def _score_problem(score: Any) -> str | None:
     """`".value: …"` (the field inside the score, and what is wrong) for one score of a result line, or None."""
     if not isinstance(score, dict):
-        return f": expected an object, got {_kind(score)}"
+        return f": expected an object, got {json_kind(score)}"
     if (problem := score_value_problem(score.get("value"))) is not None:
         return f".value: {problem}"
     if score.get("passed") is not None and not isinstance(score["passed"], bool):
@@ -96,17 +98,6 @@ def _amount(value: Any) -> bool:
 
 
 _NAMES = {str: "a string", dict: "an object", list: "a list"}
-
-
-def _kind(value: Any) -> str:
-    """The JSON kind of a parsed value, as an error names it (`a string`, `null`)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return _NAMES.get(type(value), type(value).__name__)
 
 
 def _shown(value: Any) -> str:

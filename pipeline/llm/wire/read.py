@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tracejudge.core.json_kind import json_kind
 from tracejudge.llm.redact import redact
 from tracejudge.llm.replies import SERVER_FAILURE_4XX, ImplausibleUsage, request_refused, token_count, usage_counts
 from tracejudge.llm.wire.payload import public_url
@@ -131,7 +132,43 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         refused.reply = exc.reply  # (answered and billed: its usage is billed like any answer's)
         raise refused from None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
-        raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
+        # Named by the field that is off (`choices` empty, `message` null): a Python exception's name says nothing to
+        # whoever has to fix the server or the proxy before it.
+        where = _shape_problem(provider, body) or type(exc).__name__
+        raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({where})", http.status) from None
+
+
+def _shape_problem(provider: str, body: dict[str, Any]) -> str:
+    """The first field of a 2xx reply `body` (a JSON object) that is not where or what `provider`'s protocol has it,
+    said as a path and what it held (`choices is an empty list`, `choices[0].message is null`), or "" when none is
+    found. Values are named by their JSON kind only, never quoted."""
+    if provider == "anthropic":
+        blocks = body.get("content")
+        if blocks is not None and not isinstance(blocks, list):
+            return f"content is {json_kind(blocks)}, not a list of content blocks"
+        bad = next((i for i, b in enumerate(blocks or []) if not isinstance(b, dict)), None)
+        return "" if bad is None else f"content[{bad}] is {json_kind(blocks[bad])}, not a content block object"
+    if "choices" not in body:
+        return "no choices field; the reply's fields: " + (", ".join(sorted(map(str, body))[:12]) or "none")
+    choices = body["choices"]
+    if not isinstance(choices, list):
+        return f"choices is {json_kind(choices)}, not a list"
+    if not choices:
+        return "choices is an empty list: the reply holds no answer"
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return f"choices[0] is {json_kind(choice)}, not an object"
+    if "message" not in choice:
+        # (`delta`: a streamed chunk; `text`: the legacy completions endpoint's answer)
+        said = "delta, as a streamed chunk has" if "delta" in choice else "text, as /completions answers" if "text" in choice else ""
+        return "choices[0] has no message" + (f" (it has {said})" if said else "")
+    message = choice["message"]
+    if not isinstance(message, dict):
+        return f"choices[0].message is {json_kind(message)}, not an object"
+    content = message.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        return f"choices[0].message.content is {json_kind(content)}, not text or a list of parts"
+    return ""
 
 
 def _detail_only(body: dict[str, Any]) -> bool:

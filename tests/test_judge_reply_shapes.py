@@ -1,0 +1,46 @@
+"""A 200 reply of the wrong shape, over real HTTP on 127.0.0.1: the judge error names the field that is off
+(`choices` empty or null, `choices[0].message` null, a `content` that is a number, a streamed chunk's `delta` where
+the message should be), not the Python exception reading it raised ("unexpected reply shape (IndexError)" told the
+user nothing to fix).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _loopback import Loopback, completion
+from test_judge_servers import cases, config, results, run
+
+ONE = [{"type": "TaskCompletion"}]
+
+
+def _choice(**fields: Any) -> dict[str, Any]:
+    reply = completion("")
+    reply["choices"] = [{"index": 0, "finish_reason": "stop", **fields}]
+    return reply
+
+
+SHAPES = {
+    "empty choices": ({**completion(""), "choices": []}, "choices is an empty list"),
+    "null choices": ({**completion(""), "choices": None}, "choices is null, not a list"),
+    "no choices": ({"id": "x", "object": "chat.completion", "model": "m"}, "no choices field; the reply's fields: id, model, object"),
+    "null message": (_choice(message=None), "choices[0].message is null, not an object"),
+    "a stream's chunk": (_choice(delta={"content": "{}"}), "choices[0] has no message (it has delta, as a streamed chunk has)"),
+    "number content": (_choice(message={"role": "assistant", "content": 42}), "choices[0].message.content is a number"),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_reply_of_the_wrong_shape_names_its_field(tmp_path: Path, shape: str) -> None:
+    reply, said = SHAPES[shape]
+    with Loopback(lambda headers, body: (200, reply)) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
+        sent = len(server.requests)
+    (r,) = results(tmp_path)
+    error = r["error"]
+    assert (r["status"], error["kind"], sent) == ("judge_error", "provider_error", 2), error  # still retried as a malformed reply
+    assert f"HTTP 200: unexpected reply shape ({said}" in error["message"], error
+    assert not any(name in error["message"] for name in ("IndexError", "TypeError", "AttributeError", "KeyError")), error
+    assert summary["judge"]["error_kinds"] == {"provider_error": 1}
