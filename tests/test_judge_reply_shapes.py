@@ -1,16 +1,18 @@
 """A 200 reply of the wrong shape, over real HTTP on 127.0.0.1: the judge error names the field that is off
 (`choices` empty or null, `choices[0].message` null, a `content` that is a number, a streamed chunk's `delta` where
 the message should be), not the Python exception reading it raised ("unexpected reply shape (IndexError)" told the
-user nothing to fix).
+user nothing to fix). A reply whose content is null beside `tool_calls` (a gateway that answers with a call of a tool
+nobody offered) said "the server returned no text", when it had answered: the error names the calls.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _loopback import Loopback, completion
+from _loopback import Loopback, completion, verdict
 from test_judge_servers import cases, config, results, run
 
 ONE = [{"type": "TaskCompletion"}]
@@ -44,3 +46,17 @@ def test_a_reply_of_the_wrong_shape_names_its_field(tmp_path: Path, shape: str) 
     assert f"HTTP 200: unexpected reply shape ({said}" in error["message"], error
     assert not any(name in error["message"] for name in ("IndexError", "TypeError", "AttributeError", "KeyError")), error
     assert summary["judge"]["error_kinds"] == {"provider_error": 1}
+
+
+def test_a_null_content_beside_tool_calls_says_the_server_called_a_tool(tmp_path: Path) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        call = {"id": "c1", "type": "function", "function": {"name": "record_verdict", "arguments": json.dumps(verdict(body))}}
+        return 200, _choice(message={"role": "assistant", "content": None, "tool_calls": [call]}, finish_reason="tool_calls")
+
+    with Loopback(respond) as server:
+        run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
+    (r,) = results(tmp_path)
+    error = r["error"]
+    assert (r["status"], error["kind"]) == ("judge_error", "parse_error"), error  # a call's arguments are still no verdict
+    assert "called tools instead (record_verdict)" in error["message"] and "the judge offers none" in error["message"], error
+    assert "the server returned no text" not in error["message"], error

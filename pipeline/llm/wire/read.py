@@ -272,7 +272,7 @@ def _openai_reply(body: dict[str, Any], message: dict[str, Any]) -> Reply:
         reasoning += "\n" + parsed[0]
     # Mistral's `model_length`: the prompt and the reply filled the model's context before `max_tokens`.
     finish = choice.get("finish_reason")
-    said = _Said(text, reasoning, field, finish in ("length", "model_length"), finish == "model_length")
+    said = _Said(text, reasoning, field, finish in ("length", "model_length"), finish == "model_length", _called(message))
     try:
         counts = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
     except ImplausibleUsage as exc:
@@ -282,6 +282,15 @@ def _openai_reply(body: dict[str, Any], message: dict[str, Any]) -> Reply:
     if counts[1] == 0 and (text or reasoning):
         return said.reply(problem=_NO_COMPLETION.format(key="completion_tokens"))
     return said.reply((counts[0], counts[1], counts[2], 0))
+
+
+def _called(message: dict[str, Any]) -> str:
+    # The functions a message called (a gateway that turns the schema into a tool answers so), for the empty-reply note.
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return ""
+    names = [c["function"].get("name") if isinstance(c, dict) and isinstance(c.get("function"), dict) else None for c in calls]
+    return ", ".join(n if isinstance(n, str) and n else "(no name)" for n in names)
 
 
 def _content(content: Any) -> tuple[str, str]:
@@ -315,8 +324,9 @@ class _Said:
     else `Reply.unread_reasoning`: never read, but billed, so a reply without usage is estimated with it.
     """
 
-    def __init__(self, text: str, thinking: str, field: str, truncated: bool, window_full: bool) -> None:
+    def __init__(self, text: str, thinking: str, field: str, truncated: bool, window_full: bool, tool_calls: str = "") -> None:
         self.text, self.thinking, self.field, self.truncated, self.window_full = text, thinking, field, truncated, window_full
+        self.tool_calls = tool_calls
 
     def reply(self, usage: tuple[int, int, int, int] | None = None, problem: str = "") -> Reply:
         """The `Reply`; `usage` `(prompt, completion, cached, written)`, or `None` for a reply without (or with implausible,
@@ -325,7 +335,8 @@ class _Said:
         prompt, completion, cached, written = usage or (0, 0, 0, 0)
         return Reply(self.text, self.truncated, prompt, completion, cached, written, usage_known=usage is not None,
                      reasoning="" if aside else self.thinking, reasoning_field="" if aside or not self.thinking else self.field,
-                     usage_problem=problem, unread_reasoning=self.thinking if aside else "", window_full=self.window_full)
+                     usage_problem=problem, unread_reasoning=self.thinking if aside else "", window_full=self.window_full,
+                     tool_calls=self.tool_calls)
 
 
 # A reply that holds text took at least one completion token: a usage block saying 0 (or null, missing, "") is a

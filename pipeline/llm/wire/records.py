@@ -84,6 +84,10 @@ class Reply:
     filled the model's context window (Anthropic `stop_reason:
     "model_context_window_exceeded"`, Mistral `finish_reason: "model_length"`),
     which `window_full` says: raising `max_tokens` does not help it.
+
+    `tool_calls` names the functions an OpenAI-compatible message called
+    (comma-separated, "" for none): the judge offers no tools, so a verdict
+    there is not read, but an empty reply that made calls is said as one.
     """
 
     text: str
@@ -99,6 +103,7 @@ class Reply:
     usage_problem: str = ""
     unread_reasoning: str = ""
     window_full: bool = False
+    tool_calls: str = ""
 
 
 @dataclass

@@ -284,6 +284,11 @@ def empty_reply(reply: Reply, provider: str = "openai") -> str:
     change."""
     if reply.text.strip():
         return ""
+    if not reply.reasoning and reply.tool_calls:
+        # Not "no text": the server answered, with a call of a tool nobody offered (a gateway that turns the schema into one).
+        return (f"the reply's content was empty (null or \"\") and its message called tools instead ({reply.tool_calls[:200]}), "
+                "though the judge offers none: the verdict is read from the content only; check the server (or the gateway "
+                "before it) answers a request without tools in its content")
     if not reply.reasoning:
         return "the reply's content was empty (null or \"\"): the server returned no text"
     n = len(reply.reasoning)
