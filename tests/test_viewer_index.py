@@ -132,3 +132,31 @@ def test_a_damaged_index_is_rebuilt(tmp_path: Path) -> None:
     (run_dir / INDEX_FILE).write_bytes(b"not a database at all" * 100)
     idx = RunIndex(run_dir)
     assert idx.refresh() == 10 and idx.query(CaseQuery(tag="t2")).total == 3
+
+
+def test_case_ids_sort_in_natural_order_and_an_older_index_is_rebuilt_for_it(tmp_path: Path) -> None:
+    ids = ["10-0", "2-1", "2-0", "1-0", "task-100", "task-20", "task-3", "007", "7"]
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(i, ["a"], ["a"] if n % 2 else []) for n, i in enumerate(ids)])
+    run_dir = tmp_path / "run"
+    assert main(["run", str(write_config(tmp_path / "c.yaml", data, run_dir)), "--no-progress"]) == 0
+    natural = ["1-0", "2-0", "2-1", "007", "7", "10-0", "task-3", "task-20", "task-100"]
+    idx = RunIndex(run_dir)
+    assert idx.refresh() == len(ids)
+    assert [r["case_id"] for r in idx.query(CaseQuery()).rows] == natural  # the text order put 10-0 before 2-0
+    assert [r["case_id"] for r in idx.query(CaseQuery(desc=True)).rows] == natural[::-1]
+    # Ties on a metric keep the natural order of the ids.
+    assert [r["case_id"] for r in idx.query(CaseQuery(sort="tc")).rows if r["values"]["tc"] == 1.0] == [
+        i for i in natural if ids.index(i) % 2]
+    idx.close()
+    # An index a viewer before the natural order built (schema 7, no case_key column) is rebuilt, not queried.
+    import sqlite3
+    db = sqlite3.connect(run_dir / INDEX_FILE)
+    db.execute("UPDATE meta SET value = '7' WHERE key = 'schema'")
+    db.execute("DROP INDEX results_case_key")
+    db.execute("ALTER TABLE results DROP COLUMN case_key")
+    db.commit()
+    db.close()
+    idx = RunIndex(run_dir)
+    assert idx.refresh() == len(ids)
+    assert [r["case_id"] for r in idx.query(CaseQuery()).rows] == natural
+    idx.close()

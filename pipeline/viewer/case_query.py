@@ -3,10 +3,11 @@ a query becomes over `view.idx`'s `results` table (`where_and_order`; the index 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PAGE_SIZES", "CaseQuery", "Page", "where_and_order"]
+__all__ = ["PAGE_SIZES", "CaseQuery", "Page", "natural_key", "where_and_order"]
 
 PAGE_SIZES = (25, 50, 100, 200)
 
@@ -22,7 +23,8 @@ class CaseQuery:
       has no metric of: none, as no result is below that threshold);
     - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
       reasons, error, or the case's input, output and tool names;
-    - `sort`: `case`, `trial`, `status`, `duration` or a metric key; `desc`;
+    - `sort`: `case` (ids in natural order: `2-0` before `10-0`, `natural_key`), `trial`, `status`, `duration` or a
+      metric key; `desc`;
     - `page` (1-based) of `size` rows.
     """
 
@@ -49,6 +51,9 @@ class Page:
 
     def __post_init__(self) -> None:
         self.pages = max(1, -(-self.total // self.query.size))
+
+
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], str]:
@@ -78,13 +83,28 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
     direction = "DESC" if q.desc else "ASC"
     if q.sort in metrics:
         col = f"m{metrics.index(q.sort)}"
-        order = f"{col} IS NULL, {col} {direction}, case_id, trial"
+        order = f"{col} IS NULL, {col} {direction}, case_key, case_id, trial"
     else:
         q.sort = q.sort if q.sort in ("trial", "status", "duration") else "case"  # the page shows the order it applied
-        col = {"trial": "trial", "status": "status", "duration": "duration"}.get(q.sort, "case_id")
-        order = f"{col} {direction}, case_id, trial"
+        if q.sort == "case":
+            order = f"case_key {direction}, case_id {direction}, trial"
+        else:
+            order = f"{q.sort} {direction}, case_key, case_id, trial"
     q.size = q.size if q.size in PAGE_SIZES else 50
     return cond, args, order
+
+
+def natural_key(case_id: str) -> str:
+    """The text `case_id` sorts by in the Cases table: each run of digits as its value, so `2-0` comes before `10-0`
+    (as a reader counts) where the plain text order puts `10-0` first. Every digit run (leading zeros dropped)
+    becomes its length in three digits then its digits, so a longer number sorts after a shorter one and runs of equal
+    length by their digits; the rest of the id is kept as it is. Ids equal but for leading zeros (`7`, `007`) share
+    a key: the table then orders them by the id itself."""
+    return _DIGITS.sub(lambda m: _number(m.group().lstrip("0") or "0"), case_id)
+
+
+def _number(digits: str) -> str:
+    return f"{min(len(digits), 999):03d}{digits}"
 
 
 def _like(text: str) -> str:

@@ -34,13 +34,13 @@ import pydantic_core
 
 from tracejudge.engine.result_shape import result_problem
 from tracejudge.stages.reports.cases import run_error_of
-from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, where_and_order
+from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, where_and_order
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "7"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
-# 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`
+_SCHEMA = "8"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+# 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`. 8: `case_key`, ids in natural order
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
 def _cache_path(run_dir: Path) -> Path:
@@ -135,9 +135,11 @@ class RunIndex:
         db.execute("DELETE FROM meta")
         db.execute(
             "CREATE TABLE results(case_id TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT, tags TEXT, error TEXT,"
-            " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, run_error TEXT, PRIMARY KEY(case_id, trial))"
+            " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, run_error TEXT, case_key TEXT,"
+            " PRIMARY KEY(case_id, trial))"
         )
         db.execute("CREATE INDEX results_status ON results(status)")
+        db.execute("CREATE INDEX results_case_key ON results(case_key, case_id, trial)")
         db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
@@ -213,7 +215,7 @@ class RunIndex:
                     said = run_error_of(res.get("metadata"))
                     batch.append((str(res["case_id"]), int(res.get("trial", 0)), status, "\x1f".join(rtags),
                                   json.dumps(err) if err else None, float(res.get("duration_s") or 0.0), offset, len(line),
-                                  failed, _text_of(res, said), said or None, *values))
+                                  failed, _text_of(res, said), said or None, natural_key(str(res["case_id"])), *values))
                     if len(batch) >= _BATCH:
                         self._insert(batch, n_metrics)
                         batch = []
@@ -232,7 +234,7 @@ class RunIndex:
             raise
 
     def _insert(self, rows: list[tuple[Any, ...]], n_metrics: int) -> None:
-        cols = ["case_id", "trial", "status", "tags", "error", "duration", "offset", "length", "failed", "text", "run_error"]
+        cols = ["case_id", "trial", "status", "tags", "error", "duration", "offset", "length", "failed", "text", "run_error", "case_key"]
         for i in range(n_metrics):
             cols += [f"m{i}", f"p{i}"]
         marks = ",".join("?" * len(cols))
