@@ -175,3 +175,24 @@ def test_report_html_shows_invisible_and_control_characters_as_report_md(tmp_pat
     samples += ["a\\x41", "\\\\x1b", "\\u{202e}", "\\u{zz}", "\\\u202e", "\\\\\x1b", "\u200c\u200d\u200e\u200f", "案\\", "ok"]
     got = browser.execute_script(_shown_source() + "return arguments[0].map(shown);", samples)
     assert got == [visible(s) for s in samples]
+
+
+def test_report_html_sorts_case_ids_in_natural_order_as_the_viewer_does(tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    from tracejudge.viewer.case_query import natural_key
+
+    ids = ["10-0", "2-1", "2-0", "1-0", "task-100", "task-20", "task-3"]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+        for cid in ids:
+            fh.write(result_line(cid, 0, {"m": (0.5, "r")}, threshold=0.5) + "\n")
+    main(["report", str(run_dir)])
+    order = "var out = []; document.querySelectorAll('#cases tbody tr[data-case]').forEach(function(tr){ out.push(tr.getAttribute('data-case')); }); return out;"
+    natural = sorted(ids, key=natural_key)
+    assert natural == ["1-0", "2-0", "2-1", "10-0", "task-3", "task-20", "task-100"]
+    _load(browser, run_dir / "report.html", "#sort=case")
+    assert browser.execute_script(order) == natural  # (the text order put 10-0 before 2-0)
+    _load(browser, run_dir / "report.html", "#sort=-case")
+    assert browser.execute_script(order) == natural[::-1]
+    _load(browser, run_dir / "report.html", "#sort=m")  # equal values: the ids' natural order breaks the tie
+    assert browser.execute_script(order) == natural

@@ -138,11 +138,13 @@ PAGE_JS = r"""
     table.setAttribute('data-page', String(page));
   }
   var state = {col:null, desc:false};
+  // Text in natural order (case 2-0 before 10-0), as `tracejudge view` sorts case ids.
+  function natural(x, y){ return String(x).localeCompare(String(y), undefined, {numeric: true}); }
   function sortBy(col, desc){
     rows = data.rows.slice();
     rows.sort(function(a,b){ var x=cellValue(a,col), y=cellValue(b,col);
-      var r = (typeof x==='number' && typeof y==='number') ? x-y : String(x).localeCompare(String(y));
-      if(r===0){ r = String(a.case_id).localeCompare(String(b.case_id)) || (a.trial-b.trial); return r; }
+      var r = (typeof x==='number' && typeof y==='number') ? x-y : natural(x, y);
+      if(r===0){ r = natural(a.case_id, b.case_id) || (a.trial-b.trial); return r; }
       return desc ? -r : r; });
     state = {col:col, desc:desc};
     for(var i=0;i<head.cells.length;i++){
