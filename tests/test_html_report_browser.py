@@ -35,6 +35,17 @@ def _load(driver: Any, page: Path, fragment: str = "") -> None:
     WebDriverWait(driver, 15).until(lambda d: d.find_element(By.ID, "rows-shown").text != "0")  # the script has built the table
 
 
+def _reported(tmp_path: Path, scores: dict[str, tuple[float, str]]) -> Path:
+    """A run directory holding one result per case id (metric `m`: its value and reason, threshold 0.5), reported."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+        for cid, score in scores.items():
+            fh.write(result_line(cid, 0, {"m": score}, threshold=0.5) + "\n")
+    main(["report", str(run_dir)])
+    return run_dir
+
+
 def _chips(driver: Any) -> dict[str, str]:
     return driver.execute_script(
         "var out = {}; document.querySelectorAll('#cases tbody tr[data-case]').forEach(function(tr){"
@@ -154,12 +165,7 @@ def test_report_html_shows_invisible_and_control_characters_as_report_md(tmp_pat
     from tracejudge.core.inert_text import visible
 
     ids = ["\u202eRTL", "zw\u200bsp", "esc\x1b[31mred", "tag\U000e0041", "text \\x1b and \\u{202e}", "bs\\\u202e", "plain"]
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
-        for cid in ids:
-            fh.write(result_line(cid, 0, {"m": (0.0, f"why {cid}")}, threshold=0.5) + "\n")
-    main(["report", str(run_dir)])
+    run_dir = _reported(tmp_path, {cid: (0.0, f"why {cid}") for cid in ids})
     text = (run_dir / "report.html").read_text(encoding="utf-8")
     assert not [c for c in ("\u202e", "\u200b", "\x1b", "\U000e0041") if c in text]
     _load(browser, run_dir / "report.html", "#sort=case")
@@ -181,12 +187,7 @@ def test_report_html_sorts_case_ids_in_natural_order_as_the_viewer_does(tmp_path
     from tracejudge.viewer.case_query import natural_key
 
     ids = ["10-0", "2-1", "2-0", "1-0", "task-100", "task-20", "task-3"]
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
-        for cid in ids:
-            fh.write(result_line(cid, 0, {"m": (0.5, "r")}, threshold=0.5) + "\n")
-    main(["report", str(run_dir)])
+    run_dir = _reported(tmp_path, {cid: (0.5, "r") for cid in ids})
     order = "var out = []; document.querySelectorAll('#cases tbody tr[data-case]').forEach(function(tr){ out.push(tr.getAttribute('data-case')); }); return out;"
     natural = sorted(ids, key=natural_key)
     assert natural == ["1-0", "2-0", "2-1", "10-0", "task-3", "task-20", "task-100"]
