@@ -66,9 +66,15 @@ MATCH_TESTS = [  # tests/scorer/test_match.py, every one `match(numeric=True, lo
     ("test_numeric_unicode_minus_with_trailing_text", "end", "the answer is -½ extra", ["-0.5"], "C"),
     ("test_numeric_unicode_minus_with_leading_text", "begin", "leading text then -½", ["-0.5"], "C"),
     ("test_numeric_any_answer_when_no_match", "any", "got 7 and 11", ["25"], "I"),
+    # A number with sentence or enclosing punctuation attached is still the number; digits with letters are not.
+    *[("test_numeric_match_with_trailing_punctuation", "end", f"The answer is 42{p}", ["42"], "C") for p in "!?:"],
+    *[("test_numeric_match_with_enclosing_punctuation", "end", f"The answer is {n}", ["42"], "C") for n in ["(42).", "(42)", "[42]"]],
+    ("test_numeric_any_with_punctuation", "any", "first (7) then 25! then done", ["25"], "C"),
+    ("test_numeric_exact_still_rejects_punct_inside_digits", "end", "The answer is 42abc", ["42"], "I"),
 ]
 # The answers inspect's tests assert (`Score.answer`): the number matched, or the output when none matched.
-MATCH_ANSWERS = {"test_numeric_any_finds_number_in_middle": "25", "test_numeric_any_answer_when_no_match": "got 7 and 11"}
+MATCH_ANSWERS = {"test_numeric_any_finds_number_in_middle": "25", "test_numeric_any_with_punctuation": "25",
+                 "test_numeric_any_answer_when_no_match": "got 7 and 11"}
 
 PATTERN_TESTS = [  # tests/scorer/test_pattern.py ("N" there before inspect scored a non-matching pattern I: value 0 both ways)
     ("test_single_match_success", {"pattern": "(foo)"}, "foo", ["foo"], "C", SAME),
