@@ -66,4 +66,14 @@ ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
     # Strict mode makes the threshold 1 whatever `threshold` says (deepeval: `self.threshold = 1 if strict_mode else threshold`): 0 fails.
     ("strict-overrides-a-zero-threshold", {"strict_mode": True, "threshold": 0.0}, [t("a"), t("b")], [t("a")], 0.0),
     ("threshold-partial-pass", {"threshold": 0.6}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 2 / 3),
+    # deepeval's tests/test_metrics/test_tool_correctness_metric.py (mixed mapping keys, with JSON's string keys): a
+    # mapping argument or output equal in another key order matches, one whose values all differ scores 0.
+    ("mapping-argument-key-order", {"evaluation_params": BOTH}, [t("lookup", {"lookup": {"1": "one", "mode": "fast"}})],
+     [t("lookup", {"lookup": {"mode": "fast", "1": "one"}})], 1.0),
+    ("mapping-argument-values-differ", {"evaluation_params": BOTH}, [t("lookup", {"lookup": {"1": "one", "mode": "fast"}})],
+     [t("lookup", {"lookup": {"mode": "slow", "1": "two"}})], 0.0),
+    ("mapping-output-key-order", {"evaluation_params": BOTH}, [t("lookup", None, {"1": "one", "mode": "fast"})],
+     [t("lookup", None, {"mode": "fast", "1": "one"})], 1.0),
+    ("mapping-output-values-differ", {"evaluation_params": BOTH}, [t("lookup", None, {"1": "one", "mode": "fast"})],
+     [t("lookup", None, {"mode": "slow", "1": "two"})], 0.0),
 ]
