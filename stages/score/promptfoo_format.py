@@ -1,6 +1,6 @@
 """promptfoo's `regex` and `is-json` assertions on the final output, and their `not-` inverses, under promptfoo's names.
 
-Source: promptfoo 0.123.1 `src/assertions/regex.ts` (`handleRegex`) and `src/assertions/json.ts` (`handleIsJson`),
+Source: promptfoo `src/assertions/regex.ts` (`handleRegex`) and `src/assertions/json.ts` (`handleIsJson`),
 with the shared rules of `tracejudge.stages.score.promptfoo_text` (the output, the 1/0 score, promptfoo's reasons,
 `threshold` refused, values as written):
 

@@ -2,7 +2,7 @@
 `contains-any`, `icontains-any`, `contains-all`, `icontains-all`, `equals`, `starts-with`, `levenshtein`, and each
 one's `not-` inverse (`regex` and `is-json` are in `tracejudge.stages.score.promptfoo_format`).
 
-Source: promptfoo 0.123.1 `src/assertions/contains.ts`, `equals.ts`, `startsWith.ts`, `levenshtein.ts`, the `not-`
+Source: promptfoo `src/assertions/contains.ts`, `equals.ts`, `startsWith.ts`, `levenshtein.ts`, the `not-`
 prefix of `src/assertions/index.ts` (`isAssertionInverse`) and `src/util/parseCommaSeparatedValues.ts`. A config
 names them as promptfoo does:
 
