@@ -349,7 +349,7 @@ class Levenshtein(PromptfooOutputAssertion):
 def _inverse(base: type[PromptfooOutputAssertion], kind: str) -> type[PromptfooOutputAssertion]:
     """The `not-` form of `base`, registered as `kind`."""
     cls = type(f"Not{base.__qualname__}", (base,), {
-        "__doc__": f"promptfoo's `{kind}`: `{base.assertion}` inverted (see there).", "__module__": __name__,
+        "__doc__": f"promptfoo's `{kind}`: `{base.assertion}` inverted (see there).", "__module__": base.__module__,
         "__qualname__": f"Not{base.__qualname__}", "inverse": True})
     return _promptfoo_type(kind)(cls)  # type: ignore[return-value]
 
