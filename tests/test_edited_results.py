@@ -97,3 +97,36 @@ def test_every_command_names_the_edited_line_and_field(finished: Path, what: str
     assert len(values) == 2 and all(0 <= float(v) <= 1 for v in values)
 
     assert RunIndex(run).refresh() == 2  # the viewer's index leaves it out, as a line that is not JSON
+
+
+@pytest.mark.parametrize("what", ["NaN", "not JSON"])
+def test_report_out_and_a_merge_of_shards_fail_as_report_in_place_does(finished: Path, what: str) -> None:
+    # `report RUN --out DIR` copied a line scored NaN and, its run's count of results not copied, passed (exit 0) where
+    # `report RUN` fails; a line that is not JSON stopped the copy with exit 2 ("cannot merge"). A CI gate reads either.
+    run = _edited(finished, EDITS["NaN"][0], f"out-{what.replace(' ', '-')}")
+    if what == "not JSON":
+        lines = (run / "results.jsonl").read_text().splitlines()
+        lines[1] = lines[1][:25]
+        (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    in_place = _tj("report", str(run), cwd=finished)
+    copied = _tj("report", str(run), "--out", str(finished / f"copy-{what.replace(' ', '-')}"), cwd=finished)
+    for report in (in_place, copied):
+        assert report.returncode == 1, report.stdout + report.stderr
+        assert "verdict: FAIL" in report.stdout and "FAIL results readable: 1 of the 3 results the run counted" in report.stdout
+        assert "results.jsonl:2: " in report.stdout
+
+
+def test_a_merge_of_shards_fails_on_a_damaged_line_of_one_shard(finished: Path) -> None:
+    # Merging shards is the CI form of `report`: a shard's damaged line is a result lost, as in that shard's own report.
+    for i in (1, 2):
+        done = _tj("run", "eval.yaml", "--shard", f"{i}/2", "--run-dir", f"runs/sharded-shard-{i}-of-2", cwd=finished)
+        assert done.returncode in (0, 1), done.stderr
+    shards = [finished / "runs" / f"sharded-shard-{i}-of-2" for i in (1, 2)]
+    edited = next(s for s in shards if len((s / "results.jsonl").read_text().splitlines()) >= 1)
+    lines = (edited / "results.jsonl").read_text().splitlines()
+    lines[0] = lines[0].replace('"value":', '"value": NaN, "was":', 1)
+    (edited / "results.jsonl").write_text("\n".join(lines) + "\n")
+    merged = _tj("report", *map(str, shards), "--out", str(finished / "merged"), cwd=finished)
+    assert merged.returncode == 1, merged.stdout + merged.stderr
+    assert "FAIL results readable: 1 of the 3 results the run counted" in merged.stdout, merged.stdout
+    assert "scores.tc.value: NaN is not a number a score can hold" in merged.stdout

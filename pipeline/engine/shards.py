@@ -19,13 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet, result_key
+from tracejudge.engine.shard_figures import merged_run_figures
 
 __all__ = ["Shard", "expand", "is_merge", "is_shard", "merge_runs", "merged_name", "merged_sources", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
 
@@ -249,20 +250,22 @@ def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
     store.atomic_write_text(out / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     tmp = out / f".{store.RESULTS}.tmp"
     counts: list[int] = []  # each shard's standing results, for the shards block's descriptions
+    readable: list[int] = []  # and how many of them are results (not damaged lines), for the merged run's count
     try:
         with open(tmp, "wb") as fh:
             seen_keys = KeySet()
             for d, _, s in described:
                 counts.append(0)
+                readable.append(0)
                 for lineno, line in store.iter_current_numbered(Path(d) / store.RESULTS):
-                    _check_line(Path(d), lineno, line, s, seen_keys, dirs)
+                    readable[-1] += _check_line(Path(d), lineno, line, s, seen_keys, dirs)
                     fh.write(line if line.endswith(b"\n") else line + b"\n")
                     counts[-1] += 1
     except TracejudgeError:
         tmp.unlink(missing_ok=True)
         raise
     tmp.replace(out / store.RESULTS)
-    figures = {"config_hash": manifest["config_hash"], **_merged_run_figures(dirs, missing)}
+    figures = {"config_hash": manifest["config_hash"], **merged_run_figures(dirs, missing, readable)}
     figures["shards"].update(_shard_states(described, counts, missing))
     store.atomic_write_text(out / store.SUMMARY, json.dumps(figures, indent=2) + "\n")
     return out
@@ -303,19 +306,25 @@ def _shard_states(described: Sequence[tuple[Path, dict[str, Any], Shard | None]]
     return out
 
 
-def _check_line(run_dir: Path, lineno: int, line: bytes, shard: Shard | None, seen: KeySet, dirs: Sequence[Path]) -> None:
-    """Refuse (`TracejudgeError`) a result that its shard's hash does not assign to it, or a repeated (case, trial).
+def _check_line(run_dir: Path, lineno: int, line: bytes, shard: Shard | None, seen: KeySet, dirs: Sequence[Path]) -> bool:
+    """Whether a standing line of a shard is a result (False: a damaged line); refuse (`TracejudgeError`) a result that
+    its shard's hash does not assign to it, or a repeated (case, trial).
 
     The labels (manifest, directory name) are not trusted: every result is checked by the same
     hash that assigned it (`shard_index`), so a shard copied under another label, or results
-    moved between shard directories, cannot merge into a run that looks complete.
+    moved between shard directories, cannot merge into a run that looks complete. A damaged line (not JSON, no
+    case_id, a score of NaN: `result_shape`) is merged as it is: the merged run's report names it and its gate fails
+    on the result it lost, as the shard's own report does (refusing it made `report RUN --out DIR` exit 2 where
+    `report RUN` says FAIL; leaving it out made the merge PASS).
     """
+    import pydantic_core
     from tracejudge.engine.admit import safe_text
+    from tracejudge.engine.result_shape import result_problem
 
     where = f"{run_dir / store.RESULTS}:{lineno}"
     key = store.line_key(line)
     if key is None:
-        raise TracejudgeError(f"cannot merge: {where} is not a result line (no case_id/trial)")
+        return False  # (no key: no shard or repeat to check, and no reader counts it as a result)
     case_id, trial = key
     if shard is not None:
         home = shard_index(safe_text(case_id), shard[1])
@@ -326,6 +335,7 @@ def _check_line(run_dir: Path, lineno: int, line: bytes, shard: Shard | None, se
         first = _first_place(dirs, case_id, trial)
         raise TracejudgeError(f"cannot merge: {where}: case {case_id!r} trial {trial} is repeated"
                               + (f" (first at {first})" if first else "") + "; each (case, trial) must come from one shard, once")
+    return result_problem(pydantic_core.from_json(line)) is None
 
 
 def _first_place(dirs: Sequence[Path], case_id: str, trial: int) -> str | None:
@@ -335,47 +345,3 @@ def _first_place(dirs: Sequence[Path], case_id: str, trial: int) -> str | None:
             if store.line_key(line) == (case_id, trial):
                 return f"{Path(d) / store.RESULTS}:{lineno}"
     return None
-
-
-def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, Any]:
-    """The run-level part of the merged summary: what `rebuild` keeps and cannot recompute."""
-    from tracejudge.engine.run_state import last_segment_finished
-    from tracejudge.stages.judge.calls.stats import add_counts
-    from tracejudge.stages.judge.stage import _ADDITIVE as additive  # the counters the judge itself carries over segments
-
-    complete = not missing
-    elapsed = 0.0
-    died = 0
-    judge: dict[str, Any] = {}
-    version = None
-    for d in dirs:
-        try:
-            s = json.loads((Path(d) / store.SUMMARY).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            complete = False  # a shard that never wrote its summary did not finish
-            continue
-        # A shard killed after a resume keeps the summary of the segment before it: its checkpoint says it did not finish.
-        complete = complete and s.get("complete") is True and last_segment_finished(Path(d))
-        died += s.get("worker_errors") if isinstance(s.get("worker_errors"), int) else 0
-        elapsed = max(elapsed, float(s.get("elapsed_s_total") or 0.0))  # shards run side by side
-        version = version or s.get("tracejudge_version")
-        for k, v in (s.get("judge") or {}).items():
-            if k in additive and (v is None or isinstance(v, (int, float))):  # None: dollars not known in a shard, nor then in all
-                judge[k] = add_counts(judge.get(k, 0), v)
-            elif k == "error_kinds" and isinstance(v, dict):  # judge errors by kind: each shard's results, added up
-                kinds = judge.setdefault(k, {})
-                for kind, n in v.items():
-                    kinds[kind] = kinds.get(kind, 0) + (n if isinstance(n, int) else 0)
-            elif k.startswith("latency_") and isinstance(v, (int, float)):
-                judge[k] = max(judge.get(k) or 0, v)  # a percentile does not add up: the slowest shard's (None: one that sent nothing)
-            else:
-                judge.setdefault(k, v)  # settings (model, mode, caps): the same in every shard
-    if "error_kinds" in judge:
-        judge["error_kinds"] = dict(sorted(judge["error_kinds"].items()))
-    if judge.get("judged_results"):
-        judge["error_share"] = round(judge.get("judge_error_results", 0) / judge["judged_results"], 6)
-        judge["gate_failed"] = judge["error_share"] > judge.get("max_error_share", 0.0)
-    if judge.get("judged_items"):
-        judge["parse_failure_rate"] = round(judge.get("parse_failed_items", 0) / judge["judged_items"], 6)
-    return {"tracejudge_version": version, "complete": complete, "elapsed_s_total": round(elapsed, 6), "judge": judge,
-            **({"worker_errors": died} if died else {}), "shards": {"merged_from": [str(d) for d in dirs], "missing": missing}}
