@@ -155,6 +155,36 @@ def live_recordings() -> tuple[Path, dict[str, str]]:
     return live.wait()
 
 
+@pytest.fixture(autouse=True)
+def _forget_the_tests_own_modules(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test, forget the modules it imported from its own `tmp_path` (a custom metric's `mypkg`, a python
+    target) and the search folders under it (`user_code.add_search_dir`, the config's folder).
+
+    Left in `sys.modules`, such a module answered later tests of the same process (pytest-xdist's worker) naming a module
+    of that name: a test expecting `mypkg.metrics` not to be importable failed only after `test_custom_metrics.py`, and
+    each case writing its own `mypkg` imported the first case's. (A module-scoped fixture's folders are not a test's
+    `tmp_path`: what it imported stays for its file's tests.)
+    """
+    yield
+    tmp = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+    if tmp is None:
+        return
+    from tracejudge.core import user_code
+
+    # By the text of the path (a module's file is as its search folder spells it): a realpath of each of the thousands
+    # of modules would cost every test tens of milliseconds.
+    roots = tuple({os.path.join(str(tmp), ""), os.path.join(os.path.realpath(tmp), "")})
+
+    def mine(path: object) -> bool:
+        return isinstance(path, str) and bool(path) and os.path.join(path, "").startswith(roots)
+
+    for name, module in list(sys.modules.items()):
+        if mine(getattr(module, "__file__", None)) or any(mine(p) for p in list(getattr(module, "__path__", None) or [])):
+            del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not mine(p)]
+    user_code._ADDED[:] = [p for p in user_code._ADDED if not mine(p)]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist, a worker gets `COLUMNS=80`/`LINES=24` from its launcher: drop them, so every
     command a test runs sees piped output as a user's pipe does (100 columns), whichever way the suite runs."""
