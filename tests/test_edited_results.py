@@ -130,3 +130,23 @@ def test_a_merge_of_shards_fails_on_a_damaged_line_of_one_shard(finished: Path) 
     assert merged.returncode == 1, merged.stdout + merged.stderr
     assert "FAIL results readable: 1 of the 3 results the run counted" in merged.stdout, merged.stdout
     assert "scores.tc.value: NaN is not a number a score can hold" in merged.stdout
+
+
+def test_a_manifest_that_is_not_json_gets_advice_the_command_can_follow(finished: Path) -> None:
+    # `compare`, `export` and `report` said "move the run directory aside or use --fresh": `run`'s advice, which none of
+    # them takes. The advice they give now works: running the config on the run again rewrites the manifest.
+    run = _edited(finished, EDITS["above one"][0], "bad-manifest")
+    (run / "results.jsonl").write_bytes((finished / "runs" / "clean" / "results.jsonl").read_bytes())
+    (run / "manifest.json").write_text("{not json\n")
+    said = "manifest is not valid JSON"
+    for command in (["compare", "runs/clean", str(run)], ["export", str(run), "--to", "csv", str(finished / "m.csv")], ["report", str(run)]):
+        proc = _tj(*command, cwd=finished)
+        flat = " ".join(proc.stderr.split())
+        assert proc.returncode == 2 and said in flat, proc.stderr
+        assert "--fresh" not in flat and f"{command[0]} reads the run's config from it: restore it from a copy, or run the config " in flat
+        assert f"(tracejudge run CONFIG --run-dir {run})" in flat
+    before = (run / "results.jsonl").read_bytes()
+    again = _tj("run", "eval.yaml", "--run-dir", str(run), cwd=finished)
+    assert again.returncode == 0, again.stderr
+    assert (run / "results.jsonl").read_bytes() == before and json.loads((run / "manifest.json").read_text())["config"]
+    assert _tj("report", str(run), cwd=finished).returncode == 0

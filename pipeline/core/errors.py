@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 __all__ = [
-    "ConfigError", "ParameterError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import",
+    "ConfigError", "ManifestError", "ParameterError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "for_command", "leaves", "os_error", "refuse_in_worker_import",
     "text_of",
 ]
 
@@ -32,6 +32,42 @@ class ParameterError(ConfigError, ValueError):
     error gives it (`ToolCalls: argument: unknown parameter; did you mean arguments?`). It is a `ConfigError`, as
     `evaluate` raises for a bad `{"type": …}` spec, and a `ValueError`, as pydantic's `ValidationError` it replaces was.
     """
+
+
+class ManifestError(TracejudgeError):
+    """A run directory's `manifest.json` is not a JSON object (a hand edit, a file cut short).
+
+    `str(error)` names the file and what is wrong, then what to do about it, which depends on the command that read it:
+    `run`'s advice (move the directory aside, or `--fresh`) by default; `for_command("compare")` gives the one a
+    command that only reads the run can follow (restore the file, or run the config on the run again to rewrite it).
+    """
+
+    def __init__(self, path: str, problem: str, command: str = "run") -> None:
+        self.path, self.problem, self.command = path, problem, command
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.path}: manifest is not valid JSON ({self.problem}); {self._advice()}"
+
+    def for_command(self, command: str) -> ManifestError:
+        """The same error, advising what `command` (`report`, `compare`, `export`; `run`) can do about it."""
+        return ManifestError(self.path, self.problem, command)
+
+    def _advice(self) -> str:
+        if self.command == "run":
+            return "move the run directory aside or use --fresh"
+        # `run` reads a manifest that is not JSON as missing and rewrites it from the config, keeping the results; the
+        # reading commands take the run's config from it (metrics, trials, the dataset's identity), so they cannot.
+        import os
+
+        run_dir = os.path.dirname(self.path) or "."
+        return (f"{self.command} reads the run's config from it: restore it from a copy, or run the config the run was made "
+                f"with on it again (tracejudge run CONFIG --run-dir {run_dir}), which rewrites it and keeps the results")
+
+
+def for_command(exc: BaseException, command: str) -> str:
+    """The message of `exc` as `command` prints it: a `ManifestError` with that command's advice, any other as it is."""
+    return str(exc.for_command(command)) if isinstance(exc, ManifestError) else text_of(exc)
 
 
 class Unreachable(TracejudgeError):

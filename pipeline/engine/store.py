@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pydantic_core
-from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.errors import ManifestError, TracejudgeError
 from tracejudge.engine.manifest import ManifestMismatch
 from tracejudge.engine.result_shape import result_problem
 from tracejudge.engine.result_writer import INDEX, RESULTS, ResultWriter, file_crc32
@@ -352,7 +352,7 @@ def has_results(run_dir: Path) -> bool:
 def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | None:
     """The manifest of a run directory, or `None` if it has none.
 
-    Raises `TracejudgeError` naming the file if it is not a JSON object;
+    Raises `ManifestError` (a `TracejudgeError`) naming the file if it is not a JSON object;
     with `strict=False` such a manifest is reported as a warning and treated
     as missing (a run then checks its config against the hashes the
     checkpoint's segments recorded, and rewrites the manifest).
@@ -372,7 +372,7 @@ def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | Non
             get_logger("tracejudge.store").warning("manifest does not validate; checking the config against the checkpoint's hashes",
                                                    file=str(p), error=str(exc)[:200])
             return None
-        raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None
+        raise ManifestError(str(p), str(exc)) from None
 
 
 def iter_results(run_dir: Path, unreadable: list[int] | None = None,

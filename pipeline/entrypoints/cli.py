@@ -30,7 +30,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
+from tracejudge.core.errors import ConfigError, TracejudgeError, for_command, leaves
 from tracejudge.entrypoints.commands.exits import (
     EXIT_ASSERTION,
     EXIT_BAD_INPUT,
@@ -174,7 +174,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         try:
             return report.command(args, err) if args.command == "report" else compare.command(args, err)
         except TracejudgeError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(for_command(exc, args.command))}", highlight=False, markup=True, soft_wrap=True)
             return EXIT_BAD_INPUT
     from tracejudge.core.config_source import read_config
 
@@ -238,7 +238,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         if not all(isinstance(leaf, TracejudgeError) for leaf in found):
             raise  # an internal error: `main` reports it (exit 3)
         for leaf in found:
-            err.print(f"[bold red]error:[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(for_command(leaf, args.command))}", highlight=False, markup=True, soft_wrap=True)
         # A trace store that is down is no verdict on the config: the same command works once it is up.
         return max(getattr(leaf, "exit_status", EXIT_BAD_INPUT) for leaf in found)
     return EXIT_BAD_INPUT

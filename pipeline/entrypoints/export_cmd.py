@@ -23,7 +23,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tracejudge.core.errors import TracejudgeError, Unreachable
+from tracejudge.core.errors import TracejudgeError, Unreachable, for_command
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -165,7 +165,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
         return 3
     except TracejudgeError as exc:
-        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"error: {for_command(exc, 'export')}", highlight=False, markup=False, soft_wrap=True)
         return 2
     err.print(f"exported {what} in {time.perf_counter() - started:.1f}s", highlight=False, markup=False, soft_wrap=True)
     return 0
