@@ -1,6 +1,6 @@
 """The run directory's files, each written so that a crash at any instant leaves it usable.
 
-Layout of `RUN_DIR`:
+Layout of `RUN_DIR` (reading `results.jsonl` back: `tracejudge.engine.result_lines`):
 
 - `manifest.json` — config, config hash, dataset file fingerprints, version
   (see `tracejudge.engine.manifest`);
@@ -27,14 +27,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-import pydantic_core
-from tracejudge.core.errors import ManifestError, TracejudgeError
+from tracejudge.core.errors import ManifestError
 from tracejudge.engine.manifest import ManifestMismatch
-from tracejudge.engine.result_shape import result_problem
+
+# Reading results.jsonl lives in `result_lines`; its names stay importable from here, where every reader looks.
+from tracejudge.engine.result_lines import (
+    MANIFEST,
+    PROVISIONAL_MARKS,
+    SKIPPED_MARK,
+    error_place,
+    iter_current_numbered,
+    iter_current_result_lines,
+    iter_result_lines,
+    iter_results,
+    line_key,
+    superseded_lines,
+)
 from tracejudge.engine.result_writer import INDEX, RESULTS, ResultWriter, file_crc32
 from tracejudge.engine.run_lock import LOCK, LockedError, RunLock
 
@@ -57,13 +68,18 @@ __all__ = [
     "file_crc32",
     "fresh_run_dir",
     "iter_result_lines",
+    "iter_current_numbered",
+    "iter_current_result_lines",
+    "line_key",
+    "superseded_lines",
+    "PROVISIONAL_MARKS",
+    "SKIPPED_MARK",
     "read_manifest",
     "remove_stale_temps",
     "repair_tail",
 ]
 
 CHECKPOINT = "checkpoint.json"
-MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
 _TMP_SUFFIX = ".tmp"
 
@@ -227,120 +243,6 @@ def repair_tail(path: Path) -> int:
         return size - start
 
 
-def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
-    """Every complete, non-blank line of a results file from byte `start`, as bytes."""
-    if not path.exists():
-        return
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        for line in fh:
-            if line.endswith(b"\n") and line.strip():
-                yield line
-
-
-SKIPPED_MARK = b'"status":"skipped_budget"'
-# Statuses a later line of the same (case, trial) supersedes (`records.PROVISIONAL_STATUSES`).
-PROVISIONAL_MARKS = (SKIPPED_MARK, b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"',
-                     b'"kind":"worker_error"',  # a dead worker's case (`records.WORKER_ERROR`)
-                     b'"kind":"unterminated_line"')  # a torn last line (`records.UNTERMINATED_LINE`)
-
-
-def _provisional(line: bytes) -> bool:
-    return any(mark in line for mark in PROVISIONAL_MARKS)
-
-
-_WORKER_TEXT = '"kind":"worker_error"'  # a dead worker's result (`records.WORKER_ERROR`)
-_WORKER_MARK = _WORKER_TEXT.encode()
-
-
-def error_place(line: bytes | str, *, dead: bool = False) -> tuple[str, int] | None:
-    """`(file, line)` the error of a result line names (where its record was read), or None; with `dead`, only for a
-    dead worker's result (error kind `worker_error`), the only lines parsed then.
-
-    An earlier version filed a dead worker's result for an unreadable line under an id read from the line's first
-    bytes (`badjson`), a key no later run writes again; the line's result is now filed under its place
-    (`extract.line_case_id`). So a standing dead worker's result is superseded by a later final result naming the
-    same file and line, as by a later result of its own key (`superseded_lines`, `RunJournal`).
-    """
-    if dead and (_WORKER_MARK not in line if isinstance(line, bytes) else _WORKER_TEXT not in line):
-        return None
-    try:
-        error = pydantic_core.from_json(line)["error"]
-        if dead and error["kind"] != "worker_error":  # (not a case's own metadata that says it)
-            return None
-        file, at = error["file"], error["line"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return (file, at) if isinstance(file, str) and type(at) is int else None
-
-
-def line_key(line: bytes) -> tuple[str, int] | None:
-    """`(case_id, trial)` of a result line, or None when it is not JSON with those fields."""
-    try:
-        data = pydantic_core.from_json(line)
-        return str(data["case_id"]), int(data.get("trial", 0))
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def superseded_lines(path: Path) -> set[int]:
-    """0-based numbers (among `iter_result_lines`) of the lines a later line of the same key replaces.
-
-    Only provisional results (a budget skip, a judge/target/provider failure,
-    see `records.PROVISIONAL_STATUSES`) are ever superseded: a resumed run
-    redoes them and appends the new result. A dead worker's result is also
-    superseded by a later final result naming its file and line (`error_place`).
-    One pass; only lines after the first provisional one are parsed, and memory
-    grows only with the number of provisional lines.
-    """
-    pending: dict[tuple[str, int], int] = {}
-    dead: dict[tuple[str, int], tuple[tuple[str, int], int]] = {}  # (file, line) → a pending dead worker's (key, number)
-    out: set[int] = set()
-    for i, line in enumerate(iter_result_lines(path)):
-        marked = _provisional(line)
-        if not (marked or pending):
-            continue
-        key = line_key(line)
-        if key is None:
-            continue
-        if key in pending:
-            out.add(pending.pop(key))
-        if marked:
-            pending[key] = i
-            if (place := error_place(line, dead=True)) is not None:
-                dead[place] = (key, i)
-        elif dead and (place := error_place(line)) in dead:  # a final result of a dead worker's place (`error_place`)
-            was, at = dead.pop(place)  # type: ignore[arg-type]
-            if pending.get(was) == at:
-                out.add(pending.pop(was))
-    return out
-
-
-def iter_current_result_lines(path: Path) -> Iterator[bytes]:
-    """The lines of a results file that still stand, in file order: all but superseded ones.
-
-    A provisional result (`skipped_budget`, `judge_error`, `target_error`,
-    `rate_limited`) is redone by a resumed run, whose new line for the same
-    (case, trial) supersedes it (see `superseded_lines`; two passes over the file).
-    """
-    for _, line in iter_current_numbered(path):
-        yield line
-
-
-def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
-    """`iter_current_result_lines` with each line's 1-based line number in the file (to name a bad one)."""
-    gone = superseded_lines(path)
-    if not path.exists():
-        return
-    i = 0
-    with open(path, "rb") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.endswith(b"\n") and line.strip():
-                if i not in gone:
-                    yield lineno, line
-                i += 1
-
-
 def has_results(run_dir: Path) -> bool:
     """True when `run_dir` holds at least one result line (a directory left by a failed start holds none)."""
     try:
@@ -373,33 +275,3 @@ def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | Non
                                                    file=str(p), error=str(exc)[:200])
             return None
         raise ManifestError(str(p), str(exc)) from None
-
-
-def iter_results(run_dir: Path, unreadable: list[int] | None = None,
-                 on_bad: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
-    """Each result of `RUN_DIR/results.jsonl` as a dict. A line that is not JSON, or not a result in the fields readers
-    use (`result_shape.result_problem`: a score of NaN or `"high"` typed in by hand), is skipped: counted in
-    `unreadable[0]` and passed to `on_bad(line_number, "field: what is wrong")` when given.
-
-    Raises `TracejudgeError` when the directory has no results file, unless it holds a manifest: a run killed after
-    writing its manifest and before creating results.jsonl has no result yet.
-    """
-    path = Path(run_dir) / RESULTS
-    if not path.exists():
-        if (Path(run_dir) / MANIFEST).is_file():
-            return
-        raise TracejudgeError(f"{run_dir}: no {RESULTS} here (is this a run directory?)")
-    for lineno, line in iter_current_numbered(path):
-        try:
-            # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
-            data = pydantic_core.from_json(line)
-            problem = result_problem(data)
-        except ValueError as exc:
-            data, problem = None, f"(root): invalid JSON: {exc}"
-        if problem is None:
-            yield data
-            continue
-        if unreadable is not None:
-            unreadable[0] += 1
-        if on_bad is not None:
-            on_bad(lineno, problem)
