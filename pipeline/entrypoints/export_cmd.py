@@ -109,7 +109,7 @@ _NAMED = 3  # lines left out that the warning names; the rest are counted
 
 
 def _count_into(left_out: list[str]) -> Callable[[Path, int, str], None]:
-    """`on_bad` for `table.rows`: each line left out as `FILE:LINE: field: what is wrong`, into `left_out`."""
+    """`on_bad` for every export (`stages.export.run_results`): each line left out as `FILE:LINE: field: what is wrong`, into `left_out`."""
     return lambda path, lineno, why: left_out.append(f"{path}:{lineno}: {why}")
 
 
@@ -139,28 +139,29 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if (note := in_progress_note(dirs, "what is exported is its results so far; export again when it has finished")) is not None:
             err.print(note, highlight=False, markup=False, soft_wrap=True)
         started = time.perf_counter()
+        left_out: list[str] = []
         if kind in ("parquet", "csv"):
             from tracejudge.stages.export import table
 
             assert path is not None
-            left_out: list[str] = []
             if str(path) == "-":
                 count = table.write_csv_to(dirs, sys.stdout, _count_into(left_out))
                 what = f"{count} rows to stdout"
             else:
                 count = (table.write_parquet if kind == "parquet" else table.write_csv)(dirs, path, _count_into(left_out))
                 what = f"{count} rows to {path}"
-            _warn_left_out(left_out, err)
         elif kind == "mlflow":
             from tracejudge.stages.export import mlflow_sink
 
-            tally = mlflow_sink.export(dirs, tracking_uri=args.tracking_uri)
+            tally = mlflow_sink.export(dirs, tracking_uri=args.tracking_uri, on_bad=_count_into(left_out))
             what = _tally_line(tally, "assessments to MLflow", args.tracking_uri)
         else:
             from tracejudge.stages.export import phoenix_sink
 
-            tally = phoenix_sink.export(dirs, url=args.url, project=args.project)
+            tally = phoenix_sink.export(dirs, url=args.url, project=args.project, on_bad=_count_into(left_out))
             what = _tally_line(tally, "annotations to Phoenix", args.url)
+        # (every kind: the stores' exports left such lines out unsaid, where the tables named them)
+        _warn_left_out(left_out, err)
     except Unreachable as exc:
         err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
         return 3

@@ -4,16 +4,23 @@
 - `mlflow_sink`: each score as an MLflow assessment on its trace;
 - `phoenix_sink`: each score as a Phoenix span annotation on its trace's root span.
 
-Every sink reads `results.jsonl` streaming (`tracejudge.engine.store.iter_results`) and
+Every sink reads `results.jsonl` streaming (`run_results`: `tracejudge.engine.store.iter_results`), tells its
+caller of each line it leaves out (not JSON, a score of NaN typed in by hand) by file, line and field, and
 never writes a credential anywhere. `SinkError` is a store that cannot be reached or
 refused a write: the CLI prints it as one line and exits 3.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
 from tracejudge.core.errors import TracejudgeError
 
-__all__ = ["MissingExtra", "SinkError", "require"]
+__all__ = ["MissingExtra", "OnBad", "SinkError", "require", "run_results"]
+
+OnBad = Callable[[Path, int, str], None]  # (results file, line number, "field: what is wrong") of a line left out
 
 
 class SinkError(TracejudgeError):
@@ -32,3 +39,20 @@ def require(module: str, extra: str = "stores") -> object:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtra(f"{module} is not installed ({exc.name or module} missing): pip install 'tracejudge[{extra}]'") from None
+
+
+def run_results(run_dir: Path, on_bad: OnBad | None) -> Iterator[dict[str, Any]]:
+    """The results of `run_dir` as every sink exports them (`store.iter_results`): a line that holds none is left out and
+    passed to `on_bad(results file, line number, "field: what is wrong")`, so no sink leaves a score out unsaid.
+
+    Raises `TracejudgeError` for a directory without `results.jsonl` (and no manifest).
+    """
+    from tracejudge.engine import store
+
+    path = Path(run_dir) / store.RESULTS
+
+    def bad(lineno: int, why: str) -> None:
+        if on_bad is not None:
+            on_bad(path, lineno, why)
+
+    return store.iter_results(run_dir, None, bad)

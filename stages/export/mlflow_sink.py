@@ -49,7 +49,7 @@ from typing import Any
 from tracejudge.core.errors import TracejudgeError, Unreachable
 from tracejudge.core.log import get_logger
 from tracejudge.engine import store
-from tracejudge.stages.export import require
+from tracejudge.stages.export import OnBad, require, run_results
 from tracejudge.stages.export.table import run_info
 from tracejudge.stages.extract.remote import mlflow_headers, mlflow_limits, probe, safe_url, store_failure
 
@@ -254,9 +254,10 @@ class _Sink:
                             self.tally["duplicates"] += 1
 
 
-def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[str, int]:
+def export(run_dirs: Sequence[Path], tracking_uri: str | None = None, on_bad: OnBad | None = None) -> dict[str, int]:
     """Bring the MLflow server to the scores of `run_dirs`; returns `{"written", "updated", "skipped", "duplicates", "missing",
-    "traces"}` (`missing` of `traces` looked up were not there; `duplicates` deleted).
+    "traces"}` (`missing` of `traces` looked up were not there; `duplicates` deleted). A line of results.jsonl that holds
+    no result (a score of NaN typed in by hand) is not exported: `on_bad(file, line number, "field: what is wrong")`.
 
     Raises `TracejudgeError` without a tracking URI, `MissingExtra` without
     mlflow, `Unreachable` (URL named, no credential) when the server is down,
@@ -276,7 +277,7 @@ def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[st
     try:
         for run_dir in run_dirs:
             key = run_key(run_dir)
-            for result in store.iter_results(run_dir):
+            for result in run_results(run_dir, on_bad):
                 scores = result.get("scores") or {}
                 if not scores:
                     continue

@@ -37,6 +37,7 @@ from typing import Any
 from tracejudge.core.errors import Unreachable
 from tracejudge.core.log import get_logger
 from tracejudge.engine import store
+from tracejudge.stages.export import OnBad, run_results
 from tracejudge.stages.export.mlflow_sink import run_keys
 from tracejudge.stages.extract.phoenix import Refused, client, get, project_path, project_ref
 from tracejudge.stages.extract.remote import safe_url
@@ -177,9 +178,10 @@ def _flush(px: Any, url: str, project: str, keys: list[str], batch: list[dict[st
             tally["updated" if (a["span_id"], a["name"], a["identifier"]) in changed else "written"] += 1
 
 
-def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None = None) -> dict[str, int]:
+def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None = None, on_bad: OnBad | None = None) -> dict[str, int]:
     """Bring Phoenix to the scores of `run_dirs`; returns `{"written", "updated", "skipped", "missing", "traces", "reserved"}`
     (`missing` of the `traces` looked up were not there; `reserved`: scores of a metric named as Phoenix forbids, not sent).
+    A line of results.jsonl that holds no result is not exported: `on_bad(file, line number, "field: what is wrong")`.
 
     `project` defaults to the run's `dataset.options.project`, else `default`.
     Raises `Unreachable` (URL named, never the API key) when Phoenix is down or refuses a write.
@@ -194,7 +196,7 @@ def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None
         batch: list[dict[str, Any]] = []
         traces: set[str] = set()
         missing: set[str] = set()  # traces, not scores: a trace of three trials and two metrics is one not found
-        for result in store.iter_results(run_dir):
+        for result in run_results(run_dir, on_bad):
             if result.get("scores"):
                 batch.append(result)
                 traces.add(str(result["case_id"]))

@@ -31,21 +31,20 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from tracejudge.core.destination import replacing
 from tracejudge.engine import store
-from tracejudge.stages.export import require
+from tracejudge.stages.export import OnBad, require, run_results
 
 __all__ = ["BATCH", "COLUMNS", "csv_cell", "run_info", "rows", "write_csv", "write_csv_to", "write_parquet"]
 
 COLUMNS = ["run", "case_id", "trial", "metric", "value", "passed", "status", "error_kind", "reason", "judge_model",
            "input_tokens", "output_tokens", "cost_usd", "tags", "config_hash", "run_started_at"]
 BATCH = 10_000
-OnBad = Callable[[Path, int, str], None]  # (results file, line number, "field: what is wrong") of a line left out
 
 
 def _started(run_dir: Path) -> datetime | None:
@@ -90,11 +89,7 @@ def rows(run_dirs: Sequence[Path], on_bad: OnBad | None = None) -> Iterator[dict
     """
     for run_dir, label in zip(run_dirs, run_labels(run_dirs)):
         info = run_info(run_dir, label)
-        def bad(lineno: int, why: str, path: Path = Path(run_dir) / store.RESULTS) -> None:
-            if on_bad is not None:
-                on_bad(path, lineno, why)
-
-        for result in store.iter_results(run_dir, None, bad):
+        for result in run_results(run_dir, on_bad):
             error = result.get("error") or {}
             base = {"case_id": str(result["case_id"]), "trial": int(result.get("trial") or 0), "status": result.get("status"),
                     "error_kind": error.get("kind"), "tags": [str(t) for t in result.get("tags") or []], **info}
