@@ -150,3 +150,33 @@ def test_a_manifest_that_is_not_json_gets_advice_the_command_can_follow(finished
     assert again.returncode == 0, again.stderr
     assert (run / "results.jsonl").read_bytes() == before and json.loads((run / "manifest.json").read_text())["config"]
     assert _tj("report", str(run), cwd=finished).returncode == 0
+
+
+@pytest.mark.parametrize("what", ["NaN", "not JSON"])
+def test_evaluate_on_a_kept_run_with_a_damaged_line_returns_its_results(tmp_path: Path, what: str) -> None:
+    # `evaluate(…, run_dir=…)` redid the damaged line's case, then read every line back and raised pydantic's
+    # ValidationError on the damaged one.
+    import tracejudge
+
+    cases = [native_case(f"c{i}", ["a", "b"], ["a", "b"][: 1 + i % 2]) for i in range(3)]
+    metrics = [{"type": "ToolCorrectness", "name": "tc"}]
+    first = tracejudge.evaluate(cases, metrics, run_dir=tmp_path / "kept")
+    path = tmp_path / "kept" / "results.jsonl"
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1][:20] if what == "not JSON" else lines[1].replace('"value":1.0', '"value":NaN', 1)
+    assert lines[1] != path.read_text().splitlines()[1]
+    path.write_text("\n".join(lines) + "\n")
+    again = tracejudge.evaluate(cases, metrics, run_dir=tmp_path / "kept")
+    assert sorted(r.case_id for r in again.results) == sorted(r.case_id for r in first.results) == ["c0", "c1", "c2"]
+
+
+def test_run_resumes_a_run_with_a_line_scored_nan_and_redoes_its_case(finished: Path) -> None:
+    # The resume folded the NaN into the run's figures and stopped as an internal error (exit 3: "cannot convert float NaN
+    # to integer"); a line that is not JSON was already skipped and its case redone.
+    run = _edited(finished, EDITS["NaN"][0], "resumed-nan")
+    again = _tj("run", "eval.yaml", "--run-dir", str(run), cwd=finished)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "damaged result line skipped; its case is redone" in again.stderr and "internal error" not in again.stderr
+    assert len((run / "results.jsonl").read_text().splitlines()) == 4  # (the damaged line stays; its case is written again)
+    report = _tj("report", str(run), cwd=finished)
+    assert report.returncode == 0 and "results.jsonl:2: not a valid result" in report.stderr, report.stdout + report.stderr

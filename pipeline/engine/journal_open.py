@@ -19,6 +19,7 @@ from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, line_at, r
 from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.journal_counts import _now
 from tracejudge.engine.keyset import KeySet, result_key
+from tracejudge.engine.result_shape import check_score_values
 from tracejudge.engine.segment_end import killed_elapsed, last_sign_of_life, settle_failed_end
 from tracejudge.stages.aggregate.state import StateError, restore
 
@@ -89,6 +90,7 @@ def recover(
         offset += len(raw)
         try:
             r = CaseResult.model_validate_json(raw)
+            check_score_values(r)  # (a score of NaN typed in: damaged as `report` counts it, not a crash of the fold)
         except ValueError as exc:
             # Damage (a disk error, an edit): the line is left in place, named by every
             # reader, and its (case, trial), not being finished, is redone by this run.

@@ -13,7 +13,7 @@ from typing import Any
 
 from tracejudge.core.json_kind import json_kind
 
-__all__ = ["result_problem", "score_value_problem"]
+__all__ = ["check_score_values", "result_problem", "score_value_problem"]
 
 _SCORE_VALUE = "a score's value is a number from 0 to 1, or null"
 
@@ -30,6 +30,15 @@ def score_value_problem(value: Any) -> str | None:
     if not 0.0 <= value <= 1.0:
         return f"{_shown(value)} is outside [0, 1] ({_SCORE_VALUE})"
     return None
+
+
+def check_score_values(result: Any) -> None:
+    """Raise `ValueError` naming the score (`scores.q.value: NaN is not a number a score can hold …`) of a validated
+    `CaseResult` whose value no run writes: NaN, infinite or outside [0, 1] (a hand edit), which the figures would
+    otherwise take in or fail on (pydantic's model takes NaN as a float)."""
+    for name, score in result.scores.items():
+        if (problem := score_value_problem(score.value)) is not None:
+            raise ValueError(f"scores.{name}.value: {problem}")
 
 
 def result_problem(data: Any) -> str | None:

@@ -192,7 +192,7 @@ async def aevaluate(
             outcome = await runner.run(config, run_dir=path, source=source, metrics=instances, force=force)
         except ManifestMismatch as exc:  # the CLI's refusal names its flags; here the arguments that do the same
             raise refusal(path, exc.changes, _OPTIONS) from None
-        results = [CaseResult.model_validate_json(line) for line in store.iter_current_result_lines(path / store.RESULTS)]
+        results = _standing_results(path)
         report = RunReport(
             results=results,
             summary=outcome.summary,
@@ -265,6 +265,22 @@ def evaluate(
         raise TypeError("evaluate() was called inside a running event loop with async-iterable cases; use `await aevaluate(...)`")
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(anyio.run, main).result()
+
+
+def _standing_results(run_dir: Path) -> list[CaseResult]:
+    """The results of `run_dir` in file order, as `report` counts them: a damaged line (not JSON, a score of NaN typed in
+    by hand) is left out, not raised as a `ValidationError` after the run; the run warned of it and redid its case."""
+    from tracejudge.engine.result_shape import check_score_values
+
+    out: list[CaseResult] = []
+    for line in store.iter_current_result_lines(run_dir / store.RESULTS):
+        try:
+            result = CaseResult.model_validate_json(line)
+            check_score_values(result)
+        except ValueError:
+            continue
+        out.append(result)
+    return out
 
 
 def _in_event_loop() -> bool:

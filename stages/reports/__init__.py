@@ -26,7 +26,7 @@ from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, 
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
-from tracejudge.engine.result_shape import score_value_problem
+from tracejudge.engine.result_shape import check_score_values
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
@@ -259,14 +259,6 @@ def _first_problem(exc: ValueError) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def _check_values(result: CaseResult) -> None:
-    """Raise `ValueError` naming the score (`scores.q.value: NaN is not a number a score can hold …`) whose value no run
-    writes: NaN, infinite or outside [0, 1] (a hand edit), which the figures would otherwise take in or fail on."""
-    for name, score in result.scores.items():
-        if (problem := score_value_problem(score.value)) is not None:
-            raise ValueError(f"scores.{name}.value: {problem}")
-
-
 def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None,
             write: bool = True, in_progress: str | None = None) -> tuple[dict[str, Any], Verdict]:
     """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
@@ -305,7 +297,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     for lineno, line in store.iter_current_numbered(path):
         try:
             result = CaseResult.model_validate_json(line)
-            _check_values(result)
+            check_score_values(result)
             if not seen.add_hash(result_key(result.case_id, result.trial)):
                 # A run writes one standing line per (case, trial): a second one is an edit, never counted twice.
                 raise ValueError(f"(case {result.case_id!r}, trial {result.trial}) repeats an earlier line")
