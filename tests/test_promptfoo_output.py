@@ -13,6 +13,7 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +267,25 @@ def test_end_to_end_through_the_command_line(tmp_path: Path) -> None:
     assert passed["c2"] == {"icontains": False, "not-icontains-any": False, "contains-all": False, "is-json": False,
                             "regex": False, "starts-with": False, "exact_json": False, "levenshtein": True}
     assert rows["c2"]["not-icontains-any"]["reason"] == 'Expected output to not contain one of "sorry, cannot"'
+
+
+def test_is_json_without_a_schema_runs_in_a_run_and_in_worker_processes(tmp_path: Path) -> None:
+    # `is-json` with no `value` (promptfoo's plain "the output is JSON") is a valid config: writing the run's
+    # manifest and handing the metric to worker processes must carry the missing value, not stop the run.
+    cases = [{"id": "c1", "trace": {"steps": [], "output": '{"a": 1}'}},
+             {"id": "c2", "trace": {"steps": [], "output": "no JSON"}}]
+    for processes in (1, 2):
+        run = tmp_path / f"p{processes}"
+        run.mkdir()
+        data = run / "cases.jsonl"
+        data.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+        (run / "cfg.yaml").write_text(json.dumps({
+            "dataset": {"path": "cases.jsonl", "format": "native"}, "cache": {"enabled": False},
+            "metrics": [{"type": "is-json"}, {"type": "not-is-json", "name": "not_json"}],
+            "run": {"dir": "run", "processes": processes}}), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "cfg.yaml", "--no-progress"], cwd=run,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        rows = {r["case_id"]: r["scores"] for r in map(json.loads, (run / "run" / "results.jsonl").read_text().splitlines())}
+        assert {c: (s["is-json"]["passed"], s["not_json"]["passed"]) for c, s in rows.items()} == {
+            "c1": (True, False), "c2": (False, True)}, processes

@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_serializer, field_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.llm.redact import redact_quoted
@@ -83,6 +83,12 @@ class PromptfooOutputAssertion(PromptfooSpec, Metric):
             raise PydanticCustomError("promptfoo_threshold", "promptfoo's {kind} passes or fails on its own rule and "
                                       "ignores threshold (the score is 1 when it passes, else 0)", {"kind": cls.assertion})
         return value
+
+    @field_serializer("value")
+    def _dumped_value(self, value: Any) -> Any:
+        # A value left out (allowed where promptfoo takes none: `is-json` without a schema) is written as null, which
+        # means the same there: a run's manifest and its config hash dump every metric's parameters.
+        return None if value is ABSENT else value
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
