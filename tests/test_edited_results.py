@@ -24,9 +24,13 @@ EDITS = {
     "string": ('"value": "high"', 'scores.tc.value: "high" is not a number (a score\'s value is a number from 0 to 1, or null)'),
     "above one": ('"value": 2.5', "scores.tc.value: 2.5 is outside [0, 1]"),
     "trial": ('"trial": "one"', 'trial: "one" is not a whole number'),
+    "status": ('"status": "weird"', 'status: "weird" is not a status a run writes (ok, target_error, invalid_input, '
+                                    'judge_error, skipped_budget or rate_limited)'),
 }
 # What `report` says where its validation of the whole result finds the fault first (pydantic's words).
 REPORT_SAYS = {"trial": "trial: Input should be a valid integer, unable to parse string as an integer",
+               "status": "status: Input should be 'ok', 'target_error', 'invalid_input', 'judge_error', 'skipped_budget' "
+                         "or 'rate_limited'",
                "string": "scores.tc.value: Input should be a valid number, unable to parse string as a number"}
 
 
@@ -47,15 +51,16 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _edited(finished: Path, edit: str, name: str) -> Path:
-    """A copy of the finished run whose second result line holds `edit` in place of its `tc` value (or its trial)."""
+    """A copy of the finished run whose second result line holds `edit` in place of its `tc` value (or its trial or
+    status)."""
     run = finished / "runs" / name
     run.mkdir(exist_ok=True)
     lines = (finished / "runs" / "clean" / "results.jsonl").read_text().splitlines()
     second = json.loads(lines[1])
-    key = "trial" if edit.startswith('"trial"') else "value"
+    key = next((k for k in ("trial", "status") if edit.startswith(f'"{k}"')), "value")
     marker = 12345.25  # a number no result holds, replaced by the edit's text
-    if key == "trial":
-        second["trial"] = marker
+    if key != "value":
+        second[key] = marker
     else:
         second["scores"]["tc"]["value"] = marker
     lines[1] = json.dumps(second).replace(f'"{key}": {marker}', edit)

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from tracejudge.core.json_kind import json_kind
+from tracejudge.core.records import Status
 
 __all__ = ["check_score_values", "result_problem", "score_value_problem"]
 
@@ -43,7 +44,7 @@ def check_score_values(result: Any) -> None:
 
 def result_problem(data: Any) -> str | None:
     """`"field: what is wrong"` for a parsed result line that is not a result in the fields the readers use
-    (`case_id`, `trial`, `status`, `tags`, `error`, `metadata`, `duration_s`, `scores` and each score's `value`,
+    (`case_id`, `trial`, `status` (one a run writes), `tags`, `error`, `metadata`, `duration_s`, `scores` and each score's `value`,
     `passed`, `reason` and `judge` figures), or None when it is one. Cheap: no model is built."""
     if not isinstance(data, dict):
         return f"(root): expected a JSON object, got {json_kind(data)}"
@@ -53,6 +54,9 @@ def result_problem(data: Any) -> str | None:
         return f"trial: {_shown(data['trial'])} is not a whole number"
     if (problem := _typed(data, (("status", str), ("error", dict), ("tags", list), ("metadata", dict), ("scores", dict)))) is not None:
         return problem
+    if "status" in data and data["status"] not in _STATUSES:
+        # (`report` refuses such a line; a reader that took it in would count a result no other reader counts)
+        return f"status: {_shown(data['status'])} is not a status a run writes ({_STATUS_LIST})"
     if not _amount(data.get("duration_s")):
         return f"duration_s: {_shown(data['duration_s'])} is not a number of seconds"
     for name, score in (data.get("scores") or {}).items():
@@ -107,6 +111,8 @@ def _amount(value: Any) -> bool:
 
 
 _NAMES = {str: "a string", dict: "an object", list: "a list"}
+_STATUSES = tuple(s.value for s in Status)
+_STATUS_LIST = ", ".join(_STATUSES[:-1]) + " or " + _STATUSES[-1]
 
 
 def _shown(value: Any) -> str:
