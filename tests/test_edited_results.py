@@ -185,3 +185,23 @@ def test_run_resumes_a_run_with_a_line_scored_nan_and_redoes_its_case(finished: 
     assert len((run / "results.jsonl").read_text().splitlines()) == 4  # (the damaged line stays; its case is written again)
     report = _tj("report", str(run), cwd=finished)
     assert report.returncode == 0 and "results.jsonl:2: not a valid result" in report.stderr, report.stdout + report.stderr
+
+
+def test_export_leaves_out_a_repeated_line_as_report_does(finished: Path) -> None:
+    # A line pasted twice: `report` counts the second as damaged and `compare` counts the pair once; export wrote its
+    # rows twice, so a mean taken from the file (README's DuckDB query) weighed that case double.
+    run = finished / "runs" / "repeated"
+    run.mkdir(exist_ok=True)
+    lines = (finished / "runs" / "clean" / "results.jsonl").read_text().splitlines()
+    (run / "results.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    (run / "manifest.json").write_bytes((finished / "runs" / "clean" / "manifest.json").read_bytes())
+    first = json.loads(lines[0])
+    for kind in ("csv", "parquet"):
+        export = _tj("export", str(run), "--to", kind, str(finished / f"repeated.{kind}"), "--force", cwd=finished)
+        assert export.returncode == 0, export.stderr
+        flat = " ".join(export.stderr.split())
+        assert (f"{run / 'results.jsonl'}:4: (case {first['case_id']!r}, trial 0) repeats an earlier line" in flat
+                and "exported 3 rows" in flat), flat
+    with open(finished / "repeated.csv", newline="") as fh:
+        keys = [(row["case_id"], row["trial"], row["metric"]) for row in csv.DictReader(fh)]
+    assert len(keys) == len(set(keys)) == 3

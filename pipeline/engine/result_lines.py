@@ -138,10 +138,12 @@ def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def iter_results(run_dir: Path, unreadable: list[int] | None = None,
-                 on_bad: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+                 on_bad: Callable[[int, str], None] | None = None, *, once: bool = False) -> Iterator[dict[str, Any]]:
     """Each result of `RUN_DIR/results.jsonl` as a dict. A line that is not JSON, or not a result in the fields readers
     use (`result_shape.result_problem`: a score of NaN or `"high"` typed in by hand), is skipped: counted in
-    `unreadable[0]` and passed to `on_bad(line_number, "field: what is wrong")` when given.
+    `unreadable[0]` and passed to `on_bad(line_number, "field: what is wrong")` when given. With `once`, so is a line
+    repeating the (case, trial) of an earlier standing line (a line pasted twice), as `report` counts it; the set of
+    keys read grows with the run.
 
     Raises `TracejudgeError` when the directory has no results file, unless it holds a manifest: a run killed after
     writing its manifest and before creating results.jsonl has no result yet.
@@ -151,6 +153,7 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None,
         if (Path(run_dir) / MANIFEST).is_file():
             return
         raise TracejudgeError(f"{run_dir}: no {RESULTS} here (is this a run directory?)")
+    seen: set[tuple[str, int]] = set()
     for lineno, line in iter_current_numbered(path):
         try:
             # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
@@ -158,6 +161,11 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None,
             problem = result_problem(data)
         except ValueError as exc:
             data, problem = None, f"(root): invalid JSON: {exc}"
+        if problem is None and once:
+            key = (data["case_id"], int(data.get("trial", 0)))
+            if key in seen:
+                problem = f"(case {key[0]!r}, trial {key[1]}) repeats an earlier line"
+            seen.add(key)
         if problem is None:
             yield data
             continue

@@ -42,8 +42,9 @@ def require(module: str, extra: str = "stores") -> object:
 
 
 def run_results(run_dir: Path, on_bad: OnBad | None) -> Iterator[dict[str, Any]]:
-    """The results of `run_dir` as every sink exports them (`store.iter_results`): a line that holds none is left out and
-    passed to `on_bad(results file, line number, "field: what is wrong")`, so no sink leaves a score out unsaid.
+    """The results of `run_dir` as every sink exports them (`store.iter_results`): a line that holds none, or repeats the
+    (case, trial) of an earlier line, is left out and passed to `on_bad(results file, line number, "field: what is
+    wrong")`, so no sink leaves a score out unsaid or exports one twice (one row per (case, trial, metric)).
 
     Raises `TracejudgeError` for a directory without `results.jsonl` (and no manifest).
     """
@@ -55,4 +56,4 @@ def run_results(run_dir: Path, on_bad: OnBad | None) -> Iterator[dict[str, Any]]
         if on_bad is not None:
             on_bad(path, lineno, why)
 
-    return store.iter_results(run_dir, None, bad)
+    return store.iter_results(run_dir, None, bad, once=True)
