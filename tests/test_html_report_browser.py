@@ -197,3 +197,19 @@ def test_report_html_sorts_case_ids_in_natural_order_as_the_viewer_does(tmp_path
     assert browser.execute_script(order) == natural[::-1]
     _load(browser, run_dir / "report.html", "#sort=m")  # equal values: the ids' natural order breaks the tie
     assert browser.execute_script(order) == natural
+
+
+def test_report_html_orders_mixed_ids_exactly_as_the_viewer_does(tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    # The browser's locale order (localeCompare) folds case and ranks punctuation and accents its own way: `a-2` came
+    # before `B-1`, `_x` first and `é1` before `e2`, where the viewer's Cases table (SQLite, code points) has them after.
+    from tracejudge.viewer.case_query import natural_key
+
+    ids = ["a-2", "B-1", "b-10", "A-1", "_x", "c_1", "c-1", "c1", "é1", "e2", "task-007", "task-7", "Z9", "z10", "\U0001F600", "\uFB01"]
+    run_dir = _reported(tmp_path, {cid: (0.5, "r") for cid in ids})
+    order = "var out = []; document.querySelectorAll('#cases tbody tr[data-case]').forEach(function(tr){ out.push(tr.getAttribute('data-case')); }); return out;"
+    viewer = sorted(ids, key=lambda i: (natural_key(i), i))
+    assert viewer[:3] == ["A-1", "B-1", "Z9"] and viewer[-2:] == ["\uFB01", "\U0001F600"]  # (code points: U+FB01 first)
+    _load(browser, run_dir / "report.html", "#sort=case")
+    assert browser.execute_script(order) == viewer
+    _load(browser, run_dir / "report.html", "#sort=-case")
+    assert browser.execute_script(order) == viewer[::-1]

@@ -138,8 +138,16 @@ PAGE_JS = r"""
     table.setAttribute('data-page', String(page));
   }
   var state = {col:null, desc:false};
-  // Text in natural order (case 2-0 before 10-0), as `tracejudge view` sorts case ids.
-  function natural(x, y){ return String(x).localeCompare(String(y), undefined, {numeric: true}); }
+  // Text in natural order (case 2-0 before 10-0) exactly as `tracejudge view` sorts case ids (`case_query.natural_key`:
+  // a digit run as its length in 3 digits then its digits, compared by code point, the id itself breaking ties), not
+  // by the browser's locale, which folds case and ranks punctuation and accents its own way.
+  function natKey(s){ return String(s).replace(/[0-9]+/g, function(d){ d = d.replace(/^0+/, '') || '0';
+    return ('00' + Math.min(d.length, 999)).slice(-3) + d; }); }
+  function byCodePoint(x, y){ var i=0, j=0;
+    while(i<x.length && j<y.length){ var a=x.codePointAt(i), b=y.codePointAt(j);
+      if(a!==b){ return a<b ? -1 : 1; } i += a>0xFFFF ? 2 : 1; j += b>0xFFFF ? 2 : 1; }
+    return (i<x.length ? 1 : 0) - (j<y.length ? 1 : 0); }
+  function natural(x, y){ return byCodePoint(natKey(x), natKey(y)) || byCodePoint(String(x), String(y)); }
   function sortBy(col, desc){
     rows = data.rows.slice();
     rows.sort(function(a,b){ var x=cellValue(a,col), y=cellValue(b,col);
