@@ -205,3 +205,24 @@ def test_export_leaves_out_a_repeated_line_as_report_does(finished: Path) -> Non
     with open(finished / "repeated.csv", newline="") as fh:
         keys = [(row["case_id"], row["trial"], row["metric"]) for row in csv.DictReader(fh)]
     assert len(keys) == len(set(keys)) == 3
+
+
+def test_report_out_reads_a_repeated_line_as_report_in_place_does(finished: Path) -> None:
+    # `report RUN` leaves a line pasted twice out with a warning naming it (no result is lost: the gate holds);
+    # `report RUN --out DIR` refused the copy with exit 2 ("cannot merge … each (case, trial) must come from one
+    # shard, once"), for a run that has no shards.
+    run = finished / "runs" / "repeated-out"
+    run.mkdir(exist_ok=True)
+    lines = (finished / "runs" / "clean" / "results.jsonl").read_text().splitlines()
+    (run / "results.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    for other in ("manifest.json", "summary.json"):
+        (run / other).write_bytes((finished / "runs" / "clean" / other).read_bytes())
+    first = json.loads(lines[0])["case_id"]
+    in_place = _tj("report", str(run), cwd=finished)
+    copied = _tj("report", str(run), "--out", str(finished / "copy-repeated"), cwd=finished)
+    for report in (in_place, copied):
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert "verdict: PASS" in report.stdout and "3 results: ok 3" in report.stdout
+        flat = " ".join(report.stderr.split())
+        assert "results.jsonl:4: not a valid result" in flat and f"(case {first!r}, trial 0) repeats an earlier line" in flat
+        assert "shard" not in report.stdout + report.stderr

@@ -308,7 +308,9 @@ def _shard_states(described: Sequence[tuple[Path, dict[str, Any], Shard | None]]
 
 def _check_line(run_dir: Path, lineno: int, line: bytes, shard: Shard | None, seen: KeySet, dirs: Sequence[Path]) -> bool:
     """Whether a standing line of a shard is a result (False: a damaged line); refuse (`TracejudgeError`) a result that
-    its shard's hash does not assign to it, or a repeated (case, trial).
+    its shard's hash does not assign to it, or a repeated (case, trial) in a merge of several directories. The one
+    directory of `report RUN --out DIR` is no merge: a line repeated there (pasted twice) is a damaged line, copied as
+    it is, and the copy's report leaves it out with a warning naming it, as `report RUN` does.
 
     The labels (manifest, directory name) are not trusted: every result is checked by the same
     hash that assigned it (`shard_index`), so a shard copied under another label, or results
@@ -332,6 +334,8 @@ def _check_line(run_dir: Path, lineno: int, line: bytes, shard: Shard | None, se
             raise TracejudgeError(f"cannot merge: {where}: case {case_id!r} belongs to shard {home}/{shard[1]}, "
                                   f"but the directory says it is shard {shard[0]}/{shard[1]} (a relabelled or mixed-up shard)")
     if not seen.add_hash(result_key(case_id, trial)):
+        if len(dirs) == 1:
+            return False  # (`report RUN --out DIR`: the copy's report names the line, as `report RUN` does)
         first = _first_place(dirs, case_id, trial)
         raise TracejudgeError(f"cannot merge: {where}: case {case_id!r} trial {trial} is repeated"
                               + (f" (first at {first})" if first else "") + "; each (case, trial) must come from one shard, once")
