@@ -340,16 +340,20 @@ class Levenshtein(PromptfooOutputAssertion):
         return value
 
     def check(self, output: str) -> tuple[bool, str]:
+        return self._verdict(levenshtein(output, self.value))
+
+    def _verdict(self, distance: int) -> tuple[bool, str]:
         limit = self.threshold or 5
-        distance = levenshtein(output, self.value)
         passed = distance <= limit
         return passed, "Assertion passed" if passed else f"Levenshtein distance {distance} is greater than threshold {js_number(limit)}"
 
     def evaluate(self, case: Case) -> Score:
-        score = super().evaluate(case)
-        if score.details is not None and case.trace is not None:
-            score.details["distance"] = levenshtein(case.trace.output or "", self.value)
-        return score
+        # The distance is quadratic in the texts' length: computed once, for the verdict and the details alike.
+        if case.trace is None:
+            return no_trace()
+        distance = levenshtein(case.trace.output or "", self.value)
+        passed, reason = self._verdict(distance)
+        return make_score(1.0 if passed else 0.0, passed, reason, {"inverse": self.inverse, "distance": distance})
 
 
 def _inverse(base: type[PromptfooOutputAssertion], kind: str) -> type[PromptfooOutputAssertion]:
