@@ -165,6 +165,9 @@ def _forget_the_tests_own_modules(request: pytest.FixtureRequest) -> Iterator[No
     each case writing its own `mypkg` imported the first case's. (A module-scoped fixture's folders are not a test's
     `tmp_path`: what it imported stays for its file's tests.)
     """
+    # Only a module imported during the test can come from its own tmp_path: the rest (thousands, in a worker that
+    # has imported Ray, MLflow and the frameworks) need not be looked at after every test.
+    before = set(sys.modules)
     yield
     tmp = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
     if tmp is None:
@@ -178,7 +181,8 @@ def _forget_the_tests_own_modules(request: pytest.FixtureRequest) -> Iterator[No
     def mine(path: object) -> bool:
         return isinstance(path, str) and bool(path) and os.path.join(path, "").startswith(roots)
 
-    for name, module in list(sys.modules.items()):
+    for name in sys.modules.keys() - before:
+        module = sys.modules.get(name)
         if mine(getattr(module, "__file__", None)) or any(mine(p) for p in list(getattr(module, "__path__", None) or [])):
             del sys.modules[name]
     sys.path[:] = [p for p in sys.path if not mine(p)]
