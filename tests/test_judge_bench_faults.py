@@ -275,3 +275,14 @@ def test_a_bench_with_some_refusals_still_measures_and_recommends_limits(tmp_pat
     assert report["recommended_limits"] is not None and report["recommended_limits"]["max_in_flight"] >= 1
     assert report["spent_usd"] == round(8 * _cost(50, 10) + 4 * _cost(100, 7), 6)  # (`completion` reports 50 + 10 tokens)
     assert "4 of 12 replies held no verdict" in proc.stdout and "were refused by the model" in proc.stdout
+
+
+def test_a_bench_bills_malformed_replies_that_reported_usage_and_counts_them_as_server_errors(tmp_path: Path) -> None:
+    # A 200 whose `choices` is empty still carried the provider's usage: billed, so it counts toward the spend and the
+    # cap as a run bills it. Unbilled, every such reply was $0 and the bench spent nothing for 12 requests.
+    with Loopback(lambda h, b: (200, {**_refusal(2000, 500), "choices": []})) as server:
+        proc, report = _bench(tmp_path, server.url)
+        sent = len(server.requests)
+    assert report["requests_sent"] == sent >= 1, report
+    assert report["spent_usd"] == round(sent * _cost(2000, 500), 6) > 0, report["spent_usd"]
+    assert set(report["measured"]["errors"]) == {"server"} and report["replies"]["answered"] == 0, report

@@ -94,7 +94,8 @@ class Limiter(Protocol):
         ...
 
     def settle(self, permit: Permit, outcome: str, used_tokens: int | None = None, rate: RateInfo | None = None) -> None:
-        """Close an attempt. `outcome`: ok, rate_limited, server, timeout, connection, fatal, quota."""
+        """Close an attempt. `outcome`: ok, rate_limited, server, timeout, connection, fatal, quota, or malformed (a 2xx
+        of the wrong shape that reported `used_tokens`: counted as the provider counted it, grown on as a server error)."""
         ...
 
 
@@ -293,7 +294,7 @@ class AdaptiveLimiter:
                 # A short window turns over faster than the cool-down: its next burst is a new one.
                 self.cooldown_until = now + (min(cooldown, self.window_s / 4) if self.mode == "strict" else cooldown)
             self.paused_until = max(self.paused_until, now + retry)
-        elif outcome in ("server", "timeout", "connection"):
+        elif outcome in ("server", "timeout", "connection", "malformed"):
             self.no_growth_until = now + self.COOLDOWN_S
         elif outcome == "ok" and self.cap < self.max_in_flight and now >= max(self.cooldown_until, self.no_growth_until):
             self.cap = min(float(self.max_in_flight), self.cap + 1.0 / self.cap)

@@ -145,6 +145,13 @@ class Bench:
             att.outcome = exc.kind
             att.message = " ".join(redact(str(exc), (*self.secrets, *prompt_secrets(br.request))).split())[:300]
             att.rate = exc.rate or att.rate
+            if exc.billed_reply is not None:  # a malformed 2xx that reported usage: billed as a run bills it, counted a server error
+                got = exc.billed_reply
+                att.input_tokens, att.output_tokens, att.cached_tokens = got.input_tokens, got.output_tokens, got.cached_input_tokens
+                self.limiter.settle(permit, "malformed", got.input_tokens + got.output_tokens, att.rate)
+                self.budget.settle(held, got.input_tokens + got.output_tokens, self._cost(got.input_tokens, got.output_tokens, got.cached_input_tokens))
+                st.attempts.append(att)
+                return True
             self.limiter.settle(permit, exc.kind, None, exc.rate)
             billed = br.prompt_tokens if exc.kind in ("timeout", "connection") else 0
             self.budget.settle(held, billed, self._cost(billed, 0))

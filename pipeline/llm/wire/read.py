@@ -60,7 +60,8 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     4xx with `retry-after` → `server`; other 4xx → `request`; a 2xx whose body
     is an error object (`{"error": …}`, vLLM's `{"object": "error", "message": …}`, or FastAPI's
     `{"detail": …}` with no answer beside it) → `server` with the provider's own message; a 2xx of
-    the wrong shape → `server` ("unexpected reply shape"). A 2xx whose reply is
+    the wrong shape → `server` ("unexpected reply shape"), carrying the usage it reported, if any, as
+    `ProviderError.billed_reply` (billed, then retried). A 2xx whose reply is
     a refusal — Anthropic `stop_reason: "refusal"`, an OpenAI message's
     `refusal`, `finish_reason: "content_filter"` — → `fatal`, as a content
     filter's 4xx: the case's content causes it, so no retry or repair request
@@ -135,7 +136,34 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         # Named by the field that is off (`choices` empty, `message` null): a Python exception's name says nothing to
         # whoever has to fix the server or the proxy before it.
         where = _shape_problem(provider, body) or type(exc).__name__
-        raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({where})", http.status) from None
+        malformed = ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({where})", http.status)
+        malformed.billed_reply = _usage_alone(provider, body)
+        raise malformed from None
+
+
+def _usage_alone(provider: str, body: dict[str, Any]) -> Reply | None:
+    """The usage a 2xx reply of the wrong shape reported, as an empty `Reply` to bill it by; None when it reported none
+    that reads as plausible token counts (the same rules as an answer's usage; a prompt figure of 0 is none).
+
+    The provider counted and billed the request whatever shape its answer came in (a proxy that mangled `choices`, a
+    server that lost the message): retried as a server error, it was billed nothing, and a run whose every first attempt
+    came back so under-counted its spend by half."""
+    try:
+        if provider == "anthropic":
+            usage = body.get("usage")
+            if not isinstance(usage, dict):
+                return None
+            cached, written = token_count(usage, "cache_read_input_tokens"), token_count(usage, "cache_creation_input_tokens")
+            prompt = token_count(usage, "input_tokens") + cached + written
+            counts = (prompt, token_count(usage, "output_tokens"), cached, written)
+        else:
+            said = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
+            if said is None:
+                return None
+            counts = (*said, 0)
+    except (ImplausibleUsage, TypeError, AttributeError):
+        return None
+    return None if counts[0] == 0 else Reply("", False, *counts)
 
 
 def _shape_problem(provider: str, body: dict[str, Any]) -> str:

@@ -132,7 +132,9 @@ class ProviderError(Exception):
 
     `reply` is set on a 2xx reply that is a refusal (`fatal`, see `read_reply`): the provider answered and billed
     it, so its usage (`Reply.input_tokens`, `output_tokens`; `usage_known` False when it reported none) is billed
-    like any answer's, though it holds no verdict. `None` for every other failure. `unsent`: the judge's server
+    like any answer's, though it holds no verdict. `None` for every other failure. `billed_reply` is set on a 2xx of
+    the wrong shape that reported usage (a `server` error, retried): an empty `Reply` holding that usage, which the
+    provider billed though no verdict could be read. `unsent`: the judge's server
     gate gave up on the request before it was ever sent, so it counts no request.
     """
 
@@ -146,6 +148,7 @@ class ProviderError(Exception):
         self.billed_cost_usd: float | None = 0.0
         self.billed_output_tokens = 0
         self.reply: Reply | None = None  # (a refusal's answer: its usage is billed)
+        self.billed_reply: Reply | None = None  # (a malformed 2xx's usage: billed, and the attempt retried)
         self.unsent = False  # (the judge's gate gave up on a request it never sent: it counts no request)
         self.no_reply = False  # (`connection` only: lost before any status line came back)
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tracejudge.llm.providers import ProviderError, Reply
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["Unsettled", "bill_input", "note_sent", "settle_answer", "unsettled_error"]
+__all__ = ["Unsettled", "bill_input", "bill_malformed", "note_sent", "settle_answer", "unsettled_error"]
 
 
 class Unsettled(Exception):
@@ -51,8 +51,10 @@ def bill_input(self: Judge, held: Any, billed: int) -> None:
         self.spend.add(billed, 0, self._cost(billed, 0))
 
 
-def settle_answer(self: Judge, reply: Reply, permit: Any, held: Any, prompt_tokens: int, estimate: int, rate: Any) -> None:
-    """Bill an answered attempt (a verdict or a refusal) at its usage: the limiter, the budget, the stats, the spend journal.
+def settle_answer(self: Judge, reply: Reply, permit: Any, held: Any, prompt_tokens: int, estimate: int, rate: Any,
+                  outcome: str = "ok") -> None:
+    """Bill an answered attempt (a verdict, a refusal, or with `outcome="malformed"` a 2xx of the wrong shape that reported
+    usage) at its usage: the limiter, the budget, the stats, the spend journal.
     Raises `Unsettled` when reading its usage raised (then billed at `prompt_tokens`, its estimated input)."""
     try:
         if not reply.usage_known:
@@ -64,10 +66,10 @@ def settle_answer(self: Judge, reply: Reply, permit: Any, held: Any, prompt_toke
         used = reply.input_tokens + reply.output_tokens
         cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
     except Exception as exc:  # (a usage figure or a tokenizer nothing foresaw)
-        self.limiter.settle(permit, "ok", prompt_tokens, rate)
+        self.limiter.settle(permit, outcome, prompt_tokens, rate)
         bill_input(self, held, prompt_tokens)
         raise Unsettled(exc) from None
-    self.limiter.settle(permit, "ok", used, rate)
+    self.limiter.settle(permit, outcome, used, rate)
     self.budget.settle(held, used, cost)
     self._count(reply, cost)
     self.stats.sync_equivalent_usd += cost
@@ -80,3 +82,17 @@ def unsettled_error(self: Judge, exc: Unsettled, status: int | None, billed: int
     err = unreadable(exc.cause, self.redact, status, "fatal", "had usage that could not be read")
     err.billed_input_tokens, err.billed_cost_usd = billed, None if self.price is None and billed else self._cost(billed, 0)
     return err
+
+
+def bill_malformed(self: Judge, exc: ProviderError, permit: Any, held: Any, prompt_tokens: int, estimate: int, rate: Any) -> None:
+    """Bill a 2xx of the wrong shape at the usage it reported (`exc.billed_reply`; the provider billed it, though no verdict
+    could be read) and count it as the server error it is retried as."""
+    reply = exc.billed_reply
+    assert reply is not None
+    try:
+        settle_answer(self, reply, permit, held, prompt_tokens, estimate, rate, outcome="malformed")
+        exc.billed_input_tokens, exc.billed_output_tokens, exc.billed_cost_usd = reply.input_tokens, reply.output_tokens, reply.cost_usd
+    except Unsettled:  # (billed at its estimated input instead)
+        exc.billed_input_tokens, exc.billed_cost_usd = prompt_tokens, None if self.price is None and prompt_tokens else self._cost(prompt_tokens, 0)
+    self.stats.server_errors += 1
+    self.reached = True

@@ -18,7 +18,7 @@ import anyio
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, rate_info, read_reply, send
 from tracejudge.llm.reply_secrets import prompt_secrets
-from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, note_sent, settle_answer, unsettled_error
+from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, bill_malformed, note_sent, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, _BudgetRefused, unreadable
 from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
@@ -153,6 +153,9 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
                 raise unsettled_error(self, bad, status, prompt_tokens) from None
             exc.billed_input_tokens, exc.billed_output_tokens = exc.reply.input_tokens, exc.reply.output_tokens
             exc.billed_cost_usd = exc.reply.cost_usd
+            raise exc from None
+        if exc.billed_reply is not None:
+            bill_malformed(self, exc, permit, held, prompt_tokens, estimate, rate_info(http.headers))
             raise exc from None
         self.limiter.settle(permit, exc.kind, None, exc.rate)
         billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
