@@ -187,6 +187,7 @@ def _forget_the_tests_own_modules(request: pytest.FixtureRequest) -> Iterator[No
             del sys.modules[name]
     sys.path[:] = [p for p in sys.path if not mine(p)]
     user_code._ADDED[:] = [p for p in user_code._ADDED if not mine(p)]
+    user_code._CONFIGS[:] = [p for p in user_code._CONFIGS if not mine(p)]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core import suggest
 from tracejudge.core.spec_messages import param_problems
-from tracejudge.core.user_code import add_search_dir, import_user_module, lazy_getattr, where_imported
+from tracejudge.core.user_code import AnotherConfigsModule, add_search_dir, import_user_module, lazy_getattr, where_imported
 
 __all__ = [
     "Format",
@@ -343,6 +343,8 @@ def import_metric(path: str) -> type[BaseModel]:
         raise SpecError(("type",), f"custom metric {path!r}: expected `module:attribute`, e.g. `mypkg.metrics:no_failed_tools`")
     try:
         obj: Any = import_user_module(module_name)
+    except AnotherConfigsModule as exc:
+        raise SpecError(("type",), f"custom metric {path!r}: {exc}") from None
     except ImportError as exc:
         raise SpecError(
             ("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)"

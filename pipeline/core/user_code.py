@@ -9,7 +9,12 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["add_search_dir", "import_user_module", "lazy_getattr", "where_imported"]
+__all__ = ["AnotherConfigsModule", "add_search_dir", "import_user_module", "lazy_getattr", "where_imported"]
+
+
+class AnotherConfigsModule(ImportError):
+    """The module imported under a name the config names is another config's (read earlier in this process), while the
+    config's own folder holds a module of that name (`import_user_module`); the message names both files."""
 
 
 def lazy_getattr(namespace: dict[str, Any], table: Mapping[str, str]) -> Callable[[str], Any]:
@@ -33,12 +38,15 @@ def lazy_getattr(namespace: dict[str, Any], table: Mapping[str, str]) -> Callabl
     return __getattr__
 
 
-def add_search_dir(folder: os.PathLike[str] | str) -> None:
+def add_search_dir(folder: os.PathLike[str] | str, *, config: bool = True) -> None:
     """Append `folder` (a config's folder) to `sys.path` for user code the config names; no-op if present.
 
-    Appended, not prepended: an installed package of the same name wins.
+    Appended, not prepended: an installed package of the same name wins. `config`: `folder` is the folder of the config
+    being read (the one whose modules `import_user_module` checks are not another config's of the same name).
     """
     path = os.fspath(folder)
+    if config:  # (the last is the config being read)
+        _CONFIGS[:] = [*(f for f in _CONFIGS if f != path), path]
     if path not in _ADDED:
         _ADDED.append(path)
     if path not in sys.path:
@@ -46,6 +54,7 @@ def add_search_dir(folder: os.PathLike[str] | str) -> None:
 
 
 _ADDED: list[str] = []  # the folders given to `add_search_dir` (configs' folders): where `where_imported` looks for a file shadowed
+_CONFIGS: list[str] = []  # the folders of the configs read that name user code, the one read last last
 
 
 def import_user_module(module_name: str) -> Any:
@@ -54,16 +63,44 @@ def import_user_module(module_name: str) -> Any:
     Searched: `sys.path` (installed packages, `PYTHONPATH`, folders added by
     `add_search_dir`), then the current directory, which the `tracejudge`
     console script does not put on `sys.path` itself (`python -m` does).
-    Raises what the import raises (`ModuleNotFoundError` when nowhere).
+    Raises what the import raises (`ModuleNotFoundError` when nowhere), and `AnotherConfigsModule` when the module of that name
+    imported is another config's (`_another_configs`): Python imports a name once a process, so a second config beside
+    its own `metrics.py` (a notebook running two experiments' folders) would silently run the first one's code.
     """
     try:
-        return importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         cwd = os.getcwd()
         if not (exc.name and module_name.split(".")[0] == exc.name.split(".")[0]) or cwd in sys.path or "" in sys.path:
             raise  # a module missing *inside* the user's module, or the cwd was searched already
-        add_search_dir(cwd)
-        return importlib.import_module(module_name)
+        add_search_dir(cwd, config=False)
+        module = importlib.import_module(module_name)
+    stale = _another_configs(module_name)
+    if stale:
+        raise AnotherConfigsModule(stale)
+    return module
+
+
+def _another_configs(module_name: str) -> str:
+    """Why the module imported under `module_name`'s top-level name is not the current config's own ("" when it is, or
+    when that config's folder holds no module of the name): it came from the folder of a config read earlier in this
+    process, while the current config's folder has its own. An installed package (or, under `python -m`, the current
+    directory's file) that shadows the config's file is `where_imported`'s to name, not this."""
+    top = module_name.partition(".")[0]
+    here = _origin(sys.modules.get(top))
+    if here is None or not _CONFIGS:
+        return ""
+    folder = os.path.abspath(_CONFIGS[-1])
+    mine = [p for p in (os.path.join(folder, top + ".py"), os.path.join(folder, top)) if _module_at(p)]
+    if not mine or any(_inside(here, p) for p in mine):
+        return ""
+    earlier = dict.fromkeys(os.path.abspath(f) for f in _CONFIGS[:-1])
+    theirs = [p for f in earlier if f != folder for p in (os.path.join(f, top + ".py"), os.path.join(f, top)) if _inside(here, p)]
+    if not theirs:
+        return ""
+    return (f"{top!r} is already imported in this process from {here}, another config's module (read earlier); this config's "
+            f"folder has its own {mine[0]}, which Python does not import a second time under the same name: rename one of the "
+            "two (and the module in its config), or run this config in a process of its own")
 
 
 def where_imported(module_name: str, *, shadowed_only: bool = False) -> str:

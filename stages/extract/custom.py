@@ -21,6 +21,7 @@ from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, FormatError, import_user_module
+from tracejudge.core.user_code import AnotherConfigsModule
 from tracejudge.core.user_code import where_imported
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 
@@ -30,6 +31,8 @@ __all__ = ["load_adapter"]
 def _import(module: str, spec: str) -> Any:
     try:
         return import_user_module(module)
+    except AnotherConfigsModule as exc:
+        raise FormatError(f"cannot import adapter {spec!r}: {exc}") from None
     except ModuleNotFoundError as exc:
         raise FormatError(f"cannot import adapter {spec!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)"
                           f"{where_imported(module, shadowed_only=True)}") from None

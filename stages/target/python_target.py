@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 from tracejudge.core.errors import ConfigError, describe, leaves, text_of
 from tracejudge.core.registry import import_user_module
+from tracejudge.core.user_code import AnotherConfigsModule
 from tracejudge.core.user_code import where_imported
 from tracejudge.llm.redact import redact
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
@@ -34,6 +35,8 @@ def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., An
     module_name, _, attr = spec.partition(":")
     try:
         obj: Any = import_user_module(module_name)
+    except AnotherConfigsModule as exc:
+        raise ConfigError(f"target.callable: {exc}") from None
     except ModuleNotFoundError as exc:
         raise ConfigError(f"target.callable: cannot import module {module_name!r}: {exc} "
                           "(searched target.pythonpath, PYTHONPATH, the config's folder and the current directory)"
