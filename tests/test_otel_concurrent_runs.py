@@ -8,6 +8,8 @@ Recorded by `tests/frameworks/record_concurrent_runs.py` (its docstring says wha
   (OpenInference, OpenLLMetry): by default one case (no conversation id tells the runs apart), each run a turn of
   its own: its question, then its own steps, calls and answer, never the other run's; the SDK's own export of
   the same question asked twice too.
+- The same SDK runs one after the other in one trace (a harness's loop): each run a turn of its own with its own
+  question under OpenInference too (its AGENT span of the trace holds them), as the SDK's own export reads them.
 - `group_by: run`: one case per run (`concurrent.split_runs`, which `group_by: run` splits a trace with).
 - One LangGraph run whose nodes run at once (`Send`) and are then summarised stays one run.
 """
@@ -28,7 +30,9 @@ DATA = Path(__file__).parent / "data" / "concurrent-runs"
 # (recording, format, truth) of every batch: two runs at once under one span
 BATCHES = [("oi-agents-gather.jsonl", "otel", "agents-gather"), ("oi-agents-gather-same.jsonl", "otel", "agents-gather-same"),
            ("export-agents-gather-same.jsonl", "openai-agents", "agents-gather-same"), ("export-agents-gather.jsonl", "openai-agents", "agents-gather"),
-           ("oi-langgraph-batch.jsonl", "otel", "oi-langgraph-batch"), ("tl-langgraph-batch.jsonl", "otel", "tl-langgraph-batch")]
+           ("oi-langgraph-batch.jsonl", "otel", "oi-langgraph-batch"), ("tl-langgraph-batch.jsonl", "otel", "tl-langgraph-batch"),
+           # the Agents SDK's runs one after the other in one trace: each its own turn too, as its export reads them
+           ("oi-agents-sequence.jsonl", "otel", "agents-sequence"), ("export-agents-sequence.jsonl", "openai-agents", "agents-sequence")]
 OTLP = [b for b in BATCHES if b[1] == "otel"]
 
 

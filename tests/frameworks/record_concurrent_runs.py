@@ -14,6 +14,8 @@ Scenarios (`SCENARIOS`):
   Paris?"), Runner.run(agent, "Weather in Tokyo?"))`, under OpenInference's `OpenAIAgentsInstrumentor` and the
   SDK's own export (`oi-agents-gather.jsonl`, `export-agents-gather.jsonl`).
 - `agents-gather-same`: the same with one question asked twice (two trials of one case at once).
+- `agents-sequence`: the same two questions run one after the other in one trace (`with trace("eval-batch"):` a loop
+  of `await Runner.run(agent, q)`), each run's input only its own question.
 - `oi-langgraph-batch`, `tl-langgraph-batch`: LangGraph `create_react_agent(...).batch([Paris, Tokyo])` inside a
   plain OTel span `eval-batch`, under openinference-instrumentation-langchain / opentelemetry-instrumentation-langchain.
 - `oi-langgraph-fanout`: one LangGraph run inside `eval-batch` whose `report` node is sent once per city (`Send`,
@@ -101,7 +103,7 @@ def _agents_truth(question: str, result: Any) -> dict[str, Any]:
             "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests}}
 
 
-def agents_gather(out: Path, name: str, questions: list[str]) -> Any:
+def agents_gather(out: Path, name: str, questions: list[str], one_by_one: bool = False) -> Any:
     from agents import Agent, Runner, function_tool, trace
 
     @function_tool
@@ -114,6 +116,8 @@ def agents_gather(out: Path, name: str, questions: list[str]) -> Any:
 
         async def batch() -> list[Any]:
             with trace("eval-batch"):
+                if one_by_one:  # a harness's loop over its dataset inside one trace: no run overlaps another
+                    return [await Runner.run(agent, q) for q in questions]
                 return list(await asyncio.gather(*(Runner.run(agent, q) for q in questions)))
 
         results = asyncio.run(batch())
@@ -207,6 +211,7 @@ def langgraph_fanout(out: Path, name: str, kind: str) -> Any:
 SCENARIOS = {
     "agents-gather": lambda out: agents_gather(out, "agents-gather", ["Weather in Paris?", "Weather in Tokyo?"]),
     "agents-gather-same": lambda out: agents_gather(out, "agents-gather-same", ["Weather in Paris?", "Weather in Paris?"]),
+    "agents-sequence": lambda out: agents_gather(out, "agents-sequence", ["Weather in Paris?", "Weather in Tokyo?"], one_by_one=True),
     "oi-langgraph-batch": lambda out: langgraph_batch(out, "oi-langgraph-batch", "oi"),
     "tl-langgraph-batch": lambda out: langgraph_batch(out, "tl-langgraph-batch", "tl"),
     "oi-langgraph-fanout": lambda out: langgraph_fanout(out, "oi-langgraph-fanout", "oi"),

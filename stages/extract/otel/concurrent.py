@@ -34,6 +34,8 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own, within
+from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_trace
+from tracejudge.stages.extract.otel.messages import user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
 
@@ -76,7 +78,10 @@ def run_heads(spans: list[Span], views: dict[str, Any]) -> dict[str, Span]:
             continue  # a request, a call or a run records its own: what is under it is that run's
         seen.add(node.span_id)
         runs = _not_in_a_tool([_through(c, kids, holds, views) for c in kids.get(node.span_id, []) if c.span_id in holds], tools)
-        if _side_by_side(runs) and all(_is_run(r, node, agents, views) for r in runs):
+        # (the Agents SDK's trace span, as OpenInference writes it, holds each `Runner.run` in it as a run of its own,
+        # one after another too, when no run's request goes on with the one before: a harness's loop over questions)
+        if (_side_by_side(runs) or (len(runs) > 1 and agents_sdk_trace(node, spans) and _fresh(runs, kids, views))) \
+                and all(_is_run(r, node, agents, views) for r in runs):
             for r in runs:
                 _claim(r, kids, heads)
             continue
@@ -232,6 +237,27 @@ def _side_by_side(runs: list[Span]) -> bool:
             return False
         latest = r.end if latest is None else max(latest, r.end)
     return True
+
+
+def _fresh(runs: list[Span], kids: dict[str, list[Span]], views: dict[str, Any]) -> bool:
+    """Whether each of `runs` (in start order) asks its first model request without the user messages of the run
+    before it: a conversation's next turn (`Runner.run(agent, result.to_input_list() + [...])`) repeats them and
+    stays one conversation's turns (`turns`), a fresh question does not and would be lost in it."""
+    asked = [user_texts(views[m.span_id].inputs or []) if (m := _first_request(r, kids, views)) else [] for r in sorted(runs, key=lambda s: (s.start, s.span_id))]
+    return all(not before or after[: len(before)] != before for before, after in zip(asked, asked[1:]))
+
+
+def _first_request(run: Span, kids: dict[str, list[Span]], views: dict[str, Any]) -> Span | None:
+    """The model request under `run` that started first, else None."""
+    found: list[Span] = []
+    stack = [run]
+    while stack:
+        node = stack.pop()
+        if views[node.span_id].role == "model":
+            found.append(node)
+            continue
+        stack.extend(kids.get(node.span_id, []))
+    return min(found, key=lambda s: (s.start, s.span_id)) if found else None
 
 
 def _claim(head: Span, kids: dict[str, list[Span]], heads: dict[str, Span]) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import unjson
 
-__all__ = ["OI_AGENTS", "OI_SMOLAGENTS", "agents_sdk_group", "agents_sdk_span", "from_instrumentation", "smolagents_span"]
+__all__ = ["OI_AGENTS", "OI_SMOLAGENTS", "agents_sdk_group", "agents_sdk_span", "agents_sdk_trace", "from_instrumentation", "smolagents_span"]
 
 OI_AGENTS = "openinference.instrumentation.openai_agents"
 OI_SMOLAGENTS = "openinference.instrumentation.smolagents"
@@ -73,6 +73,15 @@ def agents_sdk_span(span: Span) -> bool:
     if kind == "TOOL":
         return a.get("tool.name") == span.name or ((span.name.startswith("handoff to ") or span.name == "handoff") and "tool.name" not in a)
     return kind in ("CHAIN", "GUARDRAIL")
+
+
+def agents_sdk_trace(span: Span, spans: list[Span]) -> bool:
+    """Whether `span` (one of `spans`, its group) is the span openinference-instrumentation-openai-agents writes for the
+    SDK's trace (`with trace("x"):`, or the one `Runner.run` opens itself): an `AGENT` span holding only context keys,
+    no agent's name, of that instrumentation by its scope, else by its group (`agents_sdk_group`)."""
+    if span.attrs.get(_KIND) != "AGENT" or set(span.attrs) - _CONTEXT:
+        return False
+    return from_instrumentation(span, OI_AGENTS, lambda _: agents_sdk_group(spans))
 
 
 def _agents_sdk_mark(span: Span) -> bool:
