@@ -9,11 +9,13 @@ no result, and the agent's answer could pass for the turn's.
 
 So such a span — an agent run of the smolagents instrumentation inside another agent run (smolagents nests a run
 only for a managed agent) — is read as that call's tool span: tool name the agent's name (`agent.name`, else the
-span name without `.run`), result what the manager got — the tool message of a later request answering the model's one call of that
-name (smolagents' report, "Here is the final answer from your managed agent '<name>':\n…", from its prompt
-template); when the reply made other calls too, smolagents joined their observations into one text (the `Step n`
+span name without `.run`), result what the manager got — the tool message of a later request answering the id of
+the model's call that ran it (`_part`: the step's call of that name, of several the one whose `task` the run's task
+holds), which is smolagents' report, "Here is the final answer from your managed agent '<name>':\n…", from its prompt
+template; when the reply made other calls too, smolagents joined their observations into one text (the `Step n`
 span's output, the next request's one tool message), and the report is what is left of it once the other calls'
-results are taken off (`_observed`); else the agent's answer (its `output.value`: a `CodeAgent`'s code gets the
+results are taken off, several reports (two managed agents, or one twice, in one reply) cut apart where that text
+splits one way only (`_observed`); else the agent's answer (its `output.value`: a `CodeAgent`'s code gets the
 report as a value, which no span records) — error its error, `agent_name` kept so the steps
 it made are labelled with it (`nesting`). Under a `ToolCallingAgent` manager the call pairs with the model's part
 as any tool span does (arguments, the `task`, and id from the part); under a `CodeAgent`, whose model wrote code
@@ -68,67 +70,168 @@ def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
 def _managed_calls(spans: list[Span], views: dict[str, View]) -> None:
     index = {s.span_id: s for s in spans}
     models = [v for v in views.values() if v.role == "model"]
-    for span in spans:
-        v = views.get(span.span_id)
-        if v is None or v.role != "agent" or not from_instrumentation(span, _SCOPE, smolagents_span) or not _inside_agent(span, index, views):
-            continue
-        agent = span.attrs.get("agent.name")
-        name = agent if isinstance(agent, str) and agent else span.name[:-4] if span.name.endswith(".run") else span.name
-        given = unjson(span.attrs.get("input.value"))
-        task = given.get("task") if isinstance(given, dict) else None
-        result = _reported(name, models, MISSING)
-        if result is MISSING:
-            result = _observed(span, name, spans, index, views)
+    runs = [s for s in spans if (v := views.get(s.span_id)) is not None and v.role == "agent"
+            and from_instrumentation(s, _SCOPE, smolagents_span) and _inside_agent(s, index, views)]
+    names = {r.span_id: _agent_name(r) for r in runs}
+    tasks = {r.span_id: _run_task(r) for r in runs}
+    parts = {r.span_id: _part(r, names[r.span_id], tasks[r.span_id], spans, views) for r in runs}
+    # (every run's observed text before any view changes: a run read first must not pass for another's tool)
+    observed = _observed(runs, parts, spans, index, views)
+    for span in runs:
+        v, name, task = views[span.span_id], names[span.span_id], tasks[span.span_id]
+        result = _reported(parts[span.span_id], models)
+        if result is MISSING and v.error is None:
+            result = observed.get(span.span_id, MISSING)
         views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
                                    args={"task": task} if isinstance(task, str) else MISSING,
                                    result=result if result is not MISSING else v.answer if present(v.answer) else MISSING)
 
 
-def _reported(name: str, models: list[View], answer: Any) -> Any:
-    """What the manager's model got for its one call of `name` (a later request's tool message, by call id), else `answer`."""
-    ids = [p.get("id") for v in models for m in v.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("name") == name]
-    if len(ids) == 1 and ids[0] is not None:
-        got = [p.get("response") for v in models for m in v.inputs or [] for p in m.get("parts") or []
-               if p.get("type") == "tool_call_response" and p.get("id") == ids[0] and present(p.get("response"))]
-        if got:
-            return got[0]
-    return answer if present(answer) else MISSING
+def _agent_name(run: Span) -> str:
+    agent = run.attrs.get("agent.name")
+    return agent if isinstance(agent, str) and agent else run.name[:-4] if run.name.endswith(".run") else run.name
 
 
-def _observed(run: Span, name: str, spans: list[Span], index: dict[str, Span], views: dict[str, View]) -> Any:
-    """What a `ToolCallingAgent` manager's step observed of its call of `name` beside its other calls, else `MISSING`.
+def _run_task(run: Span) -> Any:
+    given = unjson(run.attrs.get("input.value"))
+    return given.get("task") if isinstance(given, dict) else None
+
+
+def _asked(step: Span | None, spans: list[Span], views: dict[str, View]) -> list[dict[str, Any]]:
+    """The calls (`tool_call` parts with an id) the model requests directly under `step` asked for."""
+    return [p for s in spans if step is not None and s.parent_id == step.span_id and s.span_id in views and views[s.span_id].role == "model"
+            for m in views[s.span_id].outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and isinstance(p.get("id"), str)]
+
+
+def _part(run: Span, name: str, task: Any, spans: list[Span], views: dict[str, View]) -> dict[str, Any] | None:
+    """The call of a `ToolCallingAgent` manager's step that ran `run`: the step's one call of `name`; of several (the
+    same agent called twice in one reply), the one whose `task` is inside the task smolagents gave the run (its
+    template around it). None when no call, or more than one, fits (a `CodeAgent` manager's step asks for none)."""
+    step = next((s for s in spans if s.span_id == run.parent_id), None)
+    mine = [p for p in _asked(step, spans, views) if p.get("name") == name]
+    if len(mine) > 1:
+        mine = [p for p in mine if isinstance(task, str) and isinstance(given := unjson(p.get("arguments")), dict)
+                and isinstance(given.get("task"), str) and given["task"] in task]
+    return mine[0] if len(mine) == 1 else None
+
+
+def _reported(part: dict[str, Any] | None, models: list[View]) -> Any:
+    """What the manager's model got for the call `part` (a later request's tool message answering its id, when no
+    other call of the run has that id), else `MISSING`."""
+    ids = [p.get("id") for v in models for m in v.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"]
+    if part is None or ids.count(part["id"]) != 1:
+        return MISSING
+    got = [p.get("response") for v in models for m in v.inputs or [] for p in m.get("parts") or []
+           if p.get("type") == "tool_call_response" and p.get("id") == part["id"] and present(p.get("response"))]
+    return got[0] if got else MISSING
+
+
+def _observed(runs: list[Span], parts: dict[str, dict[str, Any] | None], spans: list[Span], index: dict[str, Span],
+              views: dict[str, View]) -> dict[str, str]:
+    """What a `ToolCallingAgent` manager's step observed of each managed call it made, by run span id (those it cannot
+    tell are left out).
 
     smolagents joins the observations of one reply's calls into one text, `"\\n".join(str(result).strip())` in the
-    order of their call ids, which the `Step n` span (the managed run's parent) records as its output and the next
+    order of their call ids, which the `Step n` span (the managed runs' parent) records as its output and the next
     request replays as one tool message. Every other call of the step's request is a tool span under that step
-    whose result is text (one per call, told apart by name, else by its arguments); with their texts around it
-    taken off, what is left is the managed call's: the report smolagents returned. Anything else (a call without
-    its span, a result that is no text, a text that does not join up) is `MISSING`."""
-    step = index.get(run.parent_id or "")
-    observed = unjson(step.attrs.get("output.value")) if step is not None else None
-    under = [s for s in spans if step is not None and s.parent_id == step.span_id and s.span_id in views]
-    asked = [p for s in under if views[s.span_id].role == "model" for m in views[s.span_id].outputs or []
-             for p in m.get("parts") or [] if p.get("type") == "tool_call" and isinstance(p.get("id"), str)]
-    mine = [p for p in asked if p.get("name") == name]
-    if not isinstance(observed, str) or len(asked) < 2 or len(mine) != 1 or len({p["id"] for p in asked}) != len(asked):
-        return MISSING
-    tools = [views[s.span_id] for s in under if views[s.span_id].role == "tool" and s.span_id != run.span_id]
-    before: list[str] = []
-    after: list[str] = []
+    whose result is text (one per call, told apart by name, else by its arguments); with their texts taken off, what
+    is left is the managed calls' reports. One report is what is left; of several (two managed agents, or one twice,
+    in one reply) each must end with its run's answer, as smolagents' report does ("…managed agent '<name>':\\n<answer>"),
+    and only a text that splits one way so is read. Anything else (a call without its span, a result that is no text,
+    a text that does not join up, or splits several ways) is left out."""
+    steps: dict[str, list[Span]] = {}
+    for run in runs:
+        if parts[run.span_id] is not None and run.parent_id in index:
+            steps.setdefault(run.parent_id, []).append(run)
+    found: dict[str, str] = {}
+    for step_id, mine in steps.items():
+        found.update(_split(index[step_id], mine, parts, spans, views))
+    return found
+
+
+def _split(step: Span, runs: list[Span], parts: dict[str, dict[str, Any] | None], spans: list[Span], views: dict[str, View]) -> dict[str, str]:
+    """`_observed` for one step and the managed `runs` under it."""
+    observed = unjson(step.attrs.get("output.value"))
+    asked = _asked(step, spans, views)
+    by_part = {id(parts[r.span_id]): r for r in runs}
+    if not isinstance(observed, str) or len({p["id"] for p in asked}) != len(asked) or len(by_part) != len(runs):
+        return {}
+    ran = {r.span_id for r in runs}
+    tools = [views[s.span_id] for s in spans if s.parent_id == step.span_id and s.span_id not in ran and s.span_id in views
+             and views[s.span_id].role == "tool"]
+    pieces: list[str | Span] = []  # (in call id order: a known result's text, or the managed run whose report it is)
     for part in sorted(asked, key=lambda p: p["id"]):
-        if part is mine[0]:
+        if id(part) in by_part:
+            pieces.append(by_part[id(part)])
             continue
         named = [t for t in tools if t.tool_name == part.get("name")]
         if len(named) > 1:
             named = [t for t in named if unjson(t.args) == unjson(part.get("arguments"))]
         if len(named) != 1 or not isinstance(named[0].result, str):
-            return MISSING
-        (after if part["id"] > mine[0]["id"] else before).append(named[0].result.strip())
-    head = "".join(f"{text}\n" for text in before)
-    tail = "".join(f"\n{text}" for text in after)
-    if not (observed.startswith(head) and observed.endswith(tail)) or len(observed) < len(head) + len(tail):
-        return MISSING
-    return observed[len(head): len(observed) - len(tail)]
+            return {}
+        pieces.append(named[0].result.strip())
+    if sum(isinstance(p, Span) for p in pieces) != len(runs):
+        return {}
+    ends = [_answer_end(views[r.span_id]) for r in runs] if len(runs) > 1 else [None]
+    if None in ends and len(runs) > 1:
+        return {}
+    return _cut(observed, pieces, {r.span_id: e for r, e in zip(runs, ends)})
+
+
+def _answer_end(v: View) -> str | None:
+    """The text a managed run's report ends with, its answer stripped (None when it has none to end with)."""
+    return v.answer.strip() if isinstance(v.answer, str) and v.answer.strip() else None
+
+
+def _cut(observed: str, pieces: list[str | Span], ends: dict[str, str | None]) -> dict[str, str]:
+    """The managed runs' texts in `observed`, `pieces` joined by newlines: each known text where it stands, the last
+    report what is left before the known texts after it, every earlier report ending with its `ends` text at a
+    newline. Only a single way to cut it is read (`{}` otherwise). Each report's possible ends are where its answer
+    is followed by a newline (bounded: a text of many such places is not cut)."""
+    last = max(i for i, p in enumerate(pieces) if isinstance(p, Span))
+    tail = "".join(f"\n{p}" for p in pieces[last + 1:])
+    ways: list[dict[str, str]] = []
+
+    def walk(i: int, pos: int, taken: dict[str, str]) -> None:
+        if len(ways) > 1:
+            return
+        if i == len(pieces):
+            if pos == len(observed):
+                ways.append(dict(taken))
+            return
+        if i:
+            if not observed.startswith("\n", pos):
+                return
+            pos += 1
+        piece = pieces[i]
+        if isinstance(piece, str):
+            if observed.startswith(piece, pos):
+                walk(i + 1, pos + len(piece), taken)
+            return
+        end_text = ends[piece.span_id]
+        if i == last:
+            stops = [len(observed) - len(tail)] if observed.endswith(tail) else []
+        else:
+            stops = _stops(observed, pos, end_text or "")
+        for stop in stops:
+            text = observed[pos:stop]
+            if stop >= pos and (end_text is None or text.endswith(end_text)):
+                walk(i + 1, stop, taken | {piece.span_id: text})
+
+    walk(0, 0, {})
+    return ways[0] if len(ways) == 1 else {}
+
+
+_MAX_STOPS = 1000
+
+
+def _stops(observed: str, pos: int, end_text: str) -> list[int]:
+    """Where in `observed`, from `pos`, `end_text` ends right before a newline (none when there are too many)."""
+    stops, at = [], observed.find(end_text + "\n", pos) if end_text else -1
+    while at != -1 and len(stops) <= _MAX_STOPS:
+        stops.append(at + len(end_text))
+        at = observed.find(end_text + "\n", at + 1)
+    return stops if len(stops) <= _MAX_STOPS else []
 
 
 def _inside_agent(span: Span, index: dict[str, Span], views: dict[str, View]) -> bool:

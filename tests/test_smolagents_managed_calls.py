@@ -1,0 +1,84 @@
+"""A smolagents manager that calls two managed agents in one reply, or one managed agent twice in a run: each managed
+call returns smolagents' report, the text its manager's model was shown, under OpenInference as under MLflow.
+
+The recordings (`tests/data/smolagents-managed-calls`, made by `tests/frameworks/record_smolagents_managed_calls.py` with
+smolagents 1.26.0, openinference-instrumentation-smolagents 0.1.43 and MLflow 3.17.2 against a loopback server; the
+folder's README says what each is) are checked against what the application ran and got (`<scenario>.<oi|mlflow>.truth.json`:
+smolagents' own `MultiStepAgent.__call__` values and the manager's memory). What was wrong before, under OpenInference:
+
+- `researcher` and `writer` called in one reply: each call's result was the managed agent's bare answer. smolagents joins
+  the two reports into one observation (the `Step n` span's output), and only one report was ever cut out of it;
+- `researcher` called alone, then again beside `get_time`: the first call's result was the bare answer. Its report is
+  the tool message answering its call id, but that was looked up only for an agent the run called once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import extract_path
+from tracejudge.core.records import Case
+
+DATA = Path(__file__).parent / "data" / "smolagents-managed-calls"
+MANAGED = {"researcher", "writer"}
+# (recording, format, truth): OpenInference's spans, MLflow's traces and MLflow's same spans over OTLP
+READINGS = [("oi", "otel", "oi"), ("mlflow", "mlflow", "mlflow"), ("otlp", "otel", "mlflow")]
+
+
+def truth(name: str, run: str) -> dict[str, Any]:
+    return json.loads((DATA / f"{name}.{run}.truth.json").read_text())
+
+
+def read(name: str, ext: str, fmt: str) -> Case:
+    (case,) = extract_path(DATA / f"{name}.{ext}.jsonl", fmt)
+    assert isinstance(case, Case) and case.trace is not None, case
+    return case
+
+
+def expected(want: dict[str, Any]) -> list[tuple[str, dict[str, str], str]]:
+    """Each managed call in the order the manager's model made them: its agent, the task passed and the report smolagents
+    returned (`managed`, in the order they returned, is told apart by agent and task)."""
+    made = [c for step in want["steps"] for c in step["calls"] if c["name"] in MANAGED]
+    reports = [next(m["report"] for m in want["managed"] if (m["name"], m["task"]) == (c["name"], c["arguments"]["task"])) for c in made]
+    return [(c["name"], c["arguments"], r) for c, r in zip(made, reports)]
+
+
+@pytest.mark.parametrize(("ext", "fmt", "run"), READINGS)
+@pytest.mark.parametrize("name", ["tool-two-managed", "tool-managed-twice"])
+def test_each_managed_call_returns_the_report_its_managers_model_saw(name: str, ext: str, fmt: str, run: str) -> None:
+    want = truth(name, run)
+    case = read(name, ext, fmt)
+    assert case.input == want["input"] and case.trace.output == want["output"]
+    calls = [c for c in case.trace.tool_calls() if c.name in MANAGED]
+    assert [(c.name, c.arguments, c.result) for c in calls] == expected(want)
+    assert all(c.error is None for c in calls)
+    seen = "\n".join(m["text"] for m in want["seen"])
+    for step in want["steps"][:-1]:  # (the last is the manager's `final_answer`)
+        assert f"Observation:\n{step['observations']}" in seen  # (what the manager's model was shown)
+    for call in calls:
+        assert call.result in seen
+    if run == "oi":  # (MLflow records no model request, so no call id)
+        made = [c for step in want["steps"] for c in step["calls"] if c["name"] in MANAGED]
+        assert [c.id for c in calls] == [c["id"] for c in made]
+
+
+def test_both_readers_agree_on_the_managed_calls() -> None:
+    for name in ("tool-two-managed", "tool-managed-twice"):
+        readings = {ext: [(c.name, c.arguments, c.result) for c in read(name, ext, fmt).trace.tool_calls() if c.name in MANAGED]
+                    for ext, fmt, _ in READINGS}
+        assert readings["oi"] == readings["mlflow"] == readings["otlp"], name
+
+
+def test_a_joined_observation_that_splits_more_than_one_way_is_not_cut() -> None:
+    """Two reports whose answers leave the joined text two ways to split are not guessed at: neither is read (each
+    call then keeps its run's answer), where a text that splits one way gives each its own."""
+    from tracejudge.stages.extract.otel.conventions.smolagents import _cut
+    from tracejudge.stages.extract.otel.spans import Span
+
+    a, b = (Span(trace_id="t", span_id=i, parent_id="s", name=f"{i}.run", kind=0, start=0, end=0, attrs={}, status_error=False,
+                 status_message=None, events=[], service=None, file="", line=0) for i in ("a", "b"))
+    assert _cut("x\nx\nx", [a, b], {"a": "x", "b": "x"}) == {}  # ("x" + "x\nx", or "x\nx" + "x")
+    assert _cut("A: x\nB: y\n12:00Z", [a, b, "12:00Z"], {"a": "x", "b": "y"}) == {"a": "A: x", "b": "B: y"}
