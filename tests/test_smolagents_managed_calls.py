@@ -9,7 +9,9 @@ smolagents' own `MultiStepAgent.__call__` values and the manager's memory). What
 - `researcher` and `writer` called in one reply: each call's result was the managed agent's bare answer. smolagents joins
   the two reports into one observation (the `Step n` span's output), and only one report was ever cut out of it;
 - `researcher` called alone, then again beside `get_time`: the first call's result was the bare answer. Its report is
-  the tool message answering its call id, but that was looked up only for an agent the run called once.
+  the tool message answering its call id, but that was looked up only for an agent the run called once;
+- a `CodeAgent` manager's code calling `researcher(task=…)`: the call's argument was the task smolagents ran the agent on
+  (its template around the task the code passed), where MLflow's reading has the task passed.
 """
 
 from __future__ import annotations
@@ -82,3 +84,34 @@ def test_a_joined_observation_that_splits_more_than_one_way_is_not_cut() -> None
                  status_message=None, events=[], service=None, file="", line=0) for i in ("a", "b"))
     assert _cut("x\nx\nx", [a, b], {"a": "x", "b": "x"}) == {}  # ("x" + "x\nx", or "x\nx" + "x")
     assert _cut("A: x\nB: y\n12:00Z", [a, b, "12:00Z"], {"a": "x", "b": "y"}) == {"a": "A: x", "b": "B: y"}
+
+
+@pytest.mark.parametrize(("ext", "fmt", "run"), READINGS)
+def test_a_code_agent_managers_calls_have_the_task_its_code_passed(ext: str, fmt: str, run: str) -> None:
+    """A `CodeAgent` manager's code calls `researcher(task=…)` and `writer(task=…)`. Each call's argument is the task the
+    code passed, not smolagents' template around it (the run's recorded task): OpenInference records no template, so it
+    is read from the code the model wrote. The report the code got back is recorded under MLflow only (its template is
+    on the run's span); under OpenInference the call keeps the agent's answer, the end of that report."""
+    want = truth("code-two-managed", run)
+    case = read("code-two-managed", ext, fmt)
+    calls = [c for c in case.trace.tool_calls() if c.name in MANAGED]
+    assert [(c.name, c.arguments) for c in calls] == [(m["name"], {"task": m["task"]}) for m in want["managed"]]
+    assert all(m["run_task"] != m["task"] and m["task"] in m["run_task"] for m in want["managed"])
+    if run == "oi":
+        assert all(m["report"].endswith(f"\n{c.result}") and c.result != m["report"] for c, m in zip(calls, want["managed"]))
+    else:
+        assert [c.result for c in calls] == [m["report"] for m in want["managed"]]
+
+
+def test_a_task_the_code_did_not_pass_as_one_literal_is_left_as_recorded() -> None:
+    from tracejudge.stages.extract.otel.conventions.smolagents_code_tasks import code_task
+
+    given = "You're a helpful agent named 'researcher'.\nTask:\nFind Paris weather.\n---"
+    assert code_task(given, "researcher", ['Thought: go.\n<code>\nw = researcher(task="Find Paris weather.")\nprint(w)\n</code>']) == "Find Paris weather."
+    assert code_task(given, "researcher", ['<code>\nw = researcher("Find Paris weather.")\n</code>']) == "Find Paris weather."
+    for code in ('q = "Find Paris weather."\nw = researcher(task=q)',  # (built at run time)
+                 'r = researcher\nw = r(task="Find Paris weather.")',  # (the agent passed around)
+                 'a = researcher(task="Find Paris")\nb = researcher(task="Find Paris weather.")',  # (both inside the run's task)
+                 'w = researcher(task="Find Paris weather."'):  # (does not parse)
+        assert code_task(given, "researcher", [f"<code>\n{code}\n</code>"]) is None, code
+    assert code_task(given, "researcher", ['w = researcher(task="Find Paris weather.")']) is None  # (no code block)

@@ -47,6 +47,7 @@ def test_a_managed_agents_steps_follow_the_call_that_ran_it(name: str) -> None:
         # the report smolagents returned, as the manager's model saw it beside `get_time`'s "12:00Z"
         assert calls[1].result == REPORT and trace.steps[0].tool_calls[0].result == "12:00Z"
     else:
+        assert calls[1].arguments == {"task": "Find the weather in Paris."}  # (the literal the code passed)
         assert calls[1].result == "Paris: sunny, 21 C"  # the code got the report as a value, which no span records
     assert case.metadata["nested_steps"] == [{"step": 1, "call": 1, "agent": "researcher"}, {"step": 2, "call": 1, "agent": "researcher"}]
     # the researcher's prompt ("You're a helpful agent named 'researcher' …") is the call's, not a user turn

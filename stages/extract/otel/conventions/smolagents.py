@@ -20,7 +20,8 @@ report as a value, which no span records) — error its error, `agent_name` kept
 it made are labelled with it (`nesting`). Under a `ToolCallingAgent` manager the call pairs with the model's part
 as any tool span does (arguments, the `task`, and id from the part); under a `CodeAgent`, whose model wrote code
 calling `researcher(task=…)` rather than a tool call, it is a call of the request before it, its arguments the
-`task` text smolagents gave the managed agent (its prompt template around the manager's task) as recorded.
+task that code passed as a literal (`smolagents_code_tasks`), else the `task` text smolagents gave the managed agent
+(its prompt template around the manager's task) as recorded; its result stays the answer (the report is not recorded).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
+from tracejudge.stages.extract.otel.conventions.smolagents_code_tasks import code_task
 from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
 from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, given_answers, max_steps, step_errors, stored_results, tool_answers
 from tracejudge.stages.extract.otel.conventions.smolagents_raised import raised_runs
@@ -75,6 +77,9 @@ def _managed_calls(spans: list[Span], views: dict[str, View]) -> None:
     names = {r.span_id: _agent_name(r) for r in runs}
     tasks = {r.span_id: _run_task(r) for r in runs}
     parts = {r.span_id: _part(r, names[r.span_id], tasks[r.span_id], spans, views) for r in runs}
+    for run in runs:  # (a `CodeAgent` manager's code called the agent: the task its code passed, when it can be told)
+        if parts[run.span_id] is None and isinstance(tasks[run.span_id], str):
+            tasks[run.span_id] = code_task(tasks[run.span_id], names[run.span_id], _replies(run, spans, views)) or tasks[run.span_id]
     # (every run's observed text before any view changes: a run read first must not pass for another's tool)
     observed = _observed(runs, parts, spans, index, views)
     for span in runs:
@@ -101,6 +106,12 @@ def _asked(step: Span | None, spans: list[Span], views: dict[str, View]) -> list
     """The calls (`tool_call` parts with an id) the model requests directly under `step` asked for."""
     return [p for s in spans if step is not None and s.parent_id == step.span_id and s.span_id in views and views[s.span_id].role == "model"
             for m in views[s.span_id].outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and isinstance(p.get("id"), str)]
+
+
+def _replies(run: Span, spans: list[Span], views: dict[str, View]) -> list[str]:
+    """The texts of the model's replies in the step that ran `run` (its parent's model requests)."""
+    return [p["content"] for s in spans if s.parent_id == run.parent_id and s.span_id in views and views[s.span_id].role == "model"
+            for m in views[s.span_id].outputs or [] for p in m.get("parts") or [] if p.get("type") == "text" and isinstance(p.get("content"), str)]
 
 
 def _part(run: Span, name: str, task: Any, spans: list[Span], views: dict[str, View]) -> dict[str, Any] | None:
