@@ -131,6 +131,10 @@ def test_bad_arguments_are_clear_errors():
         tracejudge.evaluate([GOOD], [ToolCalls()], judge={"provider": "nobody"})
     with pytest.raises(ConfigError, match=r"evaluate\(trials=...\): \(value\): Input should be greater than or equal to 1"):
         tracejudge.evaluate([GOOD], [ToolCalls()], trials=0)
+    # (a section's own check reads as its other errors do, without pydantic's "Value error, ")
+    with pytest.raises(ConfigError) as raised:
+        tracejudge.evaluate([GOOD], [ToolCalls()], judge={"provider": "simulator", "model": ""})
+    assert str(raised.value) == "evaluate(judge=...): model: names no model: give the judge model's name, e.g. `gpt-4o-mini` or `openai:gpt-4o-mini`"
     with pytest.raises(ConfigError, match=r"metrics\[1\]\.type: unknown metric type 'Nope'"):
         tracejudge.evaluate([GOOD], [ToolCalls(), {"type": "Nope"}])
     with pytest.raises(ConfigError, match="two metrics are named 'ToolCalls'"):
@@ -149,6 +153,9 @@ def test_bad_arguments_are_clear_errors():
     (lambda: tracejudge.Rubric(name="tone", criteria="polite", threshhold=0.5),
      {"type": "Rubric", "name": "tone", "criteria": "polite", "threshhold": 0.5},
      "Rubric: threshhold: unknown parameter; did you mean threshold?"),
+    # A validator's own message, without pydantic's "Value error, " before it.
+    (lambda: tracejudge.Regex(pattern="("), {"type": "Regex", "pattern": "("},
+     "Regex: pattern: invalid regular expression: missing ) at position 1"),
 ])
 def test_a_metric_built_in_python_with_a_mistake_says_it_as_a_config_does(build, spec, expected):
     """`tj.ToolCalls(argument=…)` raised pydantic's raw `Extra inputs are not permitted`, where the same spec in a config

@@ -340,6 +340,13 @@ def test_each_mistake_of_a_metric_is_a_line_of_its_own(tmp_path: Path) -> None:
                      f"{cfg}:8: metrics.1.ordr: ToolCalls: unknown parameter; did you mean order?"], lines
 
 
+def test_a_metric_parameter_its_validator_refuses_reads_as_every_other_parameter_error(tmp_path: Path) -> None:
+    # It was `…: Regex: Value error, invalid regular expression: …`: pydantic's prefix, which no other error shows.
+    cfg = write(tmp_path, 'metrics:\n  - type: Regex\n    pattern: "("\n')
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:4: metrics.0.pattern: Regex: invalid regular expression: missing ) at position 1"], lines
+
+
 def test_dataset_option_mistakes_are_listed_beside_the_schemas_errors(tmp_path: Path) -> None:
     # With an unknown top-level key in the file, a misspelt format option was named only once that key was gone.
     cfg = tmp_path / "eval.yaml"

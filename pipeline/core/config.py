@@ -350,7 +350,7 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     if err["type"] == suggest.PAIRED:
         return err["msg"]  # already names both keys (`suggest.pair_missing`)
     got = err.get("input")
-    msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own message says nothing to a user
+    msg = suggest.message(err)
     if isinstance(got, dict) and err["type"] in ("value_error", "assertion_error"):
         return msg  # a section's own check (`a http target needs url`): its input is the whole section, not the value at fault
     hint = suggest.error_hint(err, model)

@@ -45,7 +45,7 @@ def _param_message(err: Any, cls: type) -> str:
     hint = suggest.error_hint(err, cls)
     if err["type"] == "extra_forbidden" and not hint:
         hint = _sibling_hint(str(err["loc"][-1]) if err.get("loc") else "", cls)
-    return ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + hint
+    return ("unknown parameter" if err["type"] == "extra_forbidden" else suggest.message(err)) + hint
 
 
 # A metric and the one that takes a peer's parameters for the same check: deepeval's ToolCorrectnessMetric options

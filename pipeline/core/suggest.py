@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "PEER_PARAMETERS", "PEER_SECTIONS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
-           "unknown_key_message"]
+__all__ = ["MAPPING_TYPES", "PAIRED", "PEER_KEYS", "PEER_PARAMETERS", "PEER_SECTIONS", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "message", "missing_key_typo", "model_keys",
+           "pair_missing", "unknown_key_message"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
 # `ToolCall` → `ToolCalls`, `dri` → `dir`, and rarely offers an unrelated word.
@@ -286,6 +286,20 @@ def _pair(out: list[dict[str, Any] | None], missing: int, unknown: int, loc: tup
 def unknown_key_message(typo: str, want: str) -> str:
     """The message of an unknown key `typo` standing where the required key `want` is missing."""
     return f"unknown key `{typo}`; did you mean {want}? (required key `{want}` is missing)"
+
+
+# pydantic's words before a validator's own message: they say nothing to a user, whose every other error reads
+# `key: problem` (`Regex: pattern: invalid regular expression: …`, not `…: Value error, invalid regular expression: …`).
+_VALIDATOR_PREFIXES = {"value_error": "Value error, ", "assertion_error": "Assertion failed, "}
+
+
+def message(err: Any) -> str:
+    """The `msg` of pydantic error `err` (a mapping of `errors()`) as a user reads it: a validator's own message (a
+    `ValueError` or `AssertionError` raised in it) without pydantic's "Value error, " / "Assertion failed, " before it;
+    any other message as pydantic wrote it."""
+    msg = str(err["msg"])
+    prefix = _VALIDATOR_PREFIXES.get(err.get("type", ""))
+    return msg.removeprefix(prefix) if prefix else msg
 
 
 MAPPING_TYPES = frozenset({"dict_type", "model_type", "model_attributes_type"})

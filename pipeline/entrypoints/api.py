@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 
 import anyio
 from pydantic import BaseModel, ValidationError
-from tracejudge.core import registry
+from tracejudge.core import registry, suggest
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError, ParameterError
 from tracejudge.core.records import Case, CaseResult
@@ -135,7 +135,7 @@ def build_config(
             loc = list(map(str, err["loc"]))
             if loc[:1] == ["run"] and loc[1:2] in (["trials"], ["metric_timeout_s"]):
                 loc = loc[1:2]
-            problems.append(f"evaluate({loc[0]}=...): {'.'.join(loc[1:]) or '(value)'}: {err['msg']}")
+            problems.append(f"evaluate({loc[0]}=...): {'.'.join(loc[1:]) or '(value)'}: {suggest.message(err)}")
         raise ConfigError("\n".join(problems)) from None
     if config.judge is None:
         # As the command refuses it (`validate_config`): without a judge an LLM-judge metric would be answered by the

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from tracejudge.core import registry
+from tracejudge.core import registry, suggest
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.engine.dataset_fingerprint import changed_since, listing
@@ -134,7 +134,7 @@ class CaseSource:
         try:
             return Case.model_validate(record.get("case") or {}), f"live trace from {TRACES}"
         except ValidationError as exc:
-            return None, f"{TRACES}: the trace of {case_id!r} trial {trial} is not a valid case ({exc.errors()[0]['msg']})"
+            return None, f"{TRACES}: the trace of {case_id!r} trial {trial} is not a valid case ({suggest.message(exc.errors()[0])})"
 
     def dataset(self) -> tuple[DatasetConfig | None, registry.Format | None, str]:
         """The run's dataset config and built-in format, or `None`s and the reason there are none."""
@@ -147,7 +147,7 @@ class CaseSource:
         try:
             ds = DatasetConfig.model_validate(cfg)
         except ValidationError as exc:
-            return None, None, f"manifest.json: dataset config is not valid ({exc.errors()[0]['msg']})"
+            return None, None, f"manifest.json: dataset config is not valid ({suggest.message(exc.errors()[0])})"
         if ds.path is None:
             return None, None, f"the traces are in the store dataset.format {name!r} reads; the viewer does not query it"
         if not Path(ds.path).exists():

@@ -147,7 +147,8 @@ def case_problem(exc: ValidationError) -> tuple[str, str]:
     if err["type"] == "model_type" and tuple(err["loc"][:2]) == ("trace", "retrieved"):
         # `expected_passages` are plain strings, so strings here looked right: say what a passage is.
         more = f" (got {type(err.get('input')).__name__}); {PASSAGE_SHAPE}" + more
-    return loc, f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
+    said = suggest.message(err)
+    return loc, f"{loc}: {said}{more}" if loc else f"{said}{more}"
 
 
 def decode_line(payload: Any) -> tuple[dict[str, Any], str]:

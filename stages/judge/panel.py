@@ -80,7 +80,7 @@ def panel_members(config: RunConfig) -> list[Member]:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(map(str, err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))
-            raise ConfigError(f"judge.models[{i}].{where}: {err['msg']}{suggest.error_hint(err, section)}") from None
+            raise ConfigError(f"judge.models[{i}].{where}: {suggest.message(err)}{suggest.error_hint(err, section)}") from None
         members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
     names = [m.name for m in members]
     if len(set(names)) != len(names):

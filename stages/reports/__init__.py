@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from tracejudge.core import suggest
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
@@ -255,7 +256,7 @@ def _first_problem(exc: ValueError) -> str:
     pydantic's header line ("1 validation error for CaseResult"), which says nothing of it."""
     if isinstance(exc, ValidationError) and exc.errors():
         err = exc.errors()[0]
-        return f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}"[:200]
+        return f"{'.'.join(map(str, err['loc'])) or '(root)'}: {suggest.message(err)}"[:200]
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 

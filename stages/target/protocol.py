@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from tracejudge.core import registry
+from tracejudge.core import registry, suggest
 from tracejudge.core.records import Case, Trace
 
 __all__ = [
@@ -131,7 +131,7 @@ def coerce_reply(value: Any) -> TargetReply:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(map(str, err["loc"])) or "reply"
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            msg = "unknown key" if err["type"] == "extra_forbidden" else suggest.message(err)
             raise TargetError(f"invalid reply: {where}: {msg}") from None
     raise TargetError(f"invalid reply: expected a string, a Trace or a mapping with `output`, got {type(value).__name__}")
 
@@ -176,7 +176,7 @@ def normalize_reply(reply: TargetReply, default_format: str, contexts: dict[str,
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"]))
-        raise TargetError(f"reply trace ({name}) is invalid: {where}: {err['msg']}") from None
+        raise TargetError(f"reply trace ({name}) is invalid: {where}: {suggest.message(err)}") from None
     except TargetError:
         raise
     except Exception as exc:  # an adapter's AdapterError or bug: the reply is unreadable
