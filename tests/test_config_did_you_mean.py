@@ -135,7 +135,10 @@ def test_a_panel_member_names_the_nearest_provider_and_limit(tmp_path: Path) -> 
     # without `limits.`.
     for member, expected in (("{model: gpt, provider: opnai}", "judge.models[0].provider: Input should be 'simulator', 'openai' or "
                                                                  "'anthropic'; did you mean openai?"),
-                             ("{model: gpt, limits: {rmp: 5}}", "judge.models[0].limits.rmp: Extra inputs are not permitted; did you mean rpm?")):
+                             ("{model: gpt, limits: {rmp: 5}}", "judge.models[0].limits.rmp: Extra inputs are not permitted; did you mean rpm?"),
+                             # A check of the whole member: it was `judge.models[0].: Value error, model …`.
+                             ("{model: 'openai:a', provider: simulator}", "judge.models[0]: model 'openai:a' names provider 'openai' but "
+                                                                         "provider is 'simulator'")):
         cfg = _config(tmp_path, f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: TaskCompletion}}]\n"
                                 f"judge: {{provider: simulator, model: x, models: [{member}, y]}}\n")
         assert expected in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()

@@ -79,8 +79,9 @@ def panel_members(config: RunConfig) -> list[Member]:
             limits = LimitsConfig.model_validate({**config.limits.model_dump(), **m.limits}) if m.limits else None
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(map(str, err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))
-            raise ConfigError(f"judge.models[{i}].{where}: {suggest.message(err)}{suggest.error_hint(err, section)}") from None
+            # (a check of the whole member has no key of its own: `judge.models[0]: …`, not `judge.models[0].: …`)
+            where = ".".join(map(str, (f"judge.models[{i}]", *(err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))))
+            raise ConfigError(f"{where}: {suggest.message(err)}{suggest.error_hint(err, section)}") from None
         members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
     names = [m.name for m in members]
     if len(set(names)) != len(names):
