@@ -137,6 +137,19 @@ def test_true_or_false_where_a_number_goes_is_a_config_error_at_any_depth(tmp_pa
     assert not (tmp_path / "runs").exists()
 
 
+def test_nan_or_infinity_where_a_number_goes_says_so_not_a_bound_it_failed(tmp_path: Path) -> None:
+    # `threshold: .nan` said "Input should be less than or equal to 1", and an infinity passed a lower bound alone
+    # (`judge.timeout_s: .inf`, `budget.max_cost_usd: .inf`, `--set …=inf`).
+    cfg = write(tmp_path, "metrics:\n  - {type: Regex, pattern: a, threshold: .nan}\n  - {type: ToolCalls, threshold: -.inf}\n"
+                          "judge: {provider: simulator, model: x, timeout_s: .inf}\n")
+    lines = config_error(cli("run", str(cfg), "--set", "budget.max_cost_usd=inf", cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:3: metrics.0.threshold: Regex: Input should be a number, not NaN (not a number)",
+                     f"{cfg}:4: metrics.1.threshold: ToolCalls: Input should be a finite number, not -infinity",
+                     f"{cfg}:5: judge.timeout_s: Input should be a finite number, not infinity (got Infinity)",
+                     '--set budget.max_cost_usd=inf: budget.max_cost_usd: Input should be a finite number, not infinity (got "inf")'], lines
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_typo_of_a_metric_spec_s_required_key_names_the_typo(tmp_path: Path) -> None:
     # `{tpe: …}` was reported as "required key `type` is missing", `{metrc: …}` as "required parameter is missing".
     cfg = write(tmp_path, "metrics:\n  - {type: ToolCalls}\n  - {tpe: TrajectoryMatch}\n")

@@ -6,7 +6,10 @@ refuse what YAML legitimately gives (`3.0` for an int). `NoBoolNumbers` keeps
 lax mode and refuses only bools, in every field whose type wants a number
 (`int`, `float`, `int | None`, `list[int]`, `dict[str, float]`, …) but not a
 bool: the error names the field (`run.trials: Input should be a number, not a
-boolean`). The other way round too: a field that wants `true` or `false`
+boolean`). A float field also refuses NaN and infinity (YAML's `.nan`, `.inf`,
+Python's `float("nan")`, the strings `"nan"`, `"inf"`): NaN failed a bound with
+a message about the bound (`threshold: .nan` said "less than or equal to 1"),
+and infinity passed a lower bound alone (`timeout_s: .inf`, `max_cost_usd: .inf`). The other way round too: a field that wants `true` or `false`
 (`bool`, `bool | None`) refuses `0`, `1`, `"no"` or `"false"`, which lax mode
 read as a bool (`ignore_case: 0`, `allow_extra: "no"`). Every config section
 and metric parameter model derives from it.
@@ -22,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-__all__ = ["NoBoolNumbers", "refuses_bool", "wants_bool"]
+__all__ = ["NoBoolNumbers", "non_finite", "refuse_non_finite", "refuses_bool", "wants_bool"]
 
 _NUMBERS = (int, float)
 _SEQUENCES = (list, tuple, set, frozenset)
@@ -50,6 +53,43 @@ def refuses_bool(annotation: Any, value: Any) -> bool:
     return False
 
 
+_NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
+
+
+def non_finite(annotation: Any, value: Any) -> str | None:
+    """`"NaN"` or `"infinity"` when `annotation` wants a float (`float`, `float | None`, an `Annotated` float) and `value`
+    is one (a float, or a string pydantic would read as one: `"nan"`, `"-inf"`), else None."""
+    if isinstance(value, float):
+        if value - value == 0.0:  # (a finite float: the usual case, decided without a look at the annotation)
+            return None
+    elif not (isinstance(value, str) and value.strip().lower().lstrip("+-") in _NON_FINITE_WORDS):
+        return None
+    if not _wants_float(annotation):
+        return None
+    return "NaN" if float(value) != float(value) else "infinity"
+
+
+def refuse_non_finite(annotation: Any, value: Any) -> None:
+    """Raise pydantic's `PydanticCustomError` (type `finite_number`) saying `value` is NaN or an infinity when
+    `non_finite(annotation, value)` finds it one; return None otherwise. For a field's own before-validator too, which
+    pydantic runs before `NoBoolNumbers`' (`refuse_non_finite(float, value)`)."""
+    kind = non_finite(annotation, value)
+    if kind == "NaN":
+        raise PydanticCustomError("finite_number", "Input should be a number, not NaN (not a number)")
+    if kind is not None:
+        raise PydanticCustomError("finite_number", "Input should be a finite number, not {sign}infinity",
+                                  {"sign": "-" if float(value) < 0 else ""})
+
+
+def _wants_float(annotation: Any) -> bool:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _wants_float(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_wants_float(a) for a in args)
+    return annotation is float
+
+
 def wants_bool(annotation: Any, value: Any) -> bool:
     """True when `annotation` is `bool` (or `bool | None`) and `value` is no bool (nor `None` where it is allowed): lax
     mode read `0`, `"no"`, `"false"` and `0.0` as false and `1`, `"yes"` as true."""
@@ -73,6 +113,9 @@ class NoBoolNumbers(BaseModel):
             raise PydanticCustomError("bool_as_number", "Input should be a number, not a boolean{where}", {"where": where})
         if field is not None and wants_bool(field.annotation, value):
             raise PydanticCustomError("bool_type", "Input should be true or false (got {got})", {"got": repr(value)})
+        if field is not None:
+            # (said before any bound is checked: NaN fails every bound, and pydantic then names the bound, not the NaN)
+            refuse_non_finite(field.annotation, value)
         return value
 
 

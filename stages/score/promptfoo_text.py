@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_serializer, field_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
+from tracejudge.core.strict_numbers import refuse_non_finite
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_trace
 from tracejudge.stages.score.promptfoo_js import levenshtein, parse_comma_separated
@@ -330,7 +331,8 @@ class Levenshtein(PromptfooOutputAssertion):
     def _no_threshold(cls, value: Any) -> Any:
         if value is None:
             return value
-        if isinstance(value, bool) or not _is_number(value) or not math.isfinite(value):
+        refuse_non_finite(float, value)  # (this validator runs before the base's, which says it so of every other float)
+        if isinstance(value, bool) or not _is_number(value):
             raise PydanticCustomError("promptfoo_threshold", "threshold is the largest edit distance that passes, a number")
         if value <= 0:
             raise PydanticCustomError("promptfoo_threshold", "threshold {value} {why}; give the largest edit "
