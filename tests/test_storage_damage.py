@@ -90,7 +90,7 @@ def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> No
     assert f"{results}:150: not a valid result" in report.stderr
     # What is wrong with it, not pydantic's header ("1 validation error for CaseResult"), which says nothing of it.
     named = next(line for line in report.stderr.splitlines() if ":150: not a valid result" in line)
-    assert named.endswith("(root): Invalid JSON: expected value at line 1 column 1)"), named
+    assert named.endswith("(root): invalid JSON: Expecting value at column 1)"), named
     assert json.loads((run_dir / "summary.json").read_text())["results"] == N
     # A second resume finds the checkpoint consistent again: nothing redone, nothing named.
     assert _run(config).new_results == 0

@@ -19,7 +19,7 @@ from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, line_at, r
 from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.journal_counts import _now
 from tracejudge.engine.keyset import KeySet, result_key
-from tracejudge.engine.result_shape import check_score_values
+from tracejudge.engine.result_shape import check_score_values, line_problem
 from tracejudge.engine.segment_end import killed_elapsed, last_sign_of_life, settle_failed_end
 from tracejudge.stages.aggregate.state import StateError, restore
 
@@ -96,7 +96,7 @@ def recover(
             # reader, and its (case, trial), not being finished, is redone by this run.
             damaged += 1
             log.warning("damaged result line skipped; its case is redone", file=str(results), line=line_at(results, offset - len(raw)),
-                        error=str(exc).splitlines()[0][:200])
+                        error=line_problem(exc, raw))
             continue
         k = result_key(r.case_id, r.trial)
         if journal.done.contains_hash(k) and k not in journal.provisional:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic_core
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.engine.result_shape import result_problem
+from tracejudge.engine.result_shape import json_line_problem, result_problem
 from tracejudge.engine.result_writer import RESULTS
 
 __all__ = ["MANIFEST", "PROVISIONAL_MARKS", "SKIPPED_MARK", "error_place", "iter_current_numbered", "iter_current_result_lines", "iter_result_lines",
@@ -160,7 +160,7 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None,
             data = pydantic_core.from_json(line)
             problem = result_problem(data)
         except ValueError as exc:
-            data, problem = None, f"(root): invalid JSON: {exc}"
+            data, problem = None, json_line_problem(line, exc)
         if problem is None and once:
             key = (data["case_id"], int(data.get("trial", 0)))
             if key in seen:

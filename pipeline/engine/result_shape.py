@@ -9,12 +9,13 @@ here, so such a line is what a line that is not JSON already was: a damaged line
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from tracejudge.core.json_kind import json_kind
 from tracejudge.core.records import Status
 
-__all__ = ["check_score_values", "result_problem", "score_value_problem"]
+__all__ = ["check_score_values", "json_line_problem", "line_problem", "result_problem", "score_value_problem"]
 
 _SCORE_VALUE = "a score's value is a number from 0 to 1, or null"
 
@@ -40,6 +41,47 @@ def check_score_values(result: Any) -> None:
     for name, score in result.scores.items():
         if (problem := score_value_problem(score.value)) is not None:
             raise ValueError(f"scores.{name}.value: {problem}")
+
+
+def line_problem(exc: ValueError, line: bytes | str) -> str:
+    """What is wrong with result line `line`, which a reader refused with `exc` (pydantic's `ValidationError` of
+    `CaseResult.model_validate_json(line)`, or a `ValueError` naming its field), in one line of at most 200 characters:
+    a validation error's first problem with its field (`scores.quality.value: Input should be a valid number`), not
+    pydantic's header line ("1 validation error for CaseResult"), which says nothing of it; a line that is not JSON as
+    `json_line_problem` says it."""
+    from pydantic import ValidationError  # (here: only a damaged line is explained)
+
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if errors and errors[0]["type"] == "json_invalid":
+        return json_line_problem(line, exc)
+    if errors:
+        from tracejudge.core import suggest
+
+        err = errors[0]
+        return f"{'.'.join(map(str, err['loc'])) or '(root)'}: {suggest.message(err)}"[:200]
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+# pydantic's parser's place of an error: a line and column of the text it was given.
+_PARSER_PLACE = re.compile(r" at line (\d+) column (\d+)$")
+
+
+def json_line_problem(line: bytes | str, exc: ValueError) -> str:
+    """`(root): invalid JSON: <what> at column N` for result line `line` that a JSON parser refused with `exc`: N is
+    the character of that line (the file names the line), and "; the line ends early (it looks truncated)" follows
+    for a line cut short (a run killed mid-write). pydantic's parser said where in its text it failed, which for a
+    line cut inside a string is its newline: "at line 2 column 0", beside the file's own line number."""
+    from tracejudge.stages.load import loads_line  # (here: only a damaged line is explained)
+
+    try:
+        loads_line(line)
+    except ValueError as why:
+        return f"(root): {why}"[:200]
+    # (`json` reads what pydantic's parser refused, a lone surrogate say: its words, placed in the line alone)
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if (m := _PARSER_PLACE.search(said)) is not None and m[1] == "1":
+        said = said[:m.start()] + f" at column {m[2]}"  # (its columns count from 1, as `loads_line`'s do)
+    return f"(root): invalid JSON: {said}"[:200]
 
 
 def result_problem(data: Any) -> str | None:

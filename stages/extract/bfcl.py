@@ -71,7 +71,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.bfcl_accepted import accepted_values, source_values as _source_values, standard_string
 from tracejudge.stages.extract.bfcl_lang import language
-from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
+from tracejudge.stages.load import RawRecord, jsonl_lines, loads, loads_line, read_jsonl
 from tracejudge.stages.load.framing import quieted
 from tracejudge.stages.score.value_match import standardize
 
@@ -121,7 +121,7 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
                 if not line.strip():
                     continue
                 try:
-                    rec = loads(line)
+                    rec = loads_line(line)
                     if not isinstance(rec, dict) or not isinstance(rec.get("id"), (str, int)):
                         raise ValueError("expected an object with an `id`")
                 except ValueError as exc:
@@ -233,7 +233,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     from tracejudge.stages.extract.errors import AdapterError
 
     try:
-        rec = raw if isinstance(raw, dict) else loads(raw)
+        rec = raw if isinstance(raw, dict) else loads_line(raw)
     except ValueError as exc:
         raise AdapterError(str(exc)) from None
     if not isinstance(rec, dict) or "id" not in rec:

@@ -141,7 +141,7 @@ from tracejudge.stages.extract.otel.native import nanos, native_case
 from tracejudge.stages.extract.otel.once import Repeats
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import as_int
-from tracejudge.stages.load import RawRecord, loads, read_jsonl
+from tracejudge.stages.load import RawRecord, loads, loads_line, read_jsonl
 
 __all__ = ["Options", "adapt", "read"]
 
@@ -227,7 +227,7 @@ def _read(dataset: Any, opts: Options, textless: _Textless, holder: Holder | Non
             yield raw
             continue
         try:
-            doc = loads(raw.payload)
+            doc = loads_line(raw.payload)
         except ValueError as exc:
             yield RawRecord(raw.file, raw.line, error=str(exc))
             continue

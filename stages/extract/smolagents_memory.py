@@ -92,7 +92,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, json_type, maybe_json, read_lines, text_of
 from tracejudge.stages.extract.smolagents_observations import split_observations
 from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
-from tracejudge.stages.load import RawRecord, loads
+from tracejudge.stages.load import RawRecord, loads_line
 
 __all__ = ["adapt"]
 
@@ -109,7 +109,7 @@ def _decode(payload: Any) -> tuple[Any, str]:
     if not isinstance(payload, JsonLine):
         return payload, "run"
     try:
-        return loads(payload.data), payload.default_id
+        return loads_line(payload.data), payload.default_id
     except ValueError as exc:
         fail(str(exc), case_id=payload.default_id)
 

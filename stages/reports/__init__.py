@@ -17,8 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-from tracejudge.core import suggest
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
@@ -27,7 +25,7 @@ from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, 
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
-from tracejudge.engine.result_shape import check_score_values
+from tracejudge.engine.result_shape import check_score_values, line_problem
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
@@ -250,16 +248,6 @@ def _recorded_metric(spec: dict[str, Any], registry: Any) -> Any:
     return SimpleNamespace(key=spec.get("name") or attr or kind, over_trials=False)
 
 
-def _first_problem(exc: ValueError) -> str:
-    """What is wrong with a damaged result line, in one line of at most 200 characters: a validation error's first
-    problem with its field (`scores.quality.value: Input should be a valid number`, `(root): Invalid JSON: …`), not
-    pydantic's header line ("1 validation error for CaseResult"), which says nothing of it."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        err = exc.errors()[0]
-        return f"{'.'.join(map(str, err['loc'])) or '(root)'}: {suggest.message(err)}"[:200]
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-
-
 def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None,
             write: bool = True, in_progress: str | None = None) -> tuple[dict[str, Any], Verdict]:
     """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
@@ -303,7 +291,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
                 # A run writes one standing line per (case, trial): a second one is an edit, never counted twice.
                 raise ValueError(f"(case {result.case_id!r}, trial {result.trial}) repeats an earlier line")
         except ValueError as exc:  # damaged: named, never skipped silently
-            why = _first_problem(exc)
+            why = line_problem(exc, line)
             damaged.append(f"{store.RESULTS}:{lineno}: {why}")
             if on_skipped is not None:
                 on_skipped(lineno, why)
