@@ -7,6 +7,7 @@ viewer is open is said to be so, or read anew: never a 500, never the old run's 
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import time
@@ -106,6 +107,34 @@ def test_a_filter_value_the_run_lacks_is_shown_as_applied(server: str) -> None:
     assert matching(page) == 0 and selected(page, "tag") == "no-such-tag (not in this run)"
     page = get(server + "/run/alpha/cases?sort=no-such-column")[1]
     assert matching(page) == 8 and selected(page, "sort") == "case id"  # the order applied, not an option for it
+
+
+def notes(page: str) -> list[str]:
+    """The notes above the Cases table (and the Case page's), unescaped as a reader sees them."""
+    return [html.unescape(n) for n in re.findall(r'<p class="bad filter-note"[^>]*>(.*?)</p>', page, re.S)]
+
+
+def test_a_value_or_a_name_the_page_does_not_apply_is_said_on_it(server: str) -> None:
+    # Each was a silent fall-back: another order, page size or page than the one asked for, and nothing said so.
+    page = get(server + "/run/alpha/cases?sort=scroe")[1]
+    assert matching(page) == 8 and selected(page, "sort") == "case id"  # the fall-back order, kept
+    assert notes(page) == ["sort=scroe: this run has no column or metric of that name (it sorts by case, trial, status, duration, tc, "
+                           "traj); sorted by case id."]
+    page = get(server + "/run/alpha/cases?size=30&desc=yes&page=9")[1]
+    assert re.search(r"id=\"page-no\">1<", page)
+    assert notes(page) == ["desc=yes: not a yes or no the page reads (1, on or true; 0, off, false or nothing); sorted ascending.",
+                           "size=30: a page holds 25, 50, 100 or 200 rows; showing 50.",
+                           "page=9: pages count from 1 and this query has 1; showing page 1."]
+    page = get(server + "/run/alpha/cases?sotr=status&status=failed")[1]
+    assert notes(page) == ["sotr: not a parameter of this page (it takes status, below, tag, q, sort, desc, page, size); ignored."]
+    # What the page itself links to says nothing.
+    for query in ("sort=traj&desc=1&size=25&page=1", "sort=duration&desc=&q=&tag=&below=&status=", "desc=0", ""):
+        assert notes(get(server + "/run/alpha/cases?" + query)[1]) == [], query
+    # The Case page beside a run that is not served: shown alone, saying why.
+    case = re.search(r'class="case-link" href="([^"]+)"', get(server + "/run/alpha/cases")[1]).group(1)
+    page = get(server + html.unescape(case) + "&vs=alpah")[1]
+    assert notes(page) == ["vs=alpah: no run of that id is served here; the case is shown alone."]
+    assert notes(get(server + html.unescape(case) + "&vs=merged")[1]) == []
 
 
 def test_merged_and_normal_runs_give_their_start_in_one_format(server: str) -> None:

@@ -170,6 +170,10 @@ def _int(value: str | None, default: int, name: str) -> int:
     return got
 
 
+_YES, _NO = ("1", "on", "true"), ("", "0", "off", "false")
+_CASES_PARAMS = ("status", "below", "tag", "q", "sort", "desc", "page", "size")
+
+
 async def _cases(request: web.Request) -> web.Response:
     run = _run(request)
     counts = await _refresh(request, run)
@@ -177,8 +181,13 @@ async def _cases(request: web.Request) -> web.Response:
     # search other than the one the box shows (`refund%00` matched as `refund`, `%00` as no search at all).
     p = {k: v.replace("\x00", "\ufffd") for k, v in request.query.items()}
     q = CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
-                  sort=p.get("sort", "case"), desc=p.get("desc", "") in ("1", "on", "true"), page=_int(p.get("page"), 1, "page"),
+                  sort=p.get("sort", "case"), desc=p.get("desc", "") in _YES, page=_int(p.get("page"), 1, "page"),
                   size=_int(p.get("size"), 50, "size"))
+    # A mistyped value or name is said on the page, never a silent fall-back to another table than the one asked for.
+    if p.get("desc", "") not in (*_YES, *_NO):
+        q.notes.append(f"desc={p['desc'][:40]}: not a yes or no the page reads (1, on or true; 0, off, false or nothing); sorted ascending.")
+    q.notes += [f"{k[:40]}: not a parameter of this page (it takes {', '.join(_CASES_PARAMS)}); ignored."
+                for k in dict.fromkeys(p) if k not in _CASES_PARAMS]
 
     def work() -> tuple[Any, dict[tuple[str, int], dict[str, str]], bool]:
         page = run.index.query(q)
@@ -226,7 +235,12 @@ async def _case(request: web.Request) -> web.Response:
         side = None  # the default baseline lacks this case: show it alone
     if main.result is None and (side is None or side.result is None):
         raise web.HTTPNotFound(text=f"{run.name} has no result for case {case_id!r} trial {trial}")
-    return _html(case_page(case_id, trial, trials or [trial], main, side, list(request.app[_RUNS].values())))
+    asked = request.query.get("vs", "")
+    # (a `vs` naming no run served, or one whose directory is gone: the case alone, and the page says why)
+    note = "" if not asked or asked in ("-", run.rid) or other is not None else (
+        f"vs={asked[:40]}: " + ("that run's directory is gone" if asked in request.app[_RUNS] else "no run of that id is served here")
+        + "; the case is shown alone.")
+    return _html(case_page(case_id, trial, trials or [trial], main, side, list(request.app[_RUNS].values()), note))
 
 
 async def _diff(request: web.Request) -> web.Response:

@@ -26,6 +26,9 @@ class CaseQuery:
     - `sort`: `case` (ids in natural order: `2-0` before `10-0`, `natural_key`), `trial`, `status`, `duration` or a
       metric key; `desc`;
     - `page` (1-based) of `size` rows.
+
+    `notes`: each value of the URL the page did not apply as given, and what it did instead (`sort=scroe: … sorted by
+    case id.`), filled as the query is answered; the page shows them, so a mistyped value is never a silent fall-back.
     """
 
     status: str = ""
@@ -36,6 +39,7 @@ class CaseQuery:
     desc: bool = False
     page: int = 1
     size: int = 50
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -59,7 +63,7 @@ _DIGITS = re.compile(r"[0-9]+")
 def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], str]:
     """`(" WHERE …" or "", its parameters, the ORDER BY terms)` of `q` over the index's columns (`metrics[i]`'s value is
     `m<i>`, its verdict `p<i>`). Sets `q.sort` to the order applied and `q.size` to a size of `PAGE_SIZES` (50 if not one),
-    so the page shows what it did."""
+    so the page shows what it did, and says so in `q.notes` when that is not what the URL asked for."""
     where, args = [], []
     if q.status == "failed":
         where.append("failed = 1")
@@ -85,13 +89,21 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
         col = f"m{metrics.index(q.sort)}"
         order = f"{col} IS NULL, {col} {direction}, case_key, case_id, trial"
     else:
-        q.sort = q.sort if q.sort in ("trial", "status", "duration") else "case"  # the page shows the order it applied
+        if q.sort not in _SORTS:  # the page shows the order it applied, and why it is not the one asked for
+            keys = ", ".join((*_SORTS, *metrics))
+            q.notes.append(f"sort={q.sort[:40]}: this run has no column or metric of that name (it sorts by {keys}); sorted by case id.")
+            q.sort = "case"
         if q.sort == "case":
             order = f"case_key {direction}, case_id {direction}, trial"
         else:
             order = f"{q.sort} {direction}, case_key, case_id, trial"
-    q.size = q.size if q.size in PAGE_SIZES else 50
+    if q.size not in PAGE_SIZES:
+        q.notes.append(f"size={q.size}: a page holds {', '.join(map(str, PAGE_SIZES[:-1]))} or {PAGE_SIZES[-1]} rows; showing 50.")
+        q.size = 50
     return cond, args, order
+
+
+_SORTS = ("case", "trial", "status", "duration")
 
 
 def natural_key(case_id: str) -> str:

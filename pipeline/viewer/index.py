@@ -282,7 +282,11 @@ class RunIndex:
         size = q.size
         with self._lock:
             total = int(self._db.execute(f"SELECT COUNT(*) FROM results{cond}", args).fetchone()[0])
-            q.page = max(1, min(q.page, max(1, -(-total // size))))
+            pages = max(1, -(-total // size))
+            if not 1 <= q.page <= pages:  # (past the last page, or 0: the nearest page, and the page says so)
+                shown = max(1, min(q.page, pages))
+                q.notes.append(f"page={q.page}: pages count from 1 and this query has {pages}; showing page {shown}.")
+                q.page = shown
             vcols = "".join(f", m{i}, p{i}" for i in range(len(self.metrics)))
             cur = self._db.execute(
                 f"SELECT case_id, trial, status, tags, error, duration, run_error{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",

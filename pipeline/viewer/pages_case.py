@@ -154,8 +154,9 @@ def _side(view: CaseView) -> str:
     return "".join(out) + "</div>"
 
 
-def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other: CaseView | None, runs: list[Run]) -> str:
-    """The case page of `main`, with `other` (a baseline) side by side when given."""
+def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other: CaseView | None, runs: list[Run], note: str = "") -> str:
+    """The case page of `main`, with `other` (a baseline) side by side when given; `note`: why the baseline the URL
+    named is not beside it (shown above the case), or ""."""
     rid = main.run.rid
     links = [f'<a href="{case_url(rid, case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
              for t in trials]
@@ -163,7 +164,7 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
     if other is not None:
         vs.append(f'<a id="alone-link" href="{case_url(rid, case_id, trial=trial, vs="-")}">alone</a>')
     head = (f'<h1>Case <code id="case-id">{shown_id(case_id)}</code></h1><p>{" · ".join(links)}'
-            + (" — " + " · ".join(vs) if vs else "") + "</p>")
+            + (" — " + " · ".join(vs) if vs else "") + "</p>" + (f'<p class="bad filter-note" id="vs-note">{t(note)}</p>' if note else ""))
     if other is None:
         body = head + f'<div class="sides one">{_side(main)}</div>'
     else:

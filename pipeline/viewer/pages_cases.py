@@ -30,7 +30,8 @@ def _options(values: list[tuple[str, str]], current: str) -> str:
 
 
 def _notes(run: Run, page: Page, statuses: list[str]) -> str:
-    """What the filters of the URL mean here when the run has nothing they name (so no result matches them)."""
+    """What the filters of the URL mean here when the run has nothing they name (so no result matches them), and each
+    value the page did not apply as the URL gave it (`CaseQuery.notes`)."""
     q, out = page.query, []
     if q.below and q.below != "*" and q.below not in page.metrics:
         have = ", ".join(page.metrics) or "none yet"
@@ -41,6 +42,7 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
         out.append(f"status={q.status}: no result of this run has that status.")
     if q.tag and q.tag not in run.index.tags:
         out.append(f"tag={q.tag}: no result of this run has that tag.")
+    out += q.notes  # (a value the page did not apply as given: `CaseQuery.notes`)
     return "".join(f'<p class="bad filter-note">{t(n)}</p>' for n in out)
 
 
