@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracejudge.engine import manifest as manifest_mod
+from tracejudge.engine import manifest_history
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.journal_counts import worker_died
@@ -268,5 +268,5 @@ def _build_summary(
         "usage": totals["usage"],
         # The command that resumes a segment is the checkpoint's (for `tracejudge report`), not a figure of the run.
         "segments": [{k: v for k, v in seg.items() if k != "command"} for seg in journal.segments],
-        **({"configs": mixed} if (mixed := manifest_mod.configs_by_segment(manifest, journal.segments)) else {}),
+        **({"configs": mixed} if (mixed := manifest_history.configs_by_segment(manifest, journal.segments)) else {}),
     }

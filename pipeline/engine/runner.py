@@ -32,6 +32,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
+from tracejudge.engine import manifest_history
 from tracejudge.engine import store
 from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
 from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
@@ -325,14 +326,14 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
     # config (`manifest.upgraded`); a manifest so read is written again, in the new form.
     as_read = previous
     previous, journaled, recorded = (manifest_mod.upgraded(r, manifest, config) for r in (previous, journaled, recorded))
-    if manifest_mod.known_config(previous, manifest):
+    if manifest_history.known_config(previous, manifest):
         changes: list[str] = []  # a config this directory's results were already computed with (its history)
     elif journaled is not None:
         changes = manifest_mod.check(run_dir, journaled, manifest, force)
     else:
         unproven = previous is None and recorded is None and store.has_results(run_dir)
         changes = manifest_mod.check(run_dir, previous, manifest, force, recorded, unproven=unproven)
-    manifest = manifest_mod.with_history(previous, manifest, changes)
+    manifest = manifest_history.with_history(previous, manifest, changes)
     # A config that differs only where the hash does not look (assertions, aggregate, budget, …) is written too: `report`
     # on this directory applies the manifest's config, which must be the one the last `run` used, or the two give
     # opposite verdicts (assertions tightened: `run` FAIL, then `report` PASS from the assertions the run began with).
