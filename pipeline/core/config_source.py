@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.yaml_checks import MAX_EXPANDED_NODES, cycle, duplicate_key, expanded_size
 
 if TYPE_CHECKING:
     import yaml
@@ -221,92 +222,6 @@ def _resolve(path: Path) -> Path:
         return path
 
 
-# Generous: a real config has hundreds of nodes; a nine-level "billion laughs" has 10**9 from a few lines.
-MAX_EXPANDED_NODES = 1_000_000
-
-
-def _expanded_size(root: yaml.Node | None) -> int:
-    """How many YAML nodes the document has once every alias is expanded (a tree walk, keys included).
-
-    Counted on the composed node graph, before any Python object is built:
-    an alias is a second edge to the same node, so sizes are memoised by node
-    identity and the count costs one visit per distinct node, however big the
-    expansion. A node inside its own alias (`&a {y: *a}`) counts once here;
-    `load_config` refuses it as recursive afterwards.
-    """
-    import yaml
-
-    if root is None:
-        return 0
-    size: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:  # iterative post-order: a deeply nested document must not hit the recursion limit
-        node, children_done = stack.pop()
-        if not children_done and id(node) in size:  # met again through an alias: already counted
-            continue
-        if isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        else:
-            size[id(node)] = 1
-            continue
-        if children_done:
-            size[id(node)] = 1 + sum(size.get(id(c), 1) for c in children)  # .get: a node on its own path (a cycle)
-            continue
-        size[id(node)] = 1  # provisional, so a cycle back to this node ends the walk
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in size)
-    return size[id(root)]
-
-
-def _duplicate_key(root: yaml.Node | None) -> tuple[tuple[str, ...], int, int] | None:
-    """The first key written twice in one mapping, as (key path, its second line, its first line), or None.
-
-    PyYAML's constructor keeps the last of two equal keys and drops the first
-    silently (a second `metrics:` would discard the first's metrics), so the
-    composed node graph is checked before anything is built. Keys compare by
-    tag and text (`1` and `"1"` differ); merge keys (`<<: *base`) are not
-    duplicates, overriding a merged key is what they are for. Each node is
-    visited once, however many aliases reach it.
-    """
-    import yaml
-
-    seen: set[int] = set()
-    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
-    while stack:  # iterative: a deeply nested document must not hit the recursion limit
-        node, path = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            first: dict[tuple[str, str], int] = {}
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-                    line = key.start_mark.line + 1
-                    if (key.tag, key.value) in first:
-                        return (*path, str(key.value)), line, first[key.tag, key.value]
-                    first[key.tag, key.value] = line
-            stack.extend(reversed([(value, (*path, str(key.value))) for key, value in node.value]))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(reversed([(item, (*path, str(i))) for i, item in enumerate(node.value)]))
-    return None
-
-
-def _cycle(node: Any, path: tuple[str, ...], inside: frozenset[int] = frozenset()) -> tuple[str, ...] | None:
-    """The key path of the first value that contains itself (`&a {y: *a}`), or None: validation would recurse forever."""
-    if not isinstance(node, (dict, list)):
-        return None
-    if id(node) in inside:
-        return path
-    inside = inside | {id(node)}
-    items = node.items() if isinstance(node, dict) else enumerate(node)
-    for key, value in items:
-        if (found := _cycle(value, (*path, str(key)), inside)) is not None:
-            return found
-    return None
-
-
 def _default_run_dir(data: dict[str, Any], default: Path) -> None:
     # `runs/<stem>` beside the config: a second config never lands in the first one's run directory.
     run = data.get("run")
@@ -373,10 +288,10 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
-        if (expanded := _expanded_size(root)) > MAX_EXPANDED_NODES:
+        if (expanded := expanded_size(root)) > MAX_EXPANDED_NODES:
             raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
                               f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
-        if (dup := _duplicate_key(root)) is not None:
+        if (dup := duplicate_key(root)) is not None:
             key, line, first = dup
             raise ConfigError(f"{source}:{line}: {'.'.join(key)}: duplicate key (first on line {first}); "
                               "YAML would keep only this one and drop the first silently: merge them into one")
@@ -392,9 +307,9 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
     lines = _line_index(root)
-    if (cycle := _cycle(data, ())) is not None:
-        dotted = ".".join(cycle)
-        where = f"{source}:{lines[cycle]}" if cycle in lines else source
+    if (looped := cycle(data, ())) is not None:
+        dotted = ".".join(looped)
+        where = f"{source}:{lines[looped]}" if looped in lines else source
         raise ConfigError(f"{where}: {dotted}: a YAML alias refers to a mapping or list that contains it; "
                           "a config must not recurse")
     base = cfg_path.resolve().parent
