@@ -47,7 +47,7 @@ if str(HERE) not in sys.path:
 
 from common import MODEL, record_each_in_subprocess, write_jsonl, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
-from run_agents import ERROR_RESULT, EXPORT_ERROR  # noqa: E402
+from run_agents import ERROR_RESULT, OI_ERROR  # noqa: E402
 from run_mlflow import _clean, _configure  # noqa: E402
 
 QUESTION = "Compare the weather in Paris and Tokyo."
@@ -125,7 +125,8 @@ def agents(out: Path, name: str) -> Any:
         ids = iter(c["call_id"] for r in replies for c in r if c.get("type") == "function_call" and c["name"] == "get_weather")
         calls = [{"id": next(ids), **c} for c in calls]
         if name == "agents-fail":  # what the model got: the SDK's default failure_error_function's text; the error the SDK
-            calls[0].update(result=ERROR_RESULT, recorded_error=EXPORT_ERROR)  # recorded (it redacts the exception's own)
+            # recorded (it redacts the exception's own), its message and data's error as the export reads them
+            calls[0].update(result=ERROR_RESULT, recorded_error=OI_ERROR)
         truth = {"input": question, "output": result.final_output, "calls": calls, "usage": _usage(fake.n),
                  "last_agent": result.last_agent.name}
         return _write(out, name, mlflow, fake, store, truth)

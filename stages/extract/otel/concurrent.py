@@ -34,6 +34,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own, within
+from tracejudge.stages.extract.otel.conventions.mlflow_agents import sdk_trace as mlflow_sdk_trace
 from tracejudge.stages.extract.otel.conventions.scopeless import agents_sdk_trace
 from tracejudge.stages.extract.otel.messages import user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
@@ -78,9 +79,10 @@ def run_heads(spans: list[Span], views: dict[str, Any]) -> dict[str, Span]:
             continue  # a request, a call or a run records its own: what is under it is that run's
         seen.add(node.span_id)
         runs = _not_in_a_tool([_through(c, kids, holds, views) for c in kids.get(node.span_id, []) if c.span_id in holds], tools)
-        # (the Agents SDK's trace span, as OpenInference writes it, holds each `Runner.run` in it as a run of its own,
-        # one after another too, when no run's request goes on with the one before: a harness's loop over questions)
-        if (_side_by_side(runs) or (len(runs) > 1 and agents_sdk_trace(node, spans) and _fresh(runs, kids, views))) \
+        # (the Agents SDK's trace span, as OpenInference or MLflow writes it, holds each `Runner.run` in it as a run of its
+        # own, one after another too, when no run's request goes on with the one before: a harness's loop over questions)
+        sdk_trace = agents_sdk_trace(node, spans) or mlflow_sdk_trace(node, kids.get(node.span_id, []))
+        if (_side_by_side(runs) or (len(runs) > 1 and sdk_trace and _fresh(runs, kids, views))) \
                 and all(_is_run(r, node, agents, views) for r in runs):
             for r in runs:
                 _claim(r, kids, heads)

@@ -50,6 +50,7 @@ from tracejudge.stages.extract.otel.conventions import mlflow_pydantic_ai, mlflo
 from tracejudge.stages.extract.otel.conventions.agents_sdk import response_calls
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
+from tracejudge.stages.extract.otel.conventions.mlflow_agents import sdk_error
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.messages import normalise, normalise_one
 from tracejudge.stages.extract.otel.payloads import documents, tool_message_result
@@ -69,8 +70,8 @@ def read(span: Span) -> View | None:
         return None
     kind = unjson(a.get("mlflow.spanType"))
     v = View(role=_ROLES.get(str(kind).upper()))
-    inputs = unjson(a.get("mlflow.spanInputs", MISSING))
-    outputs = unjson(a.get("mlflow.spanOutputs", MISSING))
+    inputs = _payload(a.get("mlflow.spanInputs", MISSING))
+    outputs = _payload(a.get("mlflow.spanOutputs", MISSING))
     v.error = span_error(span)
     if v.role == "model":
         v.inputs = _request_messages(inputs) if inputs is not MISSING else None
@@ -80,6 +81,8 @@ def read(span: Span) -> View | None:
         if v.usage_in is None and isinstance(outputs, dict):
             v.usage_in, v.usage_out = usage_pair(outputs.get("usage"))
     elif v.role == "tool":
+        # (the Agents SDK's own error, as MLflow's tracing processor records it: its message and the tool's error text)
+        v.error = sdk_error(span) or v.error
         name = unjson(a.get("mlflow.spanFunctionName"))
         v.tool_name = span.name or (str(name) if present(name) else None)
         if inputs is not MISSING and present(inputs):
@@ -102,6 +105,12 @@ def read(span: Span) -> View | None:
     # (`mlflow.smolagents.autolog()` records a tool call as `Tool.__call__`'s bound arguments and an `AgentText` result)
     mlflow_smolagents.adjust(span, v, inputs, outputs, outputs is not MISSING and present(outputs))
     return v
+
+
+def _payload(value: Any) -> Any:
+    """`mlflow.spanInputs` / `mlflow.spanOutputs` decoded. MLflow writes them as JSON, so `null` is a value that was
+    not there (a tool that raised returned nothing), not the text "null", which it would write quoted."""
+    return None if value == "null" else unjson(value)
 
 
 def _agent_name(span: Span) -> str:
