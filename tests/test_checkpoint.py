@@ -154,6 +154,19 @@ def test_fresh_run_dir(tmp_path: Path) -> None:
     assert store.fresh_run_dir(base) == tmp_path / "runs" / "demo-3"
 
 
+def test_fresh_run_dir_of_dot_or_dotdot_is_a_sibling_of_the_folder_they_name(tmp_path: Path, monkeypatch) -> None:
+    # `--run-dir . --fresh` had no name to number (`Path(".").with_name` raised, an internal error), and
+    # `..` made `..-2` inside the current folder instead of beside the parent.
+    inner = tmp_path / "work" / "inner"
+    inner.mkdir(parents=True)
+    (inner / "results.jsonl").write_text("")
+    (tmp_path / "work" / "manifest.json").write_text("{}")
+    monkeypatch.chdir(inner)
+    assert store.fresh_run_dir(Path(".")) == tmp_path / "work" / "inner-2"
+    assert store.fresh_run_dir(Path("..")) == tmp_path / "work-2"
+    assert store.fresh_run_dir(Path("sub/..")) == tmp_path / "work" / "inner-3"
+
+
 # ----------------------------------------------------------------------------- journal
 
 

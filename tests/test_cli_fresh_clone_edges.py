@@ -1,7 +1,7 @@
 """Edges a first-time user meets from a fresh clone, each through the real CLI in a real process.
 
 A folder of otel exports with files the include globs skip, `compare … | head -1`, `extract` over invalid
-records, `--shard I/N --run-dir X`, and `--log-level` after the command.
+records, `--shard I/N --run-dir X`, `--run-dir . --fresh`, and `--log-level` after the command.
 """
 
 from __future__ import annotations
@@ -87,3 +87,15 @@ def test_log_level_works_after_the_command_as_before_it(tmp_path: Path) -> None:
     assert before.returncode == 0 and '"level": "info"' in before.stderr
     bogus = _tj("run", "c.yaml", "--log-level", "verbose", cwd=tmp_path)  # a typo is a usage error, not silently the default
     assert bogus.returncode == 2 and "invalid choice: 'verbose'" in bogus.stderr
+
+
+def test_fresh_with_run_dir_dot_starts_beside_the_current_folder(tmp_path: Path) -> None:
+    # A user who ran once with `--run-dir .` and then asks for a fresh start got "internal error: ValueError".
+    work = tmp_path / "work"
+    work.mkdir()
+    write_dataset(work / "cases.jsonl", [native_case("c1", ["lookup"], ["lookup"])])
+    (work / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\n")
+    assert _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", cwd=work).returncode == 0
+    again = _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", "--fresh", cwd=work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (tmp_path / "work-2" / "results.jsonl").exists() and not (work / "crash.log").exists()

@@ -185,10 +185,16 @@ def remove_stale_temps(run_dir: Path) -> int:
 def fresh_run_dir(base: Path) -> Path:
     """A run directory for `--fresh`: `base` itself if it holds no run, else the first free `base-N`.
 
+    `base` may be `.` or end in `..`: the folder it names is numbered beside it (`--run-dir . --fresh` → `../NAME-2`).
+
     The directory is created here (atomically, `mkdir` without `exist_ok`), so
     two processes asking at once get different directories.
     """
     base = Path(base)
+    if base.name in ("", ".."):
+        # `.` has no name to number (`with_name` raises) and `..` would be numbered in place (`..-2` inside the
+        # current folder): number the folder they name, beside it.
+        base = Path(os.path.abspath(base))
     base.parent.mkdir(parents=True, exist_ok=True)
     try:
         base.mkdir()
