@@ -15,6 +15,7 @@ from tracejudge.stages.extract.otel.conventions import (genai, langfuse, langgra
                                                         pydantic_ai, smolagents, traceloop, vercel)
 from tracejudge.stages.extract.otel.conventions.agents_nested import nested_run_errors
 from tracejudge.stages.extract.otel.conventions.agents_outputs import read_tool_outputs
+from tracejudge.stages.extract.otel.conventions.agents_workflows import unname_workflows
 from tracejudge.stages.extract.otel.conventions.graph_names import named_graphs
 from tracejudge.stages.extract.otel.conventions.mlflow_agents import read_group as mlflow_agents_group
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import read_deferrals
@@ -67,6 +68,7 @@ def group_views(group: Group) -> dict[str, View]:
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
         nested_run_errors(group.spans, group.views)  # (an agent called as a tool that failed: its run's error, not the SDK's redacted text)
         mlflow_agents_group(group.spans, group.views)  # (the Agents SDK under MLflow: its ignored and failed handoffs)
+        unname_workflows(group.spans, group.views)  # (the Agents SDK's trace span, MLflow's `AgentRunner.run`: no agents)
         # (OpenLLMetry's Agents SDK spans: the calls a Chat Completions request's replay shows, errors read as the export's,
         # a handoff an `input_filter` hid: its reply)
         openllmetry_agents.read_group(group.spans, group.views)

@@ -27,7 +27,11 @@ request under it, and nothing else. `named_graphs` names the call (one that name
 managed agent's call holds that agent's steps) and lists the agent after it as it does a graph's,
 when the span holds a model request (a parser or prompt run alone made no step to label) and the name is one the
 application gave: LangChain names a runnable nobody named after its class (`RunnableSequence`, `RunnableParallel<…>`,
-`RunnableLambda`: `default_name`), which names no agent, as `UNNAMED_GRAPH` names none.
+`RunnableLambda`: `default_name`), which names no agent, as `UNNAMED_GRAPH` names none. An OpenAI Agents SDK agent called
+as a tool (`as_tool`) looks the same under openinference-instrumentation-openai-agents: the nested run's own span, a
+`CHAIN` named after the trace's workflow (`Agent workflow`), right under the call's, its agent's requests under it. That
+span is no runnable and names no agent (its agent span inside does, as format `openai-agents` lists it): a chain of that
+instrumentation (`scopeless.agents_sdk_span` without a scope) is never read as one.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from __future__ import annotations
 import re
 
 from tracejudge.stages.extract.otel.conventions.graph_state import node_name
+from tracejudge.stages.extract.otel.conventions.scopeless import OI_AGENTS, agents_sdk_group, agents_sdk_span, from_instrumentation
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
 
@@ -67,10 +72,13 @@ def named_graphs(spans: list[Span], views: dict[str, View]) -> None:
         if s.parent_id is not None:
             children.setdefault(s.parent_id, []).append(s)
     names: dict[str, set[str]] = {}
+    sdk = agents_sdk_group(spans)  # (asked once for the group: a span without a scope is the Agents SDK's only in such a group)
     for graph in spans:
         view = views[graph.span_id]
         if view.role != "chain" or (graph.span_id not in runs and not _runnable_in_tool(graph, index, children, views)):
             continue
+        if from_instrumentation(graph, OI_AGENTS, lambda s: sdk and agents_sdk_span(s)):
+            continue  # (an Agents SDK run's own span under an `as_tool` call: no runnable, module docstring)
         name = _run_name(graph)
         tool = index.get(graph.parent_id) if graph.parent_id is not None else None
         if tool is not None:

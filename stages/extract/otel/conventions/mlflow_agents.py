@@ -32,7 +32,7 @@ from tracejudge.stages.extract.otel.view import View, unjson
 _RUNNERS = ("AgentRunner.run", "AgentRunner.run_streamed")
 _HOPS = 10_000  # a parent chain longer than this is a cycle in a hostile export
 
-__all__ = ["read_group", "sdk_error", "sdk_trace"]
+__all__ = ["read_group", "runner", "sdk_error", "sdk_trace"]
 
 
 def read_group(spans: list[Span], views: dict[str, View]) -> None:
@@ -109,6 +109,12 @@ def _structured_answers(spans: list[Span], views: dict[str, View], kind: Callabl
         text = output_text(view(last).outputs or []) if last is not None else None
         if text is None or maybe_json(text) != outputs:
             v.answer = json.dumps(outputs, ensure_ascii=False)
+
+
+def runner(span: Span) -> bool:
+    """Whether `span` is MLflow's autolog of the SDK's runner (`Runner.run`, `Runner.run_streamed`): an `AGENT` span named
+    `AgentRunner.run` / `AgentRunner.run_streamed`, around the run's agents (or beside them, `sdk_trace`)."""
+    return span.name in _RUNNERS and unjson(span.attrs.get("mlflow.spanType")) == "AGENT"
 
 
 def sdk_trace(span: Span, children: list[Span]) -> bool:

@@ -75,13 +75,14 @@ def agents_sdk_span(span: Span) -> bool:
     return kind in ("CHAIN", "GUARDRAIL")
 
 
-def agents_sdk_trace(span: Span, spans: list[Span]) -> bool:
+def agents_sdk_trace(span: Span, spans: list[Span], group: bool | None = None) -> bool:
     """Whether `span` (one of `spans`, its group) is the span openinference-instrumentation-openai-agents writes for the
     SDK's trace (`with trace("x"):`, or the one `Runner.run` opens itself): an `AGENT` span holding only context keys,
-    no agent's name, of that instrumentation by its scope, else by its group (`agents_sdk_group`)."""
+    no agent's name, of that instrumentation by its scope, else by its group (`agents_sdk_group`; `group` is its answer
+    when the caller has it, so that a caller asking of every span reads the group once, not once a span)."""
     if span.attrs.get(_KIND) != "AGENT" or set(span.attrs) - _CONTEXT:
         return False
-    return from_instrumentation(span, OI_AGENTS, lambda _: agents_sdk_group(spans))
+    return from_instrumentation(span, OI_AGENTS, lambda _: agents_sdk_group(spans) if group is None else group)
 
 
 def _agents_sdk_mark(span: Span) -> bool:
