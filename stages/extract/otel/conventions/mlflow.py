@@ -114,10 +114,11 @@ def _payload(value: Any) -> Any:
 
 
 def _agent_name(span: Span) -> str:
-    """The name of the agent an AGENT span ran: the one MLflow recorded of the agent object
-    (`mlflow_smolagents.recorded_name`), else the span's name. A sub-agent run inside a tool call would otherwise be
+    """The name of the agent an AGENT span ran: a pydantic-ai agent's as pydantic-ai names it
+    (`mlflow_pydantic_ai.agent_name`: never the patched method's `Agent.run`), else the one MLflow recorded of the agent
+    object (`mlflow_smolagents.recorded_name`), else the span's name. A sub-agent run inside a tool call would otherwise be
     labelled `Agent.run` in `nested_steps` and the judge's prompt."""
-    return mlflow_smolagents.recorded_name(span) or span.name
+    return mlflow_pydantic_ai.agent_name(span) or mlflow_smolagents.recorded_name(span) or span.name
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:

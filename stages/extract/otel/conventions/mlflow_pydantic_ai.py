@@ -13,15 +13,36 @@ each message as pydantic-ai dumps it: `{"kind": "request" | "response", "parts":
   `args`: JSON text or a mapping). Built-in (server) tool parts are left out.
 
 `request_messages` / `response_messages` give them as the normalised messages of `view`, `None` for anything else.
+
+An agent's run is an `AGENT` span named after the method MLflow patched (`Agent.run_sync` around `Agent.run`,
+`Agent.run_stream`, `Agent.run_stream_sync`), with the `Agent`'s public attributes: `name` when the agent has one.
+`agent_name` names it as pydantic-ai's own instrumentation does the same run (its agent span's `gen_ai.agent.name`):
+that name, else pydantic-ai's `agent` — never the method's name, which named a one-agent run's turn
+`Agent.run, Agent.run_sync`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.otel.view import text_message, tool_call_part, tool_response_part
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import text_message, tool_call_part, tool_response_part, unjson
 
-__all__ = ["request_messages", "response_messages"]
+__all__ = ["agent_name", "request_messages", "response_messages"]
+
+# What pydantic-ai's instrumentation names an agent that has no name (`self.name or 'agent'`). Under MLflow's patch an
+# unnamed agent keeps no name: pydantic-ai infers one from its caller's frame, which is then MLflow's wrapper.
+_UNNAMED = "agent"
+
+
+def agent_name(span: Span) -> str | None:
+    """The agent a pydantic-ai `AGENT` span MLflow wrote ran, as pydantic-ai names it (module docstring); `None` for
+    any other span."""
+    a = span.attrs
+    if unjson(a.get("mlflow.spanType")) != "AGENT" or unjson(a.get("mlflow.message.format")) != "pydantic_ai":
+        return None
+    name = unjson(a.get("name"))
+    return name if isinstance(name, str) and name.strip() else _UNNAMED
 
 
 def _ours(message: Any) -> bool:
