@@ -35,6 +35,14 @@ def only_case(path: Path, fmt: str, **options: Any) -> Case:
     return results[0]
 
 
+def turn_agents(path: Path, fmt: str) -> list[list[list[str]]]:
+    """Each case's turns' agents (`metadata.otel.turns[].agents`), as `path` read as `fmt` lists them (fails the test
+    when a record does not read)."""
+    cases = extract(path, fmt)
+    assert cases and all(isinstance(c, Case) for c in cases), cases
+    return [[t["agents"] for t in c.metadata["otel"]["turns"]] for c in cases]
+
+
 def observed(case: Case) -> dict[str, Any]:
     """What the truth files record, as extracted from `case`."""
     assert case.trace is not None

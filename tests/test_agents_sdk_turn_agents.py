@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework_truth import extract
-from tracejudge.core.records import Case
+from framework_truth import turn_agents
 
 DATA = Path(__file__).parent / "data"
 # a reading's file name beside the export's, by how the recorders name them: `export-X.jsonl` / `X.export.jsonl`
@@ -48,13 +47,6 @@ def _pairs() -> list[tuple[Path, str, Path]]:
 PAIRS = _pairs()
 
 
-def _turn_agents(path: Path, fmt: str) -> list[list[list[str]]]:
-    """Each case's turns' agents, as `path` read as `fmt` lists them."""
-    cases = extract(path, fmt)
-    assert cases and all(isinstance(c, Case) for c in cases), cases
-    return [[t["agents"] for t in c.metadata["otel"]["turns"]] for c in cases]
-
-
 def test_the_recordings_of_the_same_runs_are_all_found() -> None:
     # (OpenInference 69, OpenLLMetry 12, MLflow 3 in either format: a pattern that stopped matching would test nothing)
     assert len(PAIRS) == 87
@@ -67,7 +59,7 @@ def test_a_turn_lists_the_agents_the_export_lists(path: Path, fmt: str, export: 
     """Each case lists the export's agents, turn by turn; a conversation of `Runner.run`s in one `trace()` that
     OpenInference reads as one turn (`frameworks/.../multiturn`: each run's request replays the one before, so no run
     is one of its own, `concurrent`) lists the agents of the export's turns (it listed `Conversation`, the trace's name)."""
-    got, want = _turn_agents(path, fmt), _turn_agents(export, "openai-agents")
+    got, want = turn_agents(path, fmt), turn_agents(export, "openai-agents")
     assert len(got) == len(want)
     for turns, wanted in zip(got, want, strict=True):
         if len(turns) == len(wanted):
@@ -106,5 +98,5 @@ def test_one_run_in_a_trace_under_mlflow_lists_its_agent_only(tmp_path: Path, fm
     """One `Runner.run` in the SDK's `trace("Two tasks")` under `mlflow.openai.autolog()`: MLflow writes the trace as an
     `AGENT` span named `Two tasks` around the run (it listed `Two tasks` beside `Weather`)."""
     path = _first_run_only(DATA / "mlflow-agents-sdk" / f"two_runs.{ext}.jsonl", tmp_path / f"one_run.{ext}.jsonl")
-    (turns,) = _turn_agents(path, fmt)
+    (turns,) = turn_agents(path, fmt)
     assert turns == [["Weather"]]

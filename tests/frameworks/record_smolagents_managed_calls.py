@@ -1,5 +1,6 @@
 """Record smolagents managers that call several managed agents, or one managed agent twice, under both
-openinference-instrumentation-smolagents and `mlflow.smolagents.autolog()`; read by `tests/test_smolagents_managed_calls.py`.
+openinference-instrumentation-smolagents and `mlflow.smolagents.autolog()`; read by `tests/test_smolagents_managed_calls.py`
+(and `tests/test_smolagents_turn_agents.py`).
 
     python tests/frameworks/record_smolagents_managed_calls.py [OUTDIR] [SCENARIO ...]   (OUTDIR: tests/data/smolagents-managed-calls)
 
@@ -26,7 +27,10 @@ Scenarios:
 - `tool-managed-twice`: its first reply calls `researcher` for Paris alone, its second `researcher` for Tokyo beside
   `get_time`; then it answers;
 - `code-two-managed`: a `CodeAgent` manager whose code calls `researcher(task=…)` and `writer(task=…)` and prints both
-  reports, then `final_answer(…)`.
+  reports, then `final_answer(…)`;
+- `tool-named-manager`: `tool-two-managed` with the manager named too (`name="manager"`), which OpenInference names its
+  run's span after (`manager.run`) and MLflow records as the run's `name`; its truth also holds the agents' names
+  (`agents`: the manager's, then its managed agents').
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ ANSWER = "Paris: sunny, 21 C. Tokyo: rainy, 14 C. Paris glows today."
 PARIS, TOKYO = "Find the weather in Paris.", "Find the weather in Tokyo."
 LINE = "Write one line about a sunny day in Paris."
 WRITTEN = "Paris glows today."
-SCENARIOS = ("tool-two-managed", "tool-managed-twice", "code-two-managed")
+SCENARIOS = ("tool-two-managed", "tool-managed-twice", "code-two-managed", "tool-named-manager")
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -74,7 +78,7 @@ def _script(name: str, seen: list[dict[str, Any]]):  # noqa: ANN202
         if name.startswith("code-"):
             return text_reply(f'Thought: ask both.\n<code>\nw = researcher(task="{PARIS}")\ns = writer(task="{LINE}")\nprint(w)\nprint(s)\n</code>') \
                 if done == 0 else final_reply(ANSWER)
-        script = [[call("call_m1", "researcher", {"task": PARIS}), call("call_m2", "writer", {"task": LINE})]] if name == "tool-two-managed" \
+        script = [[call("call_m1", "researcher", {"task": PARIS}), call("call_m2", "writer", {"task": LINE})]] if name in ("tool-two-managed", "tool-named-manager") \
             else [[call("call_m1", "researcher", {"task": PARIS})], [call("call_m2", "get_time", {}), call("call_m3", "researcher", {"task": TOKYO})]]
         return calls_reply(*script[done]) if done < len(script) else calls_reply(call("call_m9", "final_answer", {"answer": ANSWER}))
     return script
@@ -94,7 +98,8 @@ def _agents(model: Any, name: str, tools: list[dict[str, Any]]) -> Any:
                                   description="Finds the weather.")
     writer = ToolCallingAgent(tools=[], model=model, max_steps=3, verbosity_level=0, name="writer", description="Writes a line.")
     kind = CodeAgent if name.startswith("code-") else ToolCallingAgent
-    return kind(tools=[get_time], model=model, max_steps=4, verbosity_level=0, managed_agents=[researcher, writer])
+    named = {"name": "manager", "description": "Answers the user."} if name == "tool-named-manager" else {}
+    return kind(tools=[get_time], model=model, max_steps=4, verbosity_level=0, managed_agents=[researcher, writer], **named)
 
 
 def _watch_managed(managed: list[dict[str, Any]]) -> None:
@@ -118,7 +123,8 @@ def _truth(name: str, manager: Any, answer: Any, tools: list[dict[str, Any]], ma
               "observations": s.get("observations")}
              for s in manager.memory.get_full_steps() if s.get("tool_calls")]
     last = seen[-1]["messages"] if seen else []
-    return {"input": QUESTION, "output": answer, "steps": steps, "managed": managed, "tools": tools,
+    named = {"agents": [manager.name, *(a.name for a in manager.managed_agents.values())]} if name == "tool-named-manager" else {}
+    return {**named, "input": QUESTION, "output": answer, "steps": steps, "managed": managed, "tools": tools,
             "seen": [{"role": m["role"], "text": _text(m), "tool_call_id": m.get("tool_call_id")} for m in last
                      if m["role"] != "system" and (m["role"] == "tool" or _text(m).startswith("Observation:"))],
             "requests": requests}

@@ -118,8 +118,9 @@ class Builder:
         model_rows = [r for r in rows if r.model is not None]
         for s in mem:
             v = self.views[s.span_id]
-            # (a chain names an agent when it is a named LangGraph graph's or runnable's run: `conventions.graph_names`)
-            if v.role in ("agent", "chain") and v.agent_name:
+            # (a chain names an agent when it is a named LangGraph graph's or runnable's run: `conventions.graph_names`; a
+            # tool when an agent ran as the call, a smolagents managed agent's run read as its manager's call: `conventions.smolagents`)
+            if v.role in ("agent", "chain", "tool") and v.agent_name:
                 turn["_agents"].add(v.agent_name)
         for r in model_rows:
             mv = self.views[r.model.span_id]  # type: ignore[union-attr]

@@ -113,12 +113,14 @@ def _payload(value: Any) -> Any:
     return None if value == "null" else unjson(value)
 
 
-def _agent_name(span: Span) -> str:
+def _agent_name(span: Span) -> str | None:
     """The name of the agent an AGENT span ran: a pydantic-ai agent's as pydantic-ai names it
     (`mlflow_pydantic_ai.agent_name`: never the patched method's `Agent.run`), else the one MLflow recorded of the agent
-    object (`mlflow_smolagents.recorded_name`), else the span's name. A sub-agent run inside a tool call would otherwise be
-    labelled `Agent.run` in `nested_steps` and the judge's prompt."""
-    return mlflow_pydantic_ai.agent_name(span) or mlflow_smolagents.recorded_name(span) or span.name
+    object (`mlflow_smolagents.recorded_name`), else the span's name — but none for a smolagents agent that has no
+    `name` (`mlflow_smolagents.agent_run`: its span's `ToolCallingAgent.run` names the method, `smolagents_names`). A
+    sub-agent run inside a tool call would otherwise be labelled `Agent.run` in `nested_steps` and the judge's prompt."""
+    recorded = mlflow_pydantic_ai.agent_name(span) or mlflow_smolagents.recorded_name(span)
+    return recorded or (None if mlflow_smolagents.agent_run(span) else span.name)
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:

@@ -55,6 +55,7 @@ from tracejudge.stages.extract.otel.conventions.openai_choices import chat_reaso
 from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_args import call_args
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import SCOPE, memory_inputs
+from tracejudge.stages.extract.otel.conventions.smolagents_names import oi_run_name
 from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
@@ -129,6 +130,8 @@ def read(span: Span) -> View | None:
         v.answer = answer_text(a.get("output.value"))
         agent = a.get("agent.name") or (span.name if v.role == "agent" else None)
         v.agent_name = str(agent) if present(agent) and agent != "" else None
+        if v.role == "agent" and from_instrumentation(span, SCOPE, smolagents_span):
+            v.agent_name = oi_run_name(span.name)  # (the span is named `<name or class>.run`: `smolagents_names`)
         v.error = _error(span)
     elif v.role == "retrieval":
         docs = nested(a, "retrieval.documents")
