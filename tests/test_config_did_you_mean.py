@@ -131,17 +131,40 @@ def test_a_mistyped_value_of_a_fixed_set_names_the_nearest_value(tmp_path: Path)
 
 
 def test_a_panel_member_names_the_nearest_provider_and_limit(tmp_path: Path) -> None:
-    # A panel member is validated when the run builds it, by its own message: it named no suggestion, and its limits' keys
-    # without `limits.`.
-    for member, expected in (("{model: gpt, provider: opnai}", "judge.models[0].provider: Input should be 'simulator', 'openai' or "
+    # A panel member was validated when the run built it, by its own message: it named no suggestion, its limits' keys
+    # without `limits.`, no file or line, and one member at a time. Each is now placed at its line with the config's errors.
+    for member, expected in (("{model: gpt, provider: opnai}", "judge.models.0.provider: Input should be 'simulator', 'openai' or "
                                                                  "'anthropic'; did you mean openai?"),
-                             ("{model: gpt, limits: {rmp: 5}}", "judge.models[0].limits.rmp: Extra inputs are not permitted; did you mean rpm?"),
+                             ("{model: gpt, limits: {rmp: 5}}", "judge.models.0.limits.rmp: unknown key; did you mean rpm?"),
                              # A check of the whole member: it was `judge.models[0].: Value error, model …`.
-                             ("{model: 'openai:a', provider: simulator}", "judge.models[0]: model 'openai:a' names provider 'openai' but "
+                             ("{model: 'openai:a', provider: simulator}", "judge.models.0: model 'openai:a' names provider 'openai' but "
                                                                          "provider is 'simulator'")):
         cfg = _config(tmp_path, f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: TaskCompletion}}]\n"
                                 f"judge: {{provider: simulator, model: x, models: [{member}, y]}}\n")
-        assert expected in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()
+        assert f"{cfg}:3: {expected}" in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()
+
+
+def test_every_panel_members_mistake_is_said_at_its_line_at_once(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: TaskCompletion}]\njudge:\n  provider: simulator\n"
+                            "  model: x\n  models:\n    - {model: 'openai:a', provider: simulator}\n    - {model: b, limits: {rmp: 5}}\n"
+                            "    - {model: c, limits: {window: strct}}\n")
+    lines = [line for line in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines() if line != "config error"]
+    assert lines == [f"{cfg}:7: judge.models.0: model 'openai:a' names provider 'openai' but provider is 'simulator'",
+                     f"{cfg}:8: judge.models.1.limits.rmp: unknown key; did you mean rpm?",
+                     f"{cfg}:9: judge.models.2.limits.window: Input should be 'auto', 'bucket' or 'strict'; did you mean strict?"], lines
+
+
+def test_a_panel_built_without_the_configs_validation_still_names_the_member(tmp_path: Path) -> None:
+    # (a RunConfig built in Python and handed to the judge stage: the run's own check, by the member's index)
+    from tracejudge.core.config import RunConfig
+    from tracejudge.core.errors import ConfigError
+    from tracejudge.stages.judge.panel import panel_members
+
+    cfg = RunConfig.model_validate({"dataset": {"path": str(tmp_path / "c.jsonl")}, "metrics": [{"type": "TaskCompletion"}],
+                                    "judge": {"provider": "simulator", "model": "x", "models": [{"model": "y"}, {"model": "openai:a", "provider": "simulator"}]}})
+    with pytest.raises(ConfigError) as err:
+        panel_members(cfg)
+    assert str(err.value) == "judge.models[1]: model 'openai:a' names provider 'openai' but provider is 'simulator'"
 
 
 def test_a_value_outside_a_pattern_of_plain_words_names_the_words_and_the_nearest(tmp_path: Path) -> None:

@@ -170,6 +170,10 @@ def validate_config(
         for key in ("simulator", "noise"):
             written = written.get(key) if isinstance(written, dict) else None
         problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in noise_key_problems(config.judge, written)]
+        if config.judge.models:  # each member as the run builds it, placed at its line (the run found them one at a time, unplaced)
+            from tracejudge.stages.judge.panel import member_problems
+
+            problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in member_problems(config)]
     fmt, why = _format_of(config.dataset.format)
     if why is not None:
         problems.append(_fmt(source, ("dataset", "format"), why, lines, overridden))

@@ -28,7 +28,7 @@ from tracejudge.core.records import Score
 if TYPE_CHECKING:
     from tracejudge.stages.judge.base import JudgeMetric
 
-__all__ = ["Member", "make_judges", "member_key", "panel_members", "simulator_cache_name", "stamp"]
+__all__ = ["Member", "make_judges", "member_key", "member_problems", "panel_members", "simulator_cache_name", "stamp"]
 
 
 @dataclass
@@ -52,11 +52,32 @@ def panel_members(config: RunConfig) -> list[Member]:
     cfg = config.judge or JudgeConfig()
     if not cfg.models:
         return [Member(cfg.model, cfg)]
+    members, problems = _members(config, cfg)
+    if problems:
+        loc, message = problems[0]
+        # (a check of the whole member has no key of its own: `judge.models[0]: …`, not `judge.models[0].: …`)
+        where = ".".join(map(str, (f"judge.models[{loc[2]}]", *loc[3:]))) if len(loc) > 2 else ".".join(map(str, loc))
+        raise ConfigError(f"{where}: {message}")
+    return members
+
+
+def member_problems(config: RunConfig) -> list[tuple[tuple[Any, ...], str]]:
+    """What `panel_members` would refuse, as `(key path, message)` pairs (`("judge", "models", 0, "limits", "rmp")`), every
+    member's, for the config's validation to place at their file and line; `[]` without a panel."""
+    cfg = config.judge
+    if cfg is None or not cfg.models:
+        return []
+    return _members(config, cfg)[1]
+
+
+def _members(config: RunConfig, cfg: JudgeConfig) -> tuple[list[Member], list[tuple[tuple[Any, ...], str]]]:
+    """The panel's members as built, and the problems of those that do not build (`member_problems`)."""
     if cfg.mode == "batch":
-        raise ConfigError("judge.models: a panel is judged synchronously; remove judge.mode: batch or the panel")
+        return [], [(("judge", "models"), "a panel is judged synchronously; remove judge.mode: batch or the panel")]
     base = cfg.model_dump(exclude={"models", "model", "provider"}, exclude_unset=False)
     members: list[Member] = []
-    for i, m in enumerate(cfg.models):
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for i, m in enumerate(cfg.models or []):
         data: dict[str, Any] = {**base, "model": m.model}
         prefix = m.model.partition(":")[0].lower() if ":" in m.model else ""
         provider = (m.provider or (prefix if prefix in PROVIDERS else cfg.provider)).lower()
@@ -79,14 +100,15 @@ def panel_members(config: RunConfig) -> list[Member]:
             limits = LimitsConfig.model_validate({**config.limits.model_dump(), **m.limits}) if m.limits else None
         except ValidationError as exc:
             err = exc.errors()[0]
-            # (a check of the whole member has no key of its own: `judge.models[0]: …`, not `judge.models[0].: …`)
-            where = ".".join(map(str, (f"judge.models[{i}]", *(err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))))
-            raise ConfigError(f"{where}: {suggest.message(err)}{suggest.error_hint(err, section)}") from None
+            loc = ("judge", "models", i, *(err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))
+            said = "unknown key" if err["type"] == "extra_forbidden" else suggest.message(err)  # (as the config says it)
+            problems.append((loc, f"{said}{suggest.error_hint(err, section)}"))
+            continue
         members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
     names = [m.name for m in members]
     if len(set(names)) != len(names):
-        raise ConfigError(f"judge.models names a model twice ({', '.join(names)}): each panel member must be a different judge")
-    return members
+        problems.append((("judge", "models"), f"names a model twice ({', '.join(names)}): each panel member must be a different judge"))
+    return members, problems
 
 
 def member_key(member: Member) -> str | None:
