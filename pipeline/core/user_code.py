@@ -91,11 +91,11 @@ def _another_configs(module_name: str) -> str:
     if here is None or not _CONFIGS:
         return ""
     folder = os.path.abspath(_CONFIGS[-1])
-    mine = [p for p in (os.path.join(folder, top + ".py"), os.path.join(folder, top)) if _module_at(p)]
+    mine = [p for p in _places(folder, top) if _module_at(p)]
     if not mine or any(_inside(here, p) for p in mine):
         return ""
     earlier = dict.fromkeys(os.path.abspath(f) for f in _CONFIGS[:-1])
-    theirs = [p for f in earlier if f != folder for p in (os.path.join(f, top + ".py"), os.path.join(f, top)) if _inside(here, p)]
+    theirs = [p for f in earlier if f != folder for p in _places(f, top) if _inside(here, p)]
     if not theirs:
         return ""
     return (f"{top!r} is already imported in this process from {here}, another config's module (read earlier); this config's "
@@ -117,13 +117,18 @@ def where_imported(module_name: str, *, shadowed_only: bool = False) -> str:
     here = _origin(package)
     folders = dict.fromkeys(os.path.abspath(f or ".") for f in [*_ADDED, os.getcwd()])
     for folder in folders:
-        for local in (os.path.join(folder, top + ".py"), os.path.join(folder, top)):
+        for local in _places(folder, top):
             if _module_at(local) and not (here and _inside(here, local)):
                 said = (f"{top!r} was imported from {here or origin}, not from {local}: another module of that name, found first "
                         f"on the import path, shadows that file; rename {os.path.basename(local)} to a name no installed "
                         "package uses, and the module in the config with it")
                 return f"; {said}" if shadowed_only else f" ({said})"
     return "" if shadowed_only else f" (imported from {origin})"
+
+
+def _places(folder: str, top: str) -> tuple[str, str]:
+    # Where a module named `top` would be in `folder`: its file, or its package's folder.
+    return os.path.join(folder, top + ".py"), os.path.join(folder, top)
 
 
 def _module_at(path: str) -> bool:

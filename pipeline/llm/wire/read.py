@@ -150,12 +150,9 @@ def _usage_alone(provider: str, body: dict[str, Any]) -> Reply | None:
     came back so under-counted its spend by half."""
     try:
         if provider == "anthropic":
-            usage = body.get("usage")
-            if not isinstance(usage, dict):
+            counts = _anthropic_counts(body.get("usage"))
+            if counts is None:
                 return None
-            cached, written = token_count(usage, "cache_read_input_tokens"), token_count(usage, "cache_creation_input_tokens")
-            prompt = token_count(usage, "input_tokens") + cached + written
-            counts = (prompt, token_count(usage, "output_tokens"), cached, written)
         else:
             said = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
             if said is None:
@@ -261,22 +258,26 @@ def _anthropic_reply(body: dict[str, Any]) -> Reply:
     stop = body.get("stop_reason")
     said = _Said(text, "\n".join(thinking), "thinking", stop in ("max_tokens", "model_context_window_exceeded"),
                  stop == "model_context_window_exceeded")
-    usage = body.get("usage")
-    if not isinstance(usage, dict) or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
-        return said.reply()
-    # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
     try:
-        cached = token_count(usage, "cache_read_input_tokens")
-        written = token_count(usage, "cache_creation_input_tokens")
-        prompt = token_count(usage, "input_tokens") + cached + written
-        completion = token_count(usage, "output_tokens")
+        counts = _anthropic_counts(body.get("usage"))
     except ImplausibleUsage as exc:
         return said.reply(problem=str(exc))
-    if prompt == 0:  # no request has an empty prompt: a server that does not count
+    if counts is None or counts[0] == 0:  # (no request has an empty prompt: a server that does not count)
         return said.reply()
+    prompt, completion, cached, written = counts
     if completion == 0 and (text or thinking):
         return said.reply(problem=_NO_COMPLETION.format(key="output_tokens"))
     return said.reply((prompt, completion, cached, written))
+
+
+def _anthropic_counts(usage: Any) -> tuple[int, int, int, int] | None:
+    """An Anthropic `usage` as `(prompt, completion, cached, written)` tokens; None when it holds no input or output figure.
+    Raises `ImplausibleUsage` for a figure that is no token count. Anthropic's `input_tokens` leaves out both the tokens
+    read from and written to its cache, so the prompt is the three added."""
+    if not isinstance(usage, dict) or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
+        return None
+    cached, written = token_count(usage, "cache_read_input_tokens"), token_count(usage, "cache_creation_input_tokens")
+    return token_count(usage, "input_tokens") + cached + written, token_count(usage, "output_tokens"), cached, written
 
 
 def _openai(body: dict[str, Any]) -> Reply:
