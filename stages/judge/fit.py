@@ -25,7 +25,9 @@ omit is then found with prefix sums; only the chosen request (which fits,
 so it is short) is counted again to confirm, and corrected in a few rounds
 when token boundaries make the estimate slightly low. The earlier search
 re-rendered and re-counted the whole prompt for every candidate, which grows
-with the square of the trace (279 s for 2 million tokens).
+with the square of the trace (279 s for 2 million tokens). A prompt far over
+the window (a 60 MB final output) is not counted whole either: its cuttable
+sections are clipped first and the cut searched from there (`_count`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ LONG_PROMPT_BYTES = 64 << 10
 _MARKER_TOKENS = 32  # the "[steps a–b omitted …]" line that replaces the omitted steps
 _ROUNDS = 6
 _LAST_FLOOR = 200  # characters a section keeps when everything else is out already
+_HUGE_CHARS = 1 << 20  # a prompt over this many characters (and far over the window) is counted clipped first (`_count`)
+_CLIP_PER_TOKEN = 16  # characters a token the first clip allows: twice English text's 4 even for a run of one letter (8)
 
 
 @dataclass
@@ -60,7 +64,8 @@ class Fitted:
     `cap` is the characters every oversized section was cut to (None: none was), `cut` the titles of those sections.
     `keep`: the leading steps kept whole (those holding the items asked about); `asked`: the questions the request
     asks when fewer than given (the others ask about items the fitted prompt could not show), else None; `why`:
-    what made a request that does not fit impossible, for the reason.
+    what made a request that does not fit impossible, for the reason; `over`: `tokens` of a request that does not fit is
+    a lower bound (a prompt far over the window is not counted whole: `_count`).
     """
 
     req: JudgeRequest
@@ -72,6 +77,7 @@ class Fitted:
     asked: list[Question] | None = None
     keep: int = 0
     why: str = ""
+    over: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -168,12 +174,12 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     factor = tok if isinstance(tok, float) else 1.0
     if prompt_bytes(req) * factor <= limit and not isinstance(tok, str):
         return Fitted(req, 0, 0, True)
-    tokens = request_tokens(req, tok)
+    tokens, clip, counted, seen = _count(plan, questions, cfg, 0, req, limit, tok, trace_too=False)
     if tokens <= limit:
         return Fitted(req, 0, tokens, True)
     if cfg.too_long != "truncate":
-        return Fitted(req, 0, tokens, False)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, req, tokens, limit, tok, trace_too=False, floor=FIELD_CHARS)
+        return Fitted(req, 0, tokens, False, over=clip is not None)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, counted, tokens, limit, tok, trace_too=False, floor=FIELD_CHARS, clip=clip, seen=seen)
     if ctokens <= limit:
         return Fitted(creq, 0, ctokens, True, cap, cut)
     with cutting(cap):
@@ -183,24 +189,57 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
         return fitted
     everything = droppable(plan.steps, plan.keep) + max(0, plan.turns - 2)
     bare = build_request(plan, questions, cfg, everything)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, bare, request_tokens(bare, tok), limit, tok, trace_too=True, floor=_LAST_FLOOR)
+    btokens, bclip, bcounted, bseen = _count(plan, questions, cfg, everything, bare, limit, tok, trace_too=True)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, bcounted, btokens, limit, tok, trace_too=True, floor=_LAST_FLOOR,
+                                          clip=bclip, seen=bseen)
     # Cutting the trace's own text could cut the calls or steps asked about: then the judge is not asked at all.
     if ctokens <= limit and not (plan.keep and TRACE_SECTIONS.intersection(cut)):
         return Fitted(creq, everything, ctokens, True, cap, cut)
-    return Fitted(req, 0, tokens, False)
+    return Fitted(req, 0, tokens, False, over=clip is not None)
+
+
+def _count(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, limit: int, tok: Spec,
+           *, trace_too: bool) -> tuple[int, int | None, JudgeRequest, list[int] | None]:
+    """`(tokens, clip, counted, lengths)`: `req`'s prompt tokens, exactly — or, for a prompt far over the window, a lower bound.
+
+    Counting a huge prompt exactly costs what its size costs (tiktoken: 46 s for a 60 MB field of one letter
+    repeated, 0.7 µs a character), and all it decides is that the prompt does not fit and how much to cut. So a
+    prompt of over `_HUGE_CHARS` characters and `_CLIP_PER_TOKEN` × `limit` is first counted with each cuttable
+    section clipped to `clip` = `_CLIP_PER_TOKEN` × `limit` characters (`counted`, the cut marker included):
+    when that count is over `limit` by more than a marker, the whole prompt cannot fit either and every cut that
+    fits cuts those sections below `clip`, so the cut is searched from the clipped request; `tokens` is then that
+    count, a lower bound (`Fitted.over`), and `lengths` the cuttable sections' characters. Text of more characters a token than the clip assumes (a run of one
+    character) clips at 8 times the characters, and so on, up to counting the whole prompt exactly (`clip` None).
+    """
+    chars = sum(len(m["content"]) for m in req.messages)
+    clip = _CLIP_PER_TOKEN * limit
+    while chars > max(_HUGE_CHARS, clip):
+        with cutting(clip, trace_too) as done:
+            counted = build_request(plan, questions, cfg, omit)
+        if not done.cut:  # nothing is over the clip: the size is in what is never cut here (the steps)
+            break
+        tokens = request_tokens(counted, tok)
+        if tokens > limit + _MARKER_TOKENS:
+            return tokens, clip, counted, done.lengths
+        clip *= 8
+    return request_tokens(req, tok), None, req, None
 
 
 def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, tokens: int, limit: int, tok: Spec,
-                *, trace_too: bool, floor: int) -> tuple[int | None, list[str], JudgeRequest, int]:
+                *, trace_too: bool, floor: int, clip: int | None = None, seen: list[int] | None = None) -> tuple[int | None, list[str], JudgeRequest, int]:
     """`(cap, sections cut, request, its tokens)`: the longest sections cut to the largest common cap (≥ `floor`) that fits.
 
     The characters to remove are estimated from the prompt's own characters per token, then corrected in a few
     rounds by the miss; when even `floor` is not enough, the sections are cut at `floor` (the caller goes on
-    leaving steps out). `(None, [], req, tokens)` when no section can be cut.
+    leaving steps out). `(None, [], req, tokens)` when no section can be cut. `req` and `tokens` may be the
+    request with its sections clipped to `clip` characters (`_count`, which measured the sections: `seen`): the
+    search then works on clipped lengths.
     """
-    with cutting(None, trace_too) as seen:
-        build_request(plan, questions, cfg, omit)
-    lengths = seen.lengths
+    if seen is None:
+        with cutting(None, trace_too) as measured:
+            build_request(plan, questions, cfg, omit)
+        seen = measured.lengths
+    lengths = seen if clip is None else [min(n, clip) for n in seen]
     if not any(n > floor for n in lengths):
         return None, [], req, tokens
     chars = sum(len(m["content"]) for m in req.messages)

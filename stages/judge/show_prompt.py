@@ -102,5 +102,5 @@ def _shown(case: Case, metrics: list[Any], cfg: JudgeConfig, trial: int, reused:
 
 
 def _unfit(key: str, fitted: Any, questions: int) -> Shown:
-    why = getattr(fitted, "why", "") or f"its prompt of {fitted.tokens:,} tokens cannot fit judge.context_tokens"
+    why = getattr(fitted, "why", "") or f"its prompt of {'more than ' if fitted.over else ''}{fitted.tokens:,} tokens cannot fit judge.context_tokens"
     return Shown(key, None, fitted.tokens, of=questions, why=why)

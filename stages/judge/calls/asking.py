@@ -114,7 +114,7 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
     req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - fitted.req.max_tokens
     if not fitted.fits:
         self.stats.too_long += 1
-        score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
+        score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {'more than ' if fitted.over else ''}{tokens} tokens, over the {limit} that fit "
                       f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})"
                       + (f"; {fitted.why}" if fitted.why else ""),
                       details={"too_long_tokens": tokens})

@@ -1,0 +1,95 @@
+"""A prompt far over the judge's window is not tokenized whole, and no text makes the token count raise.
+
+Counting a 60 MB final output exactly took 46 s of tiktoken in the preparation trip every other judged case waits
+for; all the count decides is that the prompt does not fit and how much to cut. `fit._count` counts such a prompt
+with its cuttable sections clipped first, and the fitted request is what a full count would have allowed: under the
+window, the section cut with a marker that counts the characters cut from the whole field. tiktoken's regex gives up
+on a run of about a million whitespace characters followed by other text; such a text is counted in pieces.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tracejudge.stages.judge.fit as fit
+from tracejudge.core.config import JudgeConfig
+from tracejudge.core.records import Case
+from tracejudge.llm.prefix_cache import PrefixCache
+from tracejudge.llm.tokens import counter_for, encode
+from tracejudge.stages.judge.client import request_tokens
+from tracejudge.stages.judge.metrics import TaskCompletion
+
+STEPS = [{"tool_calls": [{"name": "read_ledger", "arguments": {"file": "ledger.csv"}, "result": "rows: 3"}]}, {"output": "summed"}]
+
+
+def plan_of(output: str):
+    case = Case.model_validate({"id": "c", "input": "Sum the ledger", "trace": {"steps": STEPS, "output": output}})
+    return TaskCompletion().plan(case)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The characters of every prompt `fit` counts (a spy around the real count)."""
+    sizes: list[int] = []
+    real = fit.request_tokens
+
+    def spy(req, tok=None):
+        sizes.append(sum(len(m["content"]) for m in req.messages))
+        return real(req, tok)
+
+    monkeypatch.setattr(fit, "request_tokens", spy)
+    return sizes
+
+
+@pytest.mark.parametrize("unit", ["a", "The ledger total is 42 because every row adds up; ", " "])
+def test_a_field_far_over_the_window_is_cut_without_counting_it_whole(counted, unit):
+    size = 6_000_000
+    output = (unit * (size // len(unit) + 1))[:size]
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000)
+    plan = plan_of(output)
+    fitted = fit.fit_request(plan, plan.questions, cfg)
+    limit = 16_000 - fitted.req.max_tokens
+    assert fitted.fits and fitted.cut == ["Final output"] and not fitted.over
+    assert request_tokens(fitted.req) == fitted.tokens <= limit
+    text = fitted.req.messages[-1]["content"]
+    # The marker counts what was cut from the whole field, and the trace's steps stay whole.
+    cut = int(re.search(r"…\[(\d+) characters cut\]", text).group(1))
+    assert cut == size - fitted.cap and "read_ledger" in text
+    assert counted and max(counted) < size  # never the whole 6 million characters
+
+
+def test_under_skip_a_prompt_far_over_the_window_says_its_count_is_a_lower_bound(counted):
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000, too_long="skip")
+    plan = plan_of("a" * 6_000_000)
+    fitted = fit.fit_request(plan, plan.questions, cfg)
+    assert not fitted.fits and fitted.over and 16_000 < fitted.tokens < 6_000_000 // 8
+    assert max(counted) < 6_000_000
+
+
+def test_a_prompt_near_the_window_is_counted_exactly_as_before(counted):
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000, too_long="skip")
+    plan = plan_of("The ledger total is 42 because every row adds up; " * 2_000)  # 100,000 characters: under the clip's reach
+    fitted = fit.fit_request(plan, plan.questions, cfg)
+    assert not fitted.fits and not fitted.over and fitted.tokens == request_tokens(fitted.req)
+
+
+def test_a_million_spaces_before_text_are_counted_not_raised():
+    text = "x" + " " * 1_200_000 + "y"
+    enc = counter_for("gpt-4o-mini").encoding
+    with pytest.raises(ValueError):  # what tiktoken alone does: the reason for `encode`
+        enc.encode(text, disallowed_special=())
+    n = counter_for("gpt-4o-mini").text(text)
+    whole = enc.encode(" " * 1_200_000, disallowed_special=())  # the run alone, which tiktoken can count
+    assert abs(n - (len(whole) + 2)) <= 6  # a piece's end splits at most a token or so
+    assert encode(enc, "plain words") == enc.encode("plain words")
+    # The simulator's server-side prefix cache tokenizes the same text too.
+    assert PrefixCache().openai("gpt-4o-mini", {"messages": [{"role": "user", "content": text}]}) == 0
+
+
+def test_a_case_whose_output_is_a_whitespace_run_then_text_is_judged_on_a_cut_prompt():
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000)
+    plan = plan_of("report:" + " " * 3_000_000 + "total 42")
+    fitted = fit.fit_request(plan, plan.questions, cfg)
+    assert fitted.fits and fitted.cut == ["Final output"] and request_tokens(fitted.req) <= 16_000 - fitted.req.max_tokens
