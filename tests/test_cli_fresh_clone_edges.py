@@ -99,3 +99,27 @@ def test_fresh_with_run_dir_dot_starts_beside_the_current_folder(tmp_path: Path)
     again = _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", "--fresh", cwd=work)
     assert again.returncode == 0, again.stdout + again.stderr
     assert (tmp_path / "work-2" / "results.jsonl").exists() and not (work / "crash.log").exists()
+
+
+def test_a_folder_holding_its_own_report_is_not_written_over(tmp_path: Path) -> None:
+    # `--run-dir .` in a project folder wrote report.md, report.html, junit.xml and summary.json over the user's own.
+    work = tmp_path / "work"
+    work.mkdir()
+    write_dataset(work / "cases.jsonl", [native_case("c1", ["lookup"], ["lookup"])])
+    (work / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\n")
+    (work / "report.md").write_text("# my own notes\n")
+    (work / "junit.xml").write_text("<testsuites/>\n")
+    refused = _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", cwd=work)
+    assert refused.returncode == 2 and "is not a run directory, but holds report.md, junit.xml" in refused.stderr, refused.stderr
+    assert (work / "report.md").read_text() == "# my own notes\n" and not (work / "results.jsonl").exists()
+    assert not (work / "manifest.json").exists() and sorted(p.name for p in work.iterdir()) == ["c.yaml", "cases.jsonl", "junit.xml", "report.md"]
+    # Other files beside the run are no obstacle; a run directory is resumed as before; --fresh starts beside it.
+    (work / "report.md").unlink()
+    (work / "junit.xml").unlink()
+    assert _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", cwd=work).returncode == 0
+    again = _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", cwd=work)
+    assert again.returncode == 0 and "0 new results, 1 already finished" in again.stdout, again.stdout
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "report.md").write_text("mine\n")
+    assert _tj("run", "c.yaml", "--no-progress", "--run-dir", "../other", "--fresh", cwd=work).returncode == 0
+    assert (tmp_path / "other" / "report.md").read_text() == "mine\n" and (tmp_path / "other-2" / "results.jsonl").exists()

@@ -10,6 +10,8 @@ interrupted). Reading never runs code and never writes.
   started from another folder than this process's; without a record, its shape with CONFIG to fill in
   (with the shard's `--shard I/N` when the manifest records one).
 - `run_state(run_dir)`: a `RunState` (state word, standing results, resume command, holder).
+- `foreign_reports(run_dir)`: the report files a folder holds that no run wrote (no manifest, results, checkpoint or
+  configs.jsonl beside them): a run there would overwrite them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,21 @@ from typing import Any
 
 from tracejudge.engine import store
 
-__all__ = ["RunState", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
+__all__ = ["RunState", "foreign_reports", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
+
+
+_REPORTS = (store.SUMMARY, *store.REPORT_NAMES)
+_RUN_FILES = (store.MANIFEST, store.RESULTS, store.CHECKPOINT, "configs.jsonl")
+
+
+def foreign_reports(run_dir: Path) -> list[str]:
+    """The names of the files a run writes at its end (`summary.json`, `report.md`, `report.html`, `junit.xml`) that
+    `run_dir` holds although nothing in it says a run made it (none of `manifest.json`, `results.jsonl`,
+    `checkpoint.json`, `configs.jsonl`, which a run writes before any report): a user's own `report.md` in the folder
+    given as `--run-dir .`. `[]` for a run directory, an empty folder or one holding other files only."""
+    if any((run_dir / name).exists() for name in _RUN_FILES):
+        return []
+    return [name for name in _REPORTS if (run_dir / name).exists()]
 
 
 def summary_of(run_dir: Path) -> dict[str, Any] | None:

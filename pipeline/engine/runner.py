@@ -32,7 +32,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
-from tracejudge.engine import manifest_history
+from tracejudge.engine import manifest_history, run_state
 from tracejudge.engine import store
 from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
 from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
@@ -307,7 +307,11 @@ def _run_dir(run_dir: Path) -> Path:
 
 def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | None, force: bool,
                     ahead: FingerprintAhead | None = None, command: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
-    # Refuses (ManifestMismatch) a directory of another config or dataset unless forced.
+    # Refuses (ManifestMismatch) a directory of another config or dataset unless forced, and a folder no run made whose
+    # own files a run would overwrite.
+    if mine := run_state.foreign_reports(run_dir):
+        raise TracejudgeError(f"run.dir: {run_dir} is not a run directory, but holds {', '.join(mine)}, which a run writes and would overwrite: "
+                              "name a new or empty folder (run.dir or --run-dir), or move those files away")
     previous = store.read_manifest(run_dir, strict=False)
     # A config's masked values are digested under the salt the directory keeps (`engine.config_secrets`).
     salt = manifest_mod.salt_of(previous if previous is not None else config_journal.last(run_dir))

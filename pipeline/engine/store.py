@@ -58,6 +58,7 @@ __all__ = [
     "LOCK",
     "MANIFEST",
     "RESULTS",
+    "REPORT_NAMES",
     "SUMMARY",
     "LockedError",
     "ManifestMismatch",
@@ -81,6 +82,7 @@ __all__ = [
 
 CHECKPOINT = "checkpoint.json"
 SUMMARY = "summary.json"
+REPORT_NAMES = ("report.md", "report.html", "junit.xml")  # (written by `tracejudge.stages.reports` at a run's end)
 _TMP_SUFFIX = ".tmp"
 
 
@@ -200,7 +202,8 @@ def fresh_run_dir(base: Path) -> Path:
         base.mkdir()
         return base
     except FileExistsError:
-        if base.is_dir() and not any((base / name).exists() for name in (RESULTS, MANIFEST, CHECKPOINT)):
+        # (a folder holding a run's reports, a run's or a user's own, is not written over either)
+        if base.is_dir() and not any((base / name).exists() for name in (RESULTS, MANIFEST, CHECKPOINT, SUMMARY, *REPORT_NAMES)):
             return base
     n = 2
     while True:
