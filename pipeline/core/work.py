@@ -31,6 +31,9 @@ class Work:
     `result` is filled in as stages run; once its status is not `ok`, later
     stages pass the work through untouched. `scratch` is per-work state a
     stage hands to a later one (e.g. a live trace before extraction).
+    `started` is when its record's chunk began to be read (`time.perf_counter()`); `ended`, for a work finished
+    before any stage (a record refused when admitted), when that was: its `duration_s` ends there, not where it
+    was written, behind the slower cases of its chunk (None: it ends when written).
     """
 
     case: Case
@@ -38,6 +41,7 @@ class Work:
     result: CaseResult
     started: float
     scratch: dict[str, Any] = field(default_factory=dict)
+    ended: float | None = None
 
     @property
     def failed(self) -> bool:

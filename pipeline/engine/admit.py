@@ -10,6 +10,7 @@ State: the run's done set (`RunJournal.done`) and the ids seen so far.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,8 @@ class Admission:
                 if kind == UNTERMINATED_LINE:
                     err.kind = kind  # still provisional: the finished line decides
                 cid = f"{cid}@{where}"
-            return self._once(cid, lambda: Work(bare_case().model_copy(update={"id": cid}), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
+            return self._once(cid, lambda: Work(bare_case().model_copy(update={"id": cid}), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started,
+                                                ended=time.perf_counter()))
         case = item.case
         assert case is not None
         where = f"{item.file}:{item.line}"
@@ -110,7 +112,7 @@ class Admission:
             cid = f"{case.id}@{where}" + (f"#{nth}" if nth else "")
             err = duplicate_error(case.id, first, item.file, item.line, nth=nth or 0)
             return self._once(cid, lambda: Work(case, 0, CaseResult(case_id=cid, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
-                                                                    error=err), started))
+                                                                    error=err), started, ended=time.perf_counter()))
         return self._trials(case, item, started)
 
     def _trials(self, case: Case, item: Extracted, started: float) -> Iterator[Work]:
@@ -122,7 +124,9 @@ class Admission:
             result = CaseResult(case_id=case.id, trial=trial, tags=case.tags, metadata=case.metadata)
             if item.failure is not None:  # found after extraction, so it does not know the record's place: add it
                 result.status, result.error = Status.invalid_input, item.failure.model_copy(update={"file": item.file, "line": item.line})
-            elif item.scores is not None:
+                yield Work(case, trial, result, started, ended=time.perf_counter())
+                continue
+            if item.scores is not None:
                 result.scores.update(item.scores)
             yield Work(case, trial, result, started)
 

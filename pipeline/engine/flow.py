@@ -266,7 +266,7 @@ class _Flow:
                         self.cut_short = True
                         continue
                     result = work.result
-                    result.duration_s = round(time.perf_counter() - work.started, 6)
+                    result.duration_s = round((work.ended or time.perf_counter()) - work.started, 6)
                     if type(result) is Finished:
                         batch.append(result)
                         continue
