@@ -32,15 +32,17 @@ from typing import Any
 
 import pydantic_core
 
-from tracejudge.engine.result_shape import result_problem
+from tracejudge.engine.result_shape import json_line_problem, result_problem
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, where_and_order
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "8"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+_SCHEMA = "9"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
 # 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`. 8: `case_key`, ids in natural order
+# 9: the lines read and the lines that are not results (`unreadable`)
+_NAMED = 5  # lines that are not results the index names (`unreadable`); the rest are counted
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
 def _cache_path(run_dir: Path) -> Path:
@@ -143,6 +145,8 @@ class RunIndex:
         db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
+        self._set_meta("lines", "0")
+        self._set_meta("unreadable", "[0, []]")
         self.metrics, self.tags = [], []
         self.generation += 1
 
@@ -153,6 +157,13 @@ class RunIndex:
         self._db.execute(f"ALTER TABLE results ADD COLUMN p{i} INTEGER")
         self._db.execute(f"CREATE INDEX results_m{i} ON results(m{i})")
         return i
+
+    def unreadable(self) -> tuple[int, list[str]]:
+        """`(count, named)`: the lines of `results.jsonl` indexed so far that are not results (not JSON, or not a result in
+        the fields readers use: `result_shape`), and the first few of them as `line N: field: what is wrong`."""
+        with self._lock:
+            count, named = json.loads(self._meta("unreadable") or "[0, []]")
+        return int(count), [str(n) for n in named]
 
     def refresh(self) -> int:
         """Index the lines appended to `results.jsonl` since the last call; returns the result count."""
@@ -181,18 +192,26 @@ class RunIndex:
         try:
             batch: list[tuple[Any, ...]] = []
             pos = start
+            lineno = int(self._meta("lines") or 0)
+            bad_count, bad = json.loads(self._meta("unreadable") or "[0, []]")
             with open(self.results, "rb") as fh:
                 fh.seek(start)
                 for line in fh:
                     if not line.endswith(b"\n"):
                         break  # a line still being written: picked up next time
-                    offset, pos = pos, pos + len(line)
+                    offset, pos, lineno = pos, pos + len(line), lineno + 1
                     try:
                         res = pydantic_core.from_json(line)
-                    except ValueError:
+                        problem = result_problem(res)
+                    except ValueError as exc:
+                        problem = json_line_problem(line, exc) if line.strip() else None
+                        if problem is None:
+                            continue  # (a blank line, which no reader counts)
+                    if problem is not None:  # not a result (a hand edit: a score of NaN, a cut line): named on the Cases page
+                        bad_count += 1
+                        if len(bad) < _NAMED:
+                            bad.append(f"line {lineno}: {problem}")
                         continue
-                    if result_problem(res) is not None:
-                        continue  # not a result (a hand edit: a score of NaN, a trial of "1"): as a line that is not JSON
                     scores = res.get("scores") or {}
                     for k in scores:
                         if k not in self.metrics:
@@ -224,6 +243,8 @@ class RunIndex:
             if start == 0:
                 self._set_meta("head", _head(self.results))
             self._set_meta("size", str(pos))
+            self._set_meta("lines", str(lineno))
+            self._set_meta("unreadable", json.dumps([bad_count, bad]))
             self._set_meta("metrics", json.dumps(self.metrics))
             self.tags = sorted(tags)
             self._set_meta("tags", json.dumps(self.tags))

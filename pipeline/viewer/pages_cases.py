@@ -43,6 +43,10 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
     if q.tag and q.tag not in run.index.tags:
         out.append(f"tag={q.tag}: no result of this run has that tag.")
     out += q.notes  # (a value the page did not apply as given: `CaseQuery.notes`)
+    bad, named = run.index.unreadable()
+    if bad:
+        more = f"; and {bad - len(named)} more" if bad > len(named) else ""
+        out.append(f"results.jsonl: {bad} line{'s' if bad != 1 else ''} not a result, not shown here ({'; '.join(named)}{more}).")
     return "".join(f'<p class="bad filter-note">{t(n)}</p>' for n in out)
 
 

@@ -1,0 +1,41 @@
+"""The viewer's Cases page names the lines of `results.jsonl` it does not show (not JSON, or not a result), as
+`report` and `compare` do: they were left out without a word, so a hand-edited or damaged file read as fewer cases.
+
+A real `tracejudge view` process over HTTP on 127.0.0.1; lines appended while it runs are picked up and named too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.request
+from pathlib import Path
+
+from _runs import native_case, view_server, write_config, write_dataset
+from tracejudge.entrypoints.cli import main
+
+
+def _page(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=60) as reply:
+        return html.unescape(reply.read().decode())
+
+
+def test_lines_that_are_not_results_are_named_on_the_cases_page(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "d.jsonl", [native_case(f"c{i}", ["lookup"], ["lookup"]) for i in range(3)])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
+    assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    results = tmp_path / "run" / "results.jsonl"
+    good = results.read_text().splitlines()
+    nan = json.loads(good[0])
+    nan["case_id"], nan["scores"] = "edited", {k: {**v, "value": "high"} for k, v in nan["scores"].items()}
+    results.write_text("\n".join([good[0], '{"case_id": "cut", "trial": 0, "sta', "", json.dumps(nan), *good[1:]]) + "\n")
+    with view_server(str(tmp_path / "run")) as url:
+        page = _page(url + "/run/run/cases")
+        assert "results.jsonl: 2 lines not a result, not shown here" in page, page
+        assert "line 2: (root): invalid JSON" in page and "line 4: scores." in page and ".value:" in page
+        assert "line 3" not in page  # (a blank line is no result and no damage)
+        assert 'id="n-matching">3<' in page
+        with results.open("a") as fh:  # appended while the viewer is open: read on the next page
+            fh.write("[1, 2]\n")
+        page = _page(url + "/run/run/cases")
+        assert "3 lines not a result" in page and "line 7: (root): expected a JSON object" in page, page
