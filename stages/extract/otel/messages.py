@@ -137,8 +137,11 @@ def _chat(role: str, msg: dict[str, Any]) -> dict[str, Any]:
             parts.append({"type": "text", "content": content})
     elif isinstance(content, list):
         parts.extend(p for p in (_block(c) for c in content) if p is not None)
+    # LangChain's AIMessage of a Responses API reply holds each call twice: a `function_call` block in `content` and
+    # its parsed `tool_calls` entry, under the same call id; one call
+    in_content = {p["id"] for p in parts if p.get("type") == "tool_call" and p.get("id") is not None}
     for tc in msg.get("tool_calls") or []:
-        if not isinstance(tc, dict):
+        if not isinstance(tc, dict) or (tc.get("id") is not None and str(tc.get("id")) in in_content):
             continue
         fn = tc.get("function") if isinstance(tc.get("function"), dict) else None
         if fn is not None:  # OpenAI
@@ -203,7 +206,9 @@ def _block(block: Any) -> dict[str, Any] | None:
         return {"type": "reasoning", "content": block.get("text", block.get("thinking", block.get("content")))}
     if kind in ("tool_use", "tool-call", "tool_call", "function_call"):
         args = block.get("input", block.get("args", block.get("arguments")))
-        return tool_call_part(block.get("id", block.get("toolCallId", block.get("call_id"))), block.get("name", block.get("toolName")), args)
+        # a Responses API `function_call` item's `id` is the item's (`fc_…`); its result answers its `call_id`
+        cid = block.get("call_id") if kind == "function_call" and block.get("call_id") else block.get("id", block.get("toolCallId", block.get("call_id")))
+        return tool_call_part(cid, block.get("name", block.get("toolName")), args)
     if kind in ("tool_result", "tool-result", "tool_call_response", "function_call_output"):
         result = block.get("content", block.get("result", block.get("output", block.get("response"))))
         if isinstance(result, list):

@@ -1,0 +1,46 @@
+"""A LangGraph agent whose model speaks OpenAI's Responses API, read from real recordings in `tests/data/langgraph-responses/`.
+
+Recorded by `tests/frameworks/record_langgraph_responses.py` (its docstring says what runs): `create_react_agent` with
+`ChatOpenAI(use_responses_api=True)`; the model asks `get_weather` for Paris and Tokyo in one reply (`function_call`
+items `fc_1` / `fc_2`, call ids `call_P` / `call_T`), then answers; each reply's usage has cached input tokens and
+reasoning output tokens. Under OpenInference, OpenLLMetry, Langfuse (its OTLP and the API's JSON) and MLflow (its
+trace JSON and its OTLP copy) the run has the two calls the model asked for, each with its result.
+
+Before, Langfuse's reading had four calls: LangChain's `AIMessage` holds each call twice, as a `function_call` block of
+its `content` (the item id `fc_…` read as the call's id) and as its `tool_calls` entry (`call_…`), so `fc_1` and
+`fc_2` were calls that never returned.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import extract_path
+from tracejudge.core.records import Case
+
+DATA = Path(__file__).parent / "data" / "langgraph-responses"
+# (recording, format, scenario whose truth it holds)
+READINGS = [("oi-responses.jsonl", "otel", "oi-responses"), ("tl-responses.jsonl", "otel", "tl-responses"),
+            ("lf-responses.jsonl", "otel", "lf-responses"), ("lf-responses.api.json", "langfuse", "lf-responses"),
+            ("ml-responses.mlflow.jsonl", "mlflow", "ml-responses"), ("ml-responses.otlp.jsonl", "otel", "ml-responses")]
+
+
+def only_case(name: str, fmt: str) -> tuple[Case, dict[str, Any]]:
+    [case] = extract_path(DATA / name, fmt)
+    assert isinstance(case, Case), case
+    return case, json.loads((DATA / f"{name.split('.')[0]}.truth.json").read_text())
+
+
+@pytest.mark.parametrize("name,fmt,scenario", READINGS)
+def test_each_call_is_read_once_under_its_call_id_with_its_result(name: str, fmt: str, scenario: str) -> None:
+    case, truth = only_case(name, fmt)
+    assert case.input == truth["asked"] and case.trace is not None and case.trace.output == truth["answer"]
+    sent = {m["tool_call_id"]: m["content"] for m in truth["tool_messages"]}
+    asked = sorted((c["id"], c["name"], c["arguments"], sent[c["id"]], None) for c in truth["model_calls"])
+    assert sorted((c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()) == asked == [
+        ("call_P", "get_weather", {"city": "Paris"}, "sunny, 21 C", None), ("call_T", "get_weather", {"city": "Tokyo"}, "rainy, 14 C", None)]
+    assert [c["item_id"] for c in truth["model_calls"]] == ["fc_1", "fc_2"]  # (what the reply named the items: not calls)
+
