@@ -4,11 +4,14 @@ Recorded by `tests/frameworks/record_langgraph_responses.py` (its docstring says
 `ChatOpenAI(use_responses_api=True)`; the model asks `get_weather` for Paris and Tokyo in one reply (`function_call`
 items `fc_1` / `fc_2`, call ids `call_P` / `call_T`), then answers; each reply's usage has cached input tokens and
 reasoning output tokens. Under OpenInference, OpenLLMetry, Langfuse (its OTLP and the API's JSON) and MLflow (its
-trace JSON and its OTLP copy) the run has the two calls the model asked for, each with its result.
+trace JSON and its OTLP copy) the run has the two calls the model asked for, each with its result, and the tokens the
+server counted.
 
 Before, Langfuse's reading had four calls: LangChain's `AIMessage` holds each call twice, as a `function_call` block of
 its `content` (the item id `fc_…` read as the call's id) and as its `tool_calls` entry (`call_…`), so `fc_1` and
-`fc_2` were calls that never returned.
+`fc_2` were calls that never returned. And Langfuse's usage counts read short: its handler takes the cached and the
+reasoning tokens out of `input` / `output` and lists them as `input_cache_read` / `output_reasoning`; only `input` /
+`output` were read (81 of the 201 input tokens, 11 of the 21 output tokens).
 """
 
 from __future__ import annotations
@@ -44,3 +47,11 @@ def test_each_call_is_read_once_under_its_call_id_with_its_result(name: str, fmt
         ("call_P", "get_weather", {"city": "Paris"}, "sunny, 21 C", None), ("call_T", "get_weather", {"city": "Tokyo"}, "rainy, 14 C", None)]
     assert [c["item_id"] for c in truth["model_calls"]] == ["fc_1", "fc_2"]  # (what the reply named the items: not calls)
 
+
+@pytest.mark.parametrize("name,fmt,scenario", READINGS)
+def test_tokens_are_the_servers_counts_cached_and_reasoning_included(name: str, fmt: str, scenario: str) -> None:
+    case, truth = only_case(name, fmt)
+    usage = case.trace.usage if case.trace is not None else None
+    assert usage is not None and usage.requests == truth["requests"] == len(truth["usage"]) == 2
+    assert (usage.input_tokens, usage.output_tokens) == (sum(u["input_tokens"] for u in truth["usage"]), sum(u["output_tokens"] for u in truth["usage"])) == (201, 21)
+    assert all(u["input_tokens_details"]["cached_tokens"] == 60 and u["output_tokens_details"]["reasoning_tokens"] == 5 for u in truth["usage"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
 from tracejudge.stages.extract.otel.view import as_int
 
 __all__ = ["number", "observation_cost", "page_cost", "pricing", "tokens", "trace_cost"]
@@ -19,12 +20,12 @@ def number(value: Any) -> float | None:
 
 
 def tokens(obs: dict[str, Any]) -> dict[str, Any] | None:
-    """Input and output tokens of a generation: `usageDetails`, else the older `usage`, else `promptTokens`/`completionTokens`."""
+    """Input and output tokens of a generation: `usageDetails`, else the older `usage`, else `promptTokens`/`completionTokens`
+    (Langfuse's names with their detail counts added back: `conventions.langfuse.split_back`)."""
     for key in ("usageDetails", "usage"):
         usage = obs.get(key)
         if isinstance(usage, dict):
-            ins = next((as_int(usage[k]) for k in ("input", "prompt_tokens", "input_tokens") if as_int(usage.get(k)) is not None), None)
-            outs = next((as_int(usage[k]) for k in ("output", "completion_tokens", "output_tokens") if as_int(usage.get(k)) is not None), None)
+            ins, outs = usage_pair(usage)
             if ins is not None or outs is not None:
                 return {"input": ins, "output": outs}
     ins, outs = as_int(obs.get("promptTokens")), as_int(obs.get("completionTokens"))

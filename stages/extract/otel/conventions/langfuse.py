@@ -36,7 +36,7 @@ from tracejudge.stages.extract.otel.payloads import documents, tool_message_resu
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, present, unjson
 
-__all__ = ["NAME", "read", "generation_outputs", "promote_tool_spans", "usage_pair"]
+__all__ = ["NAME", "read", "generation_outputs", "promote_tool_spans", "split_back", "usage_pair"]
 
 NAME = "langfuse"
 _ROLES = {"generation": "model", "tool": "tool", "agent": "agent", "span": "chain", "chain": "chain", "retriever": "retrieval"}
@@ -145,11 +145,33 @@ def generation_outputs(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def usage_pair(details: Any) -> tuple[int | None, int | None]:
-    """`(input, output)` tokens from a usage mapping in Langfuse's or OpenAI's names."""
-    if not isinstance(details, dict):
+def split_back(usage: dict[str, Any], side: str) -> int | None:
+    """All the `side` (`"input"` or `"output"`) tokens of a usage mapping in Langfuse's names: `usage[side]` plus each
+    `<side>_<kind>` count; `None` without `usage[side]`.
+
+    Langfuse's usage types are disjoint and add up to `total`: its LangChain handler takes each `input_token_details` /
+    `output_token_details` count (`cache_read`, `reasoning`, ...) out of `input` / `output` and lists it as
+    `input_cache_read`, `output_reasoning`, ... (`priority*` tiers are the exception: not taken out, so not added back).
+    Without them a reasoning model's output and a cached prompt read short.
+    """
+    base = as_int(usage.get(side))
+    if base is None:
+        return None
+    head = side + "_"
+    parts = (as_int(v) for k, v in usage.items() if isinstance(k, str) and k.startswith(head) and k != side + "_tokens"
+             and not k[len(head):].startswith("priority"))
+    return base + sum(n for n in parts if n is not None)
+
+
+def usage_pair(usage: Any) -> tuple[int | None, int | None]:
+    """`(input, output)` tokens of a usage mapping in Langfuse's names (`split_back`), else OpenAI's; `(None, None)` for
+    anything but a mapping."""
+    if not isinstance(usage, dict):
         return None, None
-    return (
-        as_int(details.get("input", details.get("prompt_tokens", details.get("input_tokens")))),
-        as_int(details.get("output", details.get("completion_tokens", details.get("output_tokens")))),
-    )
+    ins = split_back(usage, "input")
+    outs = split_back(usage, "output")
+    if ins is None:
+        ins = next((as_int(usage[k]) for k in ("prompt_tokens", "input_tokens") if as_int(usage.get(k)) is not None), None)
+    if outs is None:
+        outs = next((as_int(usage[k]) for k in ("completion_tokens", "output_tokens") if as_int(usage.get(k)) is not None), None)
+    return ins, outs
