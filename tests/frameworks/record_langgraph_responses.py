@@ -5,19 +5,20 @@
 A `create_react_agent` with one tool, `get_weather`, its model `ChatOpenAI(use_responses_api=True)`, is invoked once
 with "Weather in Paris and Tokyo?". The loopback server answers `POST /v1/responses`: first two `function_call` items
 in one reply (item ids `fc_1`, `fc_2`; call ids `call_P`, `call_T`), then a `message` ("Paris is sunny; Tokyo is
-rainy."). Every reply's usage says how many of its input tokens were read from the prompt cache and how many of its
-output tokens were reasoning (`input_tokens_details.cached_tokens`, `output_tokens_details.reasoning_tokens`), as a
-reasoning model's replies do. LangChain keeps each call twice in the reply's `AIMessage`: a `function_call` block of
-`content` (with both ids) and its `tool_calls` entry (the call id).
+rainy."); in variant `reasoned` each reply is led by a `reasoning` item with a summary ("Need both cities; call the
+tool twice.", "Both results in; summarise."). Every reply's usage says how many of its input tokens were read from
+the prompt cache and how many of its output tokens were reasoning (`input_tokens_details.cached_tokens`,
+`output_tokens_details.reasoning_tokens`), as a reasoning model's replies do. LangChain keeps each call twice in the
+reply's `AIMessage`: a `function_call` block of `content` (with both ids) and its `tool_calls` entry (the call id).
 
-Scenarios `<kind>-responses`, `kind` as in `record_langgraph_handoff.recording`: `oi` (OpenInference), `tl`
-(OpenLLMetry), each `<scenario>.jsonl` (OTLP/JSON); `lf` (Langfuse's `CallbackHandler`) `lf-responses.jsonl` (the OTLP
-the SDK sent) and `lf-responses.api.json` (`GET /api/public/traces/{id}` as `langfuse_api.trace_with_full_details`
-builds it from that OTLP); `ml` (`mlflow.langchain.autolog()`) `ml-responses.mlflow.jsonl` and
-`ml-responses.otlp.jsonl`. Each writes `<scenario>.truth.json`, the application's own values: the calls the model
-asked for (`model_calls`: call id, item id, name, arguments), the calls and tool messages of the final state, every
-tool run, each request's usage as the server sent it and the answer. Each runs in its own process (instrumentors and
-autolog patch LangChain process-wide).
+Scenarios `<kind>-<variant>` (variants `responses`, `reasoned`), `kind` as in `record_langgraph_handoff.recording`:
+`oi` (OpenInference), `tl` (OpenLLMetry), each `<scenario>.jsonl` (OTLP/JSON); `lf` (Langfuse's `CallbackHandler`)
+`<scenario>.jsonl` (the OTLP the SDK sent) and `<scenario>.api.json` (`GET /api/public/traces/{id}` as
+`langfuse_api.trace_with_full_details` builds it from that OTLP); `ml` (`mlflow.langchain.autolog()`)
+`<scenario>.mlflow.jsonl` and `<scenario>.otlp.jsonl`. Each writes `<scenario>.truth.json`, the application's own
+values: the calls the model asked for (`model_calls`: call id, item id, name, arguments), the calls and tool messages
+of the final state, every tool run, each request's usage as the server sent it, the text of each `AIMessage`
+(`said`) and the answer. Each runs in its own process (instrumentors and autolog patch LangChain process-wide).
 """
 
 import json
@@ -41,6 +42,12 @@ REPLIES = [
       "status": "completed"} for i, city in enumerate(WEATHER, 1)],
     [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}],
 ]
+
+REASONING = ["Need both cities; call the tool twice.", "Both results in; summarise."]
+# `reasoned`: the same replies, each led by a reasoning item with a summary
+REPLIES_REASONED = [[{"type": "reasoning", "id": f"rs_{i}", "summary": [{"type": "summary_text", "text": said}]}, *reply]
+                    for i, (said, reply) in enumerate(zip(REASONING, REPLIES), 1)]
+VARIANTS = {"responses": REPLIES, "reasoned": REPLIES_REASONED}
 
 
 def usage(n: int) -> dict[str, Any]:
@@ -83,8 +90,8 @@ def agent(fake: Cached, log: Log) -> Any:
     return create_react_agent(model, [get_weather])
 
 
-def responses(kind: str, out: Path) -> Any:
-    name = f"{kind}-responses"
+def responses(kind: str, out: Path, variant: str = "responses") -> Any:
+    name = f"{kind}-{variant}"
     log = Log()
 
     def run(fake: Cached, callbacks: Any) -> Any:
@@ -92,7 +99,7 @@ def responses(kind: str, out: Path) -> Any:
 
     handoff.SeenOpenAI, seen = Cached, handoff.SeenOpenAI  # (`recording` starts the server it names)
     try:
-        state = handoff.recording(kind, name, out, REPLIES, run)
+        state = handoff.recording(kind, name, out, VARIANTS[variant], run)
     finally:
         handoff.SeenOpenAI = seen
     requests = state.pop("_requests")
@@ -106,14 +113,14 @@ def responses(kind: str, out: Path) -> Any:
     write_truth(out, name, {
         "asked": ASK, "requests": requests, "usage": [usage(n) for n in range(requests)], "tool_runs": log.runs,
         "model_calls": [{"id": item["call_id"], "item_id": item["id"], "name": item["name"], "arguments": json.loads(item["arguments"])}
-                        for reply in REPLIES[:requests] for item in reply if item["type"] == "function_call"],
+                        for reply in VARIANTS[variant][:requests] for item in reply if item["type"] == "function_call"],
         "calls": [{"id": c["id"], "name": c["name"], "arguments": c["args"]} for m in msgs if m.type == "ai" for c in m.tool_calls],
         "tool_messages": [{"tool_call_id": m.tool_call_id, "content": m.content, "status": m.status} for m in msgs if m.type == "tool"],
-        "answer": msgs[-1].text})
+        "said": [m.text for m in msgs if m.type == "ai"], "answer": msgs[-1].text})
     return msgs[-1].text
 
 
-SCENARIOS = {f"{k}-responses": (lambda out, k=k: responses(k, out)) for k in ("oi", "tl", "lf", "ml")}
+SCENARIOS = {f"{k}-{v}": (lambda out, k=k, v=v: responses(k, out, v)) for v in VARIANTS for k in ("oi", "tl", "lf", "ml")}
 
 
 if __name__ == "__main__":

@@ -114,7 +114,8 @@ def normalise_one(msg: Any) -> dict[str, Any] | None:
     if isinstance(msg.get("type"), str) and isinstance(msg.get("data"), dict) and "content" in msg["data"]:  # langchain messages_to_dict
         return _chat(_ROLES.get(msg["type"], msg["type"]), msg["data"])
     if isinstance(msg.get("parts"), list) and "role" in msg:  # already GenAI form
-        return {"role": _ROLES.get(str(msg["role"]), str(msg["role"])), "parts": [_genai_part(p) for p in msg["parts"] if isinstance(p, dict)]}
+        parts = _written_blocks([_genai_part(p) for p in msg["parts"] if isinstance(p, dict)])
+        return {"role": _ROLES.get(str(msg["role"]), str(msg["role"])), "parts": parts}
     role = msg.get("role") or msg.get("type")
     if not isinstance(role, str):
         return None
@@ -157,6 +158,36 @@ def _chat(role: str, msg: dict[str, Any]) -> dict[str, Any]:
     if any(p.get("type") == "tool_call_response" for p in parts) and role == "user":
         role = "tool" if all(p.get("type") == "tool_call_response" for p in parts) else role
     return {"role": role, "parts": parts}
+
+
+_BLOCK_KINDS = ("function_call", "reasoning")  # Responses API items LangChain keeps in an AIMessage's `content`
+
+
+def _written_blocks(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`parts` with each text part that is the JSON of a Responses API content block read as that block.
+
+    OpenLLMetry's LangChain instrumentation writes every block of an `AIMessage`'s `content` that is not text as a
+    text part holding the block's JSON: a `function_call` (the same call as the message's `tool_call` part of its
+    `call_id`, else a call of its own) and a `reasoning` item (its summary, a reasoning part) would read as words the
+    model said.
+    """
+    called = {p.get("id") for p in parts if p.get("type") == "tool_call"}
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        text = part.get("content") if part.get("type") == "text" else None
+        block = unjson(text) if isinstance(text, str) and text.startswith("{") else None
+        if not isinstance(block, dict) or block.get("type") not in _BLOCK_KINDS:
+            out.append(part)
+        elif block["type"] == "function_call" and isinstance(block.get("name"), str):
+            if str(block.get("call_id") or block.get("id")) not in called:
+                out.append(_block(block))  # type: ignore[arg-type]  (a function_call block always reads as a part)
+        elif block["type"] == "reasoning":
+            said = [s["text"] for s in block.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
+            if said:
+                out.append({"type": "reasoning", "content": "\n".join(said)})
+        else:
+            out.append(part)
+    return out
 
 
 def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
