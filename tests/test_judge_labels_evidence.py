@@ -5,7 +5,9 @@
   the evidence (cases, labels of both classes), not the interval's width;
 - 0/1 labels on a Rubric scored 1..5 are read as pass/fail, but were range-checked as grades: every 0 label was left
   out as "out of range", leaving one label class (κ 0.0 instead of scikit-learn's 0.290);
-- a label naming a trial the run does not have (`trial: 5`) was counted as unmatched, but no problem named it.
+- a label naming a trial the run does not have (`trial: 5`) was counted as unmatched, but no problem named it;
+- one label between two grades (2.5 on a 1..5 Rubric, a typo or an average of two annotators) was kept as in range,
+  and left the whole metric without a weighted κ ("the labels or the grades are not all whole numbers").
 """
 
 from __future__ import annotations
@@ -96,3 +98,16 @@ def test_a_label_for_a_trial_the_run_does_not_have_is_named() -> None:
     assert got["unmatched"] == 1 and got["problem_count"] == 1, got
     assert got["problems"] == ["l.jsonl:13: trial: no result of this run is trial 5 of case 'c0' (its trials in the run: 0, 1; "
                                "trials count from 0), so the label is unmatched"], got["problems"]
+
+
+def test_a_label_between_two_grades_is_named_and_left_out_not_the_metrics_kappa() -> None:
+    grades = [1 + (i * 3) % 5 for i in range(24)]
+    results = _rubric_results(grades)
+    labels = LabelSet([Label(f"c{i}", "quality", float(g), where=f"l.csv:{i + 2}") for i, g in enumerate(grades[:23])]
+                      + [Label("c23", "quality", 2.5, where="l.csv:25", text="2.5")], [])
+    got = agreement_block(results, labels, scales={"quality": (1.0, 4.0)})
+    assert got["problems"] == ["l.csv:25: label: 2.5 is not a whole grade of metric 'quality', which takes a grade on its scale 1..5"]
+    assert (got["matched"], got["out_of_range"]) == (23, 1), got
+    m = got["metrics"]["quality"]
+    assert (m["kind"], m["kappa_kind"], m["n"]) == ("graded", "quadratic", 23), m
+    assert m["kappa"] == round(cohen_kappa_score(grades[:23], grades[:23], weights="quadratic"), 6), m

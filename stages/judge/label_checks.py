@@ -107,14 +107,18 @@ def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: di
             lo, hi = 0.0, 1.0
         else:
             continue  # grades read off the verdicts: their range is not known for certain
+        # On a scale of whole grades a label between two of them (2.5 on 1..5) is no grade either: kept, it left the whole
+        # metric without a weighted kappa (which compares whole grades), every other label's agreement with it.
+        whole = scale is not None and float(lo).is_integer() and float(hi).is_integer()
         keep = []
         for p in got:
-            if isinstance(p.label, bool) or lo <= p.label <= hi:
+            if isinstance(p.label, bool) or (lo <= p.label <= hi and (not whole or float(p.label).is_integer())):
                 keep.append(p)
                 continue
             lab = index.get((p.case_id, metric, p.trial)) or index.get((p.case_id, metric, None))
             what = "a yes/no label (true/false, or a number from 0 to 1)" if scale is None else f"a grade on its scale {lo:g}..{hi:g}"
-            line = (f"{lab.where if lab else p.case_id}: label: {written(p.label, lab.text if lab else '')} is out of range for "
+            off = "out of range for" if not whole or not lo <= p.label <= hi else "not a whole grade of"
+            line = (f"{lab.where if lab else p.case_id}: label: {written(p.label, lab.text if lab else '')} is {off} "
                     f"metric {metric!r}, which takes {what}")
             if line not in named:  # (a label without a trial pairs with each trial of its case: named once)
                 named.append(line)
