@@ -130,3 +130,17 @@ def test_the_simulators_dollars_say_they_were_not_spent() -> None:
     assert spend_line(simulated).endswith("output tokens, $0.0954 at gpt-4o-mini's prices (simulated: nothing was spent)")
     hosted = {"judge": {**simulated["judge"], "provider": "openai"}}
     assert spend_line(hosted).endswith("output tokens, $0.0954")
+
+
+def test_the_simulators_dollars_name_the_panel_models_they_are_priced_at() -> None:
+    # A panel of simulator:gpt-4o alone billed gpt-4o's rates, but the line said "at gpt-4o-mini's prices": the
+    # section's default model, which asked nothing.
+    from tracejudge.stages.reports.judge_lines import spend_line
+
+    def panel(*models: str) -> dict[str, Any]:
+        return {"judge": {"provider": "simulator", "model": "gpt-4o-mini", "requests": 12, "input_tokens": 33_684, "output_tokens": 2_262,
+                          "cost_usd": 0.10683, "priced": True, "panel": {"models": {m: {"priced": True} for m in models}}}}
+
+    assert spend_line(panel("simulator:gpt-4o")).endswith("$0.1068 at simulator:gpt-4o's prices (simulated: nothing was spent)")
+    assert spend_line(panel("simulator:gpt-4o-mini", "simulator:gpt-4o")).endswith(
+        "$0.1068 at the prices of simulator:gpt-4o-mini and simulator:gpt-4o (simulated: nothing was spent)")

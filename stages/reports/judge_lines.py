@@ -23,6 +23,16 @@ def _member_failures(v: dict[str, Any]) -> str:
     return (" (" + ", ".join(parts) + ")") if parts else ""
 
 
+def _priced_as(j: dict[str, Any]) -> str:
+    """Whose prices the simulator's dollars are at: the panel's members when `judge.models` judged (the section's own
+    `model` then asked nothing, and a panel of `simulator:gpt-4o` alone was said to cost gpt-4o-mini's prices), else
+    the judge's model."""
+    members = list((j.get("panel") or {}).get("models") or {})
+    if len(members) > 1:
+        return f"the prices of {', '.join(members[:-1])} and {members[-1]}"
+    return f"{members[0] if members else j.get('model')}'s prices"
+
+
 def spend_line(summary: dict[str, Any]) -> str:
     """The line saying what the judge sent and spent.
 
@@ -47,7 +57,7 @@ def spend_line(summary: dict[str, Any]) -> str:
     else:
         money = _dollars(cost)
         if j.get("provider") == "simulator" and cost:  # (what the demo's figure means: the simulator is free)
-            money += f" at {j.get('model')}'s prices (simulated: nothing was spent)"
+            money += f" at {_priced_as(j)} (simulated: nothing was spent)"
     return (f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
             f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, {money}")
 
