@@ -174,3 +174,20 @@ def test_replies_without_usage_are_estimated_not_counted_as_zero_tokens(tmp_path
     assert all(a["usage_estimated"] and a["input_tokens"] > 0 for a in report["attempts"] if a["outcome"] == "ok")
     # The sentence wraps inside the table's cell, where the column's width follows the measured rates: read it without the rules.
     assert "others' tokens are estimated" in " ".join(proc.stdout.replace("│", " ").split()), proc.stdout
+
+
+def test_a_panel_is_benched_one_member_at_a_time(tmp_path):
+    # With judge.models the bench measured and priced the section's own model (gpt-4o-mini by default), which the run
+    # never asks, and projected the sweep from it: a panel of gpt-4o alone read as gpt-4o-mini's throughput and dollars.
+    from _runs import native_case, write_dataset
+
+    write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["a"], [f"tool_{i}"]) for i in range(5)])  # (5 distinct prompts)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                               "judge": {"provider": "simulator", "models": ["simulator:gpt-4o"]}, "cache": {"dir": "cache"}}))
+    whole = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=120)
+    assert whole.returncode == 2 and "judge.models is a panel (simulator:gpt-4o)" in whole.stdout + whole.stderr, whole.stdout + whole.stderr
+    _, report = bench(str(cfg), "--model", "simulator:gpt-4o", "--requests", "6", "--duration", "1", cwd=tmp_path)
+    assert report["model"] == "gpt-4o" and report["projection"]["requests"] == 5, report["projection"]
+    assert report["projection"]["modes"]["sync"]["usd"] > 0.0005  # gpt-4o's $2.50 per M input tokens, not gpt-4o-mini's $0.15

@@ -118,7 +118,17 @@ def _config(args: argparse.Namespace) -> RunConfig:
             raise ConfigError(f"bench flags: {exc}") from None
         # No dataset: nothing to project, the limits are what the bench finds.
         return RunConfig.model_construct(judge=judge, dataset=None, metrics=[], limits=LimitsConfig())
-    return load_config(args.config, overrides)
+    config = load_config(args.config, overrides)
+    if config.judge is None or not config.judge.models:
+        return config
+    # A panel's members judge, not the section's own model: benched as it was, the bench measured and priced that model,
+    # which the run never asks, and projected the sweep from its cache entries. One endpoint is measured at a time.
+    members = ", ".join(m.model for m in config.judge.models)
+    if not args.model:
+        raise ConfigError(f"bench: judge.models is a panel ({members}), and the bench measures one judge endpoint: bench each member "
+                          "on its own with --model (and --provider, --base-url when they differ from the judge section's), e.g. "
+                          f"`--model {config.judge.models[0].model}`; the panel is then left out")
+    return load_config(args.config, [*overrides, "judge.models=null"])
 
 
 def command(args: argparse.Namespace, err: Console) -> int:

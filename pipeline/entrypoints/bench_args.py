@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key (repeatable)")
     b.add_argument("--provider", choices=("openai", "anthropic", "simulator"), help="judge provider (overrides judge.provider)")
     b.add_argument("--base-url", help="the endpoint's base URL, e.g. http://gpu-box:8000/v1 (overrides judge.base_url)")
-    b.add_argument("--model", help="the judge model (overrides judge.model)")
+    b.add_argument("--model", help="the judge model (overrides judge.model; with a panel, judge.models, the member to measure)")
     b.add_argument("--requests", type=int, default=200, help="send at most N requests in all (default 200)")
     b.add_argument("--duration", type=float, default=30.0, metavar="S", help="seconds of the measured phase (default 30)")
     # Default None, not 1.0: the bench must tell a cap the user asked for (refused for a model without a price) from its own default.
