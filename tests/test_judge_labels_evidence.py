@@ -7,7 +7,9 @@
   out as "out of range", leaving one label class (κ 0.0 instead of scikit-learn's 0.290);
 - a label naming a trial the run does not have (`trial: 5`) was counted as unmatched, but no problem named it;
 - one label between two grades (2.5 on a 1..5 Rubric, a typo or an average of two annotators) was kept as in range,
-  and left the whole metric without a weighted κ ("the labels or the grades are not all whole numbers").
+  and left the whole metric without a weighted κ ("the labels or the grades are not all whole numbers");
+- a label field no result has (`metadata.rewrd`) gave no label and no problem: calibrate said "no label was read (see
+  the problems above)" with nothing above.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 from tracejudge.stages.aggregate.gate import _kappa_check
 from tracejudge.stages.judge.agreement import Pair, agreement_block, metric_agreement
-from tracejudge.stages.judge.labels import Label, LabelSet
+from tracejudge.stages.judge.labels import Label, LabelSet, field_labels
 
 
 def _pairs(n: int, wrong: int = 0) -> list[Pair]:
@@ -111,3 +113,14 @@ def test_a_label_between_two_grades_is_named_and_left_out_not_the_metrics_kappa(
     m = got["metrics"]["quality"]
     assert (m["kind"], m["kappa_kind"], m["n"]) == ("graded", "quadratic", 23), m
     assert m["kappa"] == round(cohen_kappa_score(grades[:23], grades[:23], weights="quadratic"), 6), m
+
+
+def test_a_label_field_no_result_has_is_named_with_the_field_it_may_be_a_slip_for() -> None:
+    results = [{"case_id": f"c{i}", "trial": 0, "metadata": {"reward": float(i % 2), "labels": {"correct": True}}} for i in range(3)]
+    got = field_labels(results, {"TaskCompletion": "metadata.rewrd", "Other": "metadata.labels.corect"})
+    assert got.labels == [] and got.unreadable == 0, got
+    assert got.problems == ["TaskCompletion=metadata.rewrd: no result of this run has a value there (none of its 3); did you mean metadata.reward?",
+                            "Other=metadata.labels.corect: no result of this run has a value there (none of its 3); did you mean "
+                            "metadata.labels.correct?"], got.problems
+    # A field some results have is no problem: the others are simply not labelled.
+    assert field_labels(results + [{"case_id": "c9", "trial": 0, "metadata": {}}], {"TaskCompletion": "metadata.reward"}).problems == []

@@ -281,15 +281,42 @@ def field_labels(results: Iterable[dict[str, Any]], fields: dict[str, str]) -> L
             readable[metric] = path
         except ValueError as exc:
             problems.append(f"{metric}={path}: {exc}")
+    results = list(results)
+    found: set[str] = set()
     for res in results:
         for metric, path in readable.items():
             raw = dig(res, path)  # (`core.field_paths`: a key holding a dot in brackets)
             if raw is None:
                 continue
+            found.add(metric)
             where = f"case {res.get('case_id')!r} {path}"
             try:
                 value, text = _field_value(raw, res)
                 labels.append(Label(str(res["case_id"]), metric, value, int(res.get("trial", 0)), where, text))
             except ValueError as exc:
                 problems.append(f"{where}: label: {exc}")
-    return LabelSet(labels, problems, len(problems))
+    unreadable = len(problems)
+    # A path no result has (`metadata.rewrd`) gives no label and so no problem of any label: calibrate ended "no label was
+    # read (see the problems above)" with none above. It is named, with the field it may be a slip for; it is no label
+    # line, so not counted among those that held none (`unreadable`).
+    for metric, path in readable.items():
+        if metric not in found and results:
+            hint = did_you_mean(path, _field_paths(results), n=1, typo=True)
+            problems.append(f"{metric}={path}: no result of this run has a value there (none of its {len(results)}){f'; {hint}' if hint else ''}")
+    return LabelSet(labels, problems, unreadable)
+
+
+def _field_paths(results: list[dict[str, Any]]) -> set[str]:
+    """The dotted paths of the results' fields three levels deep (`metadata.reward`, `metadata.labels.correct`), the
+    names a label field has, to suggest one for a path no result has."""
+    paths: set[str] = set()
+
+    def walk(node: dict[str, Any], prefix: str, depth: int) -> None:
+        for key, value in node.items():
+            paths.add(prefix + str(key))
+            if isinstance(value, dict) and depth < 3:
+                walk(value, f"{prefix}{key}.", depth + 1)
+
+    for res in results[:50]:  # (enough to see a dataset's fields; a large run need not be walked whole)
+        walk(res, "", 1)
+    return paths
