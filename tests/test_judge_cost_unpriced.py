@@ -144,3 +144,14 @@ def test_the_simulators_dollars_name_the_panel_models_they_are_priced_at() -> No
     assert spend_line(panel("simulator:gpt-4o")).endswith("$0.1068 at simulator:gpt-4o's prices (simulated: nothing was spent)")
     assert spend_line(panel("simulator:gpt-4o-mini", "simulator:gpt-4o")).endswith(
         "$0.1068 at the prices of simulator:gpt-4o-mini and simulator:gpt-4o (simulated: nothing was spent)")
+
+
+def test_a_report_without_summary_still_says_the_simulators_dollars_were_not_spent(tmp_path: Path) -> None:
+    # After a kill (no summary.json) `tracejudge report` rebuilt the judge's spending but not whose judge it was, so the
+    # simulator's dollars read as spent ("$0.0013"), where the run itself said "(simulated: nothing was spent)".
+    run = anyio.run(lambda: runner.run(validate_config(config(tmp_path, "run", {"model": "gpt-4o-mini"}))))
+    assert run.summary["judge"]["cost_usd"] > 0
+    (tmp_path / "run" / "summary.json").unlink()
+    done = cli("report", str(tmp_path / "run"))
+    line = next(x for x in done.stdout.splitlines() if x.startswith("judge: "))
+    assert line.endswith("at gpt-4o-mini's prices (simulated: nothing was spent)"), done.stdout + done.stderr

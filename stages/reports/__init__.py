@@ -331,8 +331,12 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         # whole, is rebuilt from the spend journal (`judge_spend`), and the block says from where.
         limit = (config.judge.max_error_share if config is not None and config.judge is not None else 0.0)
         block = rebuilt_models(run_dir, config, {"max_error_share": limit, **rebuilt_spend(run_dir, spent)})  # (a panel's per model)
-        if config is not None and config.judge is not None and config.judge.samples > 1:
-            block["samples_per_request"] = config.judge.samples  # (as the run's block says it)
+        if config is not None and config.judge is not None:
+            # (whose judge, as the run's block says it: the simulator's dollars were shown as if they had been spent)
+            block.setdefault("model", config.judge.model)
+            block.setdefault("provider", config.judge.provider)
+            if config.judge.samples > 1:
+                block["samples_per_request"] = config.judge.samples  # (as the run's block says it)
         summary["judge"] = judge_block_with(standing_block(block, tally) if tally is not None else block, standing_judge_counts(judged, ()))
     # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
     # key's place, so a diff of summary.json shows what changed, not a shuffle.
