@@ -155,3 +155,14 @@ def test_a_report_without_summary_still_says_the_simulators_dollars_were_not_spe
     done = cli("report", str(tmp_path / "run"))
     line = next(x for x in done.stdout.splitlines() if x.startswith("judge: "))
     assert line.endswith("at gpt-4o-mini's prices (simulated: nothing was spent)"), done.stdout + done.stderr
+
+
+def test_a_report_without_summary_keeps_an_unpriced_models_dollars_unknown(tmp_path: Path) -> None:
+    # Rebuilt from the spend journal after a kill, the dollars of a model without a price read "$0.0000".
+    anyio.run(lambda: runner.run(validate_config(config(tmp_path, "run", {}))))
+    (tmp_path / "run" / "summary.json").unlink()
+    done = cli("report", str(tmp_path / "run"))
+    line = next(x for x in done.stdout.splitlines() if x.startswith("judge: "))
+    assert line.endswith(f"cost unknown (no price for {UNPRICED!r}; give one under judge.prices)"), done.stdout + done.stderr
+    j = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
+    assert (j["cost_usd"], j["priced"], j["spend_source"]) == (None, False, "judge_spend.jsonl"), j

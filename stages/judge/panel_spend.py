@@ -76,7 +76,15 @@ def rebuilt_models(run_dir: Path, config: Any, block: dict[str, Any]) -> dict[st
         return block
     if paid["answered"]:  # (a journal written before answers were marked has none: not known then)
         block = {**block, "answered": paid["answered"]}
-    if config is None or config.judge is None or not config.judge.models or not paid["models"]:
+    if config is None or config.judge is None:
+        return block
+    if not config.judge.models:
+        # One model without a price: its journal holds $0 for each request, which is unknown, never $0 (as the run's own
+        # summary says it); the rebuilt line said "$0.0000" after a kill.
+        if price_for(config.judge.model, config.judge.prices) is None:
+            block = {**block, "priced": False, **({"cost_usd": None} if block.get("input_tokens") or block.get("output_tokens") else {})}
+        return block
+    if not paid["models"]:
         return block
     try:
         priced = {m.name: price_for(m.cfg.model, m.cfg.prices) is not None for m in panel_members(config)}
