@@ -173,3 +173,36 @@ def test_an_id_that_starts_others_names_them_first(tmp_path: Path, data_dir: Pat
     proc = subprocess.run([EXE, "estimate", str(repo / "configs" / "demo.yaml"), "--show-prompt", "0", "--set", f"cache.dir={tmp_path}"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2 and "did you mean 0-0, 0-1, 0-2?" in proc.stderr, proc.stderr
+
+
+
+def test_a_sampled_judges_request_is_shown_with_the_prefix_cache_hint_the_run_sends(yes_server, tmp_path: Path) -> None:
+    # With judge.samples > 1 the run marks a grouped trace for the provider's prefix cache (each sample asks it again);
+    # the request shown lacked the `prompt_cache_key` the run sends.
+    cfg = _config(tmp_path, yes_server.url, "case")
+    data = json.loads(cfg.read_text())
+    data["judge"].update(samples=2, temperature=0.7)
+    cfg.write_text(json.dumps(data))
+    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    sent = {json.dumps(body, sort_keys=True) for _, body in yes_server.requests if "question about short" in json.dumps(body)}
+    shown = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "short", "--json"], capture_output=True, text=True, timeout=120)
+    bodies = [json.loads(line)["body"] for line in shown.stdout.splitlines()]
+    assert len(bodies) == 1 and "prompt_cache_key" in bodies[0] and {json.dumps(bodies[0], sort_keys=True)} == sent, (bodies, sent)
+
+def test_a_panels_requests_are_shown_one_per_member_as_each_is_sent(yes_server, tmp_path: Path) -> None:
+    # With judge.models the section's own model (which asks nothing in a panel) was shown: a panel of gpt-4o-mini and
+    # gpt-4o read as one gpt-4o-mini request.
+    cfg = _config(tmp_path, yes_server.url, "case")
+    data = json.loads(cfg.read_text())
+    data["judge"]["models"] = ["openai:gpt-4o-mini", {"model": "openai:gpt-4o"}]
+    cfg.write_text(json.dumps(data))
+    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    sent = sorted(json.dumps(body, sort_keys=True) for _, body in yes_server.requests if "question about short" in json.dumps(body))
+    shown = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "short", "--json"], capture_output=True, text=True, timeout=120)
+    lines = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert [(x["member"], x["body"]["model"]) for x in lines] == [("openai:gpt-4o-mini", "gpt-4o-mini"), ("openai:gpt-4o", "gpt-4o")], lines
+    assert sorted(json.dumps(x["body"], sort_keys=True) for x in lines) == sent
+    text = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "short"], capture_output=True, text=True, timeout=120).stdout
+    assert "=== request 2 of 2 to panel member openai:gpt-4o: " in text and "\nmodel gpt-4o, max_tokens" in text, text

@@ -87,7 +87,7 @@ from tracejudge.llm.providers import DEFAULT_BASE_URLS
 from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.estimate_judge import CALIBRATION, JudgeEstimate, add_fields
 from tracejudge.stages.judge.estimate_range import MetricEstimate, cost_range, finished_keys, last_run_rate, spent_so_far
-from tracejudge.stages.judge.requests import case_requests
+from tracejudge.stages.judge.requests import case_requests, trace_reused
 
 __all__ = ["CALIBRATION", "MetricEstimate", "estimate", "judge_metrics"]
 
@@ -141,7 +141,7 @@ def estimate(config: RunConfig, fresh: bool = False) -> dict[str, Any]:
     cases = {m.key: MetricEstimate() for m in metrics}  # each metric's cases and no-request counts (once, whatever the judges)
     group_cases: dict[str, int] = {}
     # As the run marks a grouped trace for the prefix cache: asked again by another trial, calibration, sample or judge.
-    reused = config.run.trials > 1 or cfg.calibration is not None or len(judges) * cfg.samples > 1
+    reused = trace_reused(config, len(judges))
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
     invalid = 0

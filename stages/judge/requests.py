@@ -15,7 +15,7 @@ from typing import Any
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, group_plans, grouped_plan
 
-__all__ = ["Asked", "case_requests", "group_keys", "per_question"]
+__all__ = ["Asked", "case_requests", "group_keys", "per_question", "trace_reused"]
 
 
 @dataclass
@@ -33,6 +33,13 @@ class Asked:
     questions: list[list[Question]]
     batchable: bool
     metrics: int = 1
+
+
+def trace_reused(config: Any, judges: int) -> bool:
+    """Whether a case's grouped trace is asked more than once, so the run marks it for the provider's prefix cache
+    (`grouped_plan`): by another trial, the calibration sample, another sample or another of the run's `judges`."""
+    cfg = config.judge
+    return config.run.trials > 1 or (cfg is not None and (cfg.calibration is not None or judges * cfg.samples > 1))
 
 
 def per_question(metric: JudgeMetric, cfg: Any) -> bool:

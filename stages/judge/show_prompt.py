@@ -7,12 +7,13 @@ requests for one case exactly as the run builds them — the same grouping
 left out, fields cut), the same fence around the trace — and returns them
 without sending anything. With `judge.items_per_request` > 1 the run gathers
 several cases' items in one request; the request shown asks this case's
-questions alone, as the run asks an item it could not group.
+questions alone, as the run asks an item it could not group. With a panel (`judge.models`) each member's requests are
+shown, built with its own settings (model, structured output, tokenizer), as the run sends one to each.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tracejudge.core import registry
@@ -22,7 +23,7 @@ from tracejudge.core.records import Case
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.llm.wire.records import JudgeRequest
 from tracejudge.stages.judge.client import request_tokens
-from tracejudge.stages.judge.requests import case_requests, fitted_requests
+from tracejudge.stages.judge.requests import case_requests, fitted_requests, trace_reused
 
 __all__ = ["Shown", "prompts_for"]
 
@@ -35,6 +36,7 @@ class Shown:
     `omitted` middle steps were left out and `cut` sections shortened to fit (empty: sent whole);
     `asked` is how many questions it asks, `of` how many the metric had (fewer: items the fitted prompt could not show).
     A sent request's `why` says why it was asked alone (its group's request could not fit), else is empty.
+    `judge` is the judge section it is sent with (a panel member's own); `member` names that member (empty without a panel).
     """
 
     key: str
@@ -45,6 +47,8 @@ class Shown:
     asked: int = 0
     of: int = 0
     why: str = ""
+    judge: JudgeConfig | None = None
+    member: str = ""
 
 
 def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
@@ -75,7 +79,7 @@ def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
             continue
         readable += 1
         if case.id == case_id:
-            return _shown(case, metrics, cfg, trial, reused=config.run.trials > 1 or cfg.calibration is not None)
+            return _per_member(config, case, metrics, trial)
         if len(seen) < 100_000:  # (enough to suggest from; the file is read to its end all the same)
             seen.append(case.id)
     # An id that is the start of others' (`0` for τ-bench's `0-0`, `0-1`: the task without its trial) names those first;
@@ -84,6 +88,25 @@ def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
     hint = f"did you mean {', '.join(extended)}?" if extended else did_you_mean(case_id, seen, typo=True)
     raise TracejudgeError(f"--show-prompt: no case with id {case_id!r} in {config.dataset.path} ({readable:,} readable cases)"
                       f"{'; ' + hint if hint else ''}")
+
+
+def _per_member(config: RunConfig, case: Case, metrics: list[Any], trial: int) -> list[Shown]:
+    """Each judge's requests about `case`: the section's own, or every panel member's, built with its own settings (the
+    section's model asks nothing in a panel: shown as it was, a panel of gpt-4o alone read as gpt-4o-mini's request).
+    A metric decided without a request is said once, not once per member."""
+    from tracejudge.stages.judge.panel import panel_members
+
+    cfg = config.judge or JudgeConfig()
+    # (marked for the prefix cache as the run marks it: a trace asked again by a trial, sample or member carries the hint)
+    reused = trace_reused(config, len(cfg.models or [cfg.model]))
+    if not cfg.models:
+        return [replace(s, judge=cfg) for s in _shown(case, metrics, cfg, trial, reused)]
+    out: list[Shown] = []
+    for i, member in enumerate(panel_members(config)):
+        for s in _shown(case, metrics, member.cfg, trial, reused):
+            if i == 0 or s.req is not None or s.tokens:
+                out.append(replace(s, judge=member.cfg, member=member.name if s.req is not None or s.tokens else ""))
+    return out
 
 
 def _shown(case: Case, metrics: list[Any], cfg: JudgeConfig, trial: int, reused: bool) -> list[Shown]:

@@ -78,7 +78,7 @@ from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
 from tracejudge.stages.judge.panel import make_judges, panel_members, simulator_cache_name
 from tracejudge.stages.judge.repeat import sample_trial
-from tracejudge.stages.judge.requests import per_question
+from tracejudge.stages.judge.requests import per_question, trace_reused
 from tracejudge.stages.judge.resources import JudgeResources, api_key, local_resources
 from tracejudge.stages.judge.settling import PLANNED, Planned, Probing, conclude, grouping, planned, settle_cached, slot
 from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary, segment_telemetry  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
@@ -281,7 +281,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
             async def ask_group(members: list[JudgeMetric]) -> None:
                 group = [mine[m.key] for m in members]
-                gp = grouped_plan(group, reused=config.run.trials > 1 or cfg.calibration is not None or len(judges) * cfg.samples > 1)
+                gp = grouped_plan(group, reused=trace_reused(config, len(judges)))
                 group_slot = f"{case.id}|group|{work.trial}{suffix}"
                 if cfg.items_per_request > 1:
                     key = (tuple(type(p.metric).__name__ for p in group), trial, id(judge))

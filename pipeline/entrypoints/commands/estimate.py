@@ -186,12 +186,13 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
 
     shown = prompts_for(config, args.show_prompt)
     out = sys.stdout
-    cfg = config.judge
-    protocol, structured = protocol_of(cfg) if cfg is not None else ("openai", "json_schema")
     if args.json:
         for s in shown:
+            # (each request with the settings of the judge it goes to: a panel member's protocol and structured output)
+            protocol, structured = protocol_of(s.judge) if s.judge is not None else ("openai", "json_schema")
             body = build_payload(protocol, s.req, structured) if s.req is not None else None
-            out.write(json.dumps({"case_id": args.show_prompt, "trial": 0, "metric": s.key, "sent": s.req is not None,
+            out.write(json.dumps({"case_id": args.show_prompt, "trial": 0, "metric": s.key, **({"member": s.member} if s.member else {}),
+                                  "sent": s.req is not None,
                                   "prompt_tokens": s.tokens, "omitted_steps": s.omitted, "cut": list(s.cut), "asked": s.asked,
                                   "questions": s.of, "why": s.why, "body": body}) + "\n")
         return EXIT_OK
@@ -199,13 +200,13 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
     def say(text: str) -> None:
         out.write(visible(text) + "\n")
 
-    model = cfg.model if cfg is not None else "gpt-4o-mini"
     for s in shown:
         if s.req is None and not s.tokens:
             say(f"=== {s.key} (case {args.show_prompt}): {s.why}")
     sent = [s for s in shown if s.req is not None or s.tokens]
     for i, s in enumerate(sent, 1):
-        head = f"=== request {i} of {len(sent)}: {s.key} (case {args.show_prompt}, trial 0), {s.tokens:,} prompt tokens"
+        to = f" to panel member {s.member}" if s.member else ""
+        head = f"=== request {i} of {len(sent)}{to}: {s.key} (case {args.show_prompt}, trial 0), {s.tokens:,} prompt tokens"
         if s.req is None:
             say(f"{head}: not sent: {s.why}")
             continue
@@ -224,7 +225,7 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             + ("; invisible characters (zero-width, bidirectional, tags) shown as \\u{NNNN}" if invisible else "")
             + ("; a backslash before xNN, u{…} or a control or invisible character shown doubled" if doubled else "")
             + (" (--json gives the request exactly)" if controls or invisible or doubled else ""))
-        say(f"model {model}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
+        say(f"model {s.judge.model if s.judge is not None else 'gpt-4o-mini'}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
         for m in s.req.messages:
             say(f"--- {m['role']}")
             say(m["content"])

@@ -53,7 +53,7 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
     from tracejudge.stages.judge.base import JudgeMetric
     from tracejudge.stages.judge.client import build_request, parse_answers, request_tokens
     from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
-    from tracejudge.stages.judge.requests import case_requests
+    from tracejudge.stages.judge.requests import case_requests, trace_reused
 
     cfg = config.judge or JudgeConfig()
     metrics = [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]
@@ -70,7 +70,7 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
     tok = spec_of(cfg)
     items: dict[str, list[Item]] = {}
     for case in chosen:
-        asked, _ = case_requests(case, metrics, cfg, reused=config.run.trials > 1 or cfg.calibration is not None)
+        asked, _ = case_requests(case, metrics, cfg, reused=trace_reused(config, 1))  # (as the run marks its traces: samples too)
         for a in asked:
             if cfg.items_per_request > 1 and a.batchable:
                 items.setdefault(a.key, []).append(Item(a.plan, 0, f"{case.id}|{a.key}|0"))
