@@ -191,3 +191,19 @@ def test_a_panel_is_benched_one_member_at_a_time(tmp_path):
     _, report = bench(str(cfg), "--model", "simulator:gpt-4o", "--requests", "6", "--duration", "1", cwd=tmp_path)
     assert report["model"] == "gpt-4o" and report["projection"]["requests"] == 5, report["projection"]
     assert report["projection"]["modes"]["sync"]["usd"] > 0.0005  # gpt-4o's $2.50 per M input tokens, not gpt-4o-mini's $0.15
+
+
+def test_a_sampled_judges_bench_requests_carry_the_prefix_cache_hint_the_run_sends(tmp_path):
+    # Each sample asks a grouped trace again, so the run marks it for the provider's prefix cache; the bench built its
+    # requests without the mark, measuring another cached-token share than the run gets.
+    from _runs import native_case, write_dataset
+    from tracejudge.core.config import load_config
+    from tracejudge.entrypoints.judge_bench.requests import build_sample
+
+    write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["a"], [f"tool_{i}"]) for i in range(3)])
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": "cases.jsonl", "format": "native"},
+                               "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}],
+                               "judge": {"provider": "simulator", "model": "gpt-4o-mini", "samples": 2, "temperature": 0.7}}))
+    requests = build_sample(load_config(cfg), 3)
+    assert requests and all(r.request.cache_prefix > 0 for r in requests), [r.request.cache_prefix for r in requests]
