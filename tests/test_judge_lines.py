@@ -15,3 +15,13 @@ def test_the_repairs_line_names_what_its_rate_counts_when_other_errors_leave_sco
     assert "85.0% of judged scores left without a verdict by a reply that could not be read" in repairs, repairs
     assert "other judge errors are counted apart" in repairs, repairs
     assert "judge errors: parse_error 17, server_error 3" in lines, lines
+
+
+def test_requests_answered_429_are_said_on_the_terminal_not_only_in_the_summary() -> None:
+    # A strict provider's 429s were in summary.json (`judge.rate_limited`) and no line the run printed said so.
+    base = {"judge": {"requests": 80, "cache_hits": 0, "input_tokens": 1000, "output_tokens": 100, "cost_usd": 0.01}, "status": {"ok": 80}}
+    assert not any("429" in line for line in judge_lines(base))
+    lines = judge_lines({**base, "judge": {**base["judge"], "rate_limited": 11}})
+    assert "judge 429s: 11 requests were answered 429 (rate limited) and retried after the server's wait" in "\n".join(lines)
+    one = judge_lines({**base, "judge": {**base["judge"], "rate_limited": 1}})
+    assert any(line.startswith("judge 429s: 1 request was answered 429") for line in one)

@@ -110,6 +110,9 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(error_line(j["error_kinds"], j.get("first_error"), where_of(j.get("first_error"))) or "")
     if line := _timeouts_line(j):
         lines.append(line)
+    if answered := int(j.get("rate_limited") or 0):  # (each was retried: a result left without a verdict by one is counted below)
+        lines.append(f"judge 429s: {answered} {'request was' if answered == 1 else 'requests were'} answered 429 (rate limited) and "
+                     "retried after the server's wait; limits.rpm and limits.tpm at the provider's limits send within them")
     limited = (summary.get("status") or {}).get("rate_limited", 0)
     if limited:
         lines.append(f"judge quota: {limited} results ended rate_limited ({j.get('quota_stopped', 0)} without a request once the daily quota "
