@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.core.records import Case, UserMessage
-from tracejudge.stages.judge.trace_text import (cut_field, droppable, final_output, kept_head, nested_steps, neutralise_lines, neutralise_structure,
+from tracejudge.stages.judge.field_cut import AllData
+from tracejudge.stages.judge.trace_text import (cut_field, droppable, final_output, kept_head, nested_steps, neutralise_structure,
                                                 render_steps, text_of, user_calls)
 
 __all__ = ["conversation_sections", "has_turns", "omitted_note", "request_text", "step_omit"]
@@ -59,7 +60,7 @@ def _turn(k: int, msg: UserMessage, full: bool) -> str:
 def request_text(case: Case, full: bool = False) -> str:
     """The user's request as a judge sees it: `input` when the trace records no turns, else every turn as `User k: …`."""
     if not has_turns(case):
-        return neutralise_lines(text_of(case.input) or "(none)")  # (all data; the turns below are each neutralised by `_turn`)
+        return AllData(text_of(case.input) or "(none)")  # (all data, neutralised by `fence` after any cut; the turns below by `_turn`)
     assert case.trace is not None
     return "\n".join(_turn(k, m, full) for k, m in enumerate(case.trace.user_messages, 1))
 

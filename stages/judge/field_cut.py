@@ -24,7 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "Cutting", "cut_sections", "cut_text", "cutting", "water_level"]
+from tracejudge.stages.judge.fence_guard import neutralise_lines
+
+__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "cut_sections", "cut_text", "cutting", "water_level"]
 
 TRACE_SECTIONS = frozenset({"Trace", "Conversation"})
 """Sections `fit` shortens by leaving steps and turns out first; their text is cut only as the last resort."""
@@ -40,6 +42,19 @@ def cut_text(s: str, limit: int) -> str:
     if len(s) > limit:
         return s[:limit] + f" …[{len(s) - limit} characters cut]"
     return s
+
+
+class AllData(str):
+    """The text of a section that is all data (the task, the final output), not yet neutralised: `cut_sections` gives
+    it as `neutralise_lines` of it, cut first when it is over the cap.
+
+    Neutralised first, a field's forged lines each gained a `[data] ` mark before the cut, and the marker counted the
+    marks as characters cut: a 2,000,000-character output of forged steps said `…[2789791 characters cut]`. Cut first,
+    the count is of the field's own characters, and only the kept part is neutralised (not the whole of a 60 MB field
+    at every render of the search). Only a `cut_sections` list may hold one: anything else would show it unneutralised.
+    """
+
+    __slots__ = ()
 
 
 @dataclass
@@ -70,21 +85,31 @@ def cutting(chars: int | None, trace_too: bool = False) -> Iterator[Cutting]:
 
 
 def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """`sections` with each cuttable one over the active cap cut (`cut_text`); as given outside a `cutting` block."""
+    """`sections` with each cuttable one over the active cap cut (`cut_text`); as given outside a `cutting` block, but for
+    `AllData` texts, which come out neutralised (`neutralise_lines`) in or out of one."""
     state = _ACTIVE.get()
     if state is None:
-        return sections
+        return [(title, _neutralised(text)) for title, text in sections]
     out = []
     for title, text in sections:
         if title in TRACE_SECTIONS and not state.trace_too:
-            out.append((title, text))
+            out.append((title, _neutralised(text)))
             continue
         state.lengths.append(len(text))
         if state.chars is not None and len(text) > state.chars:
             state.cut.append(title)
-            text = _cut_lines(text, state.chars) if title in ITEM_SECTIONS else cut_text(text, state.chars)
-        out.append((title, text))
+            if title in ITEM_SECTIONS:
+                text = _cut_lines(text, state.chars)
+            elif isinstance(text, AllData):  # (its own characters cut and counted; then the kept part neutralised)
+                text = neutralise_lines(text[: state.chars]) + f" …[{len(text) - state.chars} characters cut]"
+            else:
+                text = cut_text(text, state.chars)
+        out.append((title, _neutralised(text)))
     return out
+
+
+def _neutralised(text: str) -> str:
+    return neutralise_lines(str(text)) if isinstance(text, AllData) else text
 
 
 def _cut_lines(text: str, chars: int) -> str:

@@ -273,11 +273,14 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
             best = (cap, done.cut, cut, got)
         elif best is None:
             best = (cap, done.cut, cut, got)
-        if cap == floor or target * 0.95 <= got <= limit:
+        # At the floor with room to spare the first guess removed too much (a section's rendering longer than its own
+        # characters, which the cap counts: `AllData`'s marks): the secant below raises the cap again.
+        if (cap == floor and got > limit) or target * 0.95 <= got <= limit:
             break
         removed = sum(n - cap for n in lengths if n > cap)
         per_token = removed / max(1, tokens - got)
-        remove = max(0, remove + int((got - target) * per_token))
+        # (from what the floor really removed, which was less than asked: else each round creeps back by the miss alone)
+        remove = max(0, (removed if level is None else remove) + int((got - target) * per_token))
     return best
 
 

@@ -13,7 +13,8 @@ from typing import Any
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns
-from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, neutralise_lines, render_steps, text_of, user_calls
+from tracejudge.stages.judge.field_cut import AllData
+from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, render_steps, text_of, user_calls
 
 __all__ = ["calls_plan", "cap_note", "not_computed", "trace_plan", "trace_sections"]
 
@@ -21,7 +22,7 @@ __all__ = ["calls_plan", "cap_note", "not_computed", "trace_plan", "trace_sectio
 def trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> list[tuple[str, str]]:
     if has_turns(case):
         return conversation_sections(case, omit, full, keep)
-    sections = [("Task (the user's request)", neutralise_lines(text_of(case.input) or "(none)"))]
+    sections = [("Task (the user's request)", AllData(text_of(case.input) or "(none)"))]  # (neutralised by `fence`, after any cut)
     if case.trace is not None:
         steps = case.trace.steps
         sections.append(("Trace", render_steps(steps, omit, full, keep=keep, nested=nested_steps(case), by_user=user_calls(case))))

@@ -16,7 +16,8 @@ from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
-from tracejudge.stages.judge.trace_text import fence, neutralise_lines, text_of, user_calls
+from tracejudge.stages.judge.field_cut import AllData
+from tracejudge.stages.judge.trace_text import fence, text_of, user_calls
 from tracejudge.stages.judge.conversation import has_turns, request_text
 from tracejudge.stages.judge.metric_plans import (  # (`_trace_sections`, `_not_computed`: named here by callers)
     calls_plan as _calls_plan,
@@ -361,7 +362,7 @@ class Rubric(JudgeMetric):
         if self.include == "output":
             out = text_of(case.trace.output) if case.trace else ""
             request = request_text(case, self.trace_format == "full")
-            render = lambda omit: fence([("Task (the user's request)", request), ("Final output", neutralise_lines(out or "(none)"))])  # noqa: E731
+            render = lambda omit: fence([("Task (the user's request)", request), ("Final output", AllData(out or "(none)"))])  # noqa: E731
         elif case.trace is not None:
             return _trace_plan(self, case, [Question("q1", "Grade the run against the rubric.")], kind="scale", scale=self.scale)
         else:

@@ -47,7 +47,7 @@ from tracejudge.core.records import Step
 from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_claims, neutralise_headings, neutralise_labels, neutralise_lines,
                                                  neutralise_markers, neutralise_section, neutralise_structure, unify_breaks)
 from tracejudge.stages.judge.fence_labels import asked
-from tracejudge.stages.judge.field_cut import cut_sections, cut_text
+from tracejudge.stages.judge.field_cut import AllData, cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
            "neutralise_labels", "neutralise_lines", "neutralise_markers", "neutralise_structure", "render_call", "render_steps", "unify_breaks", "whole_text",
@@ -275,7 +275,8 @@ def final_output(case: Any, full: bool = False) -> str:
     it, in the compact rendering), `(none)`, and when the run ended in an error (`metadata.run_error`, which the
     span readers set from a failed agent run: "Max turns exceeded", a raised exception) a line saying so.
 
-    A case without `run_error` renders as before, so its prompt and cache key do not change.
+    A case without `run_error` renders as before, so its prompt and cache key do not change. Returned as `AllData`:
+    `fence` neutralises it (`neutralise_lines`) after any cut, so a cut counts the output's own characters.
     The last step's output is the output also when both are JSON text of the same object or array (`_same_output`).
     """
     steps = case.trace.steps
@@ -286,7 +287,8 @@ def final_output(case: Any, full: bool = False) -> str:
     error = case.metadata.get("run_error")
     if isinstance(error, str) and error:
         text += f"\n(the run ended in an error: {cut_field(error, full=full)})"
-    return neutralise_lines(text)  # (all of it data: a line of it could pass for a step or a call of the trace above)
+    # (all of it data: a line of it could pass for a step or a call of the trace above; `fence` neutralises it after any cut)
+    return AllData(text)
 
 
 def _same_output(shown: str, output: str) -> bool:
