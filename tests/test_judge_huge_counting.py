@@ -113,3 +113,24 @@ def test_a_group_of_items_is_over_the_window_as_its_count_says_and_a_huge_one_is
     counted: list[int] = []
     monkeypatch.setattr(fit, "request_tokens", lambda r, tok=None: counted.append(1) or 0)
     assert anyio.run(fit.exceeds, req("a" * 6_000_000), 16_000, None) and not counted
+
+
+def test_a_prompt_huge_in_its_steps_is_rendered_whole_once(monkeypatch):
+    # Nothing but the steps is large: neither the clipped count nor the field cut can use another whole render (each
+    # is seconds for 100,000 steps), only leaving steps out can make it fit.
+    renders: list[int] = []
+    real = fit.build_request
+
+    def spy(plan, questions, cfg, omit):
+        req = real(plan, questions, cfg, omit)
+        renders.append(sum(len(m["content"]) for m in req.messages))
+        return req
+
+    monkeypatch.setattr(fit, "build_request", spy)
+    steps = [{"thought": f"step {i} reads row {i}", "tool_calls": [{"name": "read_row", "arguments": {"row": i}, "result": f"value {i % 97}"}]}
+             for i in range(20_000)]
+    case = Case.model_validate({"id": "c", "input": "Sum the ledger", "trace": {"steps": [*steps, {"output": "summed"}], "output": "42"}})
+    plan = TaskCompletion().plan(case)
+    fitted = fit.fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=8000))
+    assert fitted.fits and fitted.omit and not fitted.cut
+    assert max(renders) > 1_048_576 and sum(1 for n in renders if n > 1_048_576) == 1

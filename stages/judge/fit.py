@@ -183,19 +183,22 @@ def _shown(plan: Plan, questions: list[Question], cfg: JudgeConfig, keep: int) -
 
 
 def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
-    req = build_request(plan, questions, cfg, 0)
+    # (measured while rendered, the request unchanged: no render of a huge prompt again only to learn its sections' lengths)
+    with cutting(None) as measured:
+        req = build_request(plan, questions, cfg, 0)
     # The output the request really asks for: a grouped request asks max_tokens for each of its metrics.
     limit = cfg.context_tokens - req.max_tokens
     tok = spec_of(cfg)
     factor = tok if isinstance(tok, float) else 1.0
     if prompt_bytes(req) * factor <= limit and not isinstance(tok, str):
         return Fitted(req, 0, 0, True)
-    tokens, clip, counted, seen = _count(plan, questions, cfg, 0, req, limit, tok, trace_too=False)
+    tokens, clip, counted = _count(plan, questions, cfg, 0, req, limit, tok, measured.lengths, trace_too=False)
     if tokens <= limit:
         return Fitted(req, 0, tokens, True)
     if cfg.too_long != "truncate":
         return Fitted(req, 0, tokens, False, over=clip is not None)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, counted, tokens, limit, tok, trace_too=False, floor=FIELD_CHARS, clip=clip, seen=seen)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, counted, tokens, limit, tok, trace_too=False, floor=FIELD_CHARS, clip=clip,
+                                          seen=measured.lengths)
     if ctokens <= limit:
         return Fitted(creq, 0, ctokens, True, cap, cut)
     with cutting(cap):
@@ -204,10 +207,11 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
         fitted.cap, fitted.cut = cap, cut
         return fitted
     everything = droppable(plan.steps, plan.keep) + max(0, plan.turns - 2)
-    bare = build_request(plan, questions, cfg, everything)
-    btokens, bclip, bcounted, bseen = _count(plan, questions, cfg, everything, bare, limit, tok, trace_too=True)
+    with cutting(None, trace_too=True) as measured:
+        bare = build_request(plan, questions, cfg, everything)
+    btokens, bclip, bcounted = _count(plan, questions, cfg, everything, bare, limit, tok, measured.lengths, trace_too=True)
     cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, bcounted, btokens, limit, tok, trace_too=True, floor=_LAST_FLOOR,
-                                          clip=bclip, seen=bseen)
+                                          clip=bclip, seen=measured.lengths)
     # Cutting the trace's own text could cut the calls or steps asked about: then the judge is not asked at all.
     if ctokens <= limit and not (plan.keep and TRACE_SECTIONS.intersection(cut)):
         return Fitted(creq, everything, ctokens, True, cap, cut)
@@ -215,8 +219,8 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
 
 
 def _count(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, limit: int, tok: Spec,
-           *, trace_too: bool) -> tuple[int, int | None, JudgeRequest, list[int] | None]:
-    """`(tokens, clip, counted, lengths)`: `req`'s prompt tokens, exactly — or, for a prompt far over the window, a lower bound.
+           lengths: list[int], *, trace_too: bool) -> tuple[int, int | None, JudgeRequest]:
+    """`(tokens, clip, counted)`: `req`'s prompt tokens, exactly — or, for a prompt far over the window, a lower bound.
 
     Counting a huge prompt exactly costs what its size costs (tiktoken: 46 s for a 60 MB field of one letter
     repeated, 0.7 µs a character), and all it decides is that the prompt does not fit and how much to cut. So a
@@ -224,21 +228,21 @@ def _count(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, r
     section clipped to `clip` = `_CLIP_PER_TOKEN` × `limit` characters (`counted`, the cut marker included):
     when that count is over `limit` by more than a marker, the whole prompt cannot fit either and every cut that
     fits cuts those sections below `clip`, so the cut is searched from the clipped request; `tokens` is then that
-    count, a lower bound (`Fitted.over`), and `lengths` the cuttable sections' characters. Text of more characters a token than the clip assumes (a run of one
+    count, a lower bound (`Fitted.over`). Text of more characters a token than the clip assumes (a run of one
     character) clips at 8 times the characters, and so on, up to counting the whole prompt exactly (`clip` None).
+    `lengths`: the cuttable sections' characters (`Cutting.lengths` of `req`'s render); when none is over the clip the
+    size is in what is never cut here (the steps), and the prompt is counted whole without rendering it again.
     """
     chars = sum(len(m["content"]) for m in req.messages)
     clip = _CLIP_PER_TOKEN * limit
-    while chars > max(_HUGE_CHARS, clip):
-        with cutting(clip, trace_too) as done:
+    while chars > max(_HUGE_CHARS, clip) and any(n > clip for n in lengths):
+        with cutting(clip, trace_too):
             counted = build_request(plan, questions, cfg, omit)
-        if not done.cut:  # nothing is over the clip: the size is in what is never cut here (the steps)
-            break
         tokens = request_tokens(counted, tok)
         if tokens > limit + _MARKER_TOKENS:
-            return tokens, clip, counted, done.lengths
+            return tokens, clip, counted
         clip *= 8
-    return request_tokens(req, tok), None, req, None
+    return request_tokens(req, tok), None, req
 
 
 def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, tokens: int, limit: int, tok: Spec,
@@ -248,8 +252,8 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
     The characters to remove are estimated from the prompt's own characters per token, then corrected in a few
     rounds by the miss; when even `floor` is not enough, the sections are cut at `floor` (the caller goes on
     leaving steps out). `(None, [], req, tokens)` when no section can be cut. `req` and `tokens` may be the
-    request with its sections clipped to `clip` characters (`_count`, which measured the sections: `seen`): the
-    search then works on clipped lengths.
+    request with its sections clipped to `clip` characters (`_count`): the search then works on clipped lengths.
+    `seen`: the sections' characters, measured as the uncut request was rendered (None: measured here).
     """
     if seen is None:
         with cutting(None, trace_too) as measured:
