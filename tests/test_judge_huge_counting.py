@@ -5,11 +5,13 @@ for; all the count decides is that the prompt does not fit and how much to cut. 
 with its cuttable sections clipped first, and the fitted request is what a full count would have allowed: under the
 window, the section cut with a marker that counts the characters cut from the whole field. tiktoken's regex gives up
 on a run of about a million whitespace characters followed by other text; such a text is counted in pieces.
+A long run of spaces in an output is planned by Faithfulness at once too (its claims' line breaks).
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -19,7 +21,7 @@ from tracejudge.core.records import Case
 from tracejudge.llm.prefix_cache import PrefixCache
 from tracejudge.llm.tokens import counter_for, encode
 from tracejudge.stages.judge.client import request_tokens
-from tracejudge.stages.judge.metrics import TaskCompletion
+from tracejudge.stages.judge.metrics import Faithfulness, TaskCompletion
 
 STEPS = [{"tool_calls": [{"name": "read_ledger", "arguments": {"file": "ledger.csv"}, "result": "rows: 3"}]}, {"output": "summed"}]
 
@@ -134,3 +136,16 @@ def test_a_prompt_huge_in_its_steps_is_rendered_whole_once(monkeypatch):
     fitted = fit.fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=8000))
     assert fitted.fits and fitted.omit and not fitted.cut
     assert max(renders) > 1_048_576 and sum(1 for n in renders if n > 1_048_576) == 1
+
+
+def test_faithfulness_plans_an_output_holding_a_long_run_of_spaces_at_once():
+    # Its claims' line breaks were found by a regex tried at every character of the run, each try scanning the rest of
+    # it: 60,000 spaces took about 25 s, the 3,000,000 of a padded output hours, and the run stalled before its first result.
+    output = "report:" + " " * 60_000 + "total 42.\n  Every row adds up."
+    case = Case.model_validate({"id": "c", "input": "Sum the ledger",
+                                "trace": {"steps": STEPS, "output": output, "retrieved": [{"content": "rows 10, 12, 20"}]}})
+    began = time.perf_counter()
+    plan = Faithfulness().plan(case)
+    assert time.perf_counter() - began < 2
+    text = plan.render(0)
+    assert "Claim 1: report:" + " " * 60_000 + "total 42." in text and "Claim 2: Every row adds up." in text
