@@ -123,3 +123,34 @@ def test_a_folder_holding_its_own_report_is_not_written_over(tmp_path: Path) -> 
     (tmp_path / "other" / "report.md").write_text("mine\n")
     assert _tj("run", "c.yaml", "--no-progress", "--run-dir", "../other", "--fresh", cwd=work).returncode == 0
     assert (tmp_path / "other" / "report.md").read_text() == "mine\n" and (tmp_path / "other-2" / "results.jsonl").exists()
+
+
+def test_a_web_projects_manifest_or_a_dataset_named_traces_jsonl_is_not_written_over(tmp_path: Path) -> None:
+    # A folder's own manifest.json (a web app's) made it pass for a run directory, and the run replaced it.
+    work = tmp_path / "work"
+    work.mkdir()
+    write_dataset(work / "cases.jsonl", [native_case("c1", ["lookup"], ["lookup"])])
+    (work / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\n")
+    pwa = '{"name": "My PWA", "start_url": "/", "icons": []}\n'
+    (work / "manifest.json").write_text(pwa)
+    (work / "traces.jsonl").write_text("{}\n")
+    refused = _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", cwd=work)
+    assert refused.returncode == 2 and "holds manifest.json, traces.jsonl, which a run writes" in refused.stderr, refused.stderr
+    assert (work / "manifest.json").read_text() == pwa and (work / "traces.jsonl").read_text() == "{}\n"
+    assert _tj("run", "c.yaml", "--no-progress", "--run-dir", ".", "--fresh", cwd=work).returncode == 0
+    assert (work / "manifest.json").read_text() == pwa and (tmp_path / "work-2" / "results.jsonl").exists()
+
+
+def test_every_file_a_run_writes_is_one_a_folder_no_run_made_is_checked_for(tmp_path: Path) -> None:
+    # The list `foreign_files` checks stays the run's: a run with a live target, a judge and a budget journal.
+    from tracejudge.engine.run_state import RUN_WRITES
+
+    (tmp_path / "agent.py").write_text("def respond(request):\n    return {'output': 'done'}\n")
+    write_dataset(tmp_path / "cases.jsonl", [{"id": "c1", "input": "q"}])
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\ntarget: {kind: python, callable: agent:respond}\n"
+                                     "metrics: [{type: Contains, value: done}, {type: TaskCompletion}]\n"
+                                     "judge: {provider: simulator, model: gpt-4o-mini}\nbudget: {max_cost_usd: 5}\nrun: {dir: run}\n")
+    done = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = {p.name for p in (tmp_path / "run").iterdir()}
+    assert written - set(RUN_WRITES) == set() and {"traces.jsonl", "manifest.json", "results.jsonl"} <= written

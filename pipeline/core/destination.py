@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tracejudge.core.errors import TracejudgeError
 
-__all__ = ["check", "replacing", "runs_around"]
+__all__ = ["check", "replacing", "run_manifest", "runs_around"]
 
 # What makes a folder a run directory (`engine.store`'s RESULTS and MANIFEST; `engine.shards.expand` reads them so).
 _RUN_FILES = ("results.jsonl", "manifest.json")
@@ -90,10 +90,12 @@ def runs_around(path: Path) -> list[Path]:
     of a run (one with a `config_hash`: a web project's `manifest.json` makes no run directory of its folder)."""
     if str(path) == "-":
         return []
-    return [d for d in path.resolve().parents if (d / _RUN_FILES[0]).is_file() or _run_manifest(d / _RUN_FILES[1])]
+    return [d for d in path.resolve().parents if (d / _RUN_FILES[0]).is_file() or run_manifest(d / _RUN_FILES[1])]
 
 
-def _run_manifest(path: Path) -> bool:
+def run_manifest(path: Path) -> bool:
+    """Whether `path` is a run's `manifest.json`: a regular JSON file holding an object with a `config_hash` (a web
+    project's `manifest.json`, a FIFO, a missing or unreadable file are not)."""
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode) or st.st_size > 16 << 20:  # (a FIFO would block; a run's manifest is a few KiB)

@@ -10,8 +10,8 @@ interrupted). Reading never runs code and never writes.
   started from another folder than this process's; without a record, its shape with CONFIG to fill in
   (with the shard's `--shard I/N` when the manifest records one).
 - `run_state(run_dir)`: a `RunState` (state word, standing results, resume command, holder).
-- `foreign_reports(run_dir)`: the report files a folder holds that no run wrote (no manifest, results, checkpoint or
-  configs.jsonl beside them): a run there would overwrite them.
+- `foreign_files(run_dir)`: the files a run writes that a folder no run made holds (no results, no run's manifest):
+  a run there would overwrite them.
 """
 
 from __future__ import annotations
@@ -22,23 +22,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.destination import run_manifest
 from tracejudge.engine import store
 
-__all__ = ["RunState", "foreign_reports", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
+__all__ = ["RUN_WRITES", "RunState", "foreign_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
 
 
-_REPORTS = (store.SUMMARY, *store.REPORT_NAMES)
-_RUN_FILES = (store.MANIFEST, store.RESULTS, store.CHECKPOINT, "configs.jsonl")
+# Every file a run may write in its directory (`.lock` aside, which it removes): a folder no run made that holds one is
+# refused as `run.dir` (`foreign_files`), since the run would overwrite or append to it. A test runs a run and checks it
+# wrote no other.
+RUN_WRITES = (store.MANIFEST, store.RESULTS, store.INDEX, store.CHECKPOINT, store.SUMMARY, *store.REPORT_NAMES, "configs.jsonl",
+              "cursor.json", "cursor.ids", "traces.jsonl", "batches.jsonl", "judge_spend.jsonl", "judge_run_id", "case_digests.txt")
 
 
-def foreign_reports(run_dir: Path) -> list[str]:
-    """The names of the files a run writes at its end (`summary.json`, `report.md`, `report.html`, `junit.xml`) that
-    `run_dir` holds although nothing in it says a run made it (none of `manifest.json`, `results.jsonl`,
-    `checkpoint.json`, `configs.jsonl`, which a run writes before any report): a user's own `report.md` in the folder
-    given as `--run-dir .`. `[]` for a run directory, an empty folder or one holding other files only."""
-    if any((run_dir / name).exists() for name in _RUN_FILES):
+def foreign_files(run_dir: Path) -> list[str]:
+    """The names of the files a run writes (`RUN_WRITES`) that `run_dir` holds although no run made it: it has no
+    `results.jsonl` and no run's `manifest.json` (`destination.run_manifest`: a web project's `manifest.json` is none),
+    which a run writes before anything else. A user's own `report.md` or `manifest.json` in the folder given as
+    `--run-dir .`. `[]` for a run directory, an empty folder or one holding other files only."""
+    if (run_dir / store.RESULTS).exists() or run_manifest(run_dir / store.MANIFEST):
         return []
-    return [name for name in _REPORTS if (run_dir / name).exists()]
+    return [name for name in RUN_WRITES if (run_dir / name).exists()]
 
 
 def summary_of(run_dir: Path) -> dict[str, Any] | None:

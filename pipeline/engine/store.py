@@ -203,7 +203,7 @@ def fresh_run_dir(base: Path) -> Path:
         return base
     except FileExistsError:
         # (a folder holding a run's reports, a run's or a user's own, is not written over either)
-        if base.is_dir() and not any((base / name).exists() for name in (RESULTS, MANIFEST, CHECKPOINT, SUMMARY, *REPORT_NAMES)):
+        if base.is_dir() and not any((base / name).exists() for name in (RESULTS, MANIFEST, CHECKPOINT, SUMMARY, *REPORT_NAMES, "configs.jsonl")):
             return base
     n = 2
     while True:
