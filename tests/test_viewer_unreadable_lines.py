@@ -39,3 +39,20 @@ def test_lines_that_are_not_results_are_named_on_the_cases_page(tmp_path: Path) 
             fh.write("[1, 2]\n")
         page = _page(url + "/run/run/cases")
         assert "3 lines not a result" in page and "line 7: (root): expected a JSON object" in page, page
+
+
+def test_a_last_line_cut_off_in_a_run_no_process_writes_is_named(tmp_path: Path) -> None:
+    # A run killed mid-write leaves its last line without a line break; nothing will finish it. It was left out unnamed.
+    data = write_dataset(tmp_path / "d.jsonl", [native_case(f"c{i}", ["lookup"], ["lookup"]) for i in range(3)])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
+    assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    results = tmp_path / "run" / "results.jsonl"
+    text = results.read_text()
+    results.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 1] + text.splitlines()[-1][:120])
+    with view_server(str(tmp_path / "run")) as url:
+        page = _page(url + "/run/run/cases")
+        assert "results.jsonl: line 3, the last, ends without a line break" in page and 'id="n-matching">2<' in page, page
+        with results.open("a") as fh:  # finished after all: shown, and no longer named
+            fh.write(text.splitlines()[-1][120:] + "\n")
+        page = _page(url + "/run/run/cases")
+        assert "ends without a line break" not in page and 'id="n-matching">3<' in page

@@ -165,6 +165,17 @@ class RunIndex:
             count, named = json.loads(self._meta("unreadable") or "[0, []]")
         return int(count), [str(n) for n in named]
 
+    def torn_tail(self) -> int | None:
+        """The line number of a last line of `results.jsonl` that ends without a line break, past what `refresh` indexed
+        (a line still being written, or one cut off by a kill that nothing will finish), or None when there is none."""
+        with self._lock:
+            done, lines = int(self._meta("size") or 0), int(self._meta("lines") or 0)
+        try:
+            size = self.results.stat().st_size
+        except OSError:
+            return None
+        return lines + 1 if size > done else None
+
     def refresh(self) -> int:
         """Index the lines appended to `results.jsonl` since the last call; returns the result count."""
         with self._lock:

@@ -47,6 +47,8 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
     if bad:
         more = f"; and {bad - len(named)} more" if bad > len(named) else ""
         out.append(f"results.jsonl: {bad} line{'s' if bad != 1 else ''} not a result, not shown here ({'; '.join(named)}{more}).")
+    if (torn := run.index.torn_tail()) is not None and run.state()[0] != "in progress":  # (a live run's last line is being written)
+        out.append(f"results.jsonl: line {torn}, the last, ends without a line break (cut off as it was written), so it is not shown here.")
     return "".join(f'<p class="bad filter-note">{t(n)}</p>' for n in out)
 
 
