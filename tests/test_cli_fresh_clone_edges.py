@@ -143,7 +143,7 @@ def test_a_web_projects_manifest_or_a_dataset_named_traces_jsonl_is_not_written_
 
 def test_every_file_a_run_writes_is_one_a_folder_no_run_made_is_checked_for(tmp_path: Path) -> None:
     # The list `foreign_files` checks stays the run's: a run with a live target, a judge and a budget journal.
-    from tracejudge.engine.run_state import RUN_WRITES
+    from tracejudge.engine.run_state import RUN_MARKS, RUN_WRITES
 
     (tmp_path / "agent.py").write_text("def respond(request):\n    return {'output': 'done'}\n")
     write_dataset(tmp_path / "cases.jsonl", [{"id": "c1", "input": "q"}])
@@ -153,4 +153,4 @@ def test_every_file_a_run_writes_is_one_a_folder_no_run_made_is_checked_for(tmp_
     done = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     written = {p.name for p in (tmp_path / "run").iterdir()}
-    assert written - set(RUN_WRITES) == set() and {"traces.jsonl", "manifest.json", "results.jsonl"} <= written
+    assert written - set(RUN_WRITES) - set(RUN_MARKS) == set() and {"traces.jsonl", "manifest.json", "results.jsonl"} <= written

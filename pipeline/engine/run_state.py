@@ -25,22 +25,25 @@ from typing import Any
 from tracejudge.core.destination import run_manifest
 from tracejudge.engine import store
 
-__all__ = ["RUN_WRITES", "RunState", "foreign_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
+__all__ = ["RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
 
 
-# Every file a run may write in its directory (`.lock` aside, which it removes): a folder no run made that holds one is
-# refused as `run.dir` (`foreign_files`), since the run would overwrite or append to it. A test runs a run and checks it
-# wrote no other.
-RUN_WRITES = (store.MANIFEST, store.RESULTS, store.INDEX, store.CHECKPOINT, store.SUMMARY, *store.REPORT_NAMES, "configs.jsonl",
-              "cursor.json", "cursor.ids", "traces.jsonl", "batches.jsonl", "judge_spend.jsonl", "judge_run_id", "case_digests.txt")
+# Every file a run may write in its directory (`.lock` aside, which it removes), in two kinds. `RUN_MARKS`: names only a
+# run gives a file, so a folder holding one is a run's (a run killed with a batch in flight, its manifest lost: its
+# batches.jsonl re-attaches the batch, never paid twice). `RUN_WRITES`: names a user's own file may have too; a folder no
+# run made that holds one is refused as `run.dir` (`foreign_files`), since the run would overwrite it. A test runs a run
+# and checks it wrote no other.
+RUN_MARKS = (store.RESULTS, store.INDEX, "cursor.ids", "batches.jsonl", "judge_spend.jsonl", "judge_run_id", "case_digests.txt")
+RUN_WRITES = (store.MANIFEST, store.CHECKPOINT, store.SUMMARY, *store.REPORT_NAMES, "configs.jsonl", "cursor.json", "traces.jsonl")
 
 
 def foreign_files(run_dir: Path) -> list[str]:
-    """The names of the files a run writes (`RUN_WRITES`) that `run_dir` holds although no run made it: it has no
-    `results.jsonl` and no run's `manifest.json` (`destination.run_manifest`: a web project's `manifest.json` is none),
-    which a run writes before anything else. A user's own `report.md` or `manifest.json` in the folder given as
-    `--run-dir .`. `[]` for a run directory, an empty folder or one holding other files only."""
-    if (run_dir / store.RESULTS).exists() or run_manifest(run_dir / store.MANIFEST):
+    """The names of the files a run writes that a user's may have too (`RUN_WRITES`) that `run_dir` holds although no
+    run made it: none of `RUN_MARKS` (`results.jsonl`, a batch journal, …) and no run's `manifest.json`
+    (`destination.run_manifest`: a web project's `manifest.json` is none), which a run writes before anything else. A
+    user's own `report.md` or `manifest.json` in the folder given as `--run-dir .`. `[]` for a run directory, an empty
+    folder or one holding other files only."""
+    if any((run_dir / name).exists() for name in RUN_MARKS) or run_manifest(run_dir / store.MANIFEST):
         return []
     return [name for name in RUN_WRITES if (run_dir / name).exists()]
 
