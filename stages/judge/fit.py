@@ -98,15 +98,23 @@ async def count_prompt(req: JudgeRequest, tokenizer: Spec = None) -> int:
     return request_tokens(req, tokenizer)
 
 
+def within_by_bytes(req: JudgeRequest, limit: int, tokenizer: Spec = None) -> bool:
+    """Whether `req`'s prompt is surely within `limit` tokens without counting: a tiktoken token (scaled by a factor
+    tokenizer) is at least one byte (`prompt_bytes`); never for a Hugging Face tokenizer (`tokenizer` a path)."""
+    if isinstance(tokenizer, str):
+        return False
+    return prompt_bytes(req) * (tokenizer if isinstance(tokenizer, float) else 1.0) <= limit
+
+
 async def exceeds(req: JudgeRequest, limit: int, tokenizer: Spec = None) -> bool:
     """Whether `req`'s prompt is over `limit` tokens as `request_tokens` counts it under `tokenizer`, decided without
     counting a prompt too short to be over (fewer bytes than `limit`) or too long to fit (more bytes than `limit` of the
     encoding's longest tokens, under a tiktoken count), and counted off the event loop when long (`count_prompt`)."""
-    factor = tokenizer if isinstance(tokenizer, float) else 1.0
     if isinstance(tokenizer, str):  # (a Hugging Face tokenizer: no bound is known, it is counted)
         return await count_prompt(req, tokenizer) > limit
-    if prompt_bytes(req) * factor <= limit:
+    if within_by_bytes(req, limit, tokenizer):
         return False
+    factor = tokenizer if isinstance(tokenizer, float) else 1.0
     content = sum(len(m["content"].encode()) for m in req.messages)
     if content * factor / longest_token_bytes(counter_for(req.model).encoding) > limit:
         return True
@@ -189,8 +197,7 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     # The output the request really asks for: a grouped request asks max_tokens for each of its metrics.
     limit = cfg.context_tokens - req.max_tokens
     tok = spec_of(cfg)
-    factor = tok if isinstance(tok, float) else 1.0
-    if prompt_bytes(req) * factor <= limit and not isinstance(tok, str):
+    if within_by_bytes(req, limit, tok):
         return Fitted(req, 0, 0, True)
     tokens, clip, counted = _count(plan, questions, cfg, 0, req, limit, tok, measured.lengths, trace_too=False)
     if tokens <= limit:
