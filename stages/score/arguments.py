@@ -5,6 +5,7 @@ Source: pydantic-evals `ArgumentCorrectness` (pydantic_evals/evaluators/agentic.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
@@ -40,8 +41,10 @@ class ArgumentCorrectness(ToolMetric):
 
     Edge cases: the tool never called, or the occurrence does not exist →
     0.0 with the reason saying so; arguments that are not a JSON object →
-    0.0; arguments that were not recorded (`arguments_missing`, e.g. an
-    OTel trace with content capture off) → 0.0, reason "arguments not
+    0.0, the reason telling text that is no JSON at all ("could not be
+    parsed as JSON") from JSON of another kind ("not a JSON object"), as
+    pydantic-evals does; arguments that were not recorded
+    (`arguments_missing`, e.g. an OTel trace with content capture off) → 0.0, reason "arguments not
     recorded", whatever `expected_arguments` says (pydantic-evals: "arguments
     not available in span"). A case with no trace gets `value: null` and
     the case is `invalid_input`; pydantic-evals scores False ("No span tree
@@ -82,7 +85,7 @@ class ArgumentCorrectness(ToolMetric):
             return self._fail(f"{where}: arguments not recorded, so they cannot be checked", {"call": index})
         args = call.arguments
         if not isinstance(args, dict):
-            return self._fail(f"{where}: arguments are not a JSON object", {"call": index})
+            return self._fail(f"{where}: arguments {_not_an_object(args)}", {"call": index})
 
         mismatches: dict[str, dict[str, Any]] = {}
         problems: list[str] = []
@@ -114,6 +117,17 @@ def _shown(key: str, value: Any, beside: Any = None) -> Any:
     reason shows it; `beside`: the arguments it is one of), else with its credentials masked (`redact_details`: a string
     under a credential's key inside)."""
     return MASK if masked_under(key, value, beside) else redact_details(value)
+
+
+def _not_an_object(args: Any) -> str:
+    """What is wrong with arguments that are not a mapping, for a reason: the recorded text kept raw
+    (`ToolCall.arguments_invalid`) either does not parse as JSON or holds another JSON value."""
+    if isinstance(args, str):
+        try:
+            json.loads(args)
+        except ValueError:
+            return "could not be parsed as JSON"
+    return "are not a JSON object"
 
 
 def _select(occurrence: Any, count: int) -> int | None:
