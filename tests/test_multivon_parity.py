@@ -68,6 +68,24 @@ def test_multivons_own_tool_call_accuracy_tests(row: tuple[Any, ...]) -> None:
     assert _ours(params, _record(expected, calls)) == (want if want is not None else (None, None))
 
 
+# multivon-eval's tests also assert what the reason names: `Missing tools` and `Unexpected tools`
+# (test_failing_missing_and_unexpected_tools), an extra tool reported though not penalized
+# (test_default_mode_does_not_penalize_extra_tools) and `strict mode` (test_strict_mode_penalizes_unexpected_tools).
+# The same facts, in our words: (parameters, expected, calls per step, what the reason must say)
+REASONS: list[tuple[dict[str, Any], list[str], list[list[str]], list[str]]] = [
+    ({}, ["search_weather", "summarize"], [["search_weather", "translate"]], ["missing: ['summarize']", "unexpected: ['translate']"]),
+    ({}, ["lookup_order"], [["lookup_order", "refund_order"]], ["unexpected: ['refund_order']"]),
+    ({"penalize_unexpected": True}, ["lookup_order"], [["lookup_order", "refund_order"]], ["unexpected: ['refund_order'] (penalized)"]),
+]
+
+
+@pytest.mark.parametrize("row", REASONS, ids=["missing_and_unexpected", "extra_reported_not_penalized", "strict_mode"])
+def test_the_reason_names_what_multivons_tests_assert(row: tuple[Any, ...]) -> None:
+    params, expected, calls, facts = row
+    reason = build_metric({"type": "ToolCallAccuracy", **params}).evaluate(adapt(json.dumps(_record(expected, calls)))).reason
+    assert all(f in reason for f in facts), reason
+
+
 def _random_cases(rng: random.Random, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     out = []
     for _ in range(count):
