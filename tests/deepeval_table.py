@@ -76,4 +76,19 @@ ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
      [t("lookup", None, {"mode": "fast", "1": "one"})], 1.0),
     ("mapping-output-values-differ", {"evaluation_params": BOTH}, [t("lookup", None, {"1": "one", "mode": "fast"})],
      [t("lookup", None, {"mode": "slow", "1": "two"})], 0.0),
+    # deepeval's tests/test_tool_correctness.py: nine cases scored with ToolCorrectnessMetric(threshold=0.5) on input
+    # parameters and output (it also listed ToolCallParams.TOOL, which deepeval 4.3.1 no longer has: names always count).
+    *[(f"tc-file-{rid}", {"threshold": 0.5, "evaluation_params": BOTH}, e, c, v) for rid, e, c, v in [
+        ("exact-match", [t("tool1", {"a": 1, "b": 4, "c": 2}, "x")], [t("tool1", {"a": 1, "b": 2, "c": 2}, "x")], 2 / 3),
+        ("tool-name-mismatch", [t("tool1", {"a": 1, "b": 2}, "x")], [t("tool2", {"a": 1, "b": 2}, "x")], 0.0),
+        ("input-parameter-mismatch", [t("tool1", {"a": 1, "b": 2}, "x")], [t("tool1", {"a": 2, "b": 2}, "x")], 0.5),
+        ("output-mismatch", [t("tool1", {"a": 1, "b": 2}, "x")], [t("tool1", {"a": 1, "b": 2}, "y")], 0.0),
+        ("extra-tools-called", [t("tool1", {"a": 1, "b": 2}, "x")], [t("tool1", {"a": 1, "b": 2}, "x"), t("tool2", {"c": 3}, "y")], 1.0),
+        ("missing-tools", [t("tool1", {"a": 1, "b": 2}, "x")], [], 0.0),
+        ("correct-ordering", [t("tool1", {"a": 1, "b": 2}, "x"), t("tool2", {"c": 3}, "y")],
+         [t("tool1", {"a": 1, "b": 2}, "x"), t("tool2", {"c": 3}, "y")], 1.0),
+        ("out-of-order-tools", [t("tool1", {"a": 1, "b": 2}, "x"), t("tool2", {"c": 3}, "y")],
+         [t("tool2", {"c": 3}, "y"), t("tool1", {"a": 1, "b": 2}, "x")], 1.0),
+        ("missing-and-out-of-order", [t("tool1", {"a": 1, "b": 2}, "x"), t("tool2", {"c": 3}, "y")], [t("tool2", {"c": 3}, "y")], 0.5),
+    ]],
 ]
