@@ -106,10 +106,10 @@ CASES: list[tuple[str, list[Span], dict[str, Any], float, list[str]]] = [
     ("test_argument_correctness_occurrence_last", _searches("first", "second"), _ac({"q": "second"}, occurrence="last"), 1.0, []),
     ("test_argument_correctness_occurrence_integer_index", _searches("a", "b", "c"), _ac({"q": "b"}, occurrence=1), 1.0, []),
     *[(f"test_argument_correctness_occurrence_out_of_range[{o!r}]", _searches("a"), _ac({"q": "a"}, occurrence=o), 0.0,
-       [f"occurrence={o!r} selects none of them", "0-based index"]) for o in (5, -1, "middle", None, 1.5)],
-    # peer: "`include_content` may be disabled"
+       [f"occurrence={o!r} selects none of them", "0-based index", "negative ones are not supported"]) for o in (5, -1, "middle", None, 1.5)],
+    # peer: "arguments not available in span (`include_content` may be disabled)"
     *[(f"test_argument_correctness_include_content_false[{'v3' if v3 else 'v2'}]", [tool("search", None, 0, v3=v3)], _ac({"q": "cats"}),
-       0.0, ["arguments not recorded"]) for v3 in (False, True)],
+       0.0, ["arguments not recorded", "include_content=False"]) for v3 in (False, True)],
     ("test_argument_correctness_invalid_json", [tool("search", "not-json", 0)], _ac({"q": "cats"}), 0.0, ["could not be parsed as JSON"]),
     ("test_argument_correctness_non_object_json", [tool("search", "[1, 2, 3]", 0)], _ac({"q": "cats"}), 0.0, ["not a JSON object"]),
     ("test_argument_correctness_v2_span_also_works", [tool("search", '{"q": "cats"}', 0, v3=False)], _ac({"q": "cats"}), 1.0, []),

@@ -76,13 +76,15 @@ class ArgumentCorrectness(ToolMetric):
         if pick is None:
             return self._fail(
                 f"tool {self._named[0]} was called {len(matches)} time(s); occurrence={self._named[1]} selects none of them"
-                " (it must be 'first', 'last' or a 0-based index)",
+                " (it must be 'first', 'last' or a 0-based index; negative ones are not supported)",
                 {},
             )
         index, call = matches[pick]
         where = f"call #{index} (step {call_steps(case)[index]}) {render_call(call.name, call.arguments)}"
         if call.arguments_missing:
-            return self._fail(f"{where}: arguments not recorded, so they cannot be checked", {"call": index})
+            # (the likely cause named, as pydantic-evals names it: an instrumentation that captured no content)
+            return self._fail(f"{where}: arguments not recorded (as when the instrumentation captures no content: pydantic-ai's "
+                              "include_content=False), so they cannot be checked", {"call": index})
         args = call.arguments
         if not isinstance(args, dict):
             return self._fail(f"{where}: arguments {_not_an_object(args)}", {"call": index})
