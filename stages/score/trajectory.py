@@ -1,7 +1,8 @@
 """`TrajectoryMatch`: the ordered sequence of tool names against an expected one.
 
 Source: pydantic-evals `TrajectoryMatch` (pydantic_evals/evaluators/agentic.py),
-with cogitator's `trajectory` available as `score: min`.
+with cogitator's `trajectory` available as `score: min, include_failed: true`
+(cogitator's trajectory holds every call of the run, failed ones too).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class TrajectoryMatch(ToolMetric):
     With k, precision = k/len(actual), recall = k/len(expected), and `score`
     picks the value: `f1` (default, pydantic-evals), `precision`, `recall`,
     or `min` = k / max(len(actual), len(expected)) (cogitator's
-    `trajectory`). Example: expected a,b,c vs actual a,x,b in_order →
+    `trajectory`, which counts failed calls: add `include_failed: true`).
+    Example: expected a,b,c vs actual a,x,b in_order →
     LCS 2, precision 2/3, recall 2/3, F1 0.667.
 
     Edge cases: both sequences empty → 1.0 in every mode; exactly one empty
