@@ -93,6 +93,13 @@ class Contains(Metric):
     `case_sensitive: true` (cogitator's default; pydantic-evals' `Contains`
     is case-sensitive). Expected `""` is contained in every output.
 
+    `value` may be a list of texts too. `require: all` (multivon-eval's
+    `Contains`, whose default this is) looks for every expected text and
+    gives partial credit: value = texts found / texts expected, `passed` at
+    `threshold` (1.0 unless set); an empty list → 1.0, as multivon-eval
+    finds nothing to check. `require: any` (the default) passes when one is
+    found.
+
     `match: bfcl` is BFCL's agentic checker (memory and web_search
     questions): both texts lose `,./-_*^()`, are lower-cased and have `'`
     turned into `"`, then an expected text must appear between word
@@ -100,12 +107,13 @@ class Contains(Metric):
     are kept (`April 1,2024` does not match `April 1, 2024`), and an expected
     text that starts or ends with a non-word character (`$222 million`)
     needs a word character beside it, as upstream. It cannot be combined
-    with `case_sensitive: true`.
+    with `case_sensitive: true` or `require: all`.
     """
 
-    value: str | None = None
+    value: str | list[str] | None = None
     case_sensitive: bool = False
     match: Literal["substring", "bfcl"] = "substring"
+    require: Literal["any", "all"] = "any"
     # `value`, lowered, and the two reasons quoting it masked (`_contains_text`): built once, when the metric is.
     _texts: tuple[str, str, str, str] | None = PrivateAttr(default=None)
 
@@ -113,10 +121,12 @@ class Contains(Metric):
     def _compatible_options(self) -> "Contains":
         if self.match == "bfcl" and self.case_sensitive:
             raise ValueError("match: bfcl ignores case, as BFCL's checker does: it cannot be combined with case_sensitive: true")
+        if self.match == "bfcl" and self.require == "all":
+            raise ValueError("match: bfcl accepts any one of BFCL's answers: it cannot be combined with require: all")
         return self
 
     def model_post_init(self, context: Any) -> None:
-        if self.value is not None:
+        if isinstance(self.value, str):
             self._texts = (self.value, *_contains_text(self.value))
 
     def evaluate(self, case: Case) -> Score:
@@ -127,6 +137,11 @@ class Contains(Metric):
         target = value if value is not None else case.expected_output
         if target is None:
             return no_expectation("expected_output")
+        if p["require"] == "all":
+            texts = [target] if isinstance(target, str) else target
+            if isinstance(texts, list) and all(isinstance(t, str) for t in texts):
+                return self._contains_all(texts, _output(case), case_sensitive)
+            return _not_text(target)
         if match == "bfcl" and isinstance(target, str):
             target = [target]
         if isinstance(target, list) and target and all(isinstance(t, str) for t in target):
@@ -134,7 +149,7 @@ class Contains(Metric):
                 return _bfcl_mentions_any(target, _output(case))
             return _contains_any(target, _output(case), case_sensitive)
         if not isinstance(target, str):
-            return Score(value=None, reason=f"not computed: Contains needs a text expectation (or a list of texts), got {type(target).__name__}")
+            return _not_text(target)
         out = _output(case)
         if target is value:  # the user's own configured text, the same for every case: its texts were built with the metric
             texts = self.__pydantic_private__["_texts"]
@@ -144,6 +159,22 @@ class Contains(Metric):
             lowered, yes, no = target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
         ok = target in out if case_sensitive else lowered in out.lower()
         return _pass(ok, yes if ok else no)
+
+    def _contains_all(self, targets: list[str], out: str, case_sensitive: bool) -> Score:
+        """`require: all`: the share of `targets` found in `out` (each repeated text counts each time, as multivon-eval counts
+        it), `passed` at the threshold; `details.missing`: the indices of the texts not found."""
+        if not targets:
+            return self.verdict(1.0, "no text to look for (the expected list is empty)", {"missing": []})
+        seen = out if case_sensitive else out.lower()
+        missing = [i for i, t in enumerate(targets) if (t if case_sensitive else t.lower()) not in seen]
+        reason = f"output contains {len(targets) - len(missing)} of the {len(targets)} expected texts"
+        if missing:
+            reason += f"; missing: {_listed([targets[i] for i in missing])}"
+        return self.verdict((len(targets) - len(missing)) / len(targets), reason, {"missing": missing})
+
+
+def _not_text(target: Any) -> Score:
+    return Score(value=None, reason=f"not computed: Contains needs a text expectation (or a list of texts), got {type(target).__name__}")
 
 
 def _contains_any(targets: list[str], out: str, case_sensitive: bool) -> Score:
