@@ -52,6 +52,8 @@ SPECS = [
     {"type": "MaxModelRequests", "name": "mmr-2", "max_requests": 2},
     {"type": "Contains", "name": "c-reservation", "value": "reservation"},
     {"type": "Contains", "name": "c-expected", "case_sensitive": True},
+    {"type": "Contains", "name": "c-all", "value": ["reservation", "cancel", "refund"], "require": "all", "threshold": 0.5},
+    {"type": "Contains", "name": "c-expected-all", "require": "all"},
     {"type": "ExactMatch", "name": "em"},
     {"type": "ExactMatch", "name": "em-strict", "case_sensitive": True, "strip": False, "threshold": 0.5},
     {"type": "ExactMatch", "name": "em-json", "expected": {"a": 1}},
