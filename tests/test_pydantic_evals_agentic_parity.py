@@ -39,6 +39,12 @@ SCENARIOS: list[tuple[str, list[tuple], dict[str, Any]]] = [
     ("budget_without_failed_attempts", _RETRIED, {"type": "MaxToolCalls", "max_calls": 1, "include_failed": False}),
     ("arguments_not_json", [tool("search", "not-json", 0)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"q": "cats"}}),
     ("arguments_not_an_object", [tool("search", "[1, 2, 3]", 0)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"q": "cats"}}),
+    # the JSON text of a string is no object, even when that string would read as one (an empty one, `"{}"`)
+    ("arguments_json_empty_string", [tool("search", '""', 0)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {}}),
+    ("arguments_json_string_of_object", [tool("search", '"{\\"q\\": \\"cats\\"}"', 0)],
+     {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"q": "cats"}}),
+    ("v2_arguments_json_empty_string", [tool("search", '""', 0, v3=False)],
+     {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {}, "match_mode": "exact"}),
     ("v2_arguments_not_recorded", [tool("search", None, 0, v3=False)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"q": "cats"}}),
     ("nested_value_is_compared_whole", [tool("search", '{"filters": {"status": "open", "priority": "high"}}', 0)],
      {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"filters": {"status": "open"}}}),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tracejudge.core.records import decode_arguments
 from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
@@ -70,6 +71,10 @@ def read(span: Span) -> View | None:
         if raw is not MISSING:
             args, v.args_wrapped = unwrap_args(raw)  # OpenLLMetry's LangChain records the callback payload here
             v.args = args if v.args_wrapped or isinstance(args, dict) else raw
+            if isinstance(args, str) and args != raw and decode_arguments(args)[1]:
+                # The JSON text of a string (`""`, `"{}"`) is a string, not an object: decoded once more it would read as
+                # `{}`, where pydantic-evals' ArgumentCorrectness finds "not a JSON object". The text stays as recorded.
+                v.args = raw
         result = _first(a, ("gen_ai.tool.call.result", "gcp.vertex.agent.tool_response"))
         if result is not MISSING:
             result = maybe_json(result)
