@@ -142,6 +142,24 @@ def test_exact_match_and_contains():
     assert Contains(value="ORDER", case_sensitive=True).evaluate(out_case("order")).value == 0.0
 
 
+def test_exact_match_expected_null_written_out_is_the_json_null():
+    # promptfoo's `equals` with value null (and pydantic-evals' `Equals(value=None)`) compare with null; only a case's
+    # own null expected_output is no expectation (pydantic-evals' `EqualsExpected` skips it, deepeval refuses it).
+    given = build_metric({"type": "ExactMatch", "expected": None})
+    assert given.evaluate(out_case("null", "ignored")).value == 1.0
+    miss = given.evaluate(out_case("hi", "hi"))
+    assert miss.value == 0.0 and miss.reason.startswith("expected the JSON value null")
+    assert ExactMatch(expected=None).evaluate(out_case("null")).value == 1.0
+    assert build_metric({"type": "ExactMatch"}).evaluate(out_case("null")).value is None
+    # the run's config hash and a spec rebuilt from the metric tell it from no `expected` (which dumps as before)
+    assert build_metric({"type": "ExactMatch"}).model_dump(mode="json") == {
+        "name": None, "threshold": None, "expected": None, "case_sensitive": False, "strip": True}
+    rebuilt = build_metric({"type": "ExactMatch", **given.model_dump(mode="json")})
+    assert rebuilt.evaluate(out_case("null", "x")).value == 1.0
+    with pytest.raises(SpecError, match="says two things"):
+        build_metric({"type": "ExactMatch", "expected": None, "expected_null": False})
+
+
 def test_exact_match_trims_what_javascript_trims():
     # cogitator's `exactMatch` trims with JavaScript's `trim()`: a byte-order mark goes (Python's `strip()` keeps it),
     # U+0085 and U+001C–U+001F stay (Python's drops them). The set was checked against node's `trim()`, code point by code point.

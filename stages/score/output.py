@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_serializer, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.llm.redact import redact_quoted
@@ -46,6 +46,10 @@ class ExactMatch(Metric, defer_build=True):
 
     The expected value is `expected` when given, else the case's
     `expected_output` (neither → `value: null`; cogitator scores 0 there).
+    `expected: null` written out is given (`expected_null: true` says the
+    same): the output must be the JSON value `null`, as promptfoo's `equals`
+    with value null; a case's `expected_output: null` is not
+    (pydantic-evals' `EqualsExpected` skips it, deepeval refuses it).
     A text expectation compares after trimming both sides (the characters
     JavaScript's `trim()` removes, as cogitator trims: a leading byte-order
     mark goes, a trailing U+0085 stays) and, unless
@@ -58,14 +62,39 @@ class ExactMatch(Metric, defer_build=True):
     """
 
     expected: Any = None
+    expected_null: bool = False
     case_sensitive: bool = False
     strip: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_given(cls, data: Any) -> Any:
+        # An `expected: null` written out is the JSON value null the output must be (promptfoo's `equals` with value
+        # null, pydantic-evals' `Equals(value=None)`), not "not given"; a case's null `expected_output` is none
+        # (pydantic-evals' `EqualsExpected` skips it, deepeval refuses it). Said by a field of its own, so that the
+        # run's config hash, its manifest and a spec rebuilt from the metric (`metric_spec`) tell it from no `expected`.
+        if isinstance(data, dict) and "expected" in data and data["expected"] is None:
+            if data.get("expected_null") is False:
+                raise ValueError("expected: null with expected_null: false says two things; leave one out")
+            data = {**data, "expected_null": True}
+        elif isinstance(data, dict) and data.get("expected_null") is True and data.get("expected") is not None:
+            raise ValueError("expected_null: true is expected: null; it cannot go with another expected value")
+        return data
+
+    @model_serializer(mode="wrap")
+    def _dumped(self, handler: Any) -> dict[str, Any]:
+        # Left out unless set: a config without it hashes as before the option existed, so its runs still resume.
+        out = handler(self)
+        if not self.expected_null:
+            out.pop("expected_null", None)
+        return out
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        target = self.expected if self.expected is not None else case.expected_output
-        if target is None:
+        given = self.expected is not None or self.expected_null
+        target = self.expected if given else case.expected_output
+        if target is None and not given:
             return no_expectation("expected_output")
         out = _output(case)
         if not isinstance(target, str):
