@@ -115,3 +115,30 @@ def test_a_task_the_code_did_not_pass_as_one_literal_is_left_as_recorded() -> No
                  'w = researcher(task="Find Paris weather."'):  # (does not parse)
         assert code_task(given, "researcher", [f"<code>\n{code}\n</code>"]) is None, code
     assert code_task(given, "researcher", ['w = researcher(task="Find Paris weather.")']) is None  # (no code block)
+
+
+@pytest.mark.parametrize(("ext", "fmt", "run"), READINGS)
+def test_a_managed_agent_called_twice_reads_in_the_order_the_calls_ran(ext: str, fmt: str, run: str) -> None:
+    """`researcher` for Paris alone, then `get_time` beside `researcher` for Tokyo: each managed run's tools come right
+    after the call that ran it, then the manager's next calls. MLflow records no model request, so its manager's calls
+    were one step with both managed runs after it: `get_time` read before the Paris run's `get_weather`, which ran first.
+    Calls of no request that ran side by side (`tool-two-managed`) stay one step, as the calls of one reply."""
+    want = truth("tool-managed-twice", run)
+    case = read("tool-managed-twice", ext, fmt)
+    plain = iter(want["tools"])  # (the plain tools' calls, in the order the application ran them)
+    made = [c for step in want["steps"][:-1] for c in step["calls"]]
+    expected_order = []
+    for c in made:
+        if c["name"] in MANAGED:
+            expected_order.append((c["name"], c["arguments"]))
+            expected_order.append(("get_weather", next(plain)["arguments"]))  # (the run's one tool call)
+        else:
+            expected_order.append((c["name"], next(plain)["arguments"]))
+    got = [(c.name, c.arguments) for c in case.trace.tool_calls()]
+    if run == "mlflow":  # (MLflow names a `@tool` function's call after its class)
+        expected_order = [(n if n in MANAGED else "SimpleTool", a) for n, a in expected_order]
+    assert got == expected_order
+    steps = [[c.name for c in s.tool_calls] for s in case.trace.steps if s.tool_calls]
+    assert steps[0] == ["researcher"] and (steps[2][-1] == "researcher" and len(steps[2]) == 2)
+    two = read("tool-two-managed", ext, fmt).trace.steps
+    assert [c.name for c in two[0].tool_calls] == ["researcher", "writer"]

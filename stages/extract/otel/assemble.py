@@ -14,7 +14,7 @@ from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, 
 from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, approved_run, run_approved
-from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import unrecorded_usage
+from tracejudge.stages.extract.otel.conventions.mlflow_smolagents import code_run, unrecorded_usage
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
 from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
@@ -275,6 +275,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             if owner is None:
                 if not rows or rows[0].model is not None:
                     rows.insert(0, Row(None, None))  # calls made before any model request
+                    rows[0].one_step = code_run(a)  # (a smolagents CodeAgent's code makes a step's calls one after another)
                 owner = 0
             rows[owner].calls.append(((0, t.span.start, 1 << 30), call))
         av = views[a.span_id]

@@ -32,6 +32,7 @@ are put inside the call with `adopt`.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 __all__ = ["Within", "adopt", "in_call_order", "nested_entry"]
@@ -61,16 +62,17 @@ def adopt(rows: list[Any], within: Within, agent: str | None) -> None:
 
 
 def in_call_order(rows: list[Any]) -> list[Any]:
-    """`rows` (`turns.Row`, in start order) with the requests made inside each call right after the request that made it."""
-    held = {id(c): r for r in rows for _, c in r.calls}
-    inside: dict[int, list[Any]] = {}
-    top = []
-    for r in rows:
-        call = r.within.call if r.within is not None else None
-        if call is not None and id(call) in held and held[id(call)] is not r:
-            inside.setdefault(id(call), []).append(r)
-        else:
-            top.append(r)
+    """`rows` (`turns.Row`, in start order) with the requests made inside each call right after the request that made it.
+
+    A row of no request (`model` None: calls a trace records without the request that asked for them, as MLflow records
+    a smolagents run) is no step the model took: its calls are in start order, and one inside which an agent ran is
+    followed by what that agent did before the next call starts a row of its own (`_split_at_nested`).
+    """
+    split = _nested(rows)
+    rows = [piece for r in rows for piece in _split_at_nested(r, split)]
+    inside = _nested(rows)
+    placed = {id(r) for held in inside.values() for r in held}
+    top = [r for r in rows if id(r) not in placed]
     out: list[Any] = []
     seen: set[int] = set()
     stack = list(reversed(top))
@@ -83,6 +85,47 @@ def in_call_order(rows: list[Any]) -> list[Any]:
         stack.extend(reversed([k for _, c in sorted(r.calls, key=lambda e: e[0]) for k in inside.get(id(c), [])]))
     # calls run inside each other's agents (a loop no real run makes) reach no top request: kept, in start order
     return out + [r for r in rows if id(r) not in seen]
+
+
+def _nested(rows: list[Any]) -> dict[int, list[Any]]:
+    """The rows of `rows` made inside a call another row of `rows` made, by that call's `id`."""
+    made = {id(c) for r in rows for _, c in r.calls}
+    inside: dict[int, list[Any]] = {}
+    for r in rows:
+        call = r.within.call if r.within is not None else None
+        if call is not None and id(call) in made and not any(c is call for _, c in r.calls):
+            inside.setdefault(id(call), []).append(r)
+    return inside
+
+
+def _split_at_nested(row: Any, inside: dict[int, list[Any]]) -> list[Any]:
+    """`row` as it is, or, when it has no request and a call before its last ran something (`inside`) and was over
+    before the next call started, cut after each such call: copies holding its calls in order, the last keeping what
+    the row said (its text, answer, deferrals). Calls that overlap (smolagents runs the managed agents one reply asked
+    for in threads) stay together, as the calls of one request do, and so do those of a row that is one step
+    (`one_step`: an agent whose step makes its calls one after another, a smolagents CodeAgent's code)."""
+    calls = sorted(row.calls, key=lambda e: e[0])  # (a call of no request sorts by its span's start: `assemble`)
+    if row.model is not None or row.one_step:
+        return [row]
+    pieces, current = [], []
+    for entry, following in zip(calls, [*calls[1:], None]):
+        current.append(entry)
+        ran = inside.get(id(entry[1]))
+        if following is not None and ran and following[0][1] >= ran[0].within.span.end:
+            pieces.append(current)
+            current = []
+    if not pieces:
+        return [row]
+    if current:
+        pieces.append(current)
+    out = []
+    for k, held in enumerate(pieces):
+        piece = copy.copy(row)
+        piece.calls = held
+        if k < len(pieces) - 1:
+            piece.text, piece.answered, piece.deferred, piece.error = None, None, [], None
+        out.append(piece)
+    return out
 
 
 def nested_entry(row: Any, step: int, numbers: dict[int, int]) -> dict[str, Any] | None:

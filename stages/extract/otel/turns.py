@@ -35,7 +35,7 @@ __all__ = ["Builder", "Row"]
 class Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent", "answered", "before", "replied")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent", "answered", "before", "replied", "one_step")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
@@ -51,6 +51,9 @@ class Row:
         # even beside its calls, and `before` what it said before, a thought.
         self.replied = False
         self.before: str | None = None
+        # Calls of no request that ran one after the other are still one step (`nesting.in_call_order`): the agent's
+        # steps run their calls in turn (a smolagents CodeAgent's code), not side by side.
+        self.one_step = False
 
 
 class Builder:
