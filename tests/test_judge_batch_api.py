@@ -86,6 +86,26 @@ def test_anthropic_message_batches_with_errored_and_expired_results(simulator: C
     assert sim.stats.batches_created == j["batches_submitted"] >= 3
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_line_cut_short_is_billed_then_its_request_resubmitted(simulator: Callable[..., SimulatorThread], tmp_path: Path,
+                                                                        provider: str) -> None:
+    """A line of the output file that is not JSON holds a request the provider answered, and billed (OpenAI's Batch API bills
+    every request in the output file; Anthropic every `succeeded` one). Its request is resubmitted, as before; now the
+    spend counts the first answer too, at its estimated prompt tokens (its usage cannot be read), not only the second."""
+    sim = simulator(batch_completion_s=0.1, batch_script=[{"cut": 2}])
+    summary = run(tmp_path, batch_judge(sim.url, provider, max_requests=6, flush_after_s=3.0), 6)
+    assert summary["status"] == {"ok": 6}
+    j = summary["judge"]
+    assert sim.stats.batch_requests == 8 and (j["batch_request_errors"], j["batch_resubmits"], j["batch_unread_billed"]) == (2, 2, 2)
+    # every answer the simulator billed is counted: the 2 unread ones at their estimated prompt, no output tokens read
+    assert j["input_tokens"] == pytest.approx(sim.stats.input_tokens, rel=0.1)
+    per_request = sim.stats.input_tokens / 8
+    assert j["input_tokens"] > sim.stats.input_tokens - per_request
+    assert j["output_tokens"] < sim.stats.output_tokens  # (the unread answers' output is unknown)
+    scored = [r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path / "run")]
+    assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]  # (each score shows what its request was billed)
+
+
 def test_resubmission_is_bounded_then_judge_error(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator(batch_completion_s=0.05, batch_script=[{"errors": 1}] * 5)
     run(tmp_path, batch_judge(sim.url, max_resubmits=2), 1)

@@ -15,7 +15,11 @@ Anthropic (`protocol="anthropic"`): `POST {base}/messages/batches`
 
 Results are joined by `custom_id`, never by position. Each becomes a
 `BatchResult` whose kind is `ok` (with the `Reply`, read by the same
-`read_reply` as a synchronous answer), `error`, `expired` or `canceled`.
+`read_reply` as a synchronous answer), `error`, `expired` or `canceled`, or
+`unread`: a line that is not JSON but names its `custom_id` in a file of
+answered requests (OpenAI's output file, Anthropic's `succeeded` results),
+which the provider billed though its usage cannot be read. A line naming no
+request counts as missing.
 Control calls (upload, create, poll, list, download) raise `ProviderError`
 like the synchronous path; the caller retries them (with tenacity).
 """
@@ -23,6 +27,7 @@ like the synchronous path; the caller retries them (with tenacity).
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,13 +70,15 @@ class BatchState:
 
 @dataclass
 class BatchResult:
-    """One request's outcome in a batch: `kind` is `ok`, `error`, `expired`, `canceled` or `refused` (the model refused
-    to judge it: `reply` then carries the refusal's usage, which the provider bills, `message` names it)."""
+    """One request's outcome in a batch: `kind` is `ok`, `error`, `expired`, `canceled`, `refused` (the model refused
+    to judge it: `reply` then carries the refusal's usage, which the provider bills, `message` names it) or `unread` (its
+    answer's line could not be read: billed by the provider, its usage unknown)."""
 
     custom_id: str
     kind: str
     reply: Reply | None = None
     message: str = ""
+    billed: bool = False  # (`unread`: counted as billed already, once, though two requesters of its custom_id share it)
 
 
 def batch_line(protocol: str, custom_id: str, payload: dict[str, Any]) -> bytes:
@@ -180,18 +187,37 @@ async def poll_batch(session: aiohttp.ClientSession, protocol: str, base_url: st
     return BatchState(batch_id, status, status in OPENAI_TERMINAL, body.get("output_file_id"), body.get("error_file_id"), raw=body)
 
 
-def _lines(content: Any) -> list[dict[str, Any]]:
+# A result line's own request id and, for Anthropic, that it succeeded: what a line cut short or corrupted after them still says.
+_CUSTOM_ID = re.compile(r'^\s*\{.*?"custom_id"\s*:\s*("(?:[^"\\]|\\.)*")')
+_SUCCEEDED = re.compile(r'"result"\s*:\s*\{\s*"type"\s*:\s*"succeeded"')
+
+
+def _lines(content: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON objects of a results file, and the `custom_id` each line that is not JSON still names (Anthropic: of those
+    saying `succeeded`). A line naming none is left out: its request counts as missing and is resubmitted."""
     text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
-    out = []
+    out: list[dict[str, Any]] = []
+    unread: list[str] = []
     for line in text.splitlines():
         if line.strip():
             try:
                 rec = json.loads(line)
             except ValueError:
-                continue  # a line we cannot read: its request counts as missing and is resubmitted
+                found = _CUSTOM_ID.match(line)
+                try:
+                    cid = json.loads(found.group(1)) if found else None
+                except ValueError:
+                    cid = None
+                if isinstance(cid, str) and ('"result"' not in line or _SUCCEEDED.search(line)):
+                    unread.append(cid)
+                continue
             if isinstance(rec, dict):
                 out.append(rec)
-    return out
+    return out, unread
+
+
+def _unread(cid: str) -> BatchResult:
+    return BatchResult(cid, "unread", message="its answer's line in the results file could not be read (not JSON): the provider billed it")
 
 
 def _openai_result(rec: dict[str, Any]) -> BatchResult:
@@ -233,15 +259,22 @@ async def fetch_results(session: aiohttp.ClientSession, protocol: str, base_url:
     if protocol == "anthropic":
         if state.results_url:
             http = await _http(session, "GET", state.results_url, _json_headers(headers), timeout_s, raw=True)
-            for rec in _lines(http.body):
+            records, unread = _lines(http.body)
+            for rec in records:
                 r = _anthropic_result(rec)
                 out[r.custom_id] = r
+            for cid in unread:
+                out.setdefault(cid, _unread(cid))
         return out
-    for fid in (state.output_file_id, state.error_file_id):
+    for fid, answered in ((state.output_file_id, True), (state.error_file_id, False)):
         if fid:
             http = await _http(session, "GET", f"{base}/files/{fid}/content", _json_headers(headers), timeout_s, raw=True)
-            for rec in _lines(http.body):
+            records, unread = _lines(http.body)
+            for rec in records:
                 r = _openai_result(rec)
                 if r.custom_id not in out or out[r.custom_id].kind != "ok":
                     out[r.custom_id] = r
+            # The output file holds the requests that were run, which OpenAI bills; the error file those that failed.
+            for cid in unread if answered else []:
+                out.setdefault(cid, _unread(cid))
     return out

@@ -19,7 +19,9 @@ scenarios: `{"errors": k, "expired": m, "status": "completed"}` gives the
 first k requests (in file order) an error and the next m `batch_expired`,
 and `"refusals": r` the next r a refusal (OpenAI's `message.refusal`,
 Anthropic's `stop_reason: "refusal"`) that carries its usage, as a real one
-does (counted in `SimStats` like any answer); a batch with expired requests
+does (counted in `SimStats` like any answer), and `"cut": c` the next c
+answers a result line cut short in the output (answered and counted, as a
+provider bills them, but not JSON); a batch with expired requests
 ends `expired` (OpenAI) unless `status` says otherwise. Results come back in an order other than the file's
 (`batch_shuffle`), so a client that joins by position fails.
 
@@ -55,7 +57,7 @@ class SimBatch:
     kind: str  # "openai" | "anthropic"
     created_at: float
     ready_at: float
-    # (custom_id, "ok" | "error" | "expired", payload or error message)
+    # (custom_id, "ok" | "cut" | "error" | "invalid" | "expired", payload or error message)
     outcomes: list[tuple[str, str, Any]] = field(default_factory=list)
     status_override: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -72,6 +74,14 @@ def _refused(payload: dict[str, Any], anthropic: bool) -> dict[str, Any]:
     choice = {**payload["choices"][0], "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
               "finish_reason": "stop"}
     return {**payload, "choices": [choice]}
+
+
+def _written(line: dict[str, Any]) -> str:
+    """One result line of a results file: its JSON, or, marked `cut`, the first half of it (the custom id kept)."""
+    if not line.pop("cut", False):
+        return json.dumps(line) + "\n"
+    text = json.dumps(line)
+    return text[: min(len(text) - 2, max(len(text) // 2, text.index('"custom_id"') + 100))] + "\n"
 
 
 def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple[dict[str, Any], int]],
@@ -92,6 +102,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
     def run_requests(items: list[tuple[str, dict[str, Any]]], anthropic: bool) -> list[tuple[str, str, Any]]:
         script = sim.config.batch_script.pop(0) if sim.config.batch_script else {}
         n_err, n_exp, n_ref = int(script.get("errors", 0)), int(script.get("expired", 0)), int(script.get("refusals", 0))
+        n_cut = int(script.get("cut", 0))
         out: list[tuple[str, str, Any]] = []
         for i, (cid, body) in enumerate(items):
             if i < n_err:
@@ -115,7 +126,8 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 out.append((cid, "invalid", refusal.message))
                 continue
             payload, _ = answer(sim, body, anthropic, fault if fault in _ANSWER_FAULTS else "ok", count_prompt(body))
-            out.append((cid, "ok", _refused(payload, anthropic) if i < n_err + n_exp + n_ref else payload))
+            cut = n_err + n_exp + n_ref <= i < n_err + n_exp + n_ref + n_cut
+            out.append((cid, "cut" if cut else "ok", _refused(payload, anthropic) if i < n_err + n_exp + n_ref else payload))
         sim.stats.batch_requests += len(items)
         if sim.config.batch_shuffle:
             random.Random(f"{sim.config.seed}:{len(batches)}").shuffle(out)
@@ -144,8 +156,9 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         good, bad = [], []
         for cid, kind, value in b.outcomes:
             line: dict[str, Any] = {"id": new_id("batch_req_"), "custom_id": cid}
-            if kind == "ok":
-                good.append({**line, "response": {"status_code": 200, "request_id": new_id("req_"), "body": value}, "error": None})
+            if kind in ("ok", "cut"):
+                good.append({**line, "response": {"status_code": 200, "request_id": new_id("req_"), "body": value}, "error": None,
+                             **({"cut": True} if kind == "cut" else {})})
             elif kind == "expired":
                 bad.append({**line, "response": None, "error": {"code": "batch_expired", "message": value}})
             else:
@@ -154,7 +167,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 bad.append({**line, "response": {"status_code": status, "request_id": new_id("req_"), "body": body}, "error": None})
         if good:
             b.output_file_id = new_id("file-")
-            files[b.output_file_id] = "".join(json.dumps(x) + "\n" for x in good).encode()
+            files[b.output_file_id] = "".join(_written(x) for x in good).encode()
         else:
             b.output_file_id = ""
         if bad:
@@ -240,7 +253,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         if ready(b):
             for _, kind, _ in b.outcomes:
-                counts["succeeded" if kind == "ok" else "expired" if kind == "expired" else "errored"] += 1
+                counts["succeeded" if kind in ("ok", "cut") else "expired" if kind == "expired" else "errored"] += 1
         else:
             counts["processing"] = len(b.outcomes)
         url = f"{request.scheme}://{request.host}/v1/messages/batches/{b.id}/results"
@@ -275,13 +288,13 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         sim.stats.batch_downloads += 1
         lines = []
         for cid, kind, value in b.outcomes:
-            if kind == "ok":
+            if kind in ("ok", "cut"):
                 result: dict[str, Any] = {"type": "succeeded", "message": value}
             elif kind == "expired":
                 result = {"type": "expired"}
             else:
                 result = {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": value}}}
-            lines.append(json.dumps({"custom_id": cid, "result": result}) + "\n")
+            lines.append(_written({"custom_id": cid, "result": result, **({"cut": True} if kind == "cut" else {})}))
         return web.Response(body="".join(lines).encode(), content_type="application/x-jsonl")
 
     app.router.add_post("/v1/files", upload)

@@ -14,7 +14,9 @@ batch mode; it returns the request's `Reply` once its batch has ended.
 - One task polls each batch (every `batch.poll_interval_s`); when it is
   terminal, the output file and the error file are both read (the error
   file even when the batch says `completed`). A request missing from both
-  counts as an error.
+  counts as an error. One whose answer's line could not be read (`unread`)
+  does too, but the provider billed it: `take_unread` tells the judge how
+  many such answers a request had, which it bills at their estimated prompt.
 - A request that came back with an error, expired or was canceled is put
   in a later batch, at most `batch.max_resubmits` times; then `submit`
   raises `ProviderError` and the case ends `judge_error`.
@@ -65,6 +67,7 @@ class BatchCounters:
     batch_resubmits: int = 0
     batch_request_errors: int = 0
     batch_expired: int = 0
+    batch_unread_billed: int = 0  # answers the provider billed whose result line could not be read
     batch_polls: int = 0
 
 
@@ -119,6 +122,7 @@ class BatchRunner:
         self._fetched: set[str] = set()
         self._orphans = journal.orphan_intents(cfg.provider, journal_base) if cfg.provider != "simulator" else {}
         self._recovered: anyio.Event | None = None
+        self._unread: dict[str, int] = {}  # custom_id → its billed answers whose line could not be read (`take_unread`)
 
     # ------------------------------------------------------------------ public
 
@@ -150,6 +154,11 @@ class BatchRunner:
         assert result is not None
         raise ProviderError("server", f"batch request {result.kind} in {self.cfg.batch.max_resubmits + 1} submissions: {result.message}")
 
+    def take_unread(self, custom_id: str) -> int:
+        """How many answers to `custom_id` the provider billed whose result line could not be read, since last asked
+        (0 when none): the judge bills them, once each, when `submit` for it returns or raises."""
+        return self._unread.pop(custom_id, 0)
+
     def close(self) -> None:
         """Mark in the journal the batches whose every result was handed out (call when the segment ends cleanly)."""
         for bid in sorted(self._fetched):
@@ -163,6 +172,10 @@ class BatchRunner:
             self.counters.batch_expired += 1
         else:
             self.counters.batch_request_errors += 1
+        if result.kind == "unread" and not result.billed:
+            result.billed = True
+            self.counters.batch_unread_billed += 1
+            self._unread[result.custom_id] = self._unread.get(result.custom_id, 0) + 1
 
     async def _retry(self, call: Callable[[], Awaitable[V]], *, blind: bool = True) -> V:
         # `blind`: retry timeouts and lost connections too (safe for reads and uploads, not for creating a batch).

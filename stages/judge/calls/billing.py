@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tracejudge.llm.providers import ProviderError, Reply
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["Unsettled", "bill_input", "bill_malformed", "note_sent", "settle_answer", "unsettled_error"]
+__all__ = ["Unsettled", "bill_input", "bill_malformed", "bill_unread", "note_sent", "settle_answer", "unsettled_error"]
 
 
 class Unsettled(Exception):
@@ -49,6 +49,27 @@ def bill_input(self: Judge, held: Any, billed: int) -> None:
     self.stats.cost_usd += self._cost(billed, 0)
     if self.spend is not None:
         self.spend.add(billed, 0, self._cost(billed, 0))
+
+
+def bill_unread(self: Judge, answers: int, prompt_tokens: int, batch_cost: Any) -> tuple[int, float | None]:
+    """Bill `answers` answers of one batch request whose result lines could not be read (`BatchRunner.take_unread`): the
+    provider billed each, its usage unknown, so each is counted at `prompt_tokens` (its estimated prompt) in and nothing
+    out, priced by `batch_cost(input, output)`, in the budget, the stats and the spend journal. Returns the tokens and
+    dollars billed (dollars None for a model without a price), for the score of the request."""
+    if answers <= 0:
+        return 0, 0.0
+    from tracejudge.llm.budget import Reservation
+
+    tokens = answers * prompt_tokens
+    cost = answers * batch_cost(prompt_tokens, 0)
+    self.budget.settle(Reservation(0, 0.0), tokens, cost)  # (paid already: nothing was held for it, nothing is refused)
+    self.stats.input_tokens += tokens
+    self.stats.cost_usd += cost
+    self.stats.sync_equivalent_usd += answers * self._cost(prompt_tokens, 0)
+    if self.spend is not None:
+        for _ in range(answers):
+            self.spend.add(prompt_tokens, 0, batch_cost(prompt_tokens, 0))
+    return tokens, None if self.price is None and tokens else cost
 
 
 def settle_answer(self: Judge, reply: Reply, permit: Any, held: Any, prompt_tokens: int, estimate: int, rate: Any,

@@ -18,7 +18,7 @@ import anyio
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, rate_info, read_reply, send
 from tracejudge.llm.reply_secrets import prompt_secrets
-from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, bill_malformed, note_sent, settle_answer, unsettled_error
+from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, bill_malformed, bill_unread, note_sent, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, _BudgetRefused, unreadable
 from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
@@ -206,13 +206,18 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     try:
         reply = await self.batches.submit(custom_id, payload)
     except ProviderError as exc:
+        unread = bill_unread(self, self.batches.take_unread(custom_id), prompt_tokens, batch_cost)
         if exc.reply is None:
             self.budget.settle(held, 0, 0.0)
+            exc.billed_input_tokens, exc.billed_cost_usd = unread
             raise
         reply, refused = exc.reply, exc  # a refusal: billed at the batch price like any answer, then its failure
     except BaseException:
         self.budget.settle(held, 0, 0.0)
+        bill_unread(self, self.batches.take_unread(custom_id), prompt_tokens, batch_cost)
         raise
+    else:
+        unread = bill_unread(self, self.batches.take_unread(custom_id), prompt_tokens, batch_cost)
     finally:
         self._in_batches -= 1
     if not reply.usage_known:
@@ -224,6 +229,9 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
     self._count(reply, cost)
     self.stats.sync_equivalent_usd += self._cost(*usage)
+    if unread[0]:  # (the score shows what the summary counts for its request, as a timed-out attempt's estimate is shown)
+        reply.input_tokens += unread[0]
+        reply.cost_usd = sum_usd((reply.cost_usd, unread[1]), None)
     if refused is not None:
         refused.billed_input_tokens, refused.billed_output_tokens, refused.billed_cost_usd = reply.input_tokens, reply.output_tokens, reply.cost_usd
         raise refused
