@@ -86,8 +86,12 @@ def test_a_bench_whose_replies_are_all_unusable_fails_and_says_what_to_change(tm
         text = json.dumps(verdict(body))
         if fault == "prose":
             return 200, completion("TC1: yes, because the agent did it. TCN1: no.")
-        reply = completion(text[: len(text) // 2])
+        # Cut where max_tokens ends it: as many tokens of text as it allows ("word " is one token), billed at it. (Half of a
+        # short verdict, far under max_tokens, is a server's own cut: `test_bench_simulated_faults`.)
+        cap = int(body["max_tokens"])
+        reply = completion((text[:-2] + ' ' + "word " * cap)[: 5 * cap])
         reply["choices"][0]["finish_reason"] = "length"
+        reply["usage"]["completion_tokens"] = cap
         return 200, reply
 
     with Loopback(respond) as server:
@@ -99,7 +103,7 @@ def test_a_bench_whose_replies_are_all_unusable_fails_and_says_what_to_change(tm
     assert report["measured"]["errors"] == {f"{kind} reply": report["measured"]["requests"]}
     assert report["recommended_limits"] is None
     assert "unusable replies" in proc.stdout and "errors │ none" not in proc.stdout.replace("  ", "")
-    setting = "judge.max_tokens" if fault == "length" else "judge.structured_output"
+    setting = "raise judge.max_tokens" if fault == "length" else "judge.structured_output"
     assert "not usable as configured" in proc.stdout and setting in proc.stdout, proc.stdout
     assert "not usable as configured" in proc.stderr
 

@@ -266,9 +266,13 @@ def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     head = ("the judge is not usable as configured: no reply held a verdict the run could use" if replies["usable"] == 0
             else f"{n - replies['usable']} of {n} replies held no verdict the run could use (a run repairs or re-asks them, at extra requests)")
     fixes = []
-    window = replies.get("window_full") or 0
-    if replies["truncated"] > window:
-        fixes.append(f"{replies['truncated'] - window} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
+    window, short = replies.get("window_full") or 0, replies.get("cut_short") or 0
+    if replies["truncated"] > window + short:
+        fixes.append(f"{replies['truncated'] - window - short} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
+    if short:  # (no setting of the judge's lengthens them: a run re-asks them, as it does any reply it cannot read)
+        fixes.append(f"{short} were cut short by the server itself, far under max_tokens (finish_reason length on a reply of under half "
+                     "of it): raising judge.max_tokens does not help; it is the server's own output cap or a fault it injects "
+                     "(`tracejudge simulate --error-rate` cuts replies so), and a run re-asks such a reply at an extra request")
     if window:  # (a bigger max_tokens only fills the window sooner)
         fixes.append(f"{window} stopped where the prompt and the reply filled the model's context window: set judge.context_tokens "
                      f"(now {cfg.context_tokens:,}) to the model's window, and judge.tokenizer to its tokenizer")
@@ -285,6 +289,22 @@ def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     return [f"{head}; " + "; ".join(fixes)]
 
 
+def _hung(attempts: list[Attempt], timeout_s: float) -> str | None:
+    """What timed-out requests were when the others were answered far within `judge.timeout_s` (their slowest under a
+    quarter of it): requests the server left hanging, which a longer timeout only waits longer for; None otherwise (a
+    slow server, whose timeouts a longer `judge.timeout_s` may turn into answers)."""
+    answered = [a.latency_s for a in attempts if a.outcome == "ok"]
+    timed_out = sum(a.outcome == "timeout" for a in attempts)
+    if not answered or not timed_out or max(answered) * 4 > timeout_s:
+        return None
+    # (The judge simulator's `--error-rate` holds a request `--hang-s` seconds: "raise it for a slow server" sent users
+    # after a server that answered every other request in milliseconds.)
+    return (f"{timed_out} request(s) got no reply within judge.timeout_s {timeout_s:g} s while the {len(answered)} answered took at most "
+            f"{max(answered) * 1000:,.0f} ms: the server left them hanging (a stalled request, or a fault it injects: `tracejudge "
+            "simulate --error-rate` holds one for --hang-s), not a slow server, so raising judge.timeout_s only waits longer for "
+            "them; a run retries a timed-out request (judge.max_attempts)")
+
+
 def _errors(attempts: list[Attempt], cfg: JudgeConfig) -> tuple[dict[str, str], list[str]]:
     """The server's message per failure kind (the first seen; redacted), and what to change."""
     from tracejudge.llm.replies import request_fix
@@ -294,8 +314,14 @@ def _errors(attempts: list[Attempt], cfg: JudgeConfig) -> tuple[dict[str, str], 
         if a.outcome != "ok" and a.message:
             messages.setdefault(a.outcome, a.message)
     hints = []
-    if "timeout" in messages:
+    if "timeout" in messages and (hung := _hung(attempts, cfg.timeout_s)) is not None:
+        messages["timeout"] = hung
+        hints.append(f"requests hung: {hung}")
+    elif "timeout" in messages:
         hints.append(f"requests timed out: raise judge.timeout_s (now {cfg.timeout_s:g} s) for a slow server")
+    if "server" in messages:  # (its own message names the cause: no setting of the judge's is it)
+        hints.append(f"the server failed requests itself ({messages['server'][:160]}): no judge setting causes that; a run retries "
+                     f"such a request (judge.max_attempts {cfg.max_attempts})")
     if "request" in messages:
         hints.append(f"the server refused the requests themselves: {request_fix(messages['request'])}")
     if "unreachable" in messages:

@@ -109,7 +109,8 @@ def usability(attempts: list[Attempt]) -> dict[str, Any]:
     """The bench's answered replies by whether the run could use them, over every phase (ramp and hold, unlike
     `measured`'s figures, which are the held level's): `answered`, `usable`, `truncated`, `unparseable`, of those
     `in_reasoning` (unparseable because the content was empty and the server put the text in a reasoning field),
-    `window_full` (of the truncated, those cut at the model's context window rather than at max_tokens),
+    `window_full` (of the truncated, those cut at the model's context window rather than at max_tokens), `cut_short`
+    (of the truncated, those the server cut well before max_tokens itself: `sender.Attempt.cut_short`),
     `refused` (answered with the model's refusal: billed, never a verdict), and the first message of each problem
     (`messages`, the reasoning case under `in_reasoning`).
     `usable` is None when nothing was answered (no evidence either way)."""
@@ -117,9 +118,10 @@ def usability(attempts: list[Attempt]) -> dict[str, Any]:
     counts = {k: sum(a.reply_problem == k for a in ok) for k in ("truncated", "unparseable", "refused")}
     in_reasoning = sum(a.reply_problem == "unparseable" and bool(a.reasoning_field) for a in ok)
     window_full = sum(a.reply_problem == "truncated" and a.window_full for a in ok)
+    cut_short = sum(a.reply_problem == "truncated" and a.cut_short for a in ok)
     messages: dict[str, str] = {}
     for a in ok:
         if a.reply_problem and a.message:
             messages.setdefault("in_reasoning" if a.reply_problem == "unparseable" and a.reasoning_field else a.reply_problem, a.message)
     return {"answered": len(ok), "usable": len(ok) - sum(counts.values()) if ok else None, **counts, "in_reasoning": in_reasoning,
-            "window_full": window_full, "messages": messages}
+            "window_full": window_full, "cut_short": cut_short, "messages": messages}

@@ -52,6 +52,9 @@ class Attempt:
     # A truncated reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), not
     # at max_tokens: the setting to change is judge.context_tokens.
     window_full: bool = False
+    # A truncated reply holding far fewer tokens than max_tokens (and no reasoning to fill the rest): the server ended it
+    # short itself (a cap of its own, or the judge simulator's `--error-rate` fault), so raising max_tokens does not help.
+    cut_short: bool = False
 
 
 @dataclass
@@ -61,18 +64,38 @@ class _State:
     stop: str | None = None
 
 
-def _unusable(br: BenchRequest, reply: Reply, protocol: str) -> tuple[str, str]:
+def held_tokens(reply: Reply, body: Any, counter: Any = None) -> int:
+    """The output tokens `reply` accounts for: its text and reasoning counted (`counter`, else 4 characters a token), and
+    the reasoning tokens the server reported without their text (OpenAI's `usage.completion_tokens_details`)."""
+    text = reply.text + reply.reasoning + reply.unread_reasoning
+    usage = body.get("usage") if isinstance(body, dict) else None
+    details = (usage.get("completion_tokens_details") or usage.get("output_tokens_details")) if isinstance(usage, dict) else None
+    hidden = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    hidden = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else 0
+    return (counter.text(text) if counter is not None else math.ceil(len(text) / 4)) + hidden
+
+
+def _unusable(br: BenchRequest, reply: Reply, protocol: str, held: int | None = None) -> tuple[str, str]:
     """Why the run could not use `reply` to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
     never taken, even when what arrived happens to parse), `("unparseable", the parser's message)` when `br.check`
     fails, `("", "")` when it is usable. A check that raises anything at all counts as unparseable: a reply must
     never crash the bench. A reply whose content was empty is said as the run says it (`asking.empty_reply`: where
-    the server put the text, and the server setting to change, not `judge.structured_output`)."""
+    the server put the text, and the server setting to change, not `judge.structured_output`). `held`: the tokens the
+    reply accounts for (`held_tokens`); a truncated one holding under half of max_tokens was cut short by the server."""
     from tracejudge.stages.judge.calls.asking import empty_reply
 
     said = empty_reply(reply, protocol)
     if reply.truncated:
-        cut = (f"the reply stopped where the prompt and the reply filled the model's context window, before max_tokens {br.request.max_tokens}"
-               if reply.window_full else f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}")
+        cap = br.request.max_tokens
+        if reply.window_full:
+            cut = f"the reply stopped where the prompt and the reply filled the model's context window, before max_tokens {cap}"
+        elif held is not None and 2 * held < cap:
+            # (The judge simulator's `--error-rate` cuts a reply in half and says `length`: "raise max_tokens" sent users
+            # after a setting that could not help.)
+            cut = (f"finish_reason length, but the reply holds about {held} tokens, under half of max_tokens {cap}: the server cut "
+                   "it short itself (a cap of its own, or a fault: `tracejudge simulate --error-rate` injects such cuts), not max_tokens")
+        else:
+            cut = f"finish_reason length: the reply stopped at max_tokens {cap}"
         return "truncated", f"{cut}; {said}" if said and reply.reasoning else cut
     if br.check is None:
         return "", ""
@@ -161,8 +184,10 @@ class Bench:
             self.limiter.settle(permit, "timeout")
             self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
-        att.reply_problem, problem = _unusable(br, reply, self.protocol)
+        holds = held_tokens(reply, http.body, self.counter) if reply.truncated else None  # (`held` is the budget's)
+        att.reply_problem, problem = _unusable(br, reply, self.protocol, holds)
         att.window_full = reply.truncated and reply.window_full
+        att.cut_short = reply.truncated and not reply.window_full and holds is not None and 2 * holds < br.request.max_tokens
         if problem:
             att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
             att.message = " ".join(redact(problem, (*self.secrets, *prompt_secrets(br.request))).split())[:600]
