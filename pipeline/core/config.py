@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict, trials_without_target)
@@ -27,7 +27,7 @@ from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, app
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_config import (PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem,
-                                          noise_key_problems, noisy_simulator_samples, unpriced_cost_cap)
+                                          lone_member_note, noise_key_problems, noisy_simulator_samples, unpriced_cost_cap)
 from tracejudge.core.record_fields import empty_list
 
 __all__ = [
@@ -73,6 +73,8 @@ class RunConfig(_Strict):
     dataset: DatasetConfig
     metrics: list[dict[str, Any]] = Field(default_factory=empty_list)
     judge: JudgeConfig | None = None
+    # Warnings the config's validation placed at their file and line (`validate_config`), said as a run starts (`run_warnings`).
+    _notes: list[str] = PrivateAttr(default_factory=list)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
@@ -121,7 +123,6 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     """
     read = read_config(path, overrides, cwd=cwd, typed=typed)
     return validate_config(read.data, source=read.source, lines=read.lines, overridden=read.overridden, scoring=scoring)
-
 
 
 def validate_config(
@@ -174,6 +175,7 @@ def validate_config(
             from tracejudge.stages.judge.panel import member_problems
 
             problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in member_problems(config)]
+            config._notes = [_fmt(source, *note, lines, overridden) for note in [lone_member_note(config.judge)] if note is not None]
     fmt, why = _format_of(config.dataset.format)
     if why is not None:
         problems.append(_fmt(source, ("dataset", "format"), why, lines, overridden))
@@ -372,13 +374,12 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     return f"{redact(msg)} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"
 
 
-
-
 def run_warnings(config: RunConfig) -> list[str]:
     """What a run of `config` warns of as it starts (valid settings that likely do not do what was meant): a deprecated
     `run.workers`; `run.trials` above 1 without a target; `Contains` on BFCL's answers as a plain substring test;
-    `judge.samples` above 1 at `judge.temperature` 0 (unless every judge is the simulator with noise, whose samples differ)."""
-    notes = []
+    `judge.samples` above 1 at `judge.temperature` 0 (unless every judge is the simulator with noise, whose samples differ);
+    first, those its validation placed at their file and line (a panel of one member, `judge_config.lone_member_note`)."""
+    notes = list(config._notes)
     if "workers" in config.run.model_fields_set:
         notes.append(WORKERS_DEPRECATED)
     if config.run.trials > 1 and config.target is None:

@@ -278,6 +278,20 @@ def noisy_simulator_samples(judge: JudgeConfig) -> bool:
     return all(provider == "simulator" and q(model) > 0 for _, provider, model in _judges(judge))
 
 
+def lone_member_note(judge: JudgeConfig) -> tuple[tuple[str, ...], str] | None:
+    """`(key path, warning)` for a panel (`judge.models`) of one member, else None. Its verdicts are that model's, as
+    `judge.model` would give them, but every figure a panel exists for compares members: Fleiss' κ and each member's
+    leave-one-out agreement were left out without a word, so a panel of one read as a panel that measured nothing amiss.
+    A warning, not an error: the run is sound, and a panel cut to one member for a night keeps its members' cache keys."""
+    if not judge.models or len(judge.models) != 1:
+        return None
+    name = judge.models[0].model
+    return (("judge", "models"), f"a panel of one member ({name}): Fleiss' kappa and each member's leave-one-out agreement compare "
+            f"members, so with one the panel gives no agreement figure (judge.panel.metrics stays empty) and judge.aggregate "
+            f"changes nothing; the verdicts are {name}'s alone. Add a second member to measure how judges agree, or judge with it "
+            f"alone: judge.model: {name}")
+
+
 def judge_provider_problem(judge: Any) -> str | None:
     """Why a config's raw `judge:` mapping does not say which provider answers, or None when it does.
 
