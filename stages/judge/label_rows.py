@@ -45,16 +45,34 @@ Row = tuple[str, "dict[str, Any] | str"]  # (`file:line`, the row's fields, or t
 
 def label_rows(path: Path, fh: TextIO, base: int) -> Iterator[Row]:
     """Each row of the labels file `path` open as `fh` (UTF-8 with `surrogateescape`, `newline=""`); `base` is the
-    byte offset of its text (3 after a byte-order mark). Raises `ConfigError` for a CSV whose header lacks a column."""
+    byte offset of its text (3 after a byte-order mark). Raises `ConfigError` for a CSV whose header lacks a column, and
+    for a file that holds no row at all (empty, blank lines only, a header alone, `[]`), saying what a labels file needs."""
     text = fh.read()
     first = next((line for line in _lines(text) if line.strip()), "")
     as_csv = path.suffix.lower() in (".csv", ".tsv") or (first.lstrip()[:1] not in ("{", "[") and _separator(first) is not None)
+    if not text.strip():
+        # (Read as a CSV, an empty file had "the CSV header lacks the column(s) … (it has nothing, separated by commas)".)
+        what = "0 bytes" if not text and not base else "a byte-order mark only" if not text else "blank lines only"
+        raise ConfigError(f"{path}: the labels file is empty ({what}): {_NEEDS}")
+    rows = 0
     if as_csv:
-        yield from _csv_rows(path, text, base)
+        got = _csv_rows(path, text, base)
     elif text.strip().startswith("[") and text.strip().endswith("]"):
-        yield from _array_rows(path, text, base)
+        got = _array_rows(path, text, base)
     else:
-        yield from _json_lines(path, text, base)
+        got = _json_lines(path, text, base)
+    for row in got:
+        rows += 1
+        yield row
+    if not rows:  # (else calibrate judged nothing and ended "no label was read … see the problems above", none above)
+        held = "a header row and no label row under it" if as_csv else "an empty JSON array"
+        raise ConfigError(f"{path}: the labels file holds {held}: {_NEEDS}")
+
+
+# What a labels file needs, said when one holds no row at all.
+_NEEDS = ("a labels file needs a header row naming its columns, case_id, metric and label (and optionally trial), then one row "
+          "per label, e.g. `case_id,metric,label` then `7,TaskCompletion,true`; or JSON Lines, one object a line, "
+          '{"case_id": "7", "metric": "TaskCompletion", "label": true}')
 
 
 def _lines(text: str) -> list[str]:

@@ -1,0 +1,53 @@
+"""`tracejudge calibrate --labels` on labels files a user got wrong:
+
+- an empty labels file (0 bytes, blank lines, a header alone) said "the CSV header lacks the column(s) case_id, metric,
+  label (it has nothing, separated by commas)", or judged nothing and ended "see the problems above" with none above.
+
+Real `tracejudge` processes; the judge is the simulator the run starts on 127.0.0.1 (real HTTP).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from helpers import write_flight_cases
+
+RUBRIC = {"type": "Rubric", "name": "grade", "criteria": "How helpful was the agent?", "scale": [1, 5]}
+
+
+def _config(tmp: Path, n: int = 6) -> Path:
+    cfg = {"dataset": {"path": str(write_flight_cases(tmp / "cases.jsonl", n))}, "metrics": [{"type": "TaskCompletion"}, RUBRIC],
+           "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp / "cache")}, "run": {"dir": str(tmp / "run")}}
+    path = tmp / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _calibrate(tmp: Path, labels: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    out = tmp / "cal.json"
+    out.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(_config(tmp)), "--labels", str(labels), "--json", str(out)],
+                          capture_output=True, text=True, cwd=tmp, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    return proc, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_an_empty_labels_file_says_what_a_labels_file_needs(tmp_path: Path) -> None:
+    for name, text in (("empty.csv", ""), ("blank.csv", "\r\n\r\n"), ("header.csv", "case_id,metric,label\r\n"), ("empty.jsonl", ""),
+                       ("none.json", "[]\n")):
+        labels = tmp_path / name
+        labels.write_text(text)
+        proc, _ = _calibrate(tmp_path, labels)
+        assert proc.returncode == 2, (name, proc.stdout + proc.stderr)
+        said = " ".join(proc.stderr.split())
+        held = {"empty.csv": "is empty (0 bytes)", "blank.csv": "is empty (blank lines only)", "empty.jsonl": "is empty (0 bytes)",
+                "header.csv": "holds a header row and no label row under it", "none.json": "holds an empty JSON array"}[name]
+        assert f"error: {labels}: the labels file {held}: a labels file needs a header row naming its columns, case_id, metric and label" in said, said
+        assert "it has nothing" not in said and "see the problems above" not in said
+        assert not (tmp_path / "run-calibrate").exists(), name  # nothing judged
