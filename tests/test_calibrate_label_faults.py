@@ -1,7 +1,8 @@
 """`tracejudge calibrate --labels` on labels files a user got wrong:
 
 - an empty labels file (0 bytes, blank lines, a header alone) said "the CSV header lacks the column(s) case_id, metric,
-  label (it has nothing, separated by commas)", or judged nothing and ended "see the problems above" with none above.
+  label (it has nothing, separated by commas)", or judged nothing and ended "see the problems above" with none above;
+- κ by tag said "one class only" where the metric has no κ because its labels are not whole grades.
 
 Real `tracejudge` processes; the judge is the simulator the run starts on 127.0.0.1 (real HTTP).
 """
@@ -51,3 +52,25 @@ def test_an_empty_labels_file_says_what_a_labels_file_needs(tmp_path: Path) -> N
         assert f"error: {labels}: the labels file {held}: a labels file needs a header row naming its columns, case_id, metric and label" in said, said
         assert "it has nothing" not in said and "see the problems above" not in said
         assert not (tmp_path / "run-calibrate").exists(), name  # nothing judged
+
+
+def test_kappa_by_tag_names_the_metrics_own_reason_for_having_none() -> None:
+    from tracejudge.stages.judge.agreement import agreement_block
+    from tracejudge.stages.judge.labels import Label, LabelSet
+
+    # A graded metric whose scale the config does not give (a custom metric's): labels between its grades leave it without
+    # a weighted κ, and every tag with it.
+    grades = [1 + (i * 3) % 5 for i in range(24)]
+    results = [{"case_id": f"c{i}", "trial": 0, "status": "ok", "tags": ["odd" if i % 2 else "even"],
+                "scores": {"quality": {"value": (g - 1) / 4, "passed": g >= 3, "reason": "",
+                                       "details": {"answers": {"q1": {"score": g, "reason": ""}}}}}} for i, g in enumerate(grades)]
+    labels = LabelSet([Label(f"c{i}", "quality", g + 0.5, where=f"l.csv:{i + 2}") for i, g in enumerate(grades)], [])
+    m = agreement_block(results, labels)["metrics"]["quality"]
+    assert m["kappa"] is None and "not all whole numbers" in m["note"], m
+    for tag in ("odd", "even"):
+        assert m["by_tag"][tag]["kappa_why"].startswith("labels or grades not all whole numbers"), m["by_tag"]
+    # Whole grades of one class in a tag stay "one class only"; a tag of one case "one case".
+    same = LabelSet([Label(f"c{i}", "quality", float(g)) for i, g in enumerate(grades)], [])
+    results[0]["tags"] = ["alone"]
+    whole = agreement_block(results, same, scales={"quality": (1.0, 4.0)})["metrics"]["quality"]["by_tag"]
+    assert whole["alone"]["kappa_why"] == "one case" and whole["odd"]["kappa"] is not None, whole

@@ -265,7 +265,9 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     for i, p in enumerate(pairs):
         for t in p.tags:
             tags[t].append(i)
-    out["by_tag"] = {t: _tag(y, v, ix, len(_case_groups(pairs, ix)), kappa_fn) for t, ix in sorted(tags.items())}
+    # (Where the metric has no κ at all, a tag has none for the metric's reason, not for "one class only".)
+    never = None if kind else "labels or grades not all whole numbers (weighted kappa compares whole grades; see spearman)"
+    out["by_tag"] = {t: _tag(y, v, ix, len(_case_groups(pairs, ix)), kappa_fn, never) for t, ix in sorted(tags.items())}
     wrong = [i for i in range(len(pairs)) if y[i] != v[i]]
     listed = wrong if disagreements is None else wrong[:disagreements]
     # (A label of 0.75 read as a pass at the threshold says so beside it: "label 0.75, verdict fail" alone reads as a grade.)
@@ -277,13 +279,14 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     return out
 
 
-def _tag(y: Any, v: Any, ix: list[int], cases: int, kappa_fn: Callable[[Any, Any], float | None]) -> dict[str, Any]:
-    """One tag's figures; κ `None` with `kappa_why` for a single case (κ of one case is 0 or 0/0, not agreement) or one class."""
+def _tag(y: Any, v: Any, ix: list[int], cases: int, kappa_fn: Callable[[Any, Any], float | None], never: str | None = None) -> dict[str, Any]:
+    """One tag's figures; κ `None` with `kappa_why`: `never` when the metric has no κ at all (its labels or grades are not
+    whole numbers), else for a single case (κ of one case is 0 or 0/0, not agreement) or one class."""
     got: dict[str, Any] = {"n": len(ix), "cases": cases, "accuracy": round(accuracy(y[ix], v[ix]), 6)}
-    k = kappa_fn(y[ix], v[ix]) if cases > 1 else None
+    k = kappa_fn(y[ix], v[ix]) if cases > 1 and never is None else None
     got["kappa"] = None if k is None else round(k, 6)
     if k is None:
-        got["kappa_why"] = "one case" if cases < 2 else "one class only"
+        got["kappa_why"] = never or ("one case" if cases < 2 else "one class only")
     return got
 
 
