@@ -1,5 +1,8 @@
 """`tracejudge calibrate --labels` on labels files a user got wrong:
 
+- a case whose only label is out of its metric's range, or between two grades, was judged (requests spent) and then
+  left out of κ: it is not judged now, and calibrate says how many cases it left out and why; a file of such labels
+  alone judges nothing and exits 2;
 - an empty labels file (0 bytes, blank lines, a header alone) said "the CSV header lacks the column(s) case_id, metric,
   label (it has nothing, separated by commas)", or judged nothing and ended "see the problems above" with none above;
 - κ by tag said "one class only" where the metric has no κ because its labels are not whole grades.
@@ -37,6 +40,46 @@ def _calibrate(tmp: Path, labels: Path) -> tuple[subprocess.CompletedProcess[str
     proc = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(_config(tmp)), "--labels", str(labels), "--json", str(out)],
                           capture_output=True, text=True, cwd=tmp, timeout=300, env={**os.environ, "COLUMNS": "200"})
     return proc, json.loads(out.read_text()) if out.exists() else {}
+
+
+def _judged(tmp: Path) -> list[str]:
+    path = tmp / "run-calibrate" / "results.jsonl"
+    return sorted(json.loads(line)["case_id"] for line in path.read_text().splitlines()) if path.exists() else []
+
+
+def test_a_case_whose_every_label_is_unusable_is_not_judged(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,metric,label\n"
+                      "c00,TaskCompletion,true\n"
+                      "c01,TaskCompletion,7\n"  # out of a yes/no metric's range
+                      "c02,grade,2.5\n"  # between two grades of 1..5
+                      "c03,grade,0\n"  # 0 may be read as pass/fail: judged
+                      "c04,TaskCompletion,1.5\n"
+                      "c04,grade,1\n")  # one usable label: judged (0 and 1 on 1..5 are read as pass/fail)
+    proc, got = _calibrate(tmp_path, labels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _judged(tmp_path) == ["c00", "c03", "c04"]
+    assert "labels: 2 labelled case(s) left out, not judged: each of their 2 label(s) is out of its metric's range" in proc.stderr, proc.stderr
+    assert (got["total_labels"], got["matched"], got["out_of_range"], got["unmatched"]) == (6, 3, 3, 0), got
+    assert got["cases_not_in_run"] == {}, got  # (counted out of range, not as cases the run lacks)
+    assert sorted(got["problems"]) == [
+        f"{labels}:3: label: 7 is out of range for metric 'TaskCompletion', which takes a yes/no label (true/false, or a number from 0 to 1)",
+        f"{labels}:4: label: 2.5 is not a whole grade of metric 'grade', which takes a grade on its scale 1..5",
+        f"{labels}:6: label: 1.5 is out of range for metric 'TaskCompletion', which takes a yes/no label (true/false, or a number from 0 to 1)",
+    ], got["problems"]
+    assert "no result of this run is case" not in proc.stdout
+
+
+def test_a_labels_file_of_unusable_labels_alone_judges_nothing(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"case_id": "c01", "metric": "TaskCompletion", "label": -1}) + "\n"
+                      + json.dumps({"case_id": "c02", "metric": "grade", "label": 9}) + "\n")
+    proc, got = _calibrate(tmp_path, labels)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert not (tmp_path / "run-calibrate").exists()  # not a request spent
+    assert "labels: 2 labelled case(s) left out, not judged" in proc.stderr, proc.stderr
+    assert "none of the 2 label(s) matched a scored verdict (2 label(s) out of their metric's range)" in proc.stderr, proc.stderr
+    assert got["verdict"] == "ERROR" and got["out_of_range"] == 2 and len(got["problems"]) == 2, got
 
 
 def test_an_empty_labels_file_says_what_a_labels_file_needs(tmp_path: Path) -> None:

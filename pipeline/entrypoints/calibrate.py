@@ -86,8 +86,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.core.config import load_config, require_metrics
     from tracejudge.engine import runner
     from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
-    from tracejudge.entrypoints.calibrate_checks import judge_errors, labelled_checks, no_match
+    from tracejudge.entrypoints.calibrate_checks import judge_errors, judged_ids, labelled_checks, no_match, unjudged
     from tracejudge.stages.judge.agreement import metric_scales, need_stats, run_agreement
+    from tracejudge.stages.judge.label_grades import yes_no_metrics
 
     try:
         need_stats()
@@ -102,9 +103,11 @@ def command(args: argparse.Namespace, err: Console) -> int:
         source, run_dir, ids = None, args.run_dir, None
         if not labels.fields:
             # Labels from a file name their cases: only those are judged, in a run directory of their own.
-            from tracejudge.stages.judge.labels import load_label_file
-
-            ids = {lab.case_id for lab in load_label_file(Path(labels.path)).labels}  # type: ignore[arg-type]
+            ids, left_out = judged_ids(config, Path(labels.path))  # type: ignore[arg-type]
+            if left_out:  # (on stderr, before the run's own lines: stdout's first line is the label counts)
+                err.print(left_out, highlight=False, markup=False, soft_wrap=True)
+            if not ids:  # (no case has a label its verdicts could meet: nothing is worth a request)
+                return unjudged(args.json, config, labels, err)
             source = labelled_cases(config, ids)
             run_dir = run_dir or Path(f"{config.run.dir}-calibrate")
         outcome = anyio.run(lambda: runner.run(config, run_dir=run_dir, source=source))
@@ -141,7 +144,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     none_matched = None if block.get("matched") or failed else no_match(block)
     if args.json is not None:
         full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics),
-                             listed=None)
+                             listed=None, yes_no=yes_no_metrics(config.metrics))
         full.update(judge_errors={"error_kinds": errors["kinds"], "first": errors["first"]},
                     verdict="ERROR" if none_matched else "FAIL" if failed else "PASS",
                     checks=[{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
@@ -160,6 +163,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
 
 _JUDGE_CHECKS = ("judge max_error_share", "judge budget")  # (`tracejudge.stages.aggregate.gate_judge`)
+
 
 
 def labelled_cases(config: Any, ids: set[str]) -> Any:

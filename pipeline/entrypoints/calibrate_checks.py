@@ -8,9 +8,11 @@ cases' results (`labelled_checks`).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-__all__ = ["judge_errors", "labelled_checks", "no_match"]
+__all__ = ["judge_errors", "judged_ids", "labelled_checks", "no_match", "unjudged"]
 
 
 def judge_errors(outcome: Any, ids: set[str] | None = None) -> dict[str, Any]:
@@ -84,3 +86,40 @@ def no_match(block: dict[str, Any]) -> str:
         why.append(f"{block['not_judged']} label(s) whose verdicts the judge did not score")
     return (f"none of the {total} label(s) matched a scored verdict ({'; '.join(why) or 'see the problems above'}): nothing was "
             "measured, so there is no verdict; check the metric names and case ids against the config's dataset")
+
+
+def judged_ids(config: Any, path: Path) -> tuple[set[str], str]:
+    """`(the ids of the cases worth judging, the line saying which were left out and why, or "")` for the labels file at
+    `path`: a case whose every label is out of its metric's range or between two of its grades
+    (`label_checks.unusable_labels`) could meet no verdict, so judging it would spend requests on nothing."""
+    from tracejudge.stages.judge.label_checks import unusable_labels
+    from tracejudge.stages.judge.label_grades import metric_scales, yes_no_metrics
+    from tracejudge.stages.judge.labels import load_label_file
+
+    read = load_label_file(path)
+    unusable = unusable_labels(read, metric_scales(config.metrics), yes_no_metrics(config.metrics))
+    ids = {lab.case_id for lab in read.labels if (lab.case_id, lab.metric, lab.trial) not in unusable}
+    left = {lab.case_id for lab in read.labels} - ids
+    if not left:
+        return ids, ""
+    n = sum(1 for key in unusable if key[0] in left)
+    return ids, (f"labels: {len(left)} labelled case(s) left out, not judged: each of their {n} label(s) is out of its metric's range or "
+                 "not a whole grade of its scale (named below), so no verdict of theirs could meet a label")
+
+
+def unjudged(out: Path | None, config: Any, labels: Any, err: Any) -> int:
+    """Calibrate's end when no labelled case is worth judging (`judged_ids`): the label counts and problems, and exit 2
+    (`--json OUT`'s `verdict` ERROR), nothing judged."""
+    from tracejudge.core.console import stdout_console
+    from tracejudge.entrypoints.calibrate import print_agreement
+    from tracejudge.stages.judge.agreement import agreement_block, run_labels
+    from tracejudge.stages.judge.label_grades import metric_scales, yes_no_metrics
+
+    block = agreement_block([], run_labels([], labels), threshold=labels.threshold, resamples=labels.resamples, seed=labels.seed,
+                            scales=metric_scales(config.metrics), listed=None, yes_no=yes_no_metrics(config.metrics))
+    print_agreement(block, stdout_console())
+    why = no_match(block)
+    if out is not None:
+        out.write_text(json.dumps({"run_dir": None, **block, "verdict": "ERROR", "error": why}, indent=2, default=str) + "\n", encoding="utf-8")
+    err.print(f"error: {why}", highlight=False, markup=False, soft_wrap=True)
+    return 2

@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.stages.judge.label_checks import take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics, unknown_trials
+from tracejudge.stages.judge.label_checks import (take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics, unknown_trials,
+                                                  unusable_labels)
 from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
 from tracejudge.stages.judge.label_stats import accuracy, accuracy_ci, case_bootstrap, kappa_of, rng, spearman, uninformative
 from tracejudge.stages.judge.labels import Label, LabelSet
@@ -298,18 +299,27 @@ def _shown(x: Any) -> Any:
 
 def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
                     disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
-                    scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS) -> dict[str, Any]:
+                    scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS,
+                    yes_no: set[str] | None = None) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
     labels of metrics or cases the run lacks, of the other kind among a metric's labels, or out of their metric's range,
     `label_checks`; the first `listed`, all when `None`) and `metrics.<metric>` from
     `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label. The counts are `pair_up`'s,
     with `mixed_kinds` and `out_of_range` (when any) taken from `matched`, and `not_labels` (when any): the lines or fields
-    that held no label (a list of two annotators' labels, `"NaN"`), named among the problems and in no other count."""
+    that held no label (a list of two annotators' labels, `"NaN"`), named among the problems and in no other count.
+    `yes_no`: the metrics known to be yes/no from the config (`label_grades.yes_no_metrics`): a label out of its metric's
+    range whose case has no result (`calibrate --labels` does not judge a case whose every label is such,
+    `label_checks.unusable_labels`) is named and counted as out of range, not as a case the run lacks."""
     results = list(results)
+    cases = {str(r.get("case_id")) for r in results}
+    unusable = unusable_labels(labels, scales or {}, yes_no or set())
+    unjudged = [lab for lab in labels.labels if lab.case_id not in cases and (lab.case_id, lab.metric, lab.trial) in unusable]
+    if unjudged:
+        gone = set(unjudged)
+        labels = LabelSet([lab for lab in labels.labels if lab not in gone], labels.problems, labels.unreadable)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
     run_metrics = {m for r in results for m in (r.get("scores") or {})}
-    cases = {str(r.get("case_id")) for r in results}
     problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases) + labels.problems
                 + unknown_cases(results, labels, run_metrics) + unknown_trials(results, labels, run_metrics))
     absent: dict[str, int] = defaultdict(int)  # labels (by metric) of cases not in the run, which a metric is not blamed for
@@ -327,12 +337,14 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     # Labels read as pass/fail are checked as pass/fail (in [0, 1]), not against the grade scale they are not read on.
     pass_fail = {m for m in metrics if yes_no[m] or (not grades[m] and _binary(pairs.get(m, [])))}
     out_of_range = take_out_of_range(pairs, labels, scales or {}, pass_fail)
+    counts["matched"] -= len(out_of_range)
+    counts["total_labels"] += len(unjudged)  # (counted as labels out of range, not as cases the run lacks)
+    out_of_range += [unusable[(lab.case_id, lab.metric, lab.trial)] for lab in unjudged]
     if mixed:
         counts["matched"] -= len(mixed)
         counts["mixed_kinds"] = len(mixed)
         problems += mixed
     if out_of_range:
-        counts["matched"] -= len(out_of_range)
         counts["out_of_range"] = len(out_of_range)
         problems += out_of_range
     if labels.unreadable:  # (named among the problems; no label, so no other count holds them)
@@ -361,16 +373,17 @@ def run_labels(results: list[dict[str, Any]], cfg: Any, extra: LabelSet | None =
 
 
 def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreements: int | None = SUMMARY_DISAGREEMENTS,
-                  scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS) -> dict[str, Any]:
+                  scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS,
+                  yes_no: set[str] | None = None) -> dict[str, Any]:
     """The summary's `labels` block for the run in `run_dir` against `cfg` (`judge.labels`; `scales`: `metric_scales` of the
-    run's metrics); an `error` block instead of raising when the labels or the statistics cannot be had, so a run's summary
-    is always written."""
+    run's metrics, `yes_no`: `yes_no_metrics`); an `error` block instead of raising when the labels or the statistics
+    cannot be had, so a run's summary is always written."""
     from tracejudge.engine.store import iter_results
 
     try:
         results = list(iter_results(run_dir))
         labels = run_labels(results, cfg)
         return agreement_block(results, labels, threshold=cfg.threshold, resamples=cfg.resamples, seed=cfg.seed,
-                               disagreements=disagreements, with_cases=with_cases, scales=scales, listed=listed)
+                               disagreements=disagreements, with_cases=with_cases, scales=scales, listed=listed, yes_no=yes_no)
     except TracejudgeError as exc:
         return {"error": str(exc), "metrics": {}}

@@ -16,7 +16,8 @@ from tracejudge.stages.judge.labels import Label, LabelSet
 if TYPE_CHECKING:
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "unknown_trials", "written"]
+__all__ = ["take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "unknown_trials", "unusable_labels",
+           "written"]
 
 
 def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None) -> list[str]:
@@ -109,21 +110,50 @@ def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: di
             continue  # grades read off the verdicts: their range is not known for certain
         # On a scale of whole grades a label between two of them (2.5 on 1..5) is no grade either: kept, it left the whole
         # metric without a weighted kappa (which compares whole grades), every other label's agreement with it.
-        whole = scale is not None and float(lo).is_integer() and float(hi).is_integer()
         keep = []
         for p in got:
-            if isinstance(p.label, bool) or (lo <= p.label <= hi and (not whole or float(p.label).is_integer())):
-                keep.append(p)
-                continue
             lab = index.get((p.case_id, metric, p.trial)) or index.get((p.case_id, metric, None))
-            what = "a yes/no label (true/false, or a number from 0 to 1)" if scale is None else f"a grade on its scale {lo:g}..{hi:g}"
-            off = "out of range for" if not whole or not lo <= p.label <= hi else "not a whole grade of"
-            line = (f"{lab.where if lab else p.case_id}: label: {written(p.label, lab.text if lab else '')} is {off} "
-                    f"metric {metric!r}, which takes {what}")
-            if line not in named:  # (a label without a trial pairs with each trial of its case: named once)
+            line = _off_range(p.label, metric, lo, hi, scale is not None, lab.where if lab else p.case_id, lab.text if lab else "")
+            if line is None:
+                keep.append(p)
+            elif line not in named:  # (a label without a trial pairs with each trial of its case: named once)
                 named.append(line)
         got[:] = keep
     return named
+
+
+def _off_range(label: bool | float, metric: str, lo: float, hi: float, graded: bool, where: str, text: str) -> str | None:
+    """The problem of a label outside `lo..hi` (a grade on a `graded` scale, else a yes/no label in 0..1), or between two
+    whole grades of a scale of whole grades; `None` when it is in range (`true`/`false` always are)."""
+    # On a scale of whole grades a label between two of them (2.5 on 1..5) is no grade either: kept, it left the whole
+    # metric without a weighted kappa (which compares whole grades), every other label's agreement with it.
+    whole = graded and float(lo).is_integer() and float(hi).is_integer()
+    if isinstance(label, bool) or (lo <= label <= hi and (not whole or float(label).is_integer())):
+        return None
+    what = f"a grade on its scale {lo:g}..{hi:g}" if graded else "a yes/no label (true/false, or a number from 0 to 1)"
+    off = "out of range for" if not whole or not lo <= label <= hi else "not a whole grade of"
+    return f"{where}: label: {written(label, text)} is {off} metric {metric!r}, which takes {what}"
+
+
+def unusable_labels(labels: LabelSet, scales: dict[str, tuple[float, float]], yes_no: set[str]) -> dict[tuple[str, str, int | None], str]:
+    """The labels no reading of their metric can use, known before any verdict, each keyed `(case_id, metric, trial)`
+    with its problem (worded as `take_out_of_range` words it): on a metric of `yes_no`, a number outside 0..1; on one
+    of `scales` (`(lowest, span)`), a number neither a grade of the scale nor 0 or 1 (which may be read as pass/fail).
+    A metric in neither may grade its verdicts on a scale only they show: its labels are left to `take_out_of_range`.
+
+    `tracejudge calibrate --labels` judges no case whose every label is here: its verdicts could meet no label."""
+    out: dict[tuple[str, str, int | None], str] = {}
+    for lab in labels.labels:
+        if lab.metric in yes_no:
+            line = _off_range(lab.value, lab.metric, 0.0, 1.0, False, lab.where or lab.case_id, lab.text)
+        elif lab.metric in scales and lab.value not in (0.0, 1.0):  # (`True == 1.0`: true/false stay, as 0 and 1 do)
+            lo, span = scales[lab.metric]
+            line = _off_range(lab.value, lab.metric, lo, lo + span, True, lab.where or lab.case_id, lab.text)
+        else:
+            continue
+        if line is not None:
+            out[(lab.case_id, lab.metric, lab.trial)] = line
+    return out
 
 
 def written(label: bool | float, text: str = "") -> str:

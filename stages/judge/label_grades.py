@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["grade_scale", "metric_scales", "verdict_grade", "yes_no_metric"]
+__all__ = ["grade_scale", "metric_scales", "verdict_grade", "yes_no_metric", "yes_no_metrics"]
 
 
 def metric_scales(specs: Iterable[Any]) -> dict[str, tuple[float, float]]:
@@ -35,6 +35,26 @@ def metric_scales(specs: Iterable[Any]) -> dict[str, tuple[float, float]]:
         scale = spec.get("scale", [1, 5] if spec.get("type") == "Rubric" else None)
         if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(_num(x) for x in scale) and scale[1] > scale[0]:
             out[str(spec.get("name") or spec.get("type"))] = (float(scale[0]), float(scale[1]) - float(scale[0]))
+    return out
+
+
+def yes_no_metrics(specs: Iterable[Any]) -> set[str]:
+    """The keys of a config's metric `specs` known to be yes/no before any verdict: tracejudge's own metrics without a
+    scale (only a Rubric, or a spec with `scale`, grades). A custom metric may grade its verdicts, so it is never known
+    here; neither is a spec that does not build (its config error says why)."""
+    from tracejudge.core import registry
+
+    out: set[str] = set()
+    for spec in specs:
+        if not isinstance(spec, dict) or "scale" in spec or spec.get("type") == "Rubric":
+            continue
+        cls = registry.metric_types().get(str(spec.get("type")))
+        if cls is None or not cls.__module__.startswith("tracejudge."):
+            continue
+        try:
+            out.add(str(registry.build_metric(spec).key))  # (a key may derive from the parameters: PassAtK's)
+        except registry.SpecError:
+            continue
     return out
 
 
