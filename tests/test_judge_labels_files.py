@@ -151,3 +151,22 @@ def test_a_case_id_a_spreadsheet_changed_is_offered_the_runs_own(tmp_path: Path)
     assert block["problems"] == [f"{csv}:2: case_id: no result of this run is case '7'; did you mean '007'?",
                                  f"{csv}:3: case_id: no result of this run is case 'ABC'; did you mean 'abc'?",
                                  f"{csv}:4: case_id: no result of this run is case 'zz'"]
+
+
+def test_a_label_cell_ending_in_a_line_break_is_its_label_and_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    # A spreadsheet keeps a cell's trailing Alt+Enter inside its quotes: `"no⏎"` was taken for a quote left open, its
+    # row refused and the line after it read as a row of its own. A byte-order mark, CRLF and a note quoted over two
+    # lines with commas in it are read as written.
+    from tracejudge.core.errors import ConfigError
+
+    csv = tmp_path / "labels.csv"
+    csv.write_bytes(b'\xef\xbb\xbfcase_id,metric,label,note\r\nc0,m,"no\r\n","a, b"\r\n'
+                    b'c1,m,yes,"first line,\r\nsecond, line"\r\n"c2","m","0,0",x\r\n')
+    got = load_label_file(csv)
+    assert [(lab.case_id, lab.value, lab.where) for lab in got.labels] == [("c0", False, f"{csv}:2"), ("c1", True, f"{csv}:4")], got
+    assert got.problems == [f"{csv}:6: label: '0,0' has a decimal comma: write 0.0"], got.problems
+    # Two columns of one name: each row kept the last, a label read from a column no one chose, without a word.
+    twice = tmp_path / "twice.csv"
+    twice.write_text("case_id,metric,label,Label\nc0,m,true,false\n")
+    with pytest.raises(ConfigError, match=r"twice.csv:1: the CSV header names the column label more than once \(columns 3, 4\)"):
+        load_label_file(twice)

@@ -103,6 +103,11 @@ def _csv_rows(path: Path, text: str, base: int) -> Iterator[Row]:
     # (A header naming no required column is split where it splits most, so the error shows the names it has.)
     sep = hint.group(1) if hint else _separator(header) or max(_SEPARATORS, key=lambda sep: len(_names(header, sep)))
     names = _names(header, sep)
+    twice = [c for c in _READ if names.count(c) > 1]
+    if twice:  # (each row's dict kept the last of them: a label read from a column no one chose, without a word)
+        cols = ", ".join(str(i + 1) for i, n in enumerate(names) if n == twice[0])
+        raise ConfigError(f"{path}:{start + 1}: the CSV header names the column {twice[0]} more than once (columns {cols}): which "
+                          "one to read cannot be known; rename or remove the others")
     missing = [c for c in REQUIRED if c not in names]
     if missing:
         shown = ", ".join(repr(n) for n in names) or "nothing"
@@ -174,7 +179,10 @@ def _records(lines: list[str], first: int, sep: str, names: list[str]) -> Iterat
 def _swallowed(cells: list[str], names: list[str], more: list[str], sep: str) -> bool:
     """Whether a record read over the lines `more` too took them by a quote left open: a line break in a column a label
     is read from, or a later line with a separator for each column, as a row has (a note's own line breaks are kept)."""
-    broken = [i for i, c in enumerate(cells) if "\n" in c or "\r" in c]
+    # (A break at a cell's edge only, `"no⏎"` as a spreadsheet keeps a cell's trailing Alt+Enter, swallowed no line: its
+    # label reads alike; a quote left open takes the next rows into the cell, breaks and all.)
+    broken = [i for i, c in enumerate(cells) if "\n" in c.strip() or "\r" in c.strip()
+              or ((i >= len(names) or names[i] not in _READ) and ("\n" in c or "\r" in c))]
     return bool(broken) and (any(i < len(names) and names[i] in _READ for i in broken)
                              or any(line.count(sep) >= len(names) - 1 for line in more))
 
