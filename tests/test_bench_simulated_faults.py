@@ -48,7 +48,7 @@ def test_the_simulators_faults_are_each_named_for_their_cause(simulator, tmp_pat
     assert any(h.startswith("the server failed requests itself (HTTP 500") for h in report["hints"]), report["hints"]
 
 
-def test_a_slow_server_still_hears_to_raise_timeout_s(simulator, tmp_path: Path) -> None:
+def test_a_slow_server_is_still_told_to_raise_timeout_s(simulator, tmp_path: Path) -> None:
     # Every request slower than the timeout: raising judge.timeout_s is the fix, and the bench still says so.
     sim = simulator(latency_ms=1500)
     out = tmp_path / "bench.json"
