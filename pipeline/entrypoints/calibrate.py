@@ -19,7 +19,8 @@ Labels come from `--labels FILE` (JSONL or CSV, `tracejudge.stages.judge.labels`
 command-line ones replace the config's. Labels from a field label every
 case: the whole config is run, in its own run directory (a finished run is
 reused). Labels from a file only: only the labelled cases are judged, in
-`RUN_DIR-calibrate` (`--run-dir` to choose). Exit status: 0, or 1 when an
+`RUN_DIR-calibrate` (`--run-dir` to choose), and not those whose every label is out of its metric's range
+(`calibrate_checks.judged_ids`). Exit status: 0, or 1 when an
 assertion `min_kappa` fails or the judge fails a run's checks on it (its
 errors past `judge.max_error_share`, results the judge budget skipped — over
 the labelled cases' results; the error kinds and the first error are named),
@@ -163,7 +164,6 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
 
 _JUDGE_CHECKS = ("judge max_error_share", "judge budget")  # (`tracejudge.stages.aggregate.gate_judge`)
-
 
 
 def labelled_cases(config: Any, ids: set[str]) -> Any:

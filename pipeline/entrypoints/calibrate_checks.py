@@ -1,5 +1,6 @@
-"""What `tracejudge calibrate` (`tracejudge.entrypoints.calibrate`) checks besides the agreement figures: the judge's
-errors and budget over the labelled cases, and why no label met a verdict (exit 2: nothing was measured).
+"""What `tracejudge calibrate` (`tracejudge.entrypoints.calibrate`) checks besides the agreement figures: which labelled
+cases are worth judging at all (`judged_ids`), the judge's errors and budget over the labelled cases, and why no label
+met a verdict (exit 2: nothing was measured).
 
 With a labels file, calibrate judges only the labelled cases, in `RUN_DIR-calibrate`, which keeps the results of cases
 an earlier labels file named; those measured nothing of these labels, so the judge's checks count only the labelled

@@ -108,8 +108,6 @@ def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: di
             lo, hi = 0.0, 1.0
         else:
             continue  # grades read off the verdicts: their range is not known for certain
-        # On a scale of whole grades a label between two of them (2.5 on 1..5) is no grade either: kept, it left the whole
-        # metric without a weighted kappa (which compares whole grades), every other label's agreement with it.
         keep = []
         for p in got:
             lab = index.get((p.case_id, metric, p.trial)) or index.get((p.case_id, metric, None))
