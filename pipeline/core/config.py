@@ -22,12 +22,13 @@ from typing import Any
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
-                                             TargetConfig, _Strict, trials_without_target)
+                                             TargetConfig, _Strict)
 from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_config import (PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem,
-                                          lone_member_note, noise_key_problems, noisy_simulator_samples, unpriced_cost_cap)
+                                          lone_member_note, noise_key_problems, unpriced_cost_cap)
+from tracejudge.core.config_warnings import run_warnings
 from tracejudge.core.record_fields import empty_list
 
 __all__ = [
@@ -123,6 +124,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     """
     read = read_config(path, overrides, cwd=cwd, typed=typed)
     return validate_config(read.data, source=read.source, lines=read.lines, overridden=read.overridden, scoring=scoring)
+
 
 
 def validate_config(
@@ -372,30 +374,3 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     shown = redact(json.dumps(got, default=str))
     shown = f"a mapping: {shown}" if isinstance(got, dict) else shown
     return f"{redact(msg)} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"
-
-
-def run_warnings(config: RunConfig) -> list[str]:
-    """What a run of `config` warns of as it starts (valid settings that likely do not do what was meant): a deprecated
-    `run.workers`; `run.trials` above 1 without a target; `Contains` on BFCL's answers as a plain substring test;
-    `judge.samples` above 1 at `judge.temperature` 0 (unless every judge is the simulator with noise, whose samples differ);
-    first, those its validation placed at their file and line (a panel of one member, `judge_config.lone_member_note`)."""
-    notes = list(config._notes)
-    if "workers" in config.run.model_fields_set:
-        notes.append(WORKERS_DEPRECATED)
-    if config.run.trials > 1 and config.target is None:
-        notes.append(trials_without_target(config.run.trials))
-    if config.dataset.format == "bfcl":
-        plain = [i for i, spec in enumerate(config.metrics) if spec.get("type") == "Contains" and spec.get("value") is None
-                 and spec.get("match", "substring") == "substring"]
-        if plain:
-            notes.append(f"{', '.join(f'metrics.{i}' for i in plain)}: Contains reads BFCL's accepted answers (memory, web_search) as a plain substring "
-                         "test, which passes replies BFCL's checker fails ('49.99' inside '149.99'); add `match: bfcl` for "
-                         "BFCL's own agentic_checker verdict")
-    judge = config.judge
-    if judge is not None and judge.samples > 1 and judge.temperature == 0 and not noisy_simulator_samples(judge):
-        # The same request N times at temperature 0: a self-hosted server answers it the same N times (llama.cpp, vLLM
-        # and Ollama are deterministic there), so the samples report no flakiness whatever the judge's real variance.
-        notes.append(f"judge.samples: {judge.samples} at judge.temperature 0 asks the same request {judge.samples} times, and a deterministic "
-                     "server answers it the same way each time: the samples' flakiness and flip rate then say nothing of the judge's "
-                     "variance and the run pays for every sample; set judge.temperature (e.g. 0.7) to measure it, or samples: 1")
-    return notes
