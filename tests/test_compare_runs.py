@@ -115,3 +115,26 @@ def test_a_metric_scored_in_one_run_only_is_no_row_and_no_table_draws_vertical_r
     table = out[out.index("per metric over pairs"):out.index("acc: regressed most")]
     assert not any(c in table for c in "┃│┏┡└"), table  # as wide as it likes: still no vertical rule
     assert [row.split()[0] for row in table.splitlines()[-2:]] == ["acc", "stable"], table  # no row for b_only
+
+
+def test_compare_names_a_last_line_cut_off_mid_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A run killed mid-write leaves a last line without a line break: compare left it out without a word, while it named
+    # every other damaged line by line and field. Unless a process still writes the run (a line being written).
+    from tracejudge.engine.run_lock import RunLock
+
+    a, b, _, _ = planted_runs(tmp_path, n=20, planted=2, improved=1)
+    lines = (b / "results.jsonl").read_bytes().splitlines(keepends=True)
+    (b / "results.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][:60])
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["results_b"], data["unreadable_b"]) == (19, 1)
+    (named,) = data["unreadable_lines_b"]
+    assert named.startswith(f"{b / 'results.jsonl'}:20: (root): the last line ends without a line break (cut off as it was written)"), named
+    assert "the line ends early (it looks truncated)" in named
+    assert main(["compare", str(a), str(b)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: 1 line(s) of B's results.jsonl are not results and were left out: " in out and "results.jsonl:20: (root): the last line" in out
+    with RunLock(b):  # a process writes the run: its last line is being written, not damaged
+        assert main(["compare", str(a), str(b), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert (data["results_b"], data["unreadable_b"], data["unreadable_lines_b"]) == (19, 0, [])

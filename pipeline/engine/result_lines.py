@@ -17,9 +17,11 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine.result_shape import json_line_problem, result_problem
 from tracejudge.engine.result_writer import RESULTS
 
-__all__ = ["MANIFEST", "PROVISIONAL_MARKS", "SKIPPED_MARK", "error_place", "iter_current_numbered", "iter_current_result_lines", "iter_result_lines",
+__all__ = ["MANIFEST", "PROVISIONAL_MARKS", "SKIPPED_MARK", "TORN_LAST_LINE", "error_place", "iter_current_numbered", "iter_current_result_lines", "iter_result_lines",
            "iter_results", "line_key", "superseded_lines"]
 
+# How a last line without a line break is named (`iter_results(torn=True)`): the field is the line itself.
+TORN_LAST_LINE = "(root): the last line ends without a line break (cut off as it was written), so it is not a result"
 MANIFEST = "manifest.json"  # (re-exported as `store.MANIFEST`; `iter_results` needs it: a run killed before its first result)
 
 
@@ -123,8 +125,9 @@ def iter_current_result_lines(path: Path) -> Iterator[bytes]:
         yield line
 
 
-def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
-    """`iter_current_result_lines` with each line's 1-based line number in the file (to name a bad one)."""
+def iter_current_numbered(path: Path, on_torn: Callable[[int, bytes], None] | None = None) -> Iterator[tuple[int, bytes]]:
+    """`iter_current_result_lines` with each line's 1-based line number in the file (to name a bad one); `on_torn(N,
+    line)` is called for a last line that ends without a line break (never yielded), once the others are read."""
     gone = superseded_lines(path)
     if not path.exists():
         return
@@ -135,10 +138,12 @@ def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
                 if i not in gone:
                     yield lineno, line
                 i += 1
+            elif on_torn is not None and line.strip() and not line.endswith(b"\n"):  # (only the last line can be)
+                on_torn(lineno, line)
 
 
 def iter_results(run_dir: Path, unreadable: list[int] | None = None,
-                 on_bad: Callable[[int, str], None] | None = None, *, once: bool = False) -> Iterator[dict[str, Any]]:
+                 on_bad: Callable[[int, str], None] | None = None, *, once: bool = False, torn: bool = False) -> Iterator[dict[str, Any]]:
     """Each result of `RUN_DIR/results.jsonl` as a dict. A line that is not JSON, or not a result in the fields readers
     use (`result_shape.result_problem`: a score of NaN or `"high"` typed in by hand), is skipped: counted in
     `unreadable[0]` and passed to `on_bad(line_number, "field: what is wrong")` when given. With `once`, so is a line
@@ -147,6 +152,9 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None,
 
     Raises `TracejudgeError` when the directory has no results file, unless it holds a manifest: a run killed after
     writing its manifest and before creating results.jsonl has no result yet.
+
+    With `torn`, a last line that ends without a line break (a run killed mid-write; pass it only for a run no process
+    writes, whose last line nothing will finish) is counted and named too (`TORN_LAST_LINE`), after the others.
     """
     path = Path(run_dir) / RESULTS
     if not path.exists():
@@ -154,7 +162,19 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None,
             return
         raise TracejudgeError(f"{run_dir}: no {RESULTS} here (is this a run directory?)")
     seen: set[tuple[str, int]] = set()
-    for lineno, line in iter_current_numbered(path):
+
+    def cut(lineno: int, line: bytes) -> None:
+        if unreadable is not None:
+            unreadable[0] += 1
+        if on_bad is not None:
+            try:
+                pydantic_core.from_json(line)
+                why = ""
+            except ValueError as exc:  # (what is wrong in it too: most such lines are cut mid-value)
+                why = "; " + json_line_problem(line, exc).removeprefix("(root): ")
+            on_bad(lineno, TORN_LAST_LINE + why)
+
+    for lineno, line in iter_current_numbered(path, cut if torn else None):
         try:
             # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
             data = pydantic_core.from_json(line)

@@ -31,6 +31,7 @@ from tracejudge.core.records import score_counts
 from tracejudge.engine import shards
 from tracejudge.engine.store import iter_results
 from tracejudge.engine.keyset import result_key
+from tracejudge.engine.run_lock import holder
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rank, rng_for, seed_bits, sign_flip_pvalue
 
 __all__ = ["Comparison", "MetricDelta", "Mover", "compare_runs", "delta_is_noise"]
@@ -153,7 +154,9 @@ def _results_of(dirs: list[Path], unreadable: list[int] | None = None, named: li
             if named is not None and len(named) < _NAMED:
                 named.append(f"{d / 'results.jsonl'}:{lineno}: {why}")
 
-        yield from iter_results(d, unreadable, name)
+        # A last line cut off mid-write is named like any damaged line, unless a process still writes the run (it is
+        # then a line being written, finished in a moment).
+        yield from iter_results(d, unreadable, name, torn=holder(d) is None)
 
 
 def compare_runs(
