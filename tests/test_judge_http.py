@@ -297,10 +297,19 @@ def test_too_long_prompt_skip_and_truncate_policies(simulator, tmp_path):
     s = r["scores"]["TaskCompletion"]
     assert s["value"] is None and s["reason"].startswith("too_long:") and s["details"]["too_long_tokens"] > 1100
     assert sim.stats.requests == 0
+    # Nothing was sent: no request and no latency (it recorded the microseconds spent deciding not to send).
+    assert s["judge"]["requests"] == 0 and s["judge"]["latency_s"] is None, s["judge"]
+    # Items that shared a request too long for the window are each asked alone, and skipped alone: no latency either.
+    run_config(tmp_path, sim.url, write_cases(tmp_path / "c2.jsonl", 2, calls=40), run="skip2",
+               judge={"context_tokens": 1200, "max_tokens": 100, "too_long": "skip", "items_per_request": 2, "item_wait_s": 1.0})
+    assert [(r["scores"]["TaskCompletion"]["judge"]["requests"], r["scores"]["TaskCompletion"]["judge"]["latency_s"])
+            for r in results(tmp_path, "skip2")] == [(0, None), (0, None)]
+    assert sim.stats.requests == 0
     run_config(tmp_path, sim.url, cases, run="cut", judge={"context_tokens": 1200, "max_tokens": 100})
     (r,) = results(tmp_path, "cut")
     s = r["scores"]["TaskCompletion"]
     assert s["value"] is not None and "middle steps left out" in s["reason"] and sim.stats.input_tokens <= 1100
+    assert s["judge"]["requests"] == 1 and s["judge"]["latency_s"] > 0
 
 
 def test_gate_failure_exits_1_from_the_cli(simulator, tmp_path):

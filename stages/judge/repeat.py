@@ -107,7 +107,8 @@ def _sum_info(outs: list[Outcome], model: str | None = None) -> JudgeInfo | None
         "input_tokens": sum(i.input_tokens for i in infos), "output_tokens": sum(i.output_tokens for i in infos),
         "requests": sum(i.requests for i in infos), "cached_requests": sum(i.cached_requests for i in infos),
         "cached_input_tokens": sum(i.cached_input_tokens for i in infos), "cost_usd": sum_usd(i.cost_usd for i in infos),
-        "latency_s": max((i.latency_s or 0.0) for i in infos)})
+        # (none when no member's request was sent: an unsent request has no latency)
+        "latency_s": max((i.latency_s for i in infos if i.latency_s is not None), default=None)})
 
 
 def _sides(values: list[float], how: str, qid: str) -> tuple[float, dict[str, Any], list[str]]:

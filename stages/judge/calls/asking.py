@@ -388,7 +388,9 @@ def from_cache(self: Judge, plan: Plan, ready: list[Prepared | Exception]) -> Ou
 def judged(self: Judge, plan: Plan, info: JudgeInfo, answers: dict[str, Any], failure: Outcome | None, requests: int, t0: float) -> Outcome:
     """The outcome of `plan` once its `requests` requests were asked (`t0`: when asking began, `perf_counter`)."""
     info.cached = info.cached_requests == requests
-    info.latency_s = round(time.perf_counter() - t0, 4)
+    # A score none of whose requests was sent (too long for the context under `too_long: skip`, refused by the budget,
+    # given up on by the server's gate) waited on no judge: it has no latency, not the microseconds spent deciding so.
+    info.latency_s = round(time.perf_counter() - t0, 4) if info.requests else None
     info.cost_usd = sum_usd((info.cost_usd,))  # to 8 places (None, unknown, stays None)
     if failure is not None:
         failure.score.judge = info
