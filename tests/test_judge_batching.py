@@ -67,7 +67,32 @@ def test_missing_id_and_malformed_verdict_are_reasked_alone_and_the_rest_kept(si
     for s in kept:
         b = s["details"]["batch"]
         assert b["size"] == 5 and b["items"][b["position"]].startswith("i") and b["position"] > 0
-        assert s["judge"]["requests"] == 1 and s["judge"]["input_tokens"] > 0
+        # (the request is counted on its first item, each one re-asked alone here, whose tokens' share it also holds)
+        assert s["judge"]["requests"] == 0 and s["judge"]["input_tokens"] > 0
+    for cid in alone:
+        assert got[cid]["scores"]["TaskCompletion"]["judge"]["requests"] == 2  # its share of the shared request, then its own
+    judged = [r["scores"]["TaskCompletion"]["judge"] for r in got.values()]
+    assert sum(x["requests"] for x in judged) == j["requests"] == 4
+    assert (sum(x["input_tokens"] for x in judged), sum(x["output_tokens"] for x in judged)) == (j["input_tokens"], j["output_tokens"])
+
+
+def test_results_that_shared_a_request_add_up_to_the_summary(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # Each of the 4 results of 2 shared requests said `requests: 1` (summed: 4, the summary 2); a resume that rebuilds the
+    # spend from the results counted twice the requests sent. The first item of a request counts it, the others 0.
+    sim = simulator()
+    summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 4), items_per_request=2)
+    j = summary["judge"]
+    assert (sim.stats.requests, j["requests"], j["multi_requests"]) == (2, 2, 2)
+    judged = [r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path).values()]
+    by_request: dict[str, list[int]] = {}
+    for r in results(tmp_path).values():
+        s = r["scores"]["TaskCompletion"]
+        by_request.setdefault(s["details"]["batch"]["request"], []).append(s["judge"]["requests"])
+    assert sorted(sorted(v) for v in by_request.values()) == [[0, 1], [0, 1]]
+    assert all(x["input_tokens"] > 0 and x["latency_s"] > 0 for x in judged)  # (each still holds its share and its wait)
+    assert sum(x["requests"] for x in judged) == j["requests"]
+    assert (sum(x["input_tokens"] for x in judged), sum(x["output_tokens"] for x in judged)) == (j["input_tokens"], j["output_tokens"])
+    assert round(sum(x["cost_usd"] for x in judged), 6) == j["cost_usd"]
 
 
 def test_verdicts_follow_the_item_id_not_its_position_and_the_cache_survives_a_new_grouping(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:

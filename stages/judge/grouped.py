@@ -53,7 +53,7 @@ from tracejudge.stages.judge.calls.stats import share_usd, sum_usd
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
 
-__all__ = ["pass_note", "split"]
+__all__ = ["add_info", "pass_note", "split"]
 
 
 def _reasked(outcome: Outcome) -> bool:
@@ -87,8 +87,9 @@ def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:
                                    "requests": info.requests if pos == 0 else 0, "cached_requests": info.cached_requests if pos == 0 else 0})
 
 
-def _add(a: JudgeInfo | None, b: JudgeInfo | None) -> JudgeInfo | None:
-    """`a` with `b`'s tokens, dollars and requests added (either may be missing)."""
+def add_info(a: JudgeInfo | None, b: JudgeInfo | None) -> JudgeInfo | None:
+    """`a` with `b`'s tokens, dollars and requests added (either may be missing): a score re-asked alone with its
+    share of the shared request that did not answer it."""
     if a is None or b is None:
         return a or b
     return a.model_copy(update={"input_tokens": a.input_tokens + b.input_tokens, "output_tokens": a.output_tokens + b.output_tokens,
@@ -146,7 +147,7 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
             got = await ask(plans[i], trial, slots[i])
             got.score.details = {**(got.score.details or {}), "group": {"alone": True, "why": why[i], "metrics": names}}
             # Its share of the grouped request stays on its score: spending rebuilt from results misses nothing.
-            got.score.judge = _add(got.score.judge, _share(score.judge, len(plans), i))
+            got.score.judge = add_info(got.score.judge, _share(score.judge, len(plans), i))
             out[i] = got
 
         async with anyio.create_task_group() as tg:

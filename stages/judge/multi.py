@@ -62,6 +62,7 @@ from tracejudge.stages.judge.calls.stats import share_usd
 from tracejudge.stages.judge.client import build_request, key_components
 from tracejudge.stages.judge.fence_labels import asking
 from tracejudge.stages.judge.fit import exceeds
+from tracejudge.stages.judge.grouped import add_info
 from tracejudge.stages.judge.parse import ParseError, agreement, by_id, grade_agreement, json_objects, scale_from, yes_no_from
 from tracejudge.stages.judge.trace_text import whole_text
 
@@ -208,6 +209,23 @@ def refusal(exc: ProviderError) -> bool:
     return exc.kind in ("fatal", "server") and exc.status not in (401, 403)
 
 
+def _item_share(model: str, usage: dict[str, int], cached_in: int, cost: float | None, n: int, pos: int, cached: bool, *,
+                first: bool) -> JudgeInfo:
+    """The `judge` block of the item at `pos` of a request of `n` items: its share of the request's tokens and dollars,
+    the first item (`pos` 0) also the remainders and the request itself (`requests` 1, else 0), so that the results of
+    one request add up to what it cost and to one request, as the summary counts it. An item asked twice in one request
+    (two cases of identical content: `first` false for the second) shares the first one's answer and costs nothing more."""
+    if not first:
+        return JudgeInfo(model=model, cached=cached, cost_usd=0.0)
+
+    def part(v: int) -> int:
+        return v // n + (v % n if pos == 0 else 0)
+
+    return JudgeInfo(model=model, cached=cached, input_tokens=part(usage["input_tokens"]), output_tokens=part(usage["output_tokens"]),
+                     cached_input_tokens=part(cached_in), cost_usd=share_usd(cost, n), requests=int(pos == 0),
+                     cached_requests=int(pos == 0 and cached))
+
+
 def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition: dict[str, Any]) -> Outcome:
     from tracejudge.stages.judge.client import Outcome, finish
 
@@ -230,6 +248,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
     metric = items[0].plan.metric
     out: dict[int, Outcome] = {}
     alone: dict[int, dict[str, Any]] = {}  # index → composition note for items asked alone
+    shares: dict[int, JudgeInfo] = {}  # index → its share of a shared request that did not answer it (asked alone since)
 
     served = judge.served_model  # what the keys hold; to store a reply, the weights that answered it (`calls.served`)
 
@@ -314,7 +333,9 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                 for pos, i in enumerate(todo):
                     sent = int(not unsent)  # a request never sent is not one
                     n = len(todo)
-                    info = JudgeInfo(model=cfg.model, requests=sent, latency_s=round(time.perf_counter() - t0, 4),
+                    # The one request is counted on the first item's result only, as its tokens' remainder is: results
+                    # summed (a resume rebuilds the spend from them) count it once, as the summary does.
+                    info = JudgeInfo(model=cfg.model, requests=sent if pos == 0 else 0, latency_s=round(time.perf_counter() - t0, 4) if sent else None,
                                      input_tokens=billed[0] // n + (billed[0] % n if pos == 0 else 0),
                                      cost_usd=share_usd(billed[1], n) if billed[0] else 0.0)
                     details = {**(failure.score.details or {}), "batch": composition_base}
@@ -333,21 +354,20 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                     for i in todo:
                         if items[i].id != it.id:
                             continue
+                        info = _item_share(cfg.model, usage, cached_in, cost, n, pos, cached is not None, first=i == first_of[it.id])
+                        info.latency_s = round(time.perf_counter() - t0, 4)
                         if it.id in bad:
                             judge.stats.items_reasked_alone += 1
                             alone[i] = {"alone": True, "why": f"re-asked alone: {bad[it.id]}", "first_request": composition}
+                            shares[i] = info  # (added to the result of its request alone: the tokens were spent on it)
                             continue
-                        share_in = usage["input_tokens"] // n + (usage["input_tokens"] % n if pos == 0 else 0)
-                        share_out = usage["output_tokens"] // n + (usage["output_tokens"] % n if pos == 0 else 0)
-                        info = JudgeInfo(model=cfg.model, cached=cached is not None, input_tokens=share_in, output_tokens=share_out,
-                                         cached_input_tokens=cached_in // n + (cached_in % n if pos == 0 else 0), cost_usd=share_usd(cost, n),
-                                         requests=1, cached_requests=int(cached is not None), latency_s=round(time.perf_counter() - t0, 4))
                         out[i] = _finalize(items[i], good[it.id], info, composition)
 
     async def ask_alone(i: int) -> None:
         it = items[i]
         got = await judge.judge(it.plan, it.trial, it.slot, False)
         got.score.details = {**(got.score.details or {}), "batch": alone[i]}
+        got.score.judge = add_info(got.score.judge, shares.get(i))
         out[i] = got
 
     async def ask_half(idx: list[int]) -> None:
