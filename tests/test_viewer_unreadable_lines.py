@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -56,3 +57,39 @@ def test_a_last_line_cut_off_in_a_run_no_process_writes_is_named(tmp_path: Path)
             fh.write(text.splitlines()[-1][120:] + "\n")
         page = _page(url + "/run/run/cases")
         assert "ends without a line break" not in page and 'id="n-matching">3<' in page
+
+
+def _finished(tmp_path: Path, n: int = 4) -> Path:
+    data = write_dataset(tmp_path / "d.jsonl", [native_case(f"c{i}", ["lookup"], ["lookup"]) for i in range(n)])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
+    assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    return tmp_path / "run"
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_case_page_of_a_damaged_line_says_which_line_and_what_is_wrong(tmp_path: Path) -> None:
+    # Its case page answered a bare 404 ("no result for case 'c1'"), though the Cases page named the line.
+    run = _finished(tmp_path)
+    results = run / "results.jsonl"
+    lines = results.read_text().splitlines()
+    edited = json.loads(lines[1])
+    edited["scores"]["traj"]["value"] = "high"
+    results.write_text("\n".join([lines[0], json.dumps(edited), lines[2][:70], lines[3], lines[0][:40] + "x"]) + "\n")
+    with view_server(str(run)) as url:
+        assert _status(url + "/run/run/case?id=c1") == 200
+        page = " ".join(_page(url + "/run/run/case?id=c1").split())
+        assert "results.jsonl holds a line for this (case, trial) that is not a result, so it has no result to show" in page, page
+        assert 'line 2: scores.traj.value: "high" is not a number' in page and "lookup" in page  # (and its trace)
+        page = " ".join(_page(url + "/run/run/case?id=c2").split())  # a line cut short: its id read from what is left
+        assert "line 3: (root): invalid JSON" in page and "the line ends early" in page, page
+        page = " ".join(_page(url + "/run/run/case?id=c0").split())  # a good line, and a damaged one of the same case after it
+        assert "results.jsonl also holds a line for this (case, trial) that is not a result" in page and "line 5: (root): invalid JSON" in page
+        assert "<h3>Scores</h3>" in _page(url + "/run/run/case?id=c0").replace("\n", "")
+        assert _status(url + "/run/run/case?id=nope") == 404 and _status(url + "/run/run/case?id=c1&trial=1") == 404

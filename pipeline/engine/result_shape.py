@@ -8,6 +8,7 @@ here, so such a line is what a line that is not JSON already was: a damaged line
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from tracejudge.core.json_kind import json_kind
 from tracejudge.core.records import Status
 
-__all__ = ["check_score_values", "json_line_problem", "line_problem", "result_problem", "score_value_problem"]
+__all__ = ["check_score_values", "damaged_line_key", "json_line_problem", "line_problem", "result_problem", "score_value_problem"]
 
 _SCORE_VALUE = "a score's value is a number from 0 to 1, or null"
 
@@ -161,7 +162,26 @@ def _shown(value: Any) -> str:
     """A value as the line holds it, cut short: `NaN`, `Infinity`, `"high"`, `true`."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    import json
-
     text = json.dumps(value)  # (ASCII: a control or bidirectional character of an edited line is shown escaped)
     return text if len(text) <= 40 else text[:39] + "…"
+
+
+# A damaged line's case id and trial as a run writes them (first keys, compact JSON): read where the line is not JSON.
+_PEEK_ID = re.compile(rb'"case_id"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*")')
+_PEEK_TRIAL = re.compile(rb'"trial"\s*:\s*(\d{1,18})\s*[,}]')
+
+
+def damaged_line_key(line: bytes, data: Any) -> tuple[str | None, int]:
+    """The (case id, trial) a line of `results.jsonl` that is not a result (`data`: the line parsed, or None when it is
+    not JSON) was written for, as far as it says: the id None when it names none, the trial 0 when it names none. The
+    viewer's Case page of that case then says why it shows no result."""
+    if isinstance(data, dict):
+        cid, trial = data.get("case_id"), data.get("trial", 0)
+        return (cid if isinstance(cid, str) else None), (int(trial) if _whole(trial) else 0)
+    m = _PEEK_ID.search(line)
+    try:
+        cid = json.loads(m.group(1)) if m is not None else None
+    except ValueError:
+        cid = None
+    t = _PEEK_TRIAL.search(line)
+    return cid, int(t.group(1)) if t is not None else 0

@@ -222,18 +222,20 @@ async def _case(request: web.Request) -> web.Response:
 
     def view_of(r: Run) -> CaseView:
         res = r.index.result(case_id, trial)
-        if res is None:  # no result, no trace lookup (which may scan a dataset)
+        damaged = [(n, why) for n, _, why in r.index.bad_lines(case_id, trial)]
+        if res is None and not damaged:  # no result, no trace lookup (which may scan a dataset)
             return CaseView(r, None, None, f"{r.name} has no result for this (case, trial)")
         case, note = r.source.get(case_id, trial)
-        return CaseView(r, res, case, note)
+        return CaseView(r, res, case, note, damaged)
 
     def work() -> tuple[CaseView, CaseView | None, list[int]]:
-        return view_of(run), (view_of(other) if other is not None else None), run.index.trials(case_id)
+        trials = sorted({*run.index.trials(case_id), *(tr for _, tr, _ in run.index.bad_lines(case_id))})
+        return view_of(run), (view_of(other) if other is not None else None), trials
 
     main, side, trials = await anyio.to_thread.run_sync(work)
-    if side is not None and side.result is None and not request.query.get("vs"):
+    if side is not None and side.result is None and not side.damaged and not request.query.get("vs"):
         side = None  # the default baseline lacks this case: show it alone
-    if main.result is None and (side is None or side.result is None):
+    if main.result is None and not main.damaged and (side is None or side.result is None):
         raise web.HTTPNotFound(text=f"{run.name} has no result for case {case_id!r} trial {trial}")
     asked = request.query.get("vs", "")
     # (a `vs` naming no run served, or one whose directory is gone: the case alone, and the page says why)

@@ -32,16 +32,16 @@ from typing import Any
 
 import pydantic_core
 
-from tracejudge.engine.result_shape import json_line_problem, result_problem
+from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, result_problem
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, where_and_order
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "9"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+_SCHEMA = "10"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
 # 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`. 8: `case_key`, ids in natural order
-# 9: the lines read and the lines that are not results (`unreadable`)
+# 9: the lines read and the lines that are not results (`unreadable`). 10: each such line's case (`bad`), for its Case page
 _NAMED = 5  # lines that are not results the index names (`unreadable`); the rest are counted
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
@@ -132,7 +132,7 @@ class RunIndex:
 
     def _reset(self) -> None:
         db = self._db
-        for table in ("results", "casetext"):
+        for table in ("results", "casetext", "bad"):
             db.execute(f"DROP TABLE IF EXISTS {table}")
         db.execute("DELETE FROM meta")
         db.execute(
@@ -143,6 +143,8 @@ class RunIndex:
         db.execute("CREATE INDEX results_status ON results(status)")
         db.execute("CREATE INDEX results_case_key ON results(case_key, case_id, trial)")
         db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
+        db.execute("CREATE TABLE bad(line INTEGER PRIMARY KEY, case_id TEXT, trial INTEGER, problem TEXT)")
+        db.execute("CREATE INDEX bad_case ON bad(case_id, trial)")
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
         self._set_meta("lines", "0")
@@ -164,6 +166,14 @@ class RunIndex:
         with self._lock:
             count, named = json.loads(self._meta("unreadable") or "[0, []]")
         return int(count), [str(n) for n in named]
+
+    def bad_lines(self, case_id: str, trial: int | None = None) -> list[tuple[int, int, str]]:
+        """`(line, trial, what is wrong)` for each line of `results.jsonl` indexed so far that is not a result and was
+        written for `case_id` (and `trial`, unless None), in file order."""
+        with self._lock:
+            rows = self._db.execute("SELECT line, trial, problem FROM bad WHERE case_id=?" + (" AND trial=?" if trial is not None else "")
+                                    + " ORDER BY line", (case_id,) if trial is None else (case_id, trial)).fetchall()
+        return [(int(n), int(tr), str(p)) for n, tr, p in rows]
 
     def torn_tail(self) -> int | None:
         """The line number of a last line of `results.jsonl` that ends without a line break, past what `refresh` indexed
@@ -215,13 +225,14 @@ class RunIndex:
                         res = pydantic_core.from_json(line)
                         problem = result_problem(res)
                     except ValueError as exc:
-                        problem = json_line_problem(line, exc) if line.strip() else None
+                        res, problem = None, json_line_problem(line, exc) if line.strip() else None
                         if problem is None:
                             continue  # (a blank line, which no reader counts)
                     if problem is not None:  # not a result (a hand edit: a score of NaN, a cut line): named on the Cases page
                         bad_count += 1
                         if len(bad) < _NAMED:
                             bad.append(f"line {lineno}: {problem}")
+                        db.execute("INSERT OR REPLACE INTO bad(line, case_id, trial, problem) VALUES (?, ?, ?, ?)", (lineno, *damaged_line_key(line, res), problem))
                         continue
                     scores = res.get("scores") or {}
                     for k in scores:
@@ -362,8 +373,8 @@ class RunIndex:
         """The case id whose `html.id_hash` is `h` (how the Case page of a long id is linked), or None."""
         from tracejudge.viewer.html import id_hash
 
-        with self._lock:
-            ids = [r[0] for r in self._db.execute("SELECT DISTINCT case_id FROM results")]
+        with self._lock:  # (a case whose only line is damaged has its page too, which says so)
+            ids = [r[0] for r in self._db.execute("SELECT case_id FROM results UNION SELECT case_id FROM bad WHERE case_id IS NOT NULL")]
         return next((cid for cid in ids if id_hash(cid) == h), None)
 
     def trials(self, case_id: str) -> list[int]:

@@ -17,10 +17,31 @@ __all__ = ["CaseView", "case_page", "diff_page"]
 
 
 class CaseView:
-    """What one side of the case page shows: the run, its result line (or None) and the case with its trace (or None, with a note)."""
+    """What one side of the case page shows: the run, its result line (or None) and the case with its trace (or None, with a
+    note); `damaged`: `(line, what is wrong)` of each line of its results.jsonl written for this (case, trial) that is not
+    a result (`RunIndex.bad_lines`)."""
 
-    def __init__(self, run: Run, result: dict[str, Any] | None, case: Case | None, note: str) -> None:
+    def __init__(self, run: Run, result: dict[str, Any] | None, case: Case | None, note: str,
+                 damaged: list[tuple[int, str]] | None = None) -> None:
         self.run, self.result, self.case, self.note = run, result, case, note
+        self.damaged = damaged or []
+
+
+def _damaged(view: CaseView) -> str:
+    """What the damaged lines of this (case, trial) are, as the Cases page names them: a result left out is said, never
+    a page that reads as if the case had no line at all."""
+    if not view.damaged:
+        return ""
+    lines = "".join(f"<li>line {n}: {t(why)}</li>" for n, why in view.damaged)
+    if view.result is None:
+        head = (f"results.jsonl holds {'a line' if len(view.damaged) == 1 else 'lines'} for this (case, trial) that "
+                f"{'is' if len(view.damaged) == 1 else 'are'} not a result, so it has no result to show:")
+        tail = ("<code>tracejudge report</code> names every such line; restore the file, or run the config again to redo "
+                "the case (a resumed run redoes it).")
+    else:
+        head = "results.jsonl also holds a line for this (case, trial) that is not a result, left out; the result shown is another line's:"
+        tail = ""
+    return f'<div class="bad damaged" id="damaged"><p>{head}</p><ul>{lines}</ul>{f"<p>{tail}</p>" if tail else ""}</div>'
 
 
 def _calls(case: Case) -> list[tuple[int, int, ToolCall]]:
@@ -117,8 +138,9 @@ def _side(view: CaseView) -> str:
     rid = view.run.rid
     out = [f'<div class="side" data-run="{e(rid)}"><h2><a href="/run/{e(rid)}">{e(view.run.name)}</a></h2>']
     if res is None:
-        out.append('<p class="muted">This run has no result for this (case, trial).</p>')
+        out.append(_damaged(view) or '<p class="muted">This run has no result for this (case, trial).</p>')
         return "".join(out) + transcript_html(view.case, view.note, rid) + "</div>"
+    out.append(_damaged(view))
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
                + (f' · tags {t(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
