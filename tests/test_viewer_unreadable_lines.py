@@ -53,6 +53,8 @@ def test_a_last_line_cut_off_in_a_run_no_process_writes_is_named(tmp_path: Path)
     with view_server(str(tmp_path / "run")) as url:
         page = _page(url + "/run/run/cases")
         assert "results.jsonl: line 3, the last, ends without a line break" in page and 'id="n-matching">2<' in page, page
+        page = " ".join(_page(url + "/run/run").split())  # and the run page says the summary's 3 are not the file's 2
+        assert "summary.json counts 3 results; results.jsonl now holds 2 readable results (line 3, the last, ends without" in page, page
         with results.open("a") as fh:  # finished after all: shown, and no longer named
             fh.write(text.splitlines()[-1][120:] + "\n")
         page = _page(url + "/run/run/cases")
@@ -72,6 +74,42 @@ def _status(url: str) -> int:
             return int(reply.status)
     except urllib.error.HTTPError as exc:
         return exc.code
+
+
+def test_the_run_page_says_results_no_longer_match_the_summary(tmp_path: Path) -> None:
+    # The run page showed summary.json's means and counts (4 results, all passed) over a results.jsonl damaged since,
+    # which the Cases page showed holding 2; it now says the figures are the summary's, not the file's.
+    run = _finished(tmp_path)
+    results = run / "results.jsonl"
+    lines = results.read_text().splitlines()
+    edited = json.loads(lines[1])
+    edited["scores"]["tc"]["value"] = "high"
+    results.write_text("\n".join([lines[0], json.dumps(edited), lines[2][:50], *lines[3:]]) + "\n")
+    with view_server(str(run)) as url:
+        page = " ".join(_page(url + "/run/run").split())
+        assert "The results no longer match the summary: summary.json counts 4 results; results.jsonl now holds 2 readable results" in page, page
+        assert '2 lines of it are not a result (line 2: scores.tc.value: "high" is not a number' in page and "line 3: (root): invalid JSON" in page
+        assert "The figures below are summary.json's, not the file's; <code>tracejudge report " in page
+    assert main(["report", str(run)]) == 1  # rebuilt from the file: its figures are the file's now, and the page says why
+    with view_server(str(run)) as url:
+        page = " ".join(_page(url + "/run/run").split())
+        assert "no longer match" not in page, page
+        assert "results.jsonl: 2 lines of it are not a result (line 2:" in page and "summary.json counts 2 results; the figures below leave them out" in page
+
+
+def test_a_summary_that_is_not_json_is_said_to_be_damaged_not_unwritten(tmp_path: Path) -> None:
+    # It read as a run that had not ended: "summary.json is written when the run finishes", INTERRUPTED, "resume with";
+    # a manifest that is not JSON read as none ("the run has no manifest.json naming its dataset").
+    run = _finished(tmp_path, 2)
+    (run / "summary.json").write_text('{"results": 2, "compl')
+    (run / "manifest.json").write_text("[1, 2]")
+    with view_server(str(run)) as url:
+        page = " ".join(_page(url + "/run/run").split())
+        assert "summary.json is there but not JSON (" in page and "tracejudge report" in page, page
+        assert "summary.json is written when the run finishes" not in page and "not written yet" not in page
+        assert "INTERRUPTED" not in page and "resume with" not in page and '<span id="state">finished</span>' in page
+        page = " ".join(_page(url + "/run/run/case?id=c1").split())
+        assert "the run's manifest.json is not a JSON object, so the viewer cannot tell which dataset holds the trace" in page, page
 
 
 def test_the_case_page_of_a_damaged_line_says_which_line_and_what_is_wrong(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
 from tracejudge.viewer.pages_cases import cases_page
-from tracejudge.viewer.pages_run import gone_page, run_page, runs_page
+from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page
 from tracejudge.viewer.runs import Run, differs
 
 __all__ = ["make_app", "start_viewer"]
@@ -153,7 +153,12 @@ async def _run_page(request: web.Request) -> web.Response:
     others = [r for r in request.app[_RUNS].values() if r.rid != run.rid and r.gone() is None]
     baseline = request.app[_BASELINE]
     others.sort(key=lambda r: r.rid != baseline)
-    return _html(run_page(run, counts, others, await anyio.to_thread.run_sync(run.index.run_errors)))
+
+    def work() -> tuple[int, str]:
+        return run.index.run_errors(), results_drift(run, sum(v for k, v in counts.items() if k != "failed"))
+
+    run_errors, drift = await anyio.to_thread.run_sync(work)
+    return _html(run_page(run, counts, others, run_errors, drift))
 
 
 def _int(value: str | None, default: int, name: str) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 from tracejudge.stages.aggregate.group_labels import group_value
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
-from tracejudge.viewer.html import e, f3, frame, url
+from tracejudge.viewer.html import e, f3, frame, t, url
 from tracejudge.viewer.runs import Run, differs, shown_time
 
 __all__ = ["gone_page", "run_page", "runs_page"]
@@ -107,11 +107,40 @@ def _judge_block(summary: dict[str, Any]) -> str:
     return out
 
 
-def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: int = 0) -> str:
+def results_drift(run: Run, total: int) -> str:
+    """What makes `summary.json`'s figures no longer those of `results.jsonl` (`total`: the results the file holds now),
+    or "": lines of it that are not results (a hand edit, a cut), a last line cut off mid-write, a count that differs.
+
+    A run a process still writes is left alone: its summary is rewritten at its end. Reads the index (a worker thread)."""
+    s = run.summary()
+    if not s or run.state()[0] == "in progress":
+        return ""
+    bad, named = run.index.unreadable()
+    torn = run.index.torn_tail()
+    said = s.get("results")
+    if not bad and torn is None and (not isinstance(said, int) or said == total):
+        return ""
+    what = []
+    if bad:
+        more = f"; and {bad - len(named)} more" if bad > len(named) else ""
+        what.append(f"{bad} line{'s' if bad != 1 else ''} of it {'are' if bad != 1 else 'is'} not a result ({'; '.join(map(t, named))}{more})")
+    if torn is not None:
+        what.append(f"line {torn}, the last, ends without a line break (cut off as it was written)")
+    counted = f"summary.json counts {said} result{'s' if said != 1 else ''}; " if isinstance(said, int) else ""
+    if isinstance(said, int) and said == total:  # (its figures were computed from the damaged file, which they leave out)
+        return (f"results.jsonl: {'; '.join(what)}. {counted}the figures below leave {'them' if bad + (torn is not None) != 1 else 'it'} "
+                "out, as the Cases page does.")
+    return (f"The results no longer match the summary: {counted}results.jsonl now holds {total} readable result{'s' if total != 1 else ''}"
+            + (f" ({'; '.join(what)})" if what else "") + ". The figures below are summary.json's, not the file's; "
+            f"<code>tracejudge report {e(run.path)}</code> rebuilds them from results.jsonl.")
+
+
+def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: int = 0, drift: str = "") -> str:
     """A run's summary: metrics with CIs, pass rates, pass@k, exclusions, breakdowns, judge block, assertions and verdict.
 
     `run_errors`: how many results' agent run ended in an error (`metadata.run_error`; scored, `ok` all the same), said
-    under the counts with a link to those cases, as the reports say it."""
+    under the counts with a link to those cases, as the reports say it. `drift`: `results_drift`'s text (HTML: its run
+    text escaped here), said above the figures it concerns."""
     s, state = run.summary(), run.state()
     rid = run.rid
     total = sum(v for k, v in counts.items() if k != "failed")
@@ -131,6 +160,8 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: in
         else:
             apart.append(f'<li data-run="{e(o.rid)}">{e(o.name)}: {e(why)}</li>')
     out.append("</p>")
+    if drift:
+        out.append(f'<p class="bad" id="results-drift">{drift}</p>')
     if apart:
         out.append(f'<details class="small" id="not-comparable"><summary>{len(apart)} other run{"s" if len(apart) != 1 else ""} '
                    f'cannot be compared with this one</summary><ul>{"".join(apart)}</ul></details>')
@@ -140,9 +171,13 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: in
         out.append(f'<li class="{"ok" if c.get("ok") else "bad"}"><b>{"ok" if c.get("ok") else "FAIL"}</b> '
                    f'<code>{e(c.get("name"))}</code>: {e(c.get("detail"))}</li>')
     if not verdict.get("checks"):
-        out.append("<li class=muted>no assertions evaluated" + ("" if s else " (summary.json not written yet)") + "</li>")
+        unwritten = "" if s else " (summary.json unreadable)" if run.summary_problem() is not None else " (summary.json not written yet)"
+        out.append(f"<li class=muted>no assertions evaluated{unwritten}</li>")
     out.append("</ul><h2>Summary</h2>")
-    if not s:
+    if not s and (why := run.summary_problem()) is not None:  # (damaged, not unwritten: the run may well have ended)
+        out.append(f'<p class="bad" id="summary-unreadable">summary.json is there but {e(why)}, so no figure of it is shown; '
+                   f'<code>tracejudge report {e(run.path)}</code> rebuilds it from results.jsonl. The Cases table shows the results.</p>')
+    elif not s:
         out.append('<p class="muted">summary.json is written when the run finishes; the Cases table follows the results as they arrive.</p>')
     else:
         out.append('<table class="grid" id="summary"><thead><tr>' + "".join(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from typing import Any
 
 from tracejudge.engine import store
 from tracejudge.viewer.index import RunIndex
-from tracejudge.viewer.traces import CaseSource
+from tracejudge.viewer.traces import CaseSource, read_object
 
 __all__ = ["Run", "differs", "discover_runs", "load_runs", "shown_time"]
 
@@ -27,7 +26,7 @@ class Run:
     _index: RunIndex | None = field(default=None, repr=False)
     _source: CaseSource | None = field(default=None, repr=False)
     _source_key: tuple[int, int] | None = field(default=None, repr=False)
-    _summary: tuple[tuple[int, int, int], dict[str, Any]] | None = field(default=None, repr=False)
+    _summary: tuple[tuple[int, int, int], dict[str, Any], str | None] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -63,18 +62,26 @@ class Run:
         """`summary.json`, or `{}` while the run has not written one (or it is unreadable). Read again only when the
         file changed (every open page asks for it every few seconds, and a long run's summary is large); the dict is
         shared: callers do not change it."""
+        return self._read_summary()[0]
+
+    def summary_problem(self) -> str | None:
+        """Why `summary.json`, which is there, cannot be read (`not JSON: …`, `not a JSON object …`), else None (read, or
+        not written yet): its figures are then missing because the file is damaged, not because the run has not ended."""
+        return self._read_summary()[1]
+
+    def _read_summary(self) -> tuple[dict[str, Any], str | None]:
         path = self.path / store.SUMMARY
         try:
             st = path.stat()
         except OSError:
-            return {}
+            return {}, None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)  # (summary.json is replaced whole: a new inode)
         kept = self._summary
         if kept is not None and kept[0] == key:
-            return kept[1]
-        data = _read_json(path)
-        self._summary = (key, data)
-        return data
+            return kept[1], kept[2]
+        data, why = read_object(path)
+        self._summary = (key, data, why)
+        return data, why
 
     def state(self) -> tuple[str, str]:
         """`(state, detail)`: `("complete", "")`; `("in progress", who)` while a process holds the run's lock (`"process
@@ -84,11 +91,15 @@ class Run:
         if self.summary().get("complete"):
             return "complete", ""
         from tracejudge.engine.run_lock import holder
-        from tracejudge.engine.run_state import resume_command
+        from tracejudge.engine.run_state import last_segment_finished, resume_command
 
         who = holder(self.path)
         if who is not None:
             return "in progress", who
+        if self.summary_problem() is not None and last_segment_finished(self.path):
+            # (its summary is damaged, so whether it is complete is not known: its last segment ended, which its
+            # checkpoint says; read as interrupted, a run that ended was told to resume)
+            return "finished", ""
         merged = self.manifest().get("merged_from")
         if isinstance(merged, list) and merged:
             from tracejudge.stages.aggregate.gate_coverage import shard_resume_commands
@@ -174,11 +185,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_object(path)[0]
 
 
 def _is_run(path: Path) -> bool:

@@ -32,9 +32,24 @@ from tracejudge.core.records import Case
 from tracejudge.engine.dataset_fingerprint import changed_since, listing
 from tracejudge.viewer.masking import shown_case, shown_text
 
-__all__ = ["CaseSource", "case_snippet", "case_text"]
+__all__ = ["CaseSource", "case_snippet", "case_text", "read_object"]
 
 _CACHE = 64
+
+
+def read_object(path: Path) -> tuple[dict[str, Any], str | None]:
+    """A run file holding one JSON object (`summary.json`, `manifest.json`): `(its object, None)`; `({}, None)` when it is
+    not there; `({}, why)` when it is there but cannot be read (`not JSON (…)`, `not a JSON object`), so a page can say
+    the file is damaged rather than not written yet."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, None
+    except OSError as exc:
+        return {}, f"cannot be read ({exc.strerror or type(exc).__name__})"
+    except ValueError as exc:  # (a UnicodeDecodeError too)
+        return {}, f"not JSON ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})"
+    return (data, None) if isinstance(data, dict) else ({}, "not a JSON object")
 
 
 def case_text(case: Case) -> str:
@@ -140,6 +155,8 @@ class CaseSource:
         """The run's dataset config and built-in format, or `None`s and the reason there are none."""
         cfg = (self.manifest.get("config") or {}).get("dataset")
         if not isinstance(cfg, dict):
+            if (why := read_object(self.run_dir / "manifest.json")[1]) is not None:  # (damaged, not missing: said so)
+                return None, None, f"the run's manifest.json is {why}, so the viewer cannot tell which dataset holds the trace"
             return None, None, "the run has no manifest.json naming its dataset"
         name = str(cfg.get("format", "native"))
         if ":" in name or name not in registry.formats():
