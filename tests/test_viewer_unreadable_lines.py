@@ -11,6 +11,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from _runs import native_case, view_server, write_config, write_dataset
 from tracejudge.entrypoints.cli import main
@@ -76,15 +77,20 @@ def _status(url: str) -> int:
         return exc.code
 
 
+def _damaged(run: Path, metric: str, rest: Any) -> None:
+    """Line 2 (c1) gets `metric` scored "high", line 3 (c2) is cut short; `rest(lines)` gives the lines after them."""
+    results = run / "results.jsonl"
+    lines = results.read_text().splitlines()
+    edited = json.loads(lines[1])
+    edited["scores"][metric]["value"] = "high"
+    results.write_text("\n".join([lines[0], json.dumps(edited), lines[2][:60], *rest(lines)]) + "\n")
+
+
 def test_the_run_page_says_results_no_longer_match_the_summary(tmp_path: Path) -> None:
     # The run page showed summary.json's means and counts (4 results, all passed) over a results.jsonl damaged since,
     # which the Cases page showed holding 2; it now says the figures are the summary's, not the file's.
     run = _finished(tmp_path)
-    results = run / "results.jsonl"
-    lines = results.read_text().splitlines()
-    edited = json.loads(lines[1])
-    edited["scores"]["tc"]["value"] = "high"
-    results.write_text("\n".join([lines[0], json.dumps(edited), lines[2][:50], *lines[3:]]) + "\n")
+    _damaged(run, "tc", lambda lines: lines[3:])
     with view_server(str(run)) as url:
         page = " ".join(_page(url + "/run/run").split())
         assert "The results no longer match the summary: summary.json counts 4 results; results.jsonl now holds 2 readable results" in page, page
@@ -115,11 +121,7 @@ def test_a_summary_that_is_not_json_is_said_to_be_damaged_not_unwritten(tmp_path
 def test_the_case_page_of_a_damaged_line_says_which_line_and_what_is_wrong(tmp_path: Path) -> None:
     # Its case page answered a bare 404 ("no result for case 'c1'"), though the Cases page named the line.
     run = _finished(tmp_path)
-    results = run / "results.jsonl"
-    lines = results.read_text().splitlines()
-    edited = json.loads(lines[1])
-    edited["scores"]["traj"]["value"] = "high"
-    results.write_text("\n".join([lines[0], json.dumps(edited), lines[2][:70], lines[3], lines[0][:40] + "x"]) + "\n")
+    _damaged(run, "traj", lambda lines: [lines[3], lines[0][:40] + "x"])  # (line 5: c0's, cut)
     with view_server(str(run)) as url:
         assert _status(url + "/run/run/case?id=c1") == 200
         page = " ".join(_page(url + "/run/run/case?id=c1").split())
