@@ -121,6 +121,19 @@ def test_report_tells_a_deleted_result_from_a_damaged_line(tmp_path: Path) -> No
             "the other 1 cut short or deleted)") in " ".join(report.stdout.split()), report.stdout
 
 
+def test_report_names_a_last_line_cut_off_mid_write(tmp_path: Path) -> None:
+    # A kill mid-write leaves the last line without its line break: report said the result was "cut short or deleted"
+    # and named no line, while it named every other damaged line. It names it, as compare does.
+    config, results, _ = _run_and_damage(tmp_path, N - 1, lambda line: line[: len(line) // 2])
+    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 1, report.stdout + report.stderr
+    out = " ".join(report.stdout.split())
+    assert f"FAIL results readable: 1 of the {N} results the run counted are missing from 1 damaged line(s) of results.jsonl" in out, out
+    assert f"results.jsonl:{N}: (root): the last line ends without a line break (cut off as it was written)" in out
+    assert "the line ends early (it looks truncated)" in out
+    assert _run(config).new_results == 1  # the same config redoes the case
+
+
 def test_report_fails_the_gate_on_a_results_file_cut_short(tmp_path: Path) -> None:
     config, results, _ = _run_and_damage(tmp_path, N - 1, lambda line: line[: len(line) // 2])  # the last line torn
     run_dir = results.parent

@@ -18,7 +18,7 @@ from tracejudge.engine.result_shape import json_line_problem, result_problem
 from tracejudge.engine.result_writer import RESULTS
 
 __all__ = ["MANIFEST", "PROVISIONAL_MARKS", "SKIPPED_MARK", "TORN_LAST_LINE", "error_place", "iter_current_numbered", "iter_current_result_lines", "iter_result_lines",
-           "iter_results", "line_key", "superseded_lines"]
+           "iter_results", "line_key", "superseded_lines", "torn_line_problem"]
 
 # How a last line without a line break is named (`iter_results(torn=True)`): the field is the line itself.
 TORN_LAST_LINE = "(root): the last line ends without a line break (cut off as it was written), so it is not a result"
@@ -142,6 +142,16 @@ def iter_current_numbered(path: Path, on_torn: Callable[[int, bytes], None] | No
                 on_torn(lineno, line)
 
 
+def torn_line_problem(line: bytes) -> str:
+    """How a last line that ends without a line break is named (`TORN_LAST_LINE`), with what is wrong in it when it is
+    not JSON (most such lines are cut mid-value: `…; invalid JSON: … the line ends early (it looks truncated)`)."""
+    try:
+        pydantic_core.from_json(line)
+        return TORN_LAST_LINE
+    except ValueError as exc:
+        return TORN_LAST_LINE + "; " + json_line_problem(line, exc).removeprefix("(root): ")
+
+
 def iter_results(run_dir: Path, unreadable: list[int] | None = None,
                  on_bad: Callable[[int, str], None] | None = None, *, once: bool = False, torn: bool = False) -> Iterator[dict[str, Any]]:
     """Each result of `RUN_DIR/results.jsonl` as a dict. A line that is not JSON, or not a result in the fields readers
@@ -167,12 +177,7 @@ def iter_results(run_dir: Path, unreadable: list[int] | None = None,
         if unreadable is not None:
             unreadable[0] += 1
         if on_bad is not None:
-            try:
-                pydantic_core.from_json(line)
-                why = ""
-            except ValueError as exc:  # (what is wrong in it too: most such lines are cut mid-value)
-                why = "; " + json_line_problem(line, exc).removeprefix("(root): ")
-            on_bad(lineno, TORN_LAST_LINE + why)
+            on_bad(lineno, torn_line_problem(line))
 
     for lineno, line in iter_current_numbered(path, cut if torn else None):
         try:

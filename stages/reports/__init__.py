@@ -24,6 +24,7 @@ from tracejudge.engine import shards, store
 from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, judge_block_with, standing_judge_counts
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.rendered import Finished
+from tracejudge.engine.result_lines import torn_line_problem
 from tracejudge.engine.store import iter_results
 from tracejudge.engine.result_shape import check_score_values, line_problem
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
@@ -285,7 +286,16 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     judged: dict[str, int] = {}  # the judge's gate counts (`journal_counts.add_judge_counts`), for a run without summary.json
     spent = LineSpend()  # and what its scores say the judge spent (`judge_spend.rebuilt_spend`)
     tally = None  # and its samples and panel counts (`judge_stats.JudgeTally`), made at the first result that has any
-    for lineno, line in store.iter_current_numbered(path):
+
+    def torn(lineno: int, line: bytes) -> None:
+        # A last line cut off mid-write (a kill) is named as the damaged lines are, not only counted as "cut short or
+        # deleted"; a run still being written is left alone (`in_progress`): its last line is being written.
+        why = torn_line_problem(line)
+        damaged.append(f"{store.RESULTS}:{lineno}: {why}")
+        if on_skipped is not None:
+            on_skipped(lineno, why)
+
+    for lineno, line in store.iter_current_numbered(path, torn if in_progress is None else None):
         try:
             result = CaseResult.model_validate_json(line)
             check_score_values(result)
