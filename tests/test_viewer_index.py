@@ -160,3 +160,45 @@ def test_case_ids_sort_in_natural_order_and_an_older_index_is_rebuilt_for_it(tmp
     assert idx.refresh() == len(ids)
     assert [r["case_id"] for r in idx.query(CaseQuery()).rows] == natural
     idx.close()
+
+
+def test_a_line_edited_in_place_past_the_first_bytes_is_read_again(tmp_path: Path) -> None:
+    # The index noticed a rewrite only by its size shrinking or its first 4 KiB changing: a score edited by hand further
+    # on (the same length) kept its old value in the table, beside a case page showing the new one, in later viewers
+    # too; one edited to another length read as an append, and the moved bytes as a damaged line.
+    import os
+
+    from _runs import result_line
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    results = run_dir / "results.jsonl"
+    results.write_text("".join(result_line(f"c{i:03d}", 0, {"m": (1.0, "fine")}) + "\n" for i in range(40)))
+    assert results.stat().st_size > 4096 + 200  # (c039 past the first 4 KiB)
+
+    def value(idx: RunIndex) -> float:
+        (row,) = idx.query(CaseQuery(q="c039")).rows
+        return row["values"]["m"]
+
+    def edit(old: str, new: str) -> None:
+        before = results.stat().st_mtime_ns
+        text = results.read_text()
+        cut = text.rindex('"c039"')
+        results.write_text(text[:cut] + text[cut:].replace(old, new, 1))
+        os.utime(results, ns=(before + 10**9, before + 10**9))  # (a coarse clock could give the same time)
+
+    idx = RunIndex(run_dir)
+    assert idx.refresh() == 40 and value(idx) == 1.0
+    edit('"value": 1.0', '"value": 0.5')  # the same size
+    assert idx.refresh() == 40 and value(idx) == 0.5
+    later = RunIndex(run_dir)  # (a viewer started later reads the same index file)
+    assert later.refresh() == 40 and value(later) == 0.5
+    later.close()
+    edit('"value": 0.5', '"value": 0.25')  # one byte longer: not an append
+    assert idx.refresh() == 40 and value(idx) == 0.25 and idx.unreadable() == (0, [])
+    generation = idx.generation
+    with open(results, "a") as fh:  # a run appending is still read on from where the index was, not again whole
+        fh.write(result_line("c040", 0, {"m": (0.0, "new")}) + "\n")
+    assert idx.refresh() == 41 and idx.generation == generation
+    assert idx.refresh() == 41 and idx.generation == generation
+    idx.close()

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PAGE_SIZES", "CaseQuery", "Page", "natural_key", "where_and_order"]
+__all__ = ["PAGE_SIZES", "CaseQuery", "Page", "natural_key", "search_text", "where_and_order"]
 
 PAGE_SIZES = (25, 50, 100, 200)
 
@@ -121,3 +121,20 @@ def _number(digits: str) -> str:
 
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def search_text(res: dict[str, Any], run_error: str) -> str:
+    """The lower-cased text a result is found by in the Cases search (`view.idx`'s `text`): id, tags, the run error, each
+    score's reason and a judge's reason on each question, the error's message."""
+    parts = [str(res.get("case_id", "")), " ".join(map(str, res.get("tags") or [])), run_error]
+    for s in (res.get("scores") or {}).values():
+        if isinstance(s, dict):
+            parts.append(str(s.get("reason") or ""))
+            # A judge's reason for each question it answered (the score's reason quotes only those that failed).
+            answers = s.get("details", {}).get("answers") if isinstance(s.get("details"), dict) else None
+            if isinstance(answers, dict):
+                parts += [str(a.get("reason") or "") for a in answers.values() if isinstance(a, dict)]
+    err = res.get("error")
+    if isinstance(err, dict):
+        parts.append(str(err.get("message") or ""))
+    return "\n".join(parts).lower()

@@ -34,14 +34,15 @@ import pydantic_core
 
 from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, result_problem
 from tracejudge.stages.reports.cases import run_error_of
-from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, where_and_order
+from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, search_text, where_and_order
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "10"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+_SCHEMA = "11"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
 # 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`. 8: `case_key`, ids in natural order
 # 9: the lines read and the lines that are not results (`unreadable`). 10: each such line's case (`bad`), for its Case page
+# 11: `mtime` and `tail`, which tell a file edited in place past its first bytes (`_rewritten`)
 _NAMED = 5  # lines that are not results the index names (`unreadable`); the rest are counted
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
@@ -57,19 +58,12 @@ def _head(path: Path) -> str:
         return hashlib.sha1(fh.read(_HEAD)).hexdigest()
 
 
-def _text_of(res: dict[str, Any], run_error: str) -> str:
-    parts = [str(res.get("case_id", "")), " ".join(map(str, res.get("tags") or [])), run_error]
-    for s in (res.get("scores") or {}).values():
-        if isinstance(s, dict):
-            parts.append(str(s.get("reason") or ""))
-            # A judge's reason for each question it answered (the score's reason quotes only those that failed).
-            answers = s.get("details", {}).get("answers") if isinstance(s.get("details"), dict) else None
-            if isinstance(answers, dict):
-                parts += [str(a.get("reason") or "") for a in answers.values() if isinstance(a, dict)]
-    err = res.get("error")
-    if isinstance(err, dict):
-        parts.append(str(err.get("message") or ""))
-    return "\n".join(parts).lower()
+def _tail(path: Path, end: int) -> str:
+    """A fingerprint of the `_HEAD` bytes of `path` before byte `end` (the end of what was indexed): a line before it
+    edited to another length moves them, which an append never does."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, end - _HEAD))
+        return hashlib.sha1(fh.read(min(end, _HEAD))).hexdigest()
 
 
 class RunIndex:
@@ -198,12 +192,28 @@ class RunIndex:
                     self._reset()
                 return 0
             done = int(self._meta("size") or 0)
-            if done and (size < done or self._meta("head") != _head(self.results)):
+            if done and (size < done or self._meta("head") != _head(self.results) or self._rewritten(size, done)):
                 self._reset()
                 done = 0
             if size > done:
                 self._ingest(done)
+            self._stamp()
             return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def _rewritten(self, size: int, done: int) -> bool:
+        # Edited past the head's bytes (a score changed by hand): a run only appends, so a file of the size indexed but
+        # written since, or whose indexed bytes moved, is read again (its table showed the old values, in later viewers too).
+        if size == done:
+            return self._meta("mtime") not in (None, str(self.results.stat().st_mtime_ns))
+        return self._meta("tail") not in (None, _tail(self.results, done))
+
+    def _stamp(self) -> None:
+        # What `_rewritten` compares with, taken when the file holds just what was indexed (not while a run appends).
+        done = int(self._meta("size") or 0)
+        st = self.results.stat()
+        if st.st_size == done and self._meta("mtime") != str(st.st_mtime_ns):
+            self._set_meta("mtime", str(st.st_mtime_ns))
+            self._set_meta("tail", _tail(self.results, done))
 
     def _ingest(self, start: int) -> None:
         db = self._db
@@ -256,7 +266,7 @@ class RunIndex:
                     said = run_error_of(res.get("metadata"))
                     batch.append((str(res["case_id"]), int(res.get("trial", 0)), status, "\x1f".join(rtags),
                                   json.dumps(err) if err else None, float(res.get("duration_s") or 0.0), offset, len(line),
-                                  failed, _text_of(res, said), said or None, natural_key(str(res["case_id"])), *values))
+                                  failed, search_text(res, said), said or None, natural_key(str(res["case_id"])), *values))
                     if len(batch) >= _BATCH:
                         self._insert(batch, n_metrics)
                         batch = []
