@@ -21,7 +21,6 @@ directory instead (`~/.cache/tracejudge/view/<sha1 of the run dir>.idx`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -35,6 +34,7 @@ import pydantic_core
 from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, result_problem
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, search_text, where_and_order
+from tracejudge.viewer.index_file import cache_path, head, tail
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
@@ -44,26 +44,7 @@ _SCHEMA = "11"  # 5: case text masked (`viewer.masking`); an index an older view
 # 9: the lines read and the lines that are not results (`unreadable`). 10: each such line's case (`bad`), for its Case page
 # 11: `mtime` and `tail`, which tell a file edited in place past its first bytes (`_rewritten`)
 _NAMED = 5  # lines that are not results the index names (`unreadable`); the rest are counted
-_HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
-def _cache_path(run_dir: Path) -> Path:
-    digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracejudge" / "view"
-    base.mkdir(parents=True, exist_ok=True)
-    return base / f"{digest}.idx"
-
-
-def _head(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.sha1(fh.read(_HEAD)).hexdigest()
-
-
-def _tail(path: Path, end: int) -> str:
-    """A fingerprint of the `_HEAD` bytes of `path` before byte `end` (the end of what was indexed): a line before it
-    edited to another length moves them, which an append never does."""
-    with open(path, "rb") as fh:
-        fh.seek(max(0, end - _HEAD))
-        return hashlib.sha1(fh.read(min(end, _HEAD))).hexdigest()
 
 
 class RunIndex:
@@ -82,7 +63,7 @@ class RunIndex:
         self.results = self.run_dir / "results.jsonl"
         path = self.run_dir / INDEX_FILE
         if not os.access(self.run_dir, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-            path = _cache_path(self.run_dir)
+            path = cache_path(self.run_dir)
         self.path = path
         self._lock = threading.Lock()
         self.metrics: list[str] = []
@@ -192,7 +173,7 @@ class RunIndex:
                     self._reset()
                 return 0
             done = int(self._meta("size") or 0)
-            if done and (size < done or self._meta("head") != _head(self.results) or self._rewritten(size, done)):
+            if done and (size < done or self._meta("head") != head(self.results) or self._rewritten(size, done)):
                 self._reset()
                 done = 0
             if size > done:
@@ -205,7 +186,7 @@ class RunIndex:
         # written since, or whose indexed bytes moved, is read again (its table showed the old values, in later viewers too).
         if size == done:
             return self._meta("mtime") not in (None, str(self.results.stat().st_mtime_ns))
-        return self._meta("tail") not in (None, _tail(self.results, done))
+        return self._meta("tail") not in (None, tail(self.results, done))
 
     def _stamp(self) -> None:
         # What `_rewritten` compares with, taken when the file holds just what was indexed (not while a run appends).
@@ -213,7 +194,7 @@ class RunIndex:
         st = self.results.stat()
         if st.st_size == done and self._meta("mtime") != str(st.st_mtime_ns):
             self._set_meta("mtime", str(st.st_mtime_ns))
-            self._set_meta("tail", _tail(self.results, done))
+            self._set_meta("tail", tail(self.results, done))
 
     def _ingest(self, start: int) -> None:
         db = self._db
@@ -273,7 +254,7 @@ class RunIndex:
             if batch:
                 self._insert(batch, n_metrics)
             if start == 0:
-                self._set_meta("head", _head(self.results))
+                self._set_meta("head", head(self.results))
             self._set_meta("size", str(pos))
             self._set_meta("lines", str(lineno))
             self._set_meta("unreadable", json.dumps([bad_count, bad]))
