@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from _runs import native_case, view_server, write_config, write_dataset
+from _runs import native_case, view_process, view_server, write_config, write_dataset
 from tracejudge.entrypoints.cli import main
 
 
@@ -133,3 +133,28 @@ def test_the_case_page_of_a_damaged_line_says_which_line_and_what_is_wrong(tmp_p
         assert "results.jsonl also holds a line for this (case, trial) that is not a result" in page and "line 5: (root): invalid JSON" in page
         assert "<h3>Scores</h3>" in _page(url + "/run/run/case?id=c0").replace("\n", "")
         assert _status(url + "/run/run/case?id=nope") == 404 and _status(url + "/run/run/case?id=c1&trial=1") == 404
+
+
+def test_a_results_file_that_cannot_be_read_is_a_page_saying_so_not_a_500(tmp_path: Path) -> None:
+    # A results.jsonl that is a directory (or unreadable: no permission, an I/O error) failed every page of the viewer
+    # with a 500 and a traceback in its log, the Runs list of every other run too.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    run, other = _finished(tmp_path / "a", 2), _finished(tmp_path / "b", 2)
+    (run / "results.jsonl").unlink()
+    (run / "results.jsonl").mkdir()
+    with view_process(str(run), str(other)) as (url, proc):
+        for page in ("/run/run", "/run/run/cases", "/run/run/case?id=c0", "/diff?a=run-2&b=run"):
+            assert _status(url + page) == 503, page
+        try:
+            urllib.request.urlopen(url + "/run/run", timeout=60)
+        except urllib.error.HTTPError as exc:
+            text = html.unescape(exc.read().decode())
+        assert "results.jsonl cannot be read (Is a directory)" in text, text
+        assert _status(url + "/?list") == 200 and _status(url + "/run/run-2") == 200
+        assert _status(url + "/run/run-2/case?id=c0&vs=run") == 200  # (beside it: the case alone)
+        with urllib.request.urlopen(url + "/api/run/run/state", timeout=60) as reply:
+            assert json.loads(reply.read())["unreadable"] == "results.jsonl cannot be read (Is a directory)"
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err, err

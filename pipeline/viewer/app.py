@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
-import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -33,14 +32,14 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
 from tracejudge.entrypoints.serve import until_signal
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
 from tracejudge.viewer.pages_cases import cases_page
-from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page
+from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
 from tracejudge.viewer.runs import Run, differs
+from tracejudge.viewer.server_log import server_log
 
 __all__ = ["make_app", "start_viewer"]
 
@@ -57,23 +56,7 @@ _DIFFS_KEPT = 16
 # The longest request line served (aiohttp's default is 8,190 bytes): a link by `id=` to a case whose id is up to ~60 KB
 # URL-encoded still opens; the viewer's own links to longer ids go by hash (`html.case_url`).
 MAX_LINE = 64 * 1024
-
-
-class _OneLine(logging.Filter):
-    """A request aiohttp cannot parse (a request line over `MAX_LINE`, a malformed header) is logged as one line saying
-    so, not as "Error handling request" and a traceback: the client got its 400; nothing in the viewer failed."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, HttpProcessingError):
-            what = " ".join(str(exc.message).split())
-            record.msg, record.args = "tracejudge view: refused a request it cannot read (%s: %s)", (exc.code, what[:160] + ("…" if len(what) > 160 else ""))
-            record.exc_info, record.exc_text = None, None
-        return True
-
-
-_SERVER_LOG = logging.getLogger("tracejudge.viewer.server")
-_SERVER_LOG.addFilter(_OneLine())
+_SERVER_LOG = server_log()  # (a request it cannot parse logged as one line)
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -104,14 +87,30 @@ def _run(request: web.Request, key: str = "rid", *, query: bool = False, present
 
 
 async def _refresh(request: web.Request, run: Run) -> dict[str, int]:
+    """The run's counts by status, its index brought up to date first; a results.jsonl that cannot be read (a directory,
+    no permission, an I/O error) is a 503 page saying so, not a 500 and a traceback in the log."""
     def work() -> tuple[dict[str, int], bool]:
         run.index.refresh()
         return run.index.counts(), run.index.has_case_text()
 
-    counts, has_text = await anyio.to_thread.run_sync(work)
+    try:
+        counts, has_text = await anyio.to_thread.run_sync(work)
+    except OSError as exc:
+        raise web.HTTPServiceUnavailable(text=unreadable_page(run, _os_error(exc)), content_type="text/html") from None
     if not has_text:
         _start_text_job(request.app, run)
     return counts
+
+
+def _os_error(exc: OSError) -> str:
+    return f"{Path(exc.filename).name if exc.filename else 'results.jsonl'} cannot be read ({exc.strerror or type(exc).__name__})"
+
+
+async def _counts_or_none(request: web.Request, run: Run) -> dict[str, int] | None:
+    try:
+        return await _refresh(request, run)
+    except web.HTTPServiceUnavailable:  # (one run's unreadable file leaves the others listed)
+        return None
 
 
 def _start_text_job(app: web.Application, run: Run) -> None:
@@ -143,7 +142,7 @@ async def _runs(request: web.Request) -> web.Response:
     runs = list(request.app[_RUNS].values())
     if len(runs) == 1 and "list" not in request.query:  # one run served: open it (`/?list` still lists it)
         raise web.HTTPFound(f"/run/{quote(runs[0].rid)}")
-    counts = {r.rid: await _refresh(request, r) for r in runs if r.gone() is None}
+    counts = {r.rid: got for r in runs if r.gone() is None and (got := await _counts_or_none(request, r)) is not None}
     return _html(runs_page(runs, counts, request.app[_BASELINE]))
 
 
@@ -222,8 +221,8 @@ async def _case(request: web.Request) -> web.Response:
     if other is not None and other.gone() is not None:
         other = None  # a baseline deleted meanwhile: the case alone
     await _refresh(request, run)
-    if other is not None:
-        await _refresh(request, other)
+    if other is not None and await _counts_or_none(request, other) is None:
+        other = None  # (a baseline whose results cannot be read: the case alone)
 
     def view_of(r: Run) -> CaseView:
         res = r.index.result(case_id, trial)
@@ -255,6 +254,8 @@ async def _diff(request: web.Request) -> web.Response:
     a, b = _run(request, "a", query=True), _run(request, "b", query=True)
     if differs(a, b) is not None:  # different datasets: the page says what differs, nothing is paired
         return _html(diff_page(a, b, None, list(runs.values())))
+    for r in (a, b):
+        await _refresh(request, r)  # (a results.jsonl that cannot be read: its 503 page, not a failed comparison)
     return _html(diff_page(a, b, await _comparison(request.app, a, b), list(runs.values())))
 
 
@@ -291,7 +292,10 @@ async def _comparison(app: web.Application, a: Run, b: Run) -> Comparison:
 async def _state(request: web.Request) -> web.Response:
     """`{"results": n, "complete": bool}`, and `"gone": why` once the run directory is not there any more."""
     run = _run(request, present=False)
-    n = await anyio.to_thread.run_sync(run.index.refresh)
+    try:
+        n = await anyio.to_thread.run_sync(run.index.refresh)
+    except OSError as exc:  # (said, as the pages say it; the page script then stops following the run)
+        return web.json_response({"results": 0, "complete": False, "unreadable": _os_error(exc)})
     state: dict[str, Any] = {"results": n, "complete": bool(run.summary().get("complete"))}
     if (why := run.gone()) is not None:
         state["gone"] = why

@@ -10,7 +10,7 @@ from tracejudge.stages.reports.markdown import metric_rows
 from tracejudge.viewer.html import e, f3, frame, t, url
 from tracejudge.viewer.runs import Run, differs, shown_time
 
-__all__ = ["gone_page", "run_page", "runs_page"]
+__all__ = ["gone_page", "results_drift", "run_page", "runs_page", "unreadable_page"]
 
 
 def _verdict(summary: dict[str, Any], state: tuple[str, str]) -> str:
@@ -85,6 +85,15 @@ def gone_page(run: Run, why: str) -> str:
     body = (f'<h1>{e(run.name)}</h1><p class="bad" id="gone">{e(why)}.</p>'
             '<p class="muted">Nothing of it is shown: its results are not there to read. Restart <code>tracejudge view</code> '
             'with the run directory where it is now, or go back to <a href="/?list">the runs</a>.</p>')
+    return frame(run.name, body, crumbs=[(run.name, f"/run/{e(run.rid)}")])
+
+
+def unreadable_page(run: Run, why: str) -> str:
+    """The page of a run whose results.jsonl is there but cannot be read (`why`: `results.jsonl cannot be read (Is a
+    directory)`), served with status 503: it may be readable again (a permission given back), and the page then works."""
+    body = (f'<h1>{e(run.name)}</h1><p class="bad" id="unreadable">{e(why)}: {e(run.path)}.</p>'
+            '<p class="muted">Nothing of it is shown until it can be read; reload this page then, or go back to '
+            '<a href="/?list">the runs</a>.</p>')
     return frame(run.name, body, crumbs=[(run.name, f"/run/{e(run.rid)}")])
 
 
