@@ -17,8 +17,8 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine.result_shape import json_line_problem, result_problem
 from tracejudge.engine.result_writer import RESULTS
 
-__all__ = ["MANIFEST", "PROVISIONAL_MARKS", "SKIPPED_MARK", "TORN_LAST_LINE", "error_place", "iter_current_numbered", "iter_current_result_lines", "iter_result_lines",
-           "iter_results", "line_key", "superseded_lines", "torn_line_problem"]
+__all__ = ["MANIFEST", "PROVISIONAL_MARKS", "SKIPPED_MARK", "TORN_LAST_LINE", "error_place", "iter_current_numbered",
+           "iter_current_result_lines", "iter_result_lines", "iter_results", "line_key", "superseded_lines", "torn_line_problem"]
 
 # How a last line without a line break is named (`iter_results(torn=True)`): the field is the line itself.
 TORN_LAST_LINE = "(root): the last line ends without a line break (cut off as it was written), so it is not a result"

@@ -223,7 +223,8 @@ class RunIndex:
                         bad_count += 1
                         if len(bad) < _NAMED:
                             bad.append(f"line {lineno}: {problem}")
-                        db.execute("INSERT OR REPLACE INTO bad(line, case_id, trial, problem) VALUES (?, ?, ?, ?)", (lineno, *damaged_line_key(line, res), problem))
+                        db.execute("INSERT OR REPLACE INTO bad(line, case_id, trial, problem) VALUES (?, ?, ?, ?)",
+                                   (lineno, *damaged_line_key(line, res), problem))
                         continue
                     scores = res.get("scores") or {}
                     for k in scores:

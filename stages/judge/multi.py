@@ -335,7 +335,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                     n = len(todo)
                     # The one request is counted on the first item's result only, as its tokens' remainder is: results
                     # summed (a resume rebuilds the spend from them) count it once, as the summary does.
-                    info = JudgeInfo(model=cfg.model, requests=sent if pos == 0 else 0, latency_s=round(time.perf_counter() - t0, 4) if sent else None,
+                    info = JudgeInfo(model=cfg.model, requests=sent if pos == 0 else 0,
+                                     latency_s=round(time.perf_counter() - t0, 4) if sent else None,
                                      input_tokens=billed[0] // n + (billed[0] % n if pos == 0 else 0),
                                      cost_usd=share_usd(billed[1], n) if billed[0] else 0.0)
                     details = {**(failure.score.details or {}), "batch": composition_base}
