@@ -1,7 +1,7 @@
 """A prompt far over the judge's window is not tokenized whole, and no text makes the token count raise.
 
 Counting a 60 MB final output exactly took 46 s of tiktoken in the preparation trip every other judged case waits
-for; all the count decides is that the prompt does not fit and how much to cut. `fit._count` counts such a prompt
+for; all the count decides is that the prompt does not fit and how much to cut. `fit_count.count` counts such a prompt
 with its cuttable sections clipped first, and the fitted request is what a full count would have allowed: under the
 window, the section cut with a marker that counts the characters cut from the whole field. tiktoken's regex gives up
 on a run of about a million whitespace characters followed by other text; such a text is counted in pieces.
@@ -16,6 +16,7 @@ import time
 import pytest
 
 import tracejudge.stages.judge.fit as fit
+import tracejudge.stages.judge.fit_count as fit_count
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.records import Case
 from tracejudge.llm.prefix_cache import PrefixCache
@@ -42,6 +43,7 @@ def counted(monkeypatch):
         return real(req, tok)
 
     monkeypatch.setattr(fit, "request_tokens", spy)
+    monkeypatch.setattr(fit_count, "request_tokens", spy)  # (the first count of a huge prompt: clipped, or its head)
     return sizes
 
 
@@ -149,3 +151,34 @@ def test_faithfulness_plans_an_output_holding_a_long_run_of_spaces_at_once():
     assert time.perf_counter() - began < 2
     text = plan.render(0)
     assert "Claim 1: report:" + " " * 60_000 + "total 42." in text and "Claim 2: Every row adds up." in text
+
+
+def _passages_case(n: int, chars: int) -> Case:
+    import random
+
+    rng = random.Random(7)
+    words = "the ledger total is forty two because every row adds up and the refund was issued on tuesday".split()
+    text = " ".join(rng.choices(words, k=(n * chars) // 4))
+    passages = [{"content": text[i * chars : (i + 1) * chars]} for i in range(n)]
+    return Case.model_validate({"id": "c", "input": "Sum the ledger",
+                                "trace": {"steps": STEPS, "output": "The total is 42. Every row adds up.", "retrieved": passages}})
+
+
+def test_a_prompt_of_many_passages_each_under_the_clip_is_not_counted_whole(counted, monkeypatch):
+    # 250 passages of 10,000 characters: none is over the clip, so the clipped count did not apply and the whole prompt
+    # was tokenized just to learn it does not fit (30 MB of 5,000 passages: seconds of a preparation every case waits for).
+    plan = Faithfulness().plan(_passages_case(250, 10_000))
+    whole = sum(len(m["content"]) for m in fit.fit_request(plan, plan.questions, JudgeConfig(context_tokens=10**8)).req.messages)
+    counted.clear()
+    skipped = fit.fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=32_000, too_long="skip"))
+    assert not skipped.fits and skipped.over and max(counted) < whole // 4
+    assert 32_000 - skipped.req.max_tokens <= skipped.tokens <= request_tokens(skipped.req)  # a lower bound of the count
+    counted.clear()
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=32_000)
+    fitted = fit.fit_request(plan, plan.questions, cfg)
+    assert fitted.fits and "Passage 250" in fitted.cut and max(counted) < whole // 4
+    assert request_tokens(fitted.req) == fitted.tokens <= 32_000 - fitted.req.max_tokens
+    # The cut is what counting the whole prompt finds, to the search's own tolerance.
+    monkeypatch.setattr(fit_count, "HUGE_CHARS", 10**12)
+    exact = fit.fit_request(plan, plan.questions, cfg)
+    assert exact.cut == fitted.cut and abs(exact.cap - fitted.cap) <= exact.cap * 0.05

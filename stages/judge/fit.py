@@ -27,7 +27,8 @@ when token boundaries make the estimate slightly low. The earlier search
 re-rendered and re-counted the whole prompt for every candidate, which grows
 with the square of the trace (279 s for 2 million tokens). A prompt far over
 the window (a 60 MB final output) is not counted whole either: its cuttable
-sections are clipped first and the cut searched from there (`_count`).
+sections are clipped first and the cut searched from there, and a prompt
+large in many sections is proven over the window by its head (`fit_count`).
 """
 
 from __future__ import annotations
@@ -38,24 +39,24 @@ from dataclasses import dataclass, field
 import anyio
 
 from tracejudge.core.config import JudgeConfig
-from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
-from tracejudge.llm.tokens import counter_for, longest_token_bytes
+from tracejudge.llm.judge_tokenizer import Spec, spec_of
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable, kept_head
 from tracejudge.stages.judge.conversation import step_omit
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
 from tracejudge.stages.judge.field_cut import TRACE_SECTIONS, cutting, water_level
+from tracejudge.stages.judge.fit_count import count as _count, over_window
+from tracejudge.stages.judge.step_estimate import MARKER_TOKENS as _MARKER_TOKENS
+from tracejudge.stages.judge.step_estimate import estimate as _estimate, smallest_omit as _smallest_omit, step_tokens as _step_tokens
+from tracejudge.stages.judge.token_floor import over_by_bytes, prompt_bytes, within_by_bytes
 
-__all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "exceeds", "fit_request", "prompt_bytes"]
+__all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "exceeds", "fit_request", "over_window", "prompt_bytes"]
 
 LONG_PROMPT_BYTES = 64 << 10
 """`count_prompt` counts a prompt over this many bytes in a worker thread (a few ms of tokenizing and more)."""
 
-_MARKER_TOKENS = 32  # the "[steps a–b omitted …]" line that replaces the omitted steps
 _ROUNDS = 6
 _LAST_FLOOR = 200  # characters a section keeps when everything else is out already
-_HUGE_CHARS = 1 << 20  # a prompt over this many characters (and far over the window) is counted clipped first (`_count`)
-_CLIP_PER_TOKEN = 16  # characters a token the first clip allows: twice English text's 4 even for a run of one letter (8)
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Fitted:
     `keep`: the leading steps kept whole (those holding the items asked about); `asked`: the questions the request
     asks when fewer than given (the others ask about items the fitted prompt could not show), else None; `why`:
     what made a request that does not fit impossible, for the reason; `over`: `tokens` of a request that does not fit is
-    a lower bound (a prompt far over the window is not counted whole: `_count`).
+    a lower bound (a prompt far over the window is not counted whole: `fit_count.count`).
     """
 
     req: JudgeRequest
@@ -86,11 +87,6 @@ class Fitted:
         return bool(self.omit or self.cut)
 
 
-def prompt_bytes(req: JudgeRequest) -> int:
-    """An upper bound of the prompt's tokens: a token is at least one byte (`repr` of the schema is never shorter than its JSON)."""
-    return sum(len(m["content"].encode()) for m in req.messages) + len(repr(req.schema))
-
-
 async def count_prompt(req: JudgeRequest, tokenizer: Spec = None) -> int:
     """`request_tokens(req, tokenizer)`, off the event loop when the prompt is long."""
     if prompt_bytes(req) > LONG_PROMPT_BYTES:
@@ -98,34 +94,22 @@ async def count_prompt(req: JudgeRequest, tokenizer: Spec = None) -> int:
     return request_tokens(req, tokenizer)
 
 
-def within_by_bytes(req: JudgeRequest, limit: int, tokenizer: Spec = None) -> bool:
-    """Whether `req`'s prompt is surely within `limit` tokens without counting: a tiktoken token (scaled by a factor
-    tokenizer) is at least one byte (`prompt_bytes`); never for a Hugging Face tokenizer (`tokenizer` a path)."""
-    if isinstance(tokenizer, str):
-        return False
-    return prompt_bytes(req) * (tokenizer if isinstance(tokenizer, float) else 1.0) <= limit
-
-
 async def exceeds(req: JudgeRequest, limit: int, tokenizer: Spec = None) -> bool:
-    """Whether `req`'s prompt is over `limit` tokens as `request_tokens` counts it under `tokenizer`, decided without
-    counting a prompt too short to be over (fewer bytes than `limit`) or too long to fit (more bytes than `limit` of the
-    encoding's longest tokens, under a tiktoken count), and counted off the event loop when long (`count_prompt`)."""
-    if isinstance(tokenizer, str):  # (a Hugging Face tokenizer: no bound is known, it is counted)
-        return await count_prompt(req, tokenizer) > limit
+    """`over_window(req, limit, tokenizer)`, decided by the bytes on the event loop and counted off it when long."""
     if within_by_bytes(req, limit, tokenizer):
         return False
-    factor = tokenizer if isinstance(tokenizer, float) else 1.0
-    content = sum(len(m["content"].encode()) for m in req.messages)
-    if content * factor / longest_token_bytes(counter_for(req.model).encoding) > limit:
+    if over_by_bytes(req, limit, tokenizer):
         return True
-    return await count_prompt(req, tokenizer) > limit
+    if prompt_bytes(req) > LONG_PROMPT_BYTES:
+        return await anyio.to_thread.run_sync(over_window, req, limit, tokenizer, abandon_on_cancel=True)
+    return request_tokens(req, tokenizer) > limit
 
 
 def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     """The request for `plan`, fitted to the context window under `cfg.too_long`.
 
     `fits` is False when it cannot fit (policy `skip`, or nothing left to
-    leave out or cut); `tokens` is then the full prompt's count, for the reason.
+    leave out or cut); `tokens` is then the full prompt's count (or, `over`, a lower bound of it), for the reason.
     Under `truncate`: sections other than the trace over the window's share are
     cut first (never below `FIELD_CHARS`, the cut every step field gets), then
     middle steps and turns are left out; as the last resort, with every middle
@@ -199,13 +183,15 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     tok = spec_of(cfg)
     if within_by_bytes(req, limit, tok):
         return Fitted(req, 0, 0, True)
-    tokens, clip, counted = _count(plan, questions, cfg, 0, req, limit, tok, measured.lengths, trace_too=False)
-    if tokens <= limit:
-        return Fitted(req, 0, tokens, True)
+    whole = _count(plan, questions, cfg, 0, req, limit, tok, measured.lengths, trace_too=False)
+    if whole.tokens <= limit:
+        return Fitted(req, 0, whole.tokens, True)
     if cfg.too_long != "truncate":
-        return Fitted(req, 0, tokens, False, over=clip is not None)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, counted, tokens, limit, tok, trace_too=False, floor=FIELD_CHARS, clip=clip,
-                                          seen=measured.lengths)
+        return Fitted(req, 0, whole.low, False, over=whole.over)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, whole.req, whole.tokens, limit, tok, trace_too=False, floor=FIELD_CHARS,
+                                          clip=whole.clip, seen=measured.lengths, estimated=whole.estimated)
+    if cap is None and whole.estimated:  # (nothing to cut: leaving steps out starts from the prompt's own count)
+        ctokens = request_tokens(creq, tok)
     if ctokens <= limit:
         return Fitted(creq, 0, ctokens, True, cap, cut)
     with cutting(cap):
@@ -216,51 +202,27 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     everything = droppable(plan.steps, plan.keep) + max(0, plan.turns - 2)
     with cutting(None, trace_too=True) as measured:
         bare = build_request(plan, questions, cfg, everything)
-    btokens, bclip, bcounted = _count(plan, questions, cfg, everything, bare, limit, tok, measured.lengths, trace_too=True)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, bcounted, btokens, limit, tok, trace_too=True, floor=_LAST_FLOOR,
-                                          clip=bclip, seen=measured.lengths)
+    last = _count(plan, questions, cfg, everything, bare, limit, tok, measured.lengths, trace_too=True)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, last.req, last.tokens, limit, tok, trace_too=True, floor=_LAST_FLOOR,
+                                          clip=last.clip, seen=measured.lengths, estimated=last.estimated)
     # Cutting the trace's own text could cut the calls or steps asked about: then the judge is not asked at all.
     if ctokens <= limit and not (plan.keep and TRACE_SECTIONS.intersection(cut)):
         return Fitted(creq, everything, ctokens, True, cap, cut)
-    return Fitted(req, 0, tokens, False, over=clip is not None)
-
-
-def _count(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, limit: int, tok: Spec,
-           lengths: list[int], *, trace_too: bool) -> tuple[int, int | None, JudgeRequest]:
-    """`(tokens, clip, counted)`: `req`'s prompt tokens, exactly — or, for a prompt far over the window, a lower bound.
-
-    Counting a huge prompt exactly costs what its size costs (tiktoken: 46 s for a 60 MB field of one letter
-    repeated, 0.7 µs a character), and all it decides is that the prompt does not fit and how much to cut. So a
-    prompt of over `_HUGE_CHARS` characters and `_CLIP_PER_TOKEN` × `limit` is first counted with each cuttable
-    section clipped to `clip` = `_CLIP_PER_TOKEN` × `limit` characters (`counted`, the cut marker included):
-    when that count is over `limit` by more than a marker, the whole prompt cannot fit either and every cut that
-    fits cuts those sections below `clip`, so the cut is searched from the clipped request; `tokens` is then that
-    count, a lower bound (`Fitted.over`). Text of more characters a token than the clip assumes (a run of one
-    character) clips at 8 times the characters, and so on, up to counting the whole prompt exactly (`clip` None).
-    `lengths`: the cuttable sections' characters (`Cutting.lengths` of `req`'s render); when none is over the clip the
-    size is in what is never cut here (the steps), and the prompt is counted whole without rendering it again.
-    """
-    chars = sum(len(m["content"]) for m in req.messages)
-    clip = _CLIP_PER_TOKEN * limit
-    while chars > max(_HUGE_CHARS, clip) and any(n > clip for n in lengths):
-        with cutting(clip, trace_too):
-            counted = build_request(plan, questions, cfg, omit)
-        tokens = request_tokens(counted, tok)
-        if tokens > limit + _MARKER_TOKENS:
-            return tokens, clip, counted
-        clip *= 8
-    return request_tokens(req, tok), None, req
+    return Fitted(req, 0, whole.low, False, over=whole.over)
 
 
 def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, tokens: int, limit: int, tok: Spec,
-                *, trace_too: bool, floor: int, clip: int | None = None, seen: list[int] | None = None) -> tuple[int | None, list[str], JudgeRequest, int]:
+                *, trace_too: bool, floor: int, clip: int | None = None, seen: list[int] | None = None,
+                estimated: bool = False) -> tuple[int | None, list[str], JudgeRequest, int]:
     """`(cap, sections cut, request, its tokens)`: the longest sections cut to the largest common cap (≥ `floor`) that fits.
 
     The characters to remove are estimated from the prompt's own characters per token, then corrected in a few
     rounds by the miss; when even `floor` is not enough, the sections are cut at `floor` (the caller goes on
     leaving steps out). `(None, [], req, tokens)` when no section can be cut. `req` and `tokens` may be the
-    request with its sections clipped to `clip` characters (`_count`): the search then works on clipped lengths.
-    `seen`: the sections' characters, measured as the uncut request was rendered (None: measured here).
+    request with its sections clipped to `clip` characters (`fit_count.count`): the search then works on clipped lengths.
+    `seen`: the sections' characters, measured as the uncut request was rendered (None: measured here). `estimated`:
+    `tokens` is an estimate of the whole (`fit_count.head_count`), so after the first round each secant runs through the last two
+    real counts instead.
     """
     if seen is None:
         with cutting(None, trace_too) as measured:
@@ -274,6 +236,7 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
     target = limit - max(_MARKER_TOKENS, limit // 100)
     remove = int((tokens - target) * per_token)
     best: tuple[int | None, list[str], JudgeRequest, int] | None = None
+    last: tuple[int, int] | None = None  # (characters removed, tokens) of the last round, when `estimated`
     for _ in range(_ROUNDS):
         level = water_level(lengths, remove, floor)
         cap = floor if level is None else level
@@ -290,6 +253,10 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
             break
         removed = sum(n - cap for n in lengths if n > cap)
         per_token = removed / max(1, tokens - got)
+        if estimated:  # (from an estimated whole, a secant misses by the estimate's error each round: 200 characters kept, not 1,500)
+            if last is not None and (removed - last[0]) * (last[1] - got) > 0:
+                per_token = (removed - last[0]) / (last[1] - got)
+            last = (removed, got)
         # (from what the floor really removed, which was less than asked: else each round creeps back by the miss alone)
         remove = max(0, (removed if level is None else remove) + int((got - target) * per_token))
     return best
@@ -339,39 +306,3 @@ def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, limit: 
         else:
             lo = mid + 1
     return best
-
-
-def _step_tokens(text: str, n: int, model: str, turns: bool = False, tokenizer: Spec = None) -> list[int]:
-    """Tokens of each rendered step 1..n-1 (the last step is never left out), found by its `Step i:` header.
-
-    With `turns` (a conversation) a step ends where a `User k:` line follows it: the user's turns stay when
-    steps are left out, so they are not counted as the step's. A step whose header cannot be found counts 0,
-    which only makes the estimate low; the confirming count then corrects it.
-    """
-    out = [0] * n
-    starts: list[int] = []
-    pos = 0
-    for i in range(1, n + 1):
-        at = text.find(f"Step {i}:\n", pos)
-        if at < 0:
-            break
-        starts.append(at)
-        pos = at + 1
-    for i, (a, b) in enumerate(itertools.pairwise(starts)):
-        said = text.find("\nUser ", a, b) if turns else -1
-        out[i] = prompt_counter(model, tokenizer).text(text[a : said + 1 if said >= 0 else b])
-    return out
-
-
-def _estimate(prefix: list[int], n: int, total: int, omit: int, keep: int = 0) -> int:
-    # `prefix[k]` is the tokens of steps 1..k; as `render_steps`, steps head+1 .. head+omit are left out.
-    head = kept_head(n, omit, keep)
-    return total - (prefix[head + omit] - prefix[head]) + _MARKER_TOKENS
-
-
-def _smallest_omit(steps: list[int], n: int, total: int, limit: int, start: int, keep: int = 0) -> int | None:
-    # One O(1) estimate per candidate: linear in the number of steps.
-    for omit in range(max(1, start), droppable(n, keep) + 1):
-        if _estimate(steps, n, total, omit, keep) <= limit:
-            return omit
-    return None
