@@ -1,0 +1,48 @@
+"""What a prompt too long for the judge's context is said to be: its token count or a lower bound of it, the sections
+really cut, and a grouped request none of whose metrics was sent.
+
+Run over real HTTP against the simulator (`judge.too_long: skip`), and through `fit_request` for the cut's wording.
+"""
+
+from __future__ import annotations
+
+import json
+
+from test_judge_servers import config, results, run
+from tracejudge.core.config import JudgeConfig
+from tracejudge.stages.judge.client import request_tokens
+from tracejudge.stages.judge.fit import fit_request
+
+
+def _cases(path, outputs: list[str], steps: int = 1):
+    with open(path, "w") as fh:
+        for i, out in enumerate(outputs):
+            st = [{"tool_calls": [{"name": "lookup", "arguments": {"q": f"row {k}"}, "result": f"row {k} is {k * 3}"}]} for k in range(steps)]
+            fh.write(json.dumps({"id": f"case-{i}", "input": "Sum the ledger", "trace": {"steps": st, "output": out}}) + "\n")
+    return path
+
+
+def test_a_skipped_prompt_says_when_its_token_count_is_a_lower_bound(simulator, tmp_path):
+    # A 3 MB output is not counted whole (`fit._count`): its details said the lower bound as if it were the count, and
+    # the bound was the clipped sections' count alone (a 30 MB output said "more than 15,472" tokens).
+    sim = simulator()
+    huge, near = "a" * 3_000_000, "The ledger total is 42 because every row adds up; " * 400
+    data = config(tmp_path, sim.url, _cases(tmp_path / "c.jsonl", [huge, near]), metrics=[{"type": "TaskCompletion"}],
+                  too_long="skip", context_tokens=4000, max_tokens=256)
+    assert run(data)["judge"]["too_long"] == 2 and sim.stats.requests == 0
+    got = {r["case_id"]: r["scores"]["TaskCompletion"] for r in results(tmp_path)}
+    bound = got["case-0"]["details"]
+    assert bound["too_long_tokens_lower_bound"] is True and got["case-0"]["reason"].startswith("too_long: the judge prompt has more than ")
+    # What the bytes left out of the count hold at the least (3 MB of one letter: 128 bytes a token at most) is in it.
+    assert bound["too_long_tokens"] >= 3_000_000 // 128
+    exact = got["case-1"]["details"]
+    assert "too_long_tokens_lower_bound" not in exact and exact["too_long_tokens"] > 4000 - 256
+
+
+def test_a_lower_bound_never_exceeds_the_count():
+    from test_judge_huge_counting import plan_of
+
+    for output in ("a" * 3_000_000, "The ledger total is 42 because every row adds up; " * 60_000, "数据 " * 800_000):
+        plan = plan_of(output)
+        fitted = fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000, too_long="skip"))
+        assert fitted.over and 16_000 < fitted.tokens <= request_tokens(fitted.req)
