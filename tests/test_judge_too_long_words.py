@@ -10,8 +10,10 @@ import json
 
 from test_judge_servers import config, results, run
 from tracejudge.core.config import JudgeConfig
+from tracejudge.core.records import Case
 from tracejudge.stages.judge.client import request_tokens
 from tracejudge.stages.judge.fit import fit_request
+from tracejudge.stages.judge.metrics import Faithfulness
 
 
 def _cases(path, outputs: list[str], steps: int = 1):
@@ -46,3 +48,18 @@ def test_a_lower_bound_never_exceeds_the_count():
         plan = plan_of(output)
         fitted = fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000, too_long="skip"))
         assert fitted.over and 16_000 < fitted.tokens <= request_tokens(fitted.req)
+
+
+def test_a_claims_section_whose_lines_all_stay_whole_is_not_named_as_cut():
+    # 120 claims of under 40 characters each: over the cap as a section, but cut line by line (each keeping its first 40
+    # characters) nothing of them is cut, and the reason named "Claims" among the sections cut.
+    out = " ".join(f"Row {i} adds up." for i in range(1, 121))
+    case = Case.model_validate({"id": "c", "input": "Sum the ledger", "trace": {"steps": [{"output": "summed"}], "output": out,
+                                                                                 "retrieved": [{"content": "Rows are 10, 12 and 20. " * 9000}]}})
+    plan = Faithfulness(max_items=120).plan(case)
+    fitted = fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=7000))
+    text = fitted.req.messages[-1]["content"]
+    claims = text[text.index("## Claims"):]
+    assert fitted.fits and fitted.cap is not None and fitted.cap < len("\n".join(f"Claim {i}: Row {i} adds up." for i in range(1, 121)))
+    assert "characters cut" not in claims and "Claim 120: Row 120 adds up." in claims
+    assert "Claims" not in fitted.cut and "Passage 1" in fitted.cut

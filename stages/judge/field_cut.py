@@ -97,10 +97,16 @@ def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
             continue
         state.lengths.append(len(text))
         if state.chars is not None and len(text) > state.chars:
-            state.cut.append(title)
             if title in ITEM_SECTIONS:
-                text = _cut_lines(text, state.chars)
-            elif isinstance(text, AllData):  # (its own characters cut and counted; then the kept part neutralised)
+                lines = _cut_lines(text, state.chars)
+                # Named as cut only when a line was: a section of many short lines keeps every one whole
+                # (`_ITEM_LINE_FLOOR`), and its reason would say it was cut when nothing of it was.
+                if lines != text:
+                    state.cut.append(title)
+                out.append((title, lines))
+                continue
+            state.cut.append(title)
+            if isinstance(text, AllData):  # (its own characters cut and counted; then the kept part neutralised)
                 text = neutralise_lines(text[: state.chars]) + f" …[{len(text) - state.chars} characters cut]"
             else:
                 text = cut_text(text, state.chars)
