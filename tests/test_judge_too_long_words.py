@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 
-from test_judge_servers import config, results, run
+from test_judge_servers import TWO, config, results, run
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.client import request_tokens
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.metrics import Faithfulness
+from tracejudge.stages.reports.judge_lines import judge_lines
 
 
 def _cases(path, outputs: list[str], steps: int = 1):
@@ -63,3 +64,27 @@ def test_a_claims_section_whose_lines_all_stay_whole_is_not_named_as_cut():
     assert fitted.fits and fitted.cap is not None and fitted.cap < len("\n".join(f"Claim {i}: Row {i} adds up." for i in range(1, 121)))
     assert "characters cut" not in claims and "Claim 120: Row 120 adds up." in claims
     assert "Claims" not in fitted.cut and "Passage 1" in fitted.cut
+
+
+def test_a_grouped_prompt_too_long_whose_metrics_are_too_long_alone_says_none_was_sent(simulator, tmp_path):
+    # `group: case` under `skip`: the grouped prompt does not fit, so each metric is asked alone, and alone neither fits.
+    # The terminal said "2 metrics re-asked alone" and each score's group note "re-asked alone", though nothing was sent.
+    # A run none of whose prompts was sent said nothing of them on the terminal either.
+    sim = simulator()
+    long = _cases(tmp_path / "c.jsonl", ["The ledger total is 42. " * 300])
+    summary = run(config(tmp_path, sim.url, long, metrics=TWO, too_long="skip", context_tokens=1200, max_tokens=100, group="case"))
+    assert sim.stats.requests == 0
+    j = summary["judge"]
+    assert j["too_long"] == 2 and j["parts_reasked_alone"] == 0
+    text = "\n".join(judge_lines(summary))
+    assert "re-asked alone" not in text and "judge prompts too long: 2 could not fit" in text
+    # With a case that fits beside it, the grouping line counts no metric re-asked alone.
+    both = _cases(tmp_path / "b.jsonl", ["The ledger total is 42. " * 300, "42."])
+    summary = run(config(tmp_path, sim.url, both, metrics=TWO, too_long="skip", context_tokens=1200, max_tokens=100, group="case", run="both"))
+    assert summary["judge"]["too_long"] == 2 and summary["judge"]["parts_reasked_alone"] == 0 and sim.stats.requests == 1
+    text = "\n".join(judge_lines(summary))
+    assert "0 metrics re-asked alone" in text or "re-asked alone" not in text
+    assert "judge prompts too long: 2 could not fit" in text
+    for score in results(tmp_path)[0]["scores"].values():
+        why = score["details"]["group"]["why"]
+        assert score["value"] is None and "re-asked" not in why and "does not fit the judge's context" in why, why

@@ -156,7 +156,8 @@ def _group_counts(result: CaseResult) -> tuple[int, int]:
             continue
         paid = s.judge is not None and not s.judge.cached
         if g.get("alone"):
-            alone += paid
+            # (a metric whose own prompt did not fit either, or whose request the budget refused, was not sent: no request)
+            alone += paid and s.judge.requests > 0  # type: ignore[union-attr]
         else:
             answered = "error_kind" not in s.details  # (a grouped request that failed as a whole marks every score so)
             grouped |= paid and answered and s.judge.input_tokens + s.judge.output_tokens > 0  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ metric its own score, computed by the metric exactly as from a request of
 its own (same score, reason and threshold):
 
 - a metric whose answers are missing or malformed in the reply is re-asked
-  alone, the others are kept (`parts_reasked_alone`);
+  alone, the others are kept (`parts_reasked_alone` counts the metrics asked alone with a request sent);
 - a grouped request the provider refuses (a content filter's 400, a 500 that
   persisted) or whose reply was unusable even after the repair is re-asked
   metric by metric, so one metric's prompt cannot fail the others — after an
@@ -122,10 +122,13 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
                 out[i] = Outcome(s, outcome.status, outcome.message, outcome.kind)
             return [o for o in out if o is not None]
         # Refused, unusable or too long as a whole: each metric on its own, so only a metric that causes it fails.
+        problem = outcome.message or score.reason or ""
         if outcome.status == "ok" and (score.details or {}).get("too_long_tokens") is not None:
             judge.stats.too_long -= 1  # counted as a prompt whose scores are null: they are asked alone instead
-        problem = outcome.message or score.reason or ""
-        why = {i: f"the grouped request failed ({problem[:300]}); re-asked alone" for i in range(len(plans))}
+            # (never sent, so not re-asked; and under `skip` a metric's own prompt may not fit either: its reason says so)
+            why = {i: f"the grouped request does not fit the judge's context ({problem[:300]}); asked alone" for i in range(len(plans))}
+        else:
+            why = {i: f"the grouped request failed ({problem[:300]}); re-asked alone" for i in range(len(plans))}
     else:
         answers: dict[str, Any] = score.details["answers"]  # type: ignore[index]
         for i, plan in enumerate(plans):
@@ -141,10 +144,11 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
             s.judge = _share(score.judge, len(plans), i)
             out[i] = Outcome(s)
     if why:
-        judge.stats.parts_reasked_alone += len(why)
-
         async def one(i: int) -> None:
             got = await ask(plans[i], trial, slots[i])
+            # Counted when a request was sent for it (not when its own prompt was too long, or its budget refused it), as
+            # the summary counts it from the results (`journal_counts._group_counts`).
+            judge.stats.parts_reasked_alone += bool(got.score.judge and got.score.judge.requests > got.score.judge.cached_requests)
             got.score.details = {**(got.score.details or {}), "group": {"alone": True, "why": why[i], "metrics": names}}
             # Its share of the grouped request stays on its score: spending rebuilt from results misses nothing.
             got.score.judge = add_info(got.score.judge, _share(score.judge, len(plans), i))

@@ -80,7 +80,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     j = summary.get("judge") or {}
     budget = budget_line(summary)
     if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
-        return ([budget] if budget else []) + quality_lines(summary)
+        # (a run whose every prompt was too long sent nothing, and is told why its judge scores are null)
+        return ([budget] if budget else []) + _too_long_lines(j) + quality_lines(summary)
     lines = [spend_line(summary)]
     if j.get("spend_note"):
         lines.append(j["spend_note"])  # (rebuilt by `report` without summary.json: where its figures came from)
@@ -100,8 +101,7 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         n = j["server_truncated_prompts"]
         lines.append(f"judge server cut prompts: {n} {'reply' if n == 1 else 'replies'} counted under half the prompt tokens sent, so the judge "
                      "saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
-    if j.get("too_long"):
-        lines.append(f"judge prompts too long: {j['too_long']} could not fit the judge's context and were not sent; their scores are null")
+    lines += _too_long_lines(j)
     if (partial := j.get("partial_counters") or {}).get("note"):
         lines.append(partial["note"])  # (the run's log says it too; `report` and a later reader see it only here)
     if j.get("error_kinds"):
@@ -146,6 +146,13 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"calibration {metric}: no item compared compact and full ({r['not_compared']} sampled items had a failed side)")
     lines += quality_lines(summary)
     return lines
+
+
+def _too_long_lines(j: dict[str, Any]) -> list[str]:
+    """The line saying how many prompts could not fit the judge's context (none when none)."""
+    if not j.get("too_long"):
+        return []
+    return [f"judge prompts too long: {j['too_long']} could not fit the judge's context and were not sent; their scores are null"]
 
 
 def _timeouts_line(j: dict[str, Any]) -> str | None:
