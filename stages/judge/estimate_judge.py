@@ -23,7 +23,7 @@ from tracejudge.stages.judge.calls.repair import REPAIR
 from tracejudge.stages.judge.calls.request import asked_ids
 from tracejudge.stages.judge.client import key_components, request_tokens
 from tracejudge.stages.judge.estimate_range import FIELDS, MetricEstimate, add_bound, least_reply_tokens
-from tracejudge.stages.judge.fit import Fitted, fit_request
+from tracejudge.stages.judge.fit import Fitted, fit_request, over_window
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 from tracejudge.stages.judge.requests import Asked, fitted_requests, per_question
 
@@ -135,11 +135,17 @@ class JudgeEstimate:
     def bound_item(self, est: MetricEstimate, item: Item, fitted: Fitted | None = None) -> None:
         """The high end of `item` of a multi-item queue, whatever group the run puts it in (the batcher groups items as
         they come): asked alone, or in a group, whose prompt it adds at most a one-item request's to (the fixed part
-        counted again for each item); then, at worst, asked alone again with its repair and its metrics' re-asks."""
+        counted again for each item); then, at worst, asked alone again with its repair and its metrics' re-asks. An item
+        whose one-item request cannot fit is never in a group the run sends: only its alone request is priced."""
         fitted = fitted or fit_request(item.plan, item.questions, self.cfg)
         one = build_multi_request([item], self.cfg)
         alone = request_tokens(fitted.req, self.tokenizer) if fitted.fits else 0
-        tin = max(alone, request_tokens(one, self.tokenizer))
+        # A one-item request over the window is never sent, nor any group holding it (`multi` asks such a group's items
+        # alone): its prompt (a 6 MB output's) is neither counted whole to learn that (`over_window`) nor priced.
+        grouped = 0 if over_window(one, self.cfg.context_tokens - one.max_tokens, self.tokenizer) else request_tokens(one, self.tokenizer)
+        if not (alone or grouped):
+            return  # (nothing the run sends holds it)
+        tin = max(alone, grouped)
         first = MetricEstimate()
         self.bound(first, tin, one.max_tokens, self.writable(fitted.req, tin), False, 0)
         add_fields(est, first)
@@ -189,11 +195,11 @@ class JudgeEstimate:
         for it in items:
             it.id = it.id or item_id(it, cfg)
         req = build_multi_request(items, cfg)
-        tin = request_tokens(req, self.tokenizer)
-        if tin > cfg.context_tokens - req.max_tokens:
+        if over_window(req, cfg.context_tokens - req.max_tokens, self.tokenizer):  # (as the run decides it: `multi`)
             for it in items:  # the run asks each item alone when the group does not fit (`multi`)
                 self.alone(key, it, part)
             return
+        tin = request_tokens(req, self.tokenizer)
         est = self.row(key)
         # At the least, the run's groups share one verdict shape each (the schema states each shape once: `$defs`).
         defs = req.schema.get("$defs") or {}
