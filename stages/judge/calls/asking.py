@@ -117,8 +117,7 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
         score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {'more than ' if fitted.over else ''}{tokens} tokens, over the {limit} that fit "
                       f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})"
                       + (f"; {fitted.why}" if fitted.why else ""),
-                      # (a prompt far over the window is not counted whole: its count is then a lower bound, flagged so)
-                      details={"too_long_tokens": tokens, **({"too_long_tokens_lower_bound": True} if fitted.over else {})})
+                      details={"too_long_tokens": tokens, **({"too_long_tokens_lower_bound": True} if fitted.over else {})})  # (`over`: a floor)
         # `why`: the request's items could not be shown; asked one question per request, the others may still be.
         return None, Outcome(score, "ok", kind=_NOT_SHOWN if fitted.why else "")
     if fitted.truncated:
