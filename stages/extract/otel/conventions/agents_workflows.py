@@ -5,7 +5,8 @@ export's `agent` spans and nothing else. Two instrumentations write `AGENT` span
 
 - openinference-instrumentation-openai-agents writes the SDK's trace as an `AGENT` span named after the trace's
   workflow: `Agent workflow` (the name `Runner.run` gives the trace it opens itself), or the name given to
-  `with trace("eval-batch"):` (`scopeless.agents_sdk_trace`);
+  `with trace("eval-batch"):` (`scopeless.agents_sdk_trace`; exported through Langfuse's SDK, as Langfuse documents,
+  that span also holds Langfuse's `langfuse.internal.is_app_root`);
 - `mlflow.openai.autolog()` writes `Runner.run` / `Runner.run_streamed` as an `AGENT` span named `AgentRunner.run` /
   `AgentRunner.run_streamed` (`mlflow_agents.runner`), and the SDK's own `trace("x")` as an `AGENT` span named `x`
   (`mlflow_agents.sdk_trace`).

@@ -30,6 +30,14 @@ _KIND = "openinference.span.kind"
 _STEP = re.compile(r"Step \d+")
 _REQUEST = re.compile(r"[^\s.]+\.(?:generate|generate_stream|__call__)")
 _CONTEXT = frozenset({_KIND, "session.id", "user.id", "metadata", "tag.tags"})  # what a trace's span of the SDK holds
+# Langfuse's span processor (the exporter Langfuse documents for the Agents SDK) marks the application's root span
+# (`langfuse.internal.is_app_root`): bookkeeping of the exporter, none of the span's own content
+_EXPORTER_MARKS = "langfuse.internal."
+
+
+def _context_only(attrs: dict[str, object]) -> bool:
+    """Whether `attrs` hold only the context keys of a trace's span (and an exporter's own marks)."""
+    return all(k in _CONTEXT or k.startswith(_EXPORTER_MARKS) for k in attrs)
 
 
 def from_instrumentation(span: Span, scope: str | Callable[[str], bool], attrs_test: Callable[[Span], bool]) -> bool:
@@ -69,7 +77,7 @@ def agents_sdk_span(span: Span) -> bool:
     if kind == "LLM":
         return _agents_sdk_mark(span)
     if kind == "AGENT":
-        return _agents_sdk_mark(span) or not (set(a) - _CONTEXT)
+        return _agents_sdk_mark(span) or _context_only(a)
     if kind == "TOOL":
         return a.get("tool.name") == span.name or ((span.name.startswith("handoff to ") or span.name == "handoff") and "tool.name" not in a)
     return kind in ("CHAIN", "GUARDRAIL")
@@ -77,10 +85,10 @@ def agents_sdk_span(span: Span) -> bool:
 
 def agents_sdk_trace(span: Span, spans: list[Span], group: bool | None = None) -> bool:
     """Whether `span` (one of `spans`, its group) is the span openinference-instrumentation-openai-agents writes for the
-    SDK's trace (`with trace("x"):`, or the one `Runner.run` opens itself): an `AGENT` span holding only context keys,
-    no agent's name, of that instrumentation by its scope, else by its group (`agents_sdk_group`; `group` is its answer
+    SDK's trace (`with trace("x"):`, or the one `Runner.run` opens itself): an `AGENT` span holding only context keys
+    (and Langfuse's exporter's mark of an application's root), no agent's name, of that instrumentation by its scope, else by its group (`agents_sdk_group`; `group` is its answer
     when the caller has it, so that a caller asking of every span reads the group once, not once a span)."""
-    if span.attrs.get(_KIND) != "AGENT" or set(span.attrs) - _CONTEXT:
+    if span.attrs.get(_KIND) != "AGENT" or not _context_only(span.attrs):
         return False
     return from_instrumentation(span, OI_AGENTS, lambda _: agents_sdk_group(spans) if group is None else group)
 
