@@ -108,3 +108,17 @@ def test_a_file_named_like_the_temporary_is_left_alone(run_dir: Path) -> None:
     assert export(work, str(run_dir), "--to", "csv", "v.csv").returncode == 0
     assert (work / "v.csv.tmp").read_text() == "mine\n" and (work / "v.csv").read_text().startswith("case_id,")
     assert not [p for p in work.iterdir() if p.name.startswith(".v.csv")]  # no temporary of its own left either
+
+
+def test_run_directories_after_the_to_option_are_read_not_taken_for_its_path(run_dir: Path) -> None:
+    # `--to KIND PATH` takes one or two words, so argparse hands it every word after it: the run directories
+    # written last (`export --to csv v.csv runs/a`) are run directories, as they are written first.
+    work = run_dir.parent
+    assert export(work, str(run_dir), "--to", "csv", "first.csv").returncode == 0
+    got = export(work, "--to", "csv", "last.csv", str(run_dir))
+    assert got.returncode == 0, got.stderr
+    assert (work / "last.csv").read_text() == (work / "first.csv").read_text()
+    none = export(work, "--to", "csv", "none.csv")
+    assert none.returncode == 2 and none.stderr.strip() == "error: no run directory given: tracejudge export RUN_DIR --to csv PATH"
+    stray = export(work, str(run_dir), "--to", "mlflow", "v.csv")
+    assert stray.returncode == 2 and "--to mlflow takes no path (got v.csv)" in stray.stderr

@@ -44,7 +44,9 @@ def add_parser(sub: Any) -> None:
                               "  tracejudge export runs/nightly --to mlflow --tracking-uri http://127.0.0.1:5000\n"
                               "  tracejudge export runs/nightly --to phoenix --url http://127.0.0.1:6006 --project agents",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="run directories (or the unsharded name of shard directories)")
+    # `*`, not `+`: `--to` takes one or two words, which argparse cannot say, so `export --to csv out.csv runs/a` leaves
+    # runs/a inside --to; `_target` moves it back, and says when no run directory was given at all.
+    p.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (or the unsharded name of shard directories)")
     p.add_argument("--to", nargs="+", required=True, metavar=("KIND", "PATH"),
                    help="parquet PATH | csv PATH (`-`: stdout) | mlflow | phoenix")
     p.add_argument("--tracking-uri", help="mlflow: the tracking server (default: MLFLOW_TRACKING_URI; MLFLOW_TRACKING_TOKEN is read from the environment)")
@@ -54,16 +56,24 @@ def add_parser(sub: Any) -> None:
 
 
 def _target(args: argparse.Namespace) -> tuple[str, Path | None]:
+    """`(kind, PATH or None)` of `--to`; words after them that argparse gave `--to` are appended to `args.run_dirs`.
+
+    Raises `TracejudgeError` (exit 2) for an unknown kind, a table kind without its PATH, or no run directory.
+    """
     kind, *rest = args.to
     if kind not in KINDS:
         raise TracejudgeError(f"--to {kind}: expected one of {', '.join(KINDS)}")
-    if kind in ("parquet", "csv"):
-        if len(rest) != 1:
-            raise TracejudgeError(f"--to {kind} takes the file to write: --to {kind} PATH")
-        return kind, Path(rest[0])
-    if rest:
+    table = kind in ("parquet", "csv")
+    if table and not rest:
+        raise TracejudgeError(f"--to {kind} takes the file to write: --to {kind} PATH")
+    if not table and any(not Path(word).is_dir() for word in rest):
+        # `--to mlflow verdicts.csv`: a path where none is taken, not a run directory put after the option.
         raise TracejudgeError(f"--to {kind} takes no path (got {' '.join(rest)}); the store is named by --{'tracking-uri' if kind == 'mlflow' else 'url'}")
-    return kind, None
+    # Words past KIND [PATH] are run directories written after the option (`--to csv out.csv runs/a`).
+    args.run_dirs = [*args.run_dirs, *map(Path, rest[1:] if table else rest)]
+    if not args.run_dirs:
+        raise TracejudgeError(f"no run directory given: tracejudge export RUN_DIR --to {kind}{' PATH' if table else ''}")
+    return kind, Path(rest[0]) if table else None
 
 
 def _check_path(kind: str, path: Path, runs: list[Path], force: bool) -> None:
