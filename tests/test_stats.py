@@ -119,6 +119,18 @@ def test_bootstrap_ci_is_seeded_and_order_independent() -> None:
     assert bootstrap_mean_ci([0.3], n_total=1, mean_total=0.3, rng=rng_for(0)) is None
 
 
+def test_bootstrap_ci_of_the_whole_stream_stays_inside_its_values() -> None:
+    # 199 unchanged pairs and one improved: no resample mean is below 0, and a running mean an ulp off the exact
+    # one (Moments gives 0.0011111111111111096 for 0.0011111111111111111) must not move the interval below it.
+    xs = [0.6666666666666666 - 0.4444444444444444] + [0.0] * 199
+    m = Moments()
+    for x in xs:
+        m.add(x)
+    assert m.mean != math.fsum(xs) / len(xs)  # the inexact mean a caller may pass
+    lo, hi = bootstrap_mean_ci(xs, n_total=len(xs), mean_total=m.mean, rng=rng_for(0, "ulp"), resamples=500)
+    assert lo == 0.0 and math.copysign(1.0, lo) == 1.0 and 0.0 < hi <= max(xs)
+
+
 def _coverage(draw, true_mean: float, n: int, sims: int, reservoir: int | None, resamples: int) -> float:
     covered = 0
     for s in range(sims):

@@ -253,6 +253,11 @@ def bootstrap_mean_ci(
     ordered = means.tolist()
     lo = quantile(ordered, alpha)
     hi = quantile(ordered, 1 - alpha)
+    if n_total <= m:
+        # The whole stream: the resampled means' own quantiles. Re-centring them on `mean_total` would move them by
+        # its difference from `centre`, nothing when both are exact, but a caller's running mean is off by an ulp
+        # or so: deltas all >= 0 then got an interval from -1.3e-18, printed `[-0.0000, …]`.
+        return (lo, hi)
     return (mean_total + (lo - centre) * scale, mean_total + (hi - centre) * scale)
 
 
