@@ -161,7 +161,12 @@ async def run(
             from tracejudge.stages.extract.first_records import check_first_records
 
             check_first_records(fmt, config.dataset, ctx)  # a wrong format is one config error, not a result per line
-        run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
+        run_dir = Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir))
+        if config.assertions.regression is not None:
+            from tracejudge.stages.aggregate.gate_regression import refuse_own_baseline
+
+            refuse_own_baseline(config.assertions.regression, run_dir)
+        run_dir = _run_dir(run_dir)
         lock = store.RunLock(run_dir)
         try:
             lock.acquire()

@@ -30,11 +30,33 @@ if TYPE_CHECKING:
     from tracejudge.core.evalconfig import RegressionRule
     from tracejudge.stages.comparison.runs import Comparison, MetricDelta
 
-__all__ = ["regression_checks"]
+__all__ = ["refuse_own_baseline", "regression_checks"]
 
 
 def _f(x: float | None) -> str:
     return "none" if x is None else f"{x:.4f}"
+
+
+def refuse_own_baseline(reg: RegressionRule, run_dir: Path) -> None:
+    """Raise `ConfigError` when `reg.baseline` is (or stands for, as shards) the run directory `run_dir` itself.
+
+    Checked before a run creates or touches its directory. A run compared with itself pairs every result with
+    itself: every delta is 0, so the gate would pass whatever the agent did, while saying the baseline "is still
+    being written" (by this very run).
+    """
+    if reg.baseline is None:
+        return
+    from tracejudge.core.errors import ConfigError, TracejudgeError
+    from tracejudge.engine.shards import expand
+
+    try:
+        bases = {p.resolve() for p in expand(Path(reg.baseline))}
+    except TracejudgeError:  # no run there yet: the config's own check says so; only the path itself can be this run
+        bases = {Path(reg.baseline).resolve()}
+    if run_dir.resolve() in bases:
+        raise ConfigError(f"assertions.regression.baseline: {reg.baseline} is this run's own directory ({run_dir}): compared with "
+                          "itself a run never regresses; name the previous run's directory, or give this run another "
+                          "(run.dir, --run-dir, --fresh)")
 
 
 def regression_checks(reg: RegressionRule, summary: dict[str, Any], run_dir: Path | None, *,
