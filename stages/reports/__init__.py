@@ -120,7 +120,10 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     else:
         junit_writer = JunitWriter(summary)
         cases = collect_cases(run_dir, keys, on_result=junit_writer.feed)
-    title = f"tracejudge report: {run_dir.name}"
+    from tracejudge.core.utf8 import safe_text
+
+    # (a name holding a byte that is not UTF-8 arrives as a lone surrogate, which no report could be written with)
+    title = f"tracejudge report: {safe_text(run_dir.name)}"
     paths = []
     md = run_dir / "report.md"
     store.write_text_if_changed(md, render_markdown(summary, verdict, cases, title=title))

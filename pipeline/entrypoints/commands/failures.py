@@ -164,12 +164,16 @@ def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     header = f"{datetime.now(UTC).isoformat(timespec='seconds')} tracejudge {__version__}: {' '.join(map(shlex.quote, ['tracejudge', *args.argv]))}\n"
     try:
         path = _crash_log_path(args)
-        with open(path, "a", encoding="utf-8") as fh:
+        # backslashreplace: the error may be about text UTF-8 cannot carry (a path holding a byte that is not UTF-8), which
+        # must not make the crash log itself fail with a second traceback.
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(header + text + "\n")
         where = f"traceback in {path}"
     except OSError as write_error:
         where = f"traceback could not be written ({write_error.strerror}); run with --log-level debug"
     text = text_of(leaf)
     message = text.splitlines()[0] if text else "out of memory" if isinstance(leaf, MemoryError) else ""
-    err.print(f"internal error: {type(leaf).__name__}: {message[:300]} ({where})", highlight=False, markup=False, soft_wrap=True)
+    from tracejudge.core.utf8 import safe_text
+
+    err.print(f"internal error: {type(leaf).__name__}: {safe_text(message[:300])} ({where})", highlight=False, markup=False, soft_wrap=True)
     return EXIT_INTERNAL
