@@ -1,6 +1,6 @@
 """A run directory whose name holds a byte that is not UTF-8 (a Latin-1 folder name): Python reads it as a lone
 surrogate, which no UTF-8 file can hold. The run writes its reports all the same, and an internal error whose message
-holds such text still gets its one line and crash log, not a second traceback from writing it."""
+holds such text still gets its one line and crash log, not a second traceback from writing it; `view` shows the run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import urllib.request
+
 import pytest
+from _runs import view_process
 from tracejudge.engine import runner
 from tracejudge.entrypoints.cli import main
 
@@ -33,6 +36,11 @@ def test_a_run_directory_named_with_a_byte_that_is_not_utf8_gets_its_reports(tmp
     report = Path(run_dir, "report.md").read_text(encoding="utf-8")
     assert report.startswith("# tracejudge report: caf\\udce9\n")  # the byte shown escaped
     assert all(Path(run_dir, name).is_file() for name in ("summary.json", "junit.xml", "report.html"))
+    # `tracejudge view` shows it, its name escaped, where every page was a 500.
+    with view_process(run_dir) as (base, _):
+        for page in ("/", "/run/caf", "/run/caf/cases", "/run/caf/case?id=c1"):
+            with urllib.request.urlopen(base + page, timeout=30) as r:
+                assert r.status == 200 and "caf\\udce9" in r.read().decode("utf-8"), page
 
 
 def test_an_internal_error_about_such_text_still_writes_its_crash_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -60,7 +60,9 @@ _SERVER_LOG = server_log()  # (a request it cannot parse logged as one line)
 
 
 def _html(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+    # backslashreplace: a run directory named with a byte that is not UTF-8 is a lone surrogate in its name and path,
+    # shown escaped (`\udcfe`) rather than failing the page with a 500.
+    return web.Response(body=text.encode("utf-8", "backslashreplace"), status=status, content_type="text/html", charset="utf-8")
 
 
 @web.middleware
