@@ -57,3 +57,15 @@ def test_an_internal_error_about_such_text_still_writes_its_crash_log(tmp_path: 
     crash = tmp_path / "run" / "crash.log"
     assert len(err) == 1 and err[0].startswith("internal error: RuntimeError: cannot write caf") and f"(traceback in {crash})" in err[0]
     assert "RuntimeError: cannot write caf\\udce9" in crash.read_text(encoding="utf-8")
+
+
+def test_init_refuses_a_name_a_config_cannot_hold_in_one_line(tmp_path: Path) -> None:
+    data = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.jsonl"))
+    data.write_text(json.dumps(CASE) + "\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    for args, flag in ((["--dataset", str(data), "-o", "eval.yaml"], "--dataset"),
+                       (["--dataset", "cases.jsonl", "-o", os.fsdecode(b"caf\xe9.yaml")], "-o")):
+        proc = subprocess.run([sys.executable, "-m", "tracejudge", "init", *args], cwd=tmp_path, capture_output=True, timeout=120)
+        err = proc.stderr.decode("utf-8")
+        assert proc.returncode == 2 and err.startswith(f"error: {flag} ") and "not UTF-8" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cases.jsonl", data.name])  # no config, not even an empty one

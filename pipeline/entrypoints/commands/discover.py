@@ -45,6 +45,15 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if path is not None and not path.exists():
             err.print(f"error: {flag} {path}: no such file or folder", highlight=False, markup=False, soft_wrap=True)
             return EXIT_BAD_INPUT
+    from tracejudge.core.utf8 import encodable, safe_text
+
+    for flag, path in (("--dataset", args.dataset), ("--tasks", args.tasks), ("-o", out)):
+        # A name holding a byte that is not UTF-8 (a Latin-1 file name) cannot be written into a UTF-8 YAML config
+        # (`-o`: its stem names the run directory in it): said in one line, not an internal error while writing.
+        if path is not None and not encodable(str(path)):
+            err.print(f"error: {flag} {safe_text(str(path))}: the name holds a byte that is not UTF-8, which a config (UTF-8 YAML) "
+                      "cannot name; rename it", highlight=False, markup=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
     tasks = args.tasks
     if args.format == "tau-bench" and args.dataset is not None and tasks is None:
         tasks = starter.tau_tasks_beside(args.dataset)
