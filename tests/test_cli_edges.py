@@ -108,3 +108,17 @@ def test_report_given_the_run_config_names_the_run_directory_it_writes(tmp_path:
     broken.write_text("dataset: [\n")
     done = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(broken)], capture_output=True, text=True, timeout=60)
     assert "a run config, not a run directory: give the directory its run.dir names" in done.stderr, done.stderr
+
+
+def test_a_file_of_a_run_directory_given_for_it_names_the_directory(tmp_path: Path) -> None:
+    # `report runs/nightly/results.jsonl` (tab completion one level too deep) said "no results.jsonl here".
+    (tmp_path / "cases.jsonl").write_text('{"id": "c1", "trace": {"steps": []}}\n')
+    cfg = tmp_path / "nightly.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: MaxToolCalls, max_calls: 3}]\nrun: {dir: runs/nightly}\n")
+    assert subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, timeout=120).returncode == 0
+    run = tmp_path / "runs" / "nightly"
+    for argv in (["report", str(run / "results.jsonl")], ["compare", str(run / "summary.json"), str(run)]):
+        done = subprocess.run([sys.executable, "-m", "tracejudge", *argv], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and f"a file of the run directory {run}, not a run directory: give {run}" in done.stderr, done.stderr
+    gone = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run / "missing")], capture_output=True, text=True, timeout=60)
+    assert "no such run directory" in gone.stderr  # a path that is no file keeps its own message

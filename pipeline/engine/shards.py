@@ -102,7 +102,10 @@ def expand(paths: Path | Sequence[Path]) -> list[Path]:
 
 
 def _config_hint(p: Path) -> str | None:
-    """For a run config given where a run directory goes (`report configs/demo.yaml`): the run directory it names."""
+    """For a run config given where a run directory goes (`report configs/demo.yaml`): the run directory it names; for a
+    file of a run directory (`report runs/demo/results.jsonl`, tab-completed one level too deep): that directory."""
+    if p.is_file() and ((p.parent / store.RESULTS).exists() or (p.parent / store.MANIFEST).is_file()):
+        return f"a file of the run directory {p.parent}, not a run directory: give {p.parent}"
     if not (p.suffix in (".yaml", ".yml") and p.is_file()):
         return None
     try:
