@@ -145,7 +145,7 @@ def test_every_subcommand_help_describes_its_arguments_with_an_example() -> None
                 assert action.help, f"{name} {action.option_strings or action.dest}: no help text"
 
 
-def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(tmp_path: Path) -> None:
+def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(tmp_path: Path, monkeypatch) -> None:
     import subprocess
     import sys
 
@@ -157,6 +157,12 @@ def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(t
         assert proc.returncode in (0, 1), proc.stderr
     assert "dir: ../runs/chats " in (tmp_path / "configs" / "chats.yaml").read_text()
     assert [p.name for p in viewer_paths([], tmp_path)] == ["chats"]  # `tracejudge view` in that folder serves it
+    # So does `tracejudge view runs/` from there, or the folder of runs named from anywhere (it was "not a run directory").
+    monkeypatch.chdir(tmp_path)
+    assert viewer_paths([Path("runs")], tmp_path) == [Path("runs") / "chats"]
+    assert viewer_paths([tmp_path / "runs"], Path("/")) == [tmp_path / "runs" / "chats"]
+    assert viewer_paths([tmp_path / "runs" / "chats"], Path("/")) == [tmp_path / "runs" / "chats"]  # a run stands for itself
+    assert viewer_paths([tmp_path / "configs"], Path("/")) == [tmp_path / "configs"]  # no run in it: left to be refused
 
 
 def test_init_tau_bench_without_tasks_finds_them_beside_the_trajectories_or_uses_each_runs_own(tmp_path: Path, data_dir: Path, capsys,

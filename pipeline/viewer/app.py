@@ -354,10 +354,16 @@ async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = No
 
 
 def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
-    """The run directories to serve: those given, else every run directory under `cwd/runs`."""
-    from tracejudge.viewer.runs import discover_runs
+    """The run directories to serve: those given, else every run directory under `cwd/runs`.
 
-    return list(given) if given else discover_runs(cwd / "runs")
+    A folder given that is no run but holds runs (`view runs/`, `view ../other/runs`) stands for them, as `runs/` does
+    when nothing is given; any other folder is left for `load_runs` to refuse.
+    """
+    from tracejudge.viewer.runs import _is_run, discover_runs
+
+    if not given:
+        return discover_runs(cwd / "runs")
+    return [run for p in given for run in (discover_runs(Path(p)) if not _is_run(Path(p)) else []) or [Path(p)]]
 
 
 def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None = None, *, cwd: Path | None = None) -> int:

@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
                           **_examples("tracejudge view                                   # every run under runs/",
                                       "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
-    view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (default: every one under runs/)")
+    view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories, or folders of them (default: every one under runs/)")
     view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
     view.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="run shown beside each case and diffed against")
     # Also after the command (`tracejudge run x.yaml --log-level debug`, as users type it); SUPPRESS keeps
