@@ -16,6 +16,8 @@ answers with whatever model `BFCL_BASE_URL` serves (OpenAI, vLLM, llama.cpp's se
   parameter in string representation."), and the function's that it is Java 8 / JavaScript syntax. BFCL's
   checker converts those strings by the declared type and refuses any other JSON value, so a model offered
   `long` or `HashMap` as a type would answer in a form it always fails;
+- a question's first turn is sent whole when the case keeps it (`context.messages`: a system prompt, an earlier
+  exchange), else its one user message;
 - one request per question (single-turn categories: simple, multiple, parallel, parallel_multiple, irrelevance,
   their live_ forms). The calls are the answer: nothing is executed, so each call's result is empty. Multi-turn
   questions need the calls run against BFCL's simulated classes between turns, which this example does not do:
@@ -119,7 +121,8 @@ def respond(request: Any) -> dict[str, Any]:
         tools.append(tool)
     base = os.environ.get("BFCL_BASE_URL", "https://api.openai.com/v1").rstrip("/")
     body: dict[str, Any] = {"model": os.environ.get("BFCL_MODEL", "gpt-4o-mini"), "temperature": 0,
-                            "messages": [{"role": "user", "content": req.get("input") or ""}]}
+                            # a question that opens with a system prompt or an earlier exchange is asked whole, as BFCL asks it
+                            "messages": context.get("messages") or [{"role": "user", "content": req.get("input") or ""}]}
     if tools:
         body["tools"] = tools
         body["tool_choice"] = os.environ.get("BFCL_TOOL_CHOICE", "auto")

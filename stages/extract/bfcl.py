@@ -6,9 +6,15 @@ despite the extension); `tasks` is its possible-answer file, by default
 cases come without a `trace`: a run needs a `target:` that answers each
 question (refused when the config loads without one). Each question becomes one case:
 
-- `id` is the question id; `input` the first user message of the first
-  turn, `turns` the first user message of each later turn; `context` keeps
+- `id` is the question id; `input` the last user message of the first
+  turn (the one the model answers), `turns` the first user message of each
+  later turn; `context` keeps
   the offered `functions` (single-turn) or `involved_classes` (multi-turn),
+  and `messages`, the first turn's chat messages in order, when that turn is
+  more than one user message: live questions may open with a `system` prompt
+  or hold an earlier exchange (`user`, `assistant`, `user`), which upstream
+  sends to the model whole, so a target asking only `input` would answer
+  another question;
   and `missed_function` (multi_turn_miss_func: `{turn index: [names]}`, the
   functions upstream offers only from that turn on; that turn has no user
   message, so its `turns` entry is null);
@@ -223,6 +229,17 @@ def _first_user(turn: Any) -> Any:
     return None
 
 
+def _last_user(turn: Any) -> Any:
+    """The content of a turn's last user message (what the model answers), None when it has none."""
+    return _first_user(list(reversed(turn)) if isinstance(turn, list) else turn)
+
+
+def _history(turn: Any) -> list[dict[str, Any]] | None:
+    """A turn's messages as `[{role, content}]` when it is more than one user message, else None (`input` says it all)."""
+    msgs = [{"role": m.get("role"), "content": m.get("content")} for m in turn if isinstance(m, dict)] if isinstance(turn, list) else []
+    return None if [m["role"] for m in msgs] in ([], ["user"]) else msgs
+
+
 def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case:
     """Turn one BFCL question line into a `Case` (see the module docstring).
 
@@ -290,6 +307,9 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
         context["functions"] = rec["function"]
     if rec.get("involved_classes") is not None:
         context["involved_classes"] = rec["involved_classes"]
+    history = _history(question[0])
+    if history is not None:
+        context["messages"] = history
     if rec.get("missed_function"):
         # multi_turn_miss_func: `{turn index: [names]}`, functions upstream withholds until that turn, which has no
         # user message (its `turns` entry is null): without it a target would offer them from the start.
@@ -297,7 +317,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     return Case.model_validate(
         {
             "id": qid,
-            "input": _first_user(question[0]),
+            "input": _last_user(question[0]),
             "turns": [_first_user(t) for t in question[1:]],
             "expected_tool_calls": expected,
             "expected_output": answer_texts,

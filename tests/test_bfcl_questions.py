@@ -1,0 +1,45 @@
+"""BFCL questions whose first turn is more than one user message: a system prompt, an earlier exchange."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_bfcl_java_js import _cases
+
+_FN = [{"name": "book", "description": "Books a trip.", "parameters": {"type": "dict", "properties": {"to": {"type": "string"}}}}]
+
+
+def _question(qid: str, turn: list[dict[str, str]]) -> dict:
+    return {"id": qid, "question": [turn], "function": _FN}
+
+
+QUESTIONS = [
+    _question("live_irrelevance_1-0-0", [{"role": "system", "content": "Answer in French."},
+                                         {"role": "user", "content": "Book me a trip to Oslo"}]),
+    _question("live_irrelevance_2-0-1", [{"role": "user", "content": "Book me a trip"},
+                                         {"role": "assistant", "content": "Where to?"},
+                                         {"role": "user", "content": "Lima, with your tools"}]),
+    _question("live_irrelevance_3-0-2", [{"role": "user", "content": "Hello"}]),
+]  # fmt: skip
+
+
+def test_a_system_prompt_or_an_earlier_exchange_is_kept_and_the_last_user_message_is_the_input(tmp_path):
+    # Upstream sends the whole turn: the system prompt steers the answer, and after an exchange the question is the last
+    # user message, not the first (the first one here was already answered with "Where to?").
+    cases = _cases(tmp_path, "BFCL_v4_live_irrelevance.json", [(q, {"id": q["id"], "ground_truth": []}) for q in QUESTIONS])
+    system, exchange, plain = (cases[q["id"]] for q in QUESTIONS)
+    assert system.input == "Book me a trip to Oslo" and system.context["messages"] == QUESTIONS[0]["question"][0]
+    assert exchange.input == "Lima, with your tools" and exchange.context["messages"] == QUESTIONS[1]["question"][0]
+    assert plain.input == "Hello" and "messages" not in plain.context  # one user message: the input says it all
+
+
+def test_the_example_agent_asks_the_whole_turn(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples" / "agents"))
+    from bfcl_agent import respond
+
+    sent: list[dict] = []
+    monkeypatch.setattr("bfcl_agent._post", lambda url, body, key, timeout: sent.append(body) or {"choices": [{"message": {}}]})
+    turn = QUESTIONS[1]["question"][0]
+    respond({"input": turn[-1]["content"], "case": {"id": "live_irrelevance_2-0-1", "context": {"functions": _FN, "messages": turn}}})
+    respond({"input": "Hello", "case": {"id": "live_irrelevance_3-0-2", "context": {"functions": _FN}}})
+    assert [b["messages"] for b in sent] == [turn, [{"role": "user", "content": "Hello"}]]
