@@ -40,6 +40,13 @@ warning per file:
 The results file is read whole (τ²-bench writes one JSON object, which
 cannot be streamed element by element with the standard library); the
 largest upstream files are a few MB.
+
+τ²-bench's other layout ("dir", its default for voice runs, `Results.save(path,
+"dir")`) writes `results.json` without `simulations` and one file per
+simulation in a `simulations/` folder beside it. `path` may name that
+`results.json` or the folder holding both (which the run's fingerprint then
+covers whole); the simulations are read in the order of their file names,
+as upstream loads them, each one's records named by its own file.
 """
 
 from __future__ import annotations
@@ -76,6 +83,9 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     `place` is the id (`file:line:column`) a simulation that names no case goes under, when another record
     started on its line before it (None: under `file:line`).
     """
+    path = Path(path)
+    folder = path / "simulations" if path.is_dir() else path.parent / "simulations"
+    path = path / "results.json" if path.is_dir() else path
     name = str(path)
     try:
         with open(path, "rb") as fh:
@@ -91,8 +101,9 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
         why = str(exc) if isinstance(exc, (OSError, NotUtf8, NotResults)) else json_error(exc, "file")
         yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {why}")
         return
-    if data.get("simulations") is not True:
-        yield RawRecord(name, 1, error="expected a tau2-bench results object with a `simulations` list")
+    if data.get("simulations") is not True and not folder.is_dir():
+        yield RawRecord(name, 1, error="expected a tau2-bench results object with a `simulations` list (or, in τ²-bench's "
+                                       f"dir layout, a `simulations/` folder beside it: there is none at {folder})")
         return
     listed = data.get("tasks")
     tasks = {str(t.get("id")): t for t in (listed if isinstance(listed, list) else []) if isinstance(t, dict)}
@@ -103,24 +114,20 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     for tid, t in tasks.items():
         by_actions.setdefault(_actions_key((t.get("evaluation_criteria") or {}).get("actions")), []).append(tid)
     relabelled = 0
-    line, at = 1, 0
-    notes, starts = Notes(name), LineStarts(name)
-    for i, (offset, sim, error) in enumerate(sims):
+    notes = Notes(name)
+    found = _in_file(name, text, sims) if data.get("simulations") is True else _in_folder(folder)
+    for i, (where, line, place, sim, error) in enumerate(found):
         if limit is not None and i >= limit:
             break
-        line += text.count("\n", at, offset)
-        at = offset
-        # Not `file:line` for a simulation that names no case of its own, when one started on its line before (`LineStarts`).
-        place = f"{name}:{line}:{offset - text.rfind(chr(10), 0, offset)}" if starts.see(line) else None
         if error is not None:
-            yield RawRecord(name, line, None if place is None else {"id": place}, error=error)
+            yield RawRecord(where, line, None if place is None else {"id": place}, error=error)
         else:
             task = tasks.get(str(sim.get("task_id"))) if isinstance(sim, dict) else None
             checked = _checked_task(sim, task, by_actions)
             if checked is not None:
                 relabelled += 1
                 task = tasks[checked]
-            yield RawRecord(name, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place})
+            yield RawRecord(where, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place})
     # The commas' warnings, of the simulations read: said when the read ends by itself (`Notes`), not by a look at the first.
     for before, event, at_line in warnings:
         if limit is None or before < limit:
@@ -129,6 +136,34 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     if relabelled and not quieted():  # (a count for the progress bar reads the file too: the run's own read says it)
         log.warning("tau2-bench: simulations scored against the task their own action checks name, not their task_id",
                     file=name, simulations=relabelled)
+
+
+def _in_file(name: str, text: str, sims: list[Any]) -> Iterator[tuple[str, int, str | None, Any, str | None]]:
+    """`(file, line, place, simulation, error)` of each simulation of a results file's `simulations` list (`split_results`)."""
+    line, at = 1, 0
+    starts = LineStarts(name)
+    for offset, sim, error in sims:
+        line += text.count("\n", at, offset)
+        at = offset
+        # Not `file:line` for a simulation that names no case of its own, when one started on its line before (`LineStarts`).
+        place = f"{name}:{line}:{offset - text.rfind(chr(10), 0, offset)}" if starts.see(line) else None
+        yield name, line, place, sim, error
+
+
+def _in_folder(folder: Path) -> Iterator[tuple[str, int, str | None, Any, str | None]]:
+    """`(file, 1, None, simulation, error)` of each `*.json` of a dir-layout `simulations/` folder, by file name as upstream
+    loads them; a file that cannot be read or is not one JSON object is its own error, and the others are read."""
+    for f in sorted(folder.glob("*.json")):
+        try:
+            raw = f.read_bytes()
+            sim = json.loads(raw[len(BOM):] if raw.startswith(BOM) else raw)
+        except (OSError, *JSON_ERRORS) as exc:
+            yield str(f), 1, None, None, f"cannot read a tau2-bench simulation file: {exc if isinstance(exc, OSError) else json_error(exc, 'file')}"
+            continue
+        if not isinstance(sim, dict):
+            yield str(f), 1, None, None, f"expected a tau2-bench simulation object, got {json_type(sim)}"
+        else:
+            yield str(f), 1, None, sim, None
 
 
 def _actions_key(actions: Any) -> str:
@@ -277,4 +312,5 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
 
 register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True,
+                       reads_dirs=True,  # τ²-bench's dir layout: results.json and simulations/ in one folder
                        count=lambda ds: count_quietly(lambda: read_results(ds.path, ds.limit))))

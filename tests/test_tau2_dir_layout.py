@@ -1,0 +1,75 @@
+"""τ²-bench's "dir" layout: `results.json` without simulations, one file per simulation in `simulations/` beside it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from test_tau2_checked_task import _action, _Dataset, _sim
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+
+
+def _dir_layout(tmp_path: Path, files: dict[str, str]) -> Path:
+    cancel = [_action("7", 0, "cancel_reservation", reservation_id="ABC")]
+    lookup = [_action("3", 0, "get_user_details", user_id="u1")]
+    tasks = [{"id": "3", "evaluation_criteria": {"actions": lookup}}, {"id": "7", "evaluation_criteria": {"actions": cancel}}]
+    folder = tmp_path / "experiment"
+    (folder / "simulations").mkdir(parents=True)
+    index = [{"id": f"sim-{t}", "task_id": t, "trial": 0} for t in ("3", "7")]
+    (folder / "results.json").write_text(json.dumps({"info": {"environment_info": {"domain_name": "airline"}}, "tasks": tasks,
+                                                     "simulation_index": index}, indent=2))
+    for name, text in files.items():
+        (folder / "simulations" / name).write_text(text)
+    return folder
+
+
+SIMS = {"sim-7.json": json.dumps(_sim("7", [], [("cancel_reservation", {"reservation_id": "ABC"})]), indent=2),
+        "sim-3.json": json.dumps(_sim("3", [], [("get_user_details", {"user_id": "u1"})]), indent=2)}
+
+
+def _read(path: Path) -> list:
+    fmt = format_for("tau2-bench")
+    return [(raw.file, extract_record(raw, fmt, None)) for raw in fmt.read(_Dataset(path))]
+
+
+def test_the_folder_or_its_results_json_reads_each_simulation_file_by_name(tmp_path: Path):
+    folder = _dir_layout(tmp_path, SIMS)
+    for path in (folder, folder / "results.json"):
+        read = _read(path)
+        assert [Path(f).name for f, _ in read] == ["sim-3.json", "sim-7.json"]  # upstream's order: sorted file names
+        cases = [c for _, c in read]
+        assert all(isinstance(c, Case) for c in cases), cases
+        assert [c.id for c in cases] == ["3-0", "7-0"]
+        assert [[t.name for t in c.trace.tool_calls()] for c in cases] == [["get_user_details"], ["cancel_reservation"]]
+        assert cases[1].expected_tool_calls[0].arguments == {"reservation_id": "ABC"}  # the task of results.json
+
+
+def test_a_broken_simulation_file_is_its_own_invalid_record(tmp_path: Path):
+    folder = _dir_layout(tmp_path, {**SIMS, "sim-5.json": '{"id": "sim-5", "task_id": "5",'})
+    fmt = format_for("tau2-bench")
+    raws = list(fmt.read(_Dataset(folder)))
+    assert [Path(r.file).name for r in raws] == ["sim-3.json", "sim-5.json", "sim-7.json"]
+    assert raws[1].error.startswith("cannot read a tau2-bench simulation file: invalid JSON") and raws[1].line == 1
+    assert raws[0].error is None and raws[2].error is None
+
+
+def test_a_results_json_without_simulations_or_their_folder_says_where_it_looked(tmp_path: Path):
+    folder = _dir_layout(tmp_path, SIMS)
+    alone = tmp_path / "results.json"
+    alone.write_text((folder / "results.json").read_text())
+    [raw] = list(format_for("tau2-bench").read(_Dataset(alone)))
+    assert "`simulations` list" in raw.error and f"there is none at {tmp_path / 'simulations'}" in raw.error
+
+
+def test_extract_takes_the_folder_as_dataset_path(tmp_path: Path):
+    folder = _dir_layout(tmp_path, SIMS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {folder}, format: tau2-bench}}\nmetrics: [{{type: ToolCalls}}]\n")
+    done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["3-0", "7-0"]
