@@ -73,3 +73,12 @@ def test_extract_takes_the_folder_as_dataset_path(tmp_path: Path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["3-0", "7-0"]
+
+
+def test_a_voice_simulation_of_ticks_says_so(tmp_path: Path):
+    # τ²-bench's full-duplex runs keep `ticks` and no `messages`: the refusal says which, not only that messages are missing.
+    voice = {"id": "sim-3", "task_id": "3", "trial": 0, "mode": "full_duplex", "termination_reason": "user_stop",
+             "ticks": [{"tick_id": 0, "timestamp": "2026-06-30T11:40:29", "agent_chunk": None, "user_chunk": None}]}
+    folder = _dir_layout(tmp_path, {"sim-3.json": json.dumps(voice)})
+    [(_, (case_id, error))] = _read(folder)
+    assert case_id == "3-0" and "full-duplex (voice) simulation (1 ticks)" in error.message, error

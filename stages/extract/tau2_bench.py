@@ -224,7 +224,11 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     case_id = f"{task_id}-{trial}"
     messages = sim.get("messages")
     if not isinstance(messages, list):
-        raise AdapterError(f"{where}.messages: required message list is missing", field=f"{where}.messages", case_id=case_id)
+        ticks = sim.get("ticks")
+        # A full-duplex (voice) run stores `ticks` (what each side said and called per time slice) in place of messages.
+        why = (f"required message list is missing: a full-duplex (voice) simulation ({len(ticks)} ticks), whose `ticks` "
+               "tracejudge does not read" if isinstance(ticks, list) else "required message list is missing")
+        raise AdapterError(f"{where}.messages: {why}", field=f"{where}.messages", case_id=case_id)
     if task is None:
         raise AdapterError(f"{where}.task_id: task {task_id!r} is not in the file's tasks", field=f"{where}.task_id", case_id=case_id)
 
