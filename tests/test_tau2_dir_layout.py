@@ -82,3 +82,17 @@ def test_a_voice_simulation_of_ticks_says_so(tmp_path: Path):
     folder = _dir_layout(tmp_path, {"sim-3.json": json.dumps(voice)})
     [(_, (case_id, error))] = _read(folder)
     assert case_id == "3-0" and "full-duplex (voice) simulation (1 ticks)" in error.message, error
+
+
+def test_simulations_saved_without_their_tasks_are_refused_saying_so(tmp_path: Path):
+    # Leaderboard submissions that kept only their simulations: a bare array of them, or an object with no `tasks`.
+    sims = [json.loads(text) for text in SIMS.values()]
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps(sims))
+    [raw] = list(format_for("tau2-bench").read(_Dataset(array)))
+    assert "a JSON array of simulations, not a results object" in raw.error and "tasks file?" not in raw.error, raw.error
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"domain": "airline", "pass_rate": 0.5, "simulations": sims}))
+    (_, (case_id, error)), _ = _read(bare)
+    assert case_id == "7-0" and error.message.endswith("is not in the file's tasks (the file has no `tasks`: a results file "
+                                                       "holds the tasks its simulations ran)"), error

@@ -127,7 +127,8 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
             if checked is not None:
                 relabelled += 1
                 task = tasks[checked]
-            yield RawRecord(where, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place})
+            yield RawRecord(where, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place,
+                                          "no_tasks": not tasks})
     # The commas' warnings, of the simulations read: said when the read ends by itself (`Notes`), not by a look at the first.
     for before, event, at_line in warnings:
         if limit is None or before < limit:
@@ -230,7 +231,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
                "tracejudge does not read" if isinstance(ticks, list) else "required message list is missing")
         raise AdapterError(f"{where}.messages: {why}", field=f"{where}.messages", case_id=case_id)
     if task is None:
-        raise AdapterError(f"{where}.task_id: task {task_id!r} is not in the file's tasks", field=f"{where}.task_id", case_id=case_id)
+        # A file with no `tasks` at all (a submission that kept only its simulations) is said as such, not as a bad id.
+        none = " (the file has no `tasks`: a results file holds the tasks its simulations ran)" if raw.get("no_tasks") else ""
+        raise AdapterError(f"{where}.task_id: task {task_id!r} is not in the file's tasks{none}", field=f"{where}.task_id", case_id=case_id)
 
     actions = (task.get("evaluation_criteria") or {}).get("actions")
     expected = None if actions is None else [expected_from_action(a) for a in actions]

@@ -39,6 +39,19 @@ class NotResults(ValueError):
     """Valid JSON, perhaps, but not a τ²-bench results object: the file is another one, not a broken one."""
 
 
+def _array_kind(text: str, pos: int) -> str:
+    """Why a file that is a JSON array is no results object, by what its first element looks like."""
+    try:
+        first, _ = _DECODER.raw_decode(text, skip_ws(text, pos + 1))
+    except (ValueError, RecursionError):
+        first = None
+    if isinstance(first, dict) and "messages" in first and "task_id" in first:
+        # (a submission that saved its simulations alone: no task says what each was expected to do)
+        return ("a JSON array of simulations, not a results object: a results file is one object with `tasks` and "
+                "`simulations`, and each simulation is scored against its task there; this file holds no tasks")
+    return "a JSON array, not a results object: a τ²-bench tasks file? (a results file is one object with `tasks` and `simulations`)"
+
+
 def split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[Entry], list[tuple[int, str, int]]]:
     """`(the object's other members, its simulations, warnings)` of a results object's text.
 
@@ -52,9 +65,10 @@ def split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[Entry]
     spans: list[tuple[int, int]] = []
     notes: list[tuple[int, str, int]] = []
     pos = skip_ws(text, 0)
+    if text[pos : pos + 1] == "[":
+        raise NotResults(_array_kind(text, pos))
     if text[pos : pos + 1] != "{":
-        raise NotResults("a JSON array, not a results object: a τ²-bench tasks file? (a results file is one object with "
-                         "`tasks` and `simulations`)" if text[pos : pos + 1] == "[" else "expected a JSON object at the top level")
+        raise NotResults("expected a JSON object at the top level")
     pos = skip_ws(text, pos + 1)
     while pos < len(text) and text[pos] != "}":
         key, pos = _DECODER.raw_decode(text, pos)
