@@ -1,5 +1,6 @@
 """How a reasoning model's thinking reaches the judge in the content, over real HTTP on 127.0.0.1: a verdict quoting a
-closing tag, and gpt-oss's harmony channels left unparsed (llama.cpp's `llama-server --reasoning-format none`).
+closing tag, gpt-oss's harmony channels left unparsed (llama.cpp's `llama-server --reasoning-format none`), and other
+models' thinking tags (Seed-OSS, magistral, Kimi).
 """
 
 from __future__ import annotations
@@ -18,6 +19,15 @@ ONE = [{"type": "TaskCompletion"}]
 
 def _answers(body: dict[str, Any], answer: str, reason: str) -> str:
     return json.dumps({q: {"answer": answer, "reason": reason} for q in verdict(body)})
+
+
+def _second_unfinished(tmp: Path) -> Path:
+    # Two cases, the second's task saying "unfinished": a server scripted on it answers that case's requests cut short.
+    data = cases(tmp / "c.jsonl", 2)
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    rows[1]["input"] = "Find item 1 (unfinished)"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
 
 
 def _scores(tmp: Path, name: str = "run") -> list[dict[str, Any]]:
@@ -70,12 +80,8 @@ def test_gpt_oss_harmony_channels_are_read_from_the_final_channel_never_the_anal
         return 200, completion(analysis + ". Check again: it did.<|end|><|start|>assistant<|channel|>final <|constrain|>json<|message|>"
                                + _answers(body, "yes", "the agent printed <|channel|>analysis tokens but answered"))
 
-    data = cases(tmp_path / "c.jsonl", 2)
-    rows = [json.loads(x) for x in data.read_text().splitlines()]
-    rows[1]["input"] = "Find item 1 (unfinished)"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with Loopback(respond) as server:
-        run(config(tmp_path, server.url, data, metrics=ONE))
+        run(config(tmp_path, server.url, _second_unfinished(tmp_path), metrics=ONE))
         sent = len(server.requests)
     finished, unfinished = _scores(tmp_path)
     answers = finished["details"]["answers"].values()
@@ -91,3 +97,37 @@ def test_a_verdict_quoting_harmony_tokens_is_not_taken_for_a_channel() -> None:
     quoting = '{"q1": {"answer": "yes", "reason": "the agent leaked <|channel|>analysis<|message|> tokens"}}'
     assert extract_json(quoting)["q1"]["answer"] == "yes"
     assert extract_json('<|channel|>final<|message|>{"q1": {"answer": "no", "reason": "low effort"}}<|return|>')["q1"]["answer"] == "no"
+
+
+# ---------------------------------------------------------------- 3. other models' thinking tags, left in the content
+
+
+SPELLINGS = {  # (how the reply opens its thinking, how it closes it): each server's reasoning parser for the model knows them
+    "seed-oss": ("<seed:think>", "</seed:think>"),
+    "seed-oss-template-opened": ("", "</seed:think>"),  # llama.cpp's Seed-OSS template ends the prompt with <seed:think>
+    "magistral": ("[THINK]", "[/THINK]"),
+    "kimi": ("\u25c1think\u25b7", "\u25c1/think\u25b7"),
+}
+
+
+@pytest.mark.parametrize("model", list(SPELLINGS))
+def test_a_draft_in_another_models_thinking_tags_is_never_the_verdict(tmp_path: Path, model: str) -> None:
+    # Served without a reasoning parser (llama.cpp --reasoning-format none, vLLM or SGLang without --reasoning-parser),
+    # these models leave their thinking in the content. Before, its draft was read: a draft disagreeing with the answer
+    # failed the case ("answered both yes and no"), and one in a block that never closed was scored.
+    opening, closing = SPELLINGS[model]
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        thinking = opening + "Let me check. A first guess: " + _answers(body, "no", "draft")
+        if "unfinished" in json.dumps(body["messages"]):
+            return 200, completion(thinking + " but I should check each call again")  # EOS while thinking: finish_reason stop
+        return 200, completion(thinking + ". On reflection each holds." + closing + _answers(body, "yes", "final"))
+
+    with Loopback(respond) as server:
+        run(config(tmp_path, server.url, _second_unfinished(tmp_path), metrics=ONE))
+    by_case = {r["case_id"]: r["scores"]["TaskCompletion"] for r in results(tmp_path)}  # (results are written as cases finish)
+    finished, unfinished = by_case["case-0"], by_case["case-1"]
+    assert finished["value"] is not None and {a["answer"] for a in finished["details"]["answers"].values()} == {"yes"}, finished
+    if opening:  # (a block the template opened and the model never closed holds no tag at all: nothing says it is thinking)
+        assert unfinished["value"] is None and unfinished["details"]["error_kind"] == "parse_error", unfinished
+        assert f"{opening} reasoning block never closed (no {closing})" in unfinished["reason"], unfinished["reason"]

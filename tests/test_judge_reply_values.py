@@ -343,10 +343,12 @@ def test_an_item_of_a_multi_item_reply_answering_an_id_not_asked_is_re_asked_alo
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(["<think>", "</think>", "<THINKING >", "</thinking>", "<reasoning>", "</reasoning >", "a", " ",
-                                 '{"answer": "yes"}', "<", "</", "<think", "\n"]), max_size=14).map("".join))
+                                 '{"answer": "yes"}', "<", "</", "<think", "\n", "<seed:think>", "</seed:think>", "[THINK]", "[/think]",
+                                 "\u25c1think\u25b7", "\u25c1/think\u25b7"]), max_size=14).map("".join))
 def test_reasoning_blocks_are_dropped_as_the_pattern_drops_them(text):
     # The blocks are dropped by a scan, not by the lazy pattern, which read to the end of the reply from every opening
     # tag that never closes (a reply of 32,000 of them took 79 s on the event loop); what is dropped is the same.
     from tracejudge.stages.judge.reasoning_blocks import without_closed_blocks
 
-    assert without_closed_blocks(text) == re.sub(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", " ", text, flags=re.S | re.I)
+    pattern = r"<(think|thinking|reasoning|seed:think)\s*>.*?</\1\s*>|\[THINK\].*?\[/THINK\]|\u25c1think\u25b7.*?\u25c1/think\u25b7"
+    assert without_closed_blocks(text) == re.sub(pattern, " ", text, flags=re.S | re.I)

@@ -6,9 +6,9 @@ by prose — every `{` of the reply starts a candidate (decoded with
 verdict for the asked questions wins, so a decoy `{…}` in prose before the
 verdict does no harm. Zero-width and byte-order-mark characters are removed
 first (they make "ye\u200bs" look like "yes" to a reader but not to a parser), and so
-is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`;
-text before a closing tag whose opening tag the chat template put in the prompt; gpt-oss's
-analysis channel, left unparsed in the content: `reasoning_blocks`):
+is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`, Seed-OSS's
+`<seed:think>`, magistral's `[THINK]`, Kimi's `◁think▷`; text before a closing tag whose opening tag the chat
+template put in the prompt; gpt-oss's analysis channel, left unparsed in the content: `reasoning_blocks`):
 a draft verdict there is not the answer, however valid it looks. A block that
 never closes (the model stopped while still thinking, `finish_reason: stop` or
 not) is thinking to the end of the reply: a draft there is never taken, and a
@@ -53,7 +53,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from tracejudge.stages.judge.reasoning_blocks import HARMONY, outside
+from tracejudge.stages.judge.reasoning_blocks import HARMONY, TAGS, outside
 from tracejudge.stages.judge.repeated_keys import PLAIN, STRICT, VIEWS, Repeated, Views
 
 __all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
@@ -127,7 +127,7 @@ def _never_closed(text: str, exc: ParseError) -> ParseError:
     if not tag:
         return exc
     where = ("analysis channel (gpt-oss) never reached a final channel (no <|channel|>final)" if tag == HARMONY
-             else f"<{tag}> reasoning block never closed (no </{tag}>)")
+             else "{} reasoning block never closed (no {})".format(*TAGS[tag]))
     return ParseError(f"the reply's {where}, so the reply holds no verdict: a draft "
                       f"verdict inside it is never taken. The model stopped while still reasoning: raise judge.max_tokens, or change "
                       f"the server's reasoning settings (a chat template or reasoning parser that ends the thinking, or thinking "

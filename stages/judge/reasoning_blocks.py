@@ -2,13 +2,16 @@
 
 Two ways a server leaves the thinking in `message.content`:
 
-- tags: `<think>…</think>` (also `thinking`, `reasoning`, any case). A block that closes is dropped. A closing tag
-  without its opening one (a chat template, such as Qwen3's or DeepSeek-R1's, opened the block in the prompt) ends
-  the thinking: everything before it is dropped. It counts only where a JSON string cannot hold it: at the start of a
-  line, or followed by a line's end, the reply's end, `{` or a code fence (a JSON string holds no raw newline), so a
-  verdict whose reason quotes "</think>" keeps its verdict. An opening tag left without a closing one (the model
-  stopped while thinking) counts only at the start of the reply or of a line, for the same reason; the text from it
-  to the end is thinking.
+- tags: `<think>…</think>` (also `thinking`, `reasoning`, any case), and the spellings of models whose servers only
+  take them out with a reasoning parser: Seed-OSS `<seed:think>…</seed:think>`, Mistral's magistral
+  `[THINK]…[/THINK]`, Kimi `◁think▷…◁/think▷` (`TAGS`; llama.cpp's `--reasoning-format none` and a vLLM or SGLang
+  server without `--reasoning-parser` leave them in the content). A block that closes is dropped. A closing tag
+  without its opening one (a chat template, such as Qwen3's, DeepSeek-R1's or Seed-OSS's, opened the block in the
+  prompt) ends the thinking: everything before it is dropped. It counts only where a JSON string cannot hold it: at the
+  start of a line, or followed by a line's end, the reply's end, `{` or a code fence (a JSON string holds no raw
+  newline), so a verdict whose reason quotes "</think>" keeps its verdict. An opening tag left without a closing one
+  (the model stopped while thinking) counts only at the start of the reply or of a line, for the same reason; the text
+  from it to the end is thinking.
 - gpt-oss's harmony channels, left unparsed (llama.cpp's `llama-server --reasoning-format none`): a reply that starts
   with a `<|channel|>` header is read from its first `final` channel's message on
   (`<|channel|>final <|constrain|>json<|message|>{…}`); one with no final channel is still in its analysis.
@@ -18,17 +21,26 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["HARMONY", "outside"]
+__all__ = ["HARMONY", "TAGS", "outside"]
 
 HARMONY = "analysis"  # the "tag" `outside` names for a harmony reply that never reached a final channel
-_OPENING = re.compile(r"<(think|thinking|reasoning)\s*>", re.I)
-_CLOSING = {name: re.compile(rf"</{name}\s*>", re.I) for name in ("think", "thinking", "reasoning")}
-_STRAY = r"</(?:think|thinking|reasoning)\s*>"
+# Each kind of reasoning block by the name `outside` gives it: (its opening, its closing) as written, then as matched.
+TAGS = {"think": ("<think>", "</think>"), "thinking": ("<thinking>", "</thinking>"), "reasoning": ("<reasoning>", "</reasoning>"),
+        "seed:think": ("<seed:think>", "</seed:think>"), "THINK": ("[THINK]", "[/THINK]"), "kimi": ("\u25c1think\u25b7", "\u25c1/think\u25b7")}
+_SPELLED = {name: (rf"<{name}\s*>", rf"</{name}\s*>") for name in ("think", "thinking", "reasoning", "seed:think")}
+_SPELLED.update({"THINK": (r"\[THINK\]", r"\[/THINK\]"), "kimi": ("\u25c1think\u25b7", "\u25c1/think\u25b7")})
+_GROUP = {f"t{i}": name for i, name in enumerate(_SPELLED)}  # a regex group per kind (a group name cannot hold ":")
+_ANY_OPENING = "|".join(f"(?P<{g}>{_SPELLED[name][0]})" for g, name in _GROUP.items())
+_OPENING = re.compile(_ANY_OPENING, re.I)
+_CLOSING = {name: re.compile(closing, re.I) for name, (_, closing) in _SPELLED.items()}
+_STRAY = "(?:" + "|".join(closing for _, closing in _SPELLED.values()) + ")"
 # Greedy: to the last closing tag that stands where no JSON string can hold it (the module doc).
 _OPENED_BEFORE = re.compile(rf".*(?:\n[ \t]*{_STRAY}|\A[ \t]*{_STRAY}|{_STRAY}(?=[ \t]*(?:\r?\n|\Z|\{{|```)))", re.S | re.I)
 # An opening tag left once closed blocks are gone has no closing tag after it. Only at the start of the reply or of a line:
 # a JSON string cannot hold a raw newline, so a verdict's reason quoting "<think>" never matches.
-_UNCLOSED = re.compile(r"(?:\A|\n)[ \t]*<(think|thinking|reasoning)\s*>", re.I)
+_UNCLOSED = re.compile(rf"(?:\A|\n)[ \t]*(?:{_ANY_OPENING})", re.I)
+_MARKS = re.compile(r"<|\u25c1|\[/?THINK\]", re.I)  # what every tag starts with: a reply without any has no block
+_CLOSING_MARKS = ("</", "\u25c1/", "[/")
 # A harmony reply opens with a channel header (the prompt ended with `<|start|>assistant`); a quoted one inside a verdict does not.
 _HARMONY_START = re.compile(r"\s*(?:<\|start\|>assistant)?<\|channel\|>")
 _HARMONY_FINAL = re.compile(r"<\|channel\|>\s*final\b[^<]*(?:<\|constrain\|>[^<]*)?<\|message\|>")
@@ -44,7 +56,7 @@ def without_closed_blocks(text: str) -> str:
     """
     out, pos, unclosed = [], 0, set()
     while (opening := _OPENING.search(text, pos)) is not None:
-        name = opening.group(1).lower()
+        name = _GROUP[str(opening.lastgroup)]
         closing = None if name in unclosed else _CLOSING[name].search(text, opening.end())
         if closing is None:
             unclosed.add(name)
@@ -60,18 +72,19 @@ def without_closed_blocks(text: str) -> str:
 
 
 def outside(text: str) -> tuple[str, str]:
-    """`(text outside its reasoning, the tag of a block that never closed or "")` (the module doc); the tag is
-    `HARMONY` for a harmony reply with no final channel, whose text outside is then empty."""
-    if "<" not in text:  # (the common reply: no tag at all, nothing to search)
+    """`(text outside its reasoning, the tag of a block that never closed or "")` (the module doc); the tag is a key
+    of `TAGS`, or `HARMONY` for a harmony reply with no final channel, whose text outside is then empty."""
+    if not _MARKS.search(text):  # (the common reply: no tag at all, nothing more to search)
         return text, ""
     if _HARMONY_START.match(text):
         final = _HARMONY_FINAL.search(text)
         if final is None:
             return "", HARMONY
         text = text[final.end():]
-    if "</" in text:
+    if any(mark in text for mark in _CLOSING_MARKS):
         text = without_closed_blocks(text)
         opened_before = _OPENED_BEFORE.match(text)
         text = text[opened_before.end():] if opened_before else text
     unclosed = _UNCLOSED.search(text)
-    return (text[:unclosed.start()], unclosed.group(1).lower()) if unclosed else (text, "")
+    return (text[:unclosed.start()], _GROUP[str(unclosed.lastgroup)]) if unclosed else (text, "")
+
