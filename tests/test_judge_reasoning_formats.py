@@ -1,6 +1,6 @@
 """How a reasoning model's thinking reaches the judge in the content, over real HTTP on 127.0.0.1: a verdict quoting a
-closing tag, gpt-oss's harmony channels left unparsed (llama.cpp's `llama-server --reasoning-format none`), and other
-models' thinking tags (Seed-OSS, magistral, Kimi).
+closing tag, gpt-oss's harmony channels left unparsed (llama.cpp's `llama-server --reasoning-format none`), other
+models' thinking tags (Seed-OSS, magistral, Kimi), and a reply whose only JSON is in its thinking.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from _loopback import Loopback, completion, verdict
 from test_judge_servers import cases, config, results, run
-from tracejudge.stages.judge.parse import extract_json, strip_reasoning
+from tracejudge.stages.judge.parse import ParseError, extract_json, strip_reasoning
 
 ONE = [{"type": "TaskCompletion"}]
 
@@ -131,3 +131,21 @@ def test_a_draft_in_another_models_thinking_tags_is_never_the_verdict(tmp_path: 
     if opening:  # (a block the template opened and the model never closed holds no tag at all: nothing says it is thinking)
         assert unfinished["value"] is None and unfinished["details"]["error_kind"] == "parse_error", unfinished
         assert f"{opening} reasoning block never closed (no {closing})" in unfinished["reason"], unfinished["reason"]
+
+
+@pytest.mark.parametrize("opened", ["in-reply", "by-template"])
+def test_a_reply_whose_only_json_is_in_its_thinking_says_so(tmp_path: Path, opened: str) -> None:
+    # The model answered inside its thinking and gave nothing after it. Before: "no JSON object found in the reply"
+    # beside a raw reply holding one, which said nothing of why it was not read.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, completion(("<think>\n" if opened == "in-reply" else "") + _answers(body, "yes", "inside") + "\n</think>\n\n")
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    (score,) = _scores(tmp_path)
+    assert summary["status"] == {"judge_error": 1} and score["details"]["error_kind"] == "parse_error", score
+    assert "no JSON object after the model's thinking" in score["reason"] and "<think>…</think>" in score["reason"], score["reason"]
+    assert "no JSON object found" not in score["reason"], score["reason"]
+    # A reply with no JSON anywhere is still said as one.
+    with pytest.raises(ParseError, match="no JSON object found"):
+        extract_json("<think>\nhmm\n</think>\n\nno verdict")

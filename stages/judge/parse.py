@@ -9,7 +9,8 @@ first (they make "ye\u200bs" look like "yes" to a reader but not to a parser), a
 is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`, Seed-OSS's
 `<seed:think>`, magistral's `[THINK]`, Kimi's `◁think▷`; text before a closing tag whose opening tag the chat
 template put in the prompt; gpt-oss's analysis channel, left unparsed in the content: `reasoning_blocks`):
-a draft verdict there is not the answer, however valid it looks. A block that
+a draft verdict there is not the answer, however valid it looks, and a reply whose only JSON is in its
+thinking says so (`no JSON object after the model's thinking`), not that it holds none. A block that
 never closes (the model stopped while still thinking, `finish_reason: stop` or
 not) is thinking to the end of the reply: a draft there is never taken, and a
 reply left without a verdict says the block never closed and what to change
@@ -53,7 +54,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from tracejudge.stages.judge.reasoning_blocks import HARMONY, TAGS, outside
+from tracejudge.stages.judge.reasoning_blocks import HARMONY, TAGS, first_tag, outside
 from tracejudge.stages.judge.repeated_keys import PLAIN, STRICT, VIEWS, Repeated, Views
 
 __all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
@@ -125,13 +126,39 @@ def _never_closed(text: str, exc: ParseError) -> ParseError:
     # missing (a draft verdict in that block was seen and deliberately not taken).
     tag = unclosed_reasoning(text)
     if not tag:
-        return exc
+        return _only_in_thinking(text, exc)
     where = ("analysis channel (gpt-oss) never reached a final channel (no <|channel|>final)" if tag == HARMONY
              else "{} reasoning block never closed (no {})".format(*TAGS[tag]))
     return ParseError(f"the reply's {where}, so the reply holds no verdict: a draft "
                       f"verdict inside it is never taken. The model stopped while still reasoning: raise judge.max_tokens, or change "
                       f"the server's reasoning settings (a chat template or reasoning parser that ends the thinking, or thinking "
                       f"turned off) ({exc})")
+
+
+def _only_in_thinking(text: str, exc: ParseError) -> ParseError:
+    # A reply whose only JSON is inside its thinking (the model answered while reasoning and gave nothing after it):
+    # "no JSON object found" beside a raw reply that plainly holds one does not say why it was not read.
+    plain = strip_invisible(text)
+    if strip_reasoning(plain) == plain or next(json_objects(plain), None) is not None or not _any_object(plain):
+        return exc
+    tag = first_tag(plain)
+    where = "reasoning ({}…{})".format(*TAGS[tag]) if tag else "analysis channel (gpt-oss)"
+    return ParseError(f"no JSON object after the model's thinking: the reply's JSON is in its {where}, "
+                      "which is never read as the verdict (it may be a draft); the model gave no answer after it. Use a model or chat "
+                      "template that answers after its thinking, or turn its thinking off on the server")
+
+
+def _any_object(text: str) -> bool:
+    # Whether any `{` of `text` starts a JSON object, reasoning blocks included (only for the message above).
+    start = text.find("{")
+    while start != -1:
+        try:
+            if isinstance(PLAIN.raw_decode(text, start)[0], dict):
+                return True
+        except (ValueError, RecursionError):
+            pass
+        start = text.find("{", start + 1)
+    return False
 
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["HARMONY", "TAGS", "outside"]
+__all__ = ["HARMONY", "TAGS", "first_tag", "outside"]
 
 HARMONY = "analysis"  # the "tag" `outside` names for a harmony reply that never reached a final channel
 # Each kind of reasoning block by the name `outside` gives it: (its opening, its closing) as written, then as matched.
@@ -88,3 +88,8 @@ def outside(text: str) -> tuple[str, str]:
     unclosed = _UNCLOSED.search(text)
     return (text[:unclosed.start()], _GROUP[str(unclosed.lastgroup)]) if unclosed else (text, "")
 
+
+def first_tag(text: str) -> str:
+    """The `TAGS` key of the first reasoning tag, opening or closing, in `text` ("" when there is none)."""
+    hits = ((m.start(), name) for name, (opening, closing) in _SPELLED.items() if (m := re.search(f"{opening}|{closing}", text, re.I)))
+    return min(hits, default=(0, ""))[1]
