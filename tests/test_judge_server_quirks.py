@@ -195,3 +195,22 @@ def test_a_server_refusing_temperature_zero_is_told_to_set_judge_temperature() -
     fix = request_fix('HTTP 422: Input validation error: `temperature` must be strictly positive')
     assert fix.startswith("set judge.temperature") and "0.01" in fix
     assert "judge.structured_output" in request_fix("response_format json_schema is not supported")
+
+
+def test_a_501_not_implemented_stops_the_run_at_once_with_the_servers_message(tmp_path: Path) -> None:
+    # llama.cpp's llama-server started with --embeddings answers every chat request so. Before, a 501 was a server error:
+    # each case was retried to max_attempts and ended provider_error, however many cases, for a server that never can.
+    body = {"error": {"code": 501, "message": "This server does not support completions. Start it without `--embeddings`",
+                      "type": "not_supported_error"}}
+    with Loopback(lambda headers, body_: (501, body)) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 6), metrics=ONE, max_attempts=3, max_retry_wait_s=1)
+        data["limits"] = {"max_in_flight": 1}
+        with pytest.raises(Exception, match=r"refused the request itself.*HTTP 501.*Start it without `--embeddings`.*judge\.base_url") as got:
+            run(data)
+        sent = len(server.requests)
+    assert sent <= 2, sent  # not retried, nor sent for the other cases (before: 6 cases × 3 attempts)
+    assert results(tmp_path) == []
+    # One that asks to be tried again later is transient all the same.
+    from tracejudge.llm.replies import request_refused
+
+    assert request_refused(501, "not_supported_error: nope") and not request_refused(501, "not_supported_error: nope", retry_after=True)

@@ -9,7 +9,7 @@ plausible token counts (`1e999`, negative, over `MAX_USAGE_TOKENS`).
 
 `request_refused(status, text, retry_after)` says whether an error reply
 refuses the request itself — a 4xx other than 408/409/429 and a content
-filter's, or a 500 (or other 5xx) whose text names the request's fields
+filter's, a 501 (the server does not implement what the request needs), or a 500 (or other 5xx) whose text names the request's fields
 (`response_format`, `json_schema`, `messages`, `max_tokens`, "not supported",
 "invalid", …: llama-cpp-python answers 500 to a `json_schema` response
 format) or says the prompt cannot fit (an older llama.cpp's 500 "Input prompt
@@ -45,6 +45,9 @@ TRANSIENT_STATUSES = (502, 503, 504)
 # A 4xx that is the server failing, read as a 5xx: TGI answers 424 when generation fails in a model shard ("Request
 # failed during generation: Server error: CUDA out of memory", a shard lost), which a retry may get past.
 SERVER_FAILURE_4XX = (424,)
+# HTTP 501: the server does not implement what the request needs, whatever its text says (llama.cpp's llama-server
+# started with --embeddings answers every chat request so: "This server does not support completions").
+NOT_IMPLEMENTED = 501
 
 
 class ReplyTooLarge(ValueError):
@@ -104,6 +107,8 @@ def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
     """
     if retry_after or status in TRANSIENT_STATUSES:
         return False
+    if status == NOT_IMPLEMENTED:  # (the server lacks what the request needs: no retry gets it)
+        return True
     low = text.lower()
     if 400 <= status < 500 and status not in SERVER_FAILURE_4XX:
         return status not in (408, 409, 429) and not any(w in low for w in CONTENT_FILTER)
@@ -113,6 +118,8 @@ def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
 def request_fix(message: str) -> str:
     """The setting to change for a refused request whose server message is `message`."""
     low = message.lower()
+    if "http 501" in low:  # (the server's own message says what it lacks; where the requests go is the setting)
+        return "start the server so that it serves chat completions (its message says how), or point judge.base_url at one that does"
     if "event-stream" in low or "server-sent events" in low:  # (`wire.read`'s message for a server that streams whatever `stream` says)
         return ("make the server (or the proxy before it) answer a request without \"stream\" (the default, false) with one JSON object, "
                 "or point judge.base_url at one that does")
