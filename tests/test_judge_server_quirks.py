@@ -214,3 +214,20 @@ def test_a_501_not_implemented_stops_the_run_at_once_with_the_servers_message(tm
     from tracejudge.llm.replies import request_refused
 
     assert request_refused(501, "not_supported_error: nope") and not request_refused(501, "not_supported_error: nope", retry_after=True)
+
+
+def test_a_413_from_a_proxy_names_the_body_limit_and_judge_context_tokens(tmp_path: Path) -> None:
+    # nginx before a self-hosted server refuses a body over client_max_body_size (1 MB by default) with its own page.
+    # Before, the hint listed judge.structured_output, max_tokens, cache_hints and model: none of them is the cause.
+    page = "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+    with Loopback(lambda headers, body: (413, page)) as server:
+        with pytest.raises(Exception, match=r"refused the request itself.*HTTP 413") as got:
+            run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    said = str(got.value)
+    assert "client_max_body_size" in said and "judge.context_tokens" in said and "judge.structured_output" not in said, said
+    # vLLM's context overflow says "too large" of max_tokens: still the context advice, not a body limit.
+    from tracejudge.llm.replies import request_fix
+
+    vllm = ("HTTP 400 BadRequestError: 'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context "
+            "length is 4096 tokens and your request has 3500 input tokens (1000 > 4096 - 3500).")
+    assert request_fix(vllm).startswith("lower judge.max_tokens, or set judge.context_tokens"), request_fix(vllm)

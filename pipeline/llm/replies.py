@@ -118,6 +118,9 @@ def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
 def request_fix(message: str) -> str:
     """The setting to change for a refused request whose server message is `message`."""
     low = message.lower()
+    if "http 413" in low or "entity too large" in low or "payload too large" in low:  # (a proxy's body limit, nginx's 1 MB by default: the prompt's size, not a field)
+        return ("the request body is larger than the server, or a proxy before it, accepts (nginx: client_max_body_size, 1 MB by "
+                "default): raise that limit, or set judge.context_tokens lower so tracejudge cuts long traces itself")
     if "http 501" in low:  # (the server's own message says what it lacks; where the requests go is the setting)
         return "start the server so that it serves chat completions (its message says how), or point judge.base_url at one that does"
     if "event-stream" in low or "server-sent events" in low:  # (`wire.read`'s message for a server that streams whatever `stream` says)
