@@ -143,10 +143,12 @@ class FlakyJudge:
 
 
 @contextmanager
-def _serve(cmd: list[str], url: str, health: str, log: Path, env: dict[str, str], wait_s: float = 120) -> Iterator[str]:
+def _serve(cmd: list[str], url: str, health: str, log: Path, env: dict[str, str], wait_s: float = 600) -> Iterator[str]:
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env}, start_new_session=True)
     try:
+        # A generous wait: at load 5 on two cores `phoenix serve` took 83 s to answer and `mlflow server` 51 s, and a
+        # busier CI machine took over 120 s, which failed every store test of the session; only a broken server waits it out.
         deadline = time.monotonic() + wait_s
         while True:
             if proc.poll() is not None:
