@@ -6,7 +6,7 @@ with the bytes it was built from; when `results.jsonl` has only grown (a run
 still being written, a resume), just the new complete lines are added.
 
 One row per (case, trial) — a later line for the same pair replaces the
-earlier one, as a resumed run's result supersedes a budget-skipped one. Each
+earlier one, as a resumed run's result supersedes a budget-skipped one (a dead worker's under another key: `index_dead`). Each
 metric gets a value column `m<i>` and a verdict column `p<i>` (1 passed,
 0 failed, NULL no verdict), indexed so that sorting 100,000 rows by a metric
 is an index walk. `run_error` is the error the case's agent run ended in (`metadata.run_error`, as the
@@ -34,15 +34,16 @@ import pydantic_core
 from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, result_problem
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, search_text, where_and_order
+from tracejudge.viewer.index_dead import DEAD_TABLE, dead_row, drop_dead, error_place
 from tracejudge.viewer.index_file import cache_path, head, tail
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "11"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
+_SCHEMA = "12"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
 # 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`. 8: `case_key`, ids in natural order
 # 9: the lines read and the lines that are not results (`unreadable`). 10: each such line's case (`bad`), for its Case page
-# 11: `mtime` and `tail`, which tell a file edited in place past its first bytes (`_rewritten`)
+# 11: `mtime` and `tail`, which tell a file edited in place past its first bytes (`_rewritten`). 12: `dead` (`index_dead`)
 _NAMED = 5  # lines that are not results the index names (`unreadable`); the rest are counted
 _BATCH = 2000
 
@@ -107,7 +108,7 @@ class RunIndex:
 
     def _reset(self) -> None:
         db = self._db
-        for table in ("results", "casetext", "bad"):
+        for table in ("results", "casetext", "bad", "dead"):
             db.execute(f"DROP TABLE IF EXISTS {table}")
         db.execute("DELETE FROM meta")
         db.execute(
@@ -120,6 +121,7 @@ class RunIndex:
         db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
         db.execute("CREATE TABLE bad(line INTEGER PRIMARY KEY, case_id TEXT, trial INTEGER, problem TEXT)")
         db.execute("CREATE INDEX bad_case ON bad(case_id, trial)")
+        db.execute(DEAD_TABLE)
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
         self._set_meta("lines", "0")
@@ -226,6 +228,11 @@ class RunIndex:
                         db.execute("INSERT OR REPLACE INTO bad(line, case_id, trial, problem) VALUES (?, ?, ?, ?)",
                                    (lineno, *damaged_line_key(line, res), problem))
                         continue
+                    if (place := error_place(res)) is not None and dead_row(db, place, res, line, offset):
+                        if batch:  # (the dead row may still be in it)
+                            self._insert(batch, n_metrics)
+                            batch = []
+                        drop_dead(db, place)
                     scores = res.get("scores") or {}
                     for k in scores:
                         if k not in self.metrics:
@@ -390,4 +397,3 @@ class RunIndex:
         """Close the SQLite connection."""
         with self._lock:
             self._db.close()
-
