@@ -158,3 +158,28 @@ def test_a_results_file_that_cannot_be_read_is_a_page_saying_so_not_a_500(tmp_pa
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "Traceback" not in err, err
+
+
+def _row(page: str, rid: str) -> str:
+    """The Runs table's row of run `rid`."""
+    start = page.index(f'<tr data-run="{rid}"')
+    return page[start:page.index("</tr>", start)]
+
+
+def test_the_runs_list_marks_a_run_whose_results_no_longer_match_its_summary(tmp_path: Path) -> None:
+    # Only the run's own page said so: listed among others, its row showed the file's counts beside summary.json's
+    # verdict with no sign that they disagree.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    intact, damaged = _finished(tmp_path / "a"), _finished(tmp_path / "b")
+    _damaged(damaged, "tc", lambda lines: lines[3:])
+    with view_server(str(intact), str(damaged)) as url:
+        page = _page(url + "/?list")
+        assert "drift" not in _row(page, "run"), _row(page, "run")
+        row = _row(page, "run-2")
+        assert 'class="bad small drift"><a href="/run/run-2#results-drift">results.jsonl no longer matches summary.json</a>' in row, row
+        assert 'id="results-drift"' in _page(url + "/run/run-2")  # (where the mark leads: the lines named)
+    assert main(["report", str(damaged)]) == 1  # the summary rebuilt from the file: its damaged lines are still there
+    with view_server(str(intact), str(damaged)) as url:
+        row = _row(_page(url + "/?list"), "run-2")
+        assert ">results.jsonl has lines that are not results</a>" in row and "no longer matches" not in row, row

@@ -45,11 +45,12 @@ def _duration(seconds: Any) -> str:
     return f"{int(m)} min {s:.0f} s" if m else f"{s:.1f} s"
 
 
-def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str = "") -> str:
+def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str = "", drift: dict[str, str] | None = None) -> str:
     """Every run served: verdict, result counts, when it started, how long it took.
 
     The compare link goes from the `baseline` run (its id; `tracejudge view
-    --baseline`) to the first other run; without one, from the first run to the second.
+    --baseline`) to the first other run; without one, from the first run to the second. `drift`: each run's
+    `results_drift` text by id; a run with one is marked in its row, linking to where its page says what.
     """
     rows = []
     for r in runs:
@@ -65,7 +66,7 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
             f'<tr data-run="{e(r.rid)}"><td><a href="/run/{e(r.rid)}">{e(r.name)}</a><div class="muted small">{e(r.path)}</div></td>'
             f"<td>{_verdict(s, state)}</td><td class=num>{total}</td><td class=num>{c.get('ok', 0)}</td><td class=num>{errors}</td>"
             f"<td class=num>{c.get('failed', 0)}</td><td>{e(r.started())}</td><td>{_duration(s.get('elapsed_s_total'))}</td>"
-            f'<td class="state">{_state(state, full=False)}</td></tr>'
+            f'<td class="state">{_state(state, full=False)}{_drift_mark(r, (drift or {}).get(r.rid, ""))}</td></tr>'
         )
     body = ("<h1>Runs</h1><table class=grid id=runs><thead><tr><th class=w30>run</th><th>verdict</th><th>results</th><th>ok</th>"
             "<th>errors</th><th>failed</th><th class=w15>started (UTC)</th><th>took</th><th>state</th></tr></thead><tbody>"
@@ -78,6 +79,14 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
     elif len(runs) >= 2:
         body += '<p class="muted" id="no-diff">No two of these runs read the same dataset, so none can be compared case by case.</p>'
     return frame("Runs", body)
+
+
+def _drift_mark(run: Run, drift: str) -> str:
+    # (the Runs table has no room for the whole text: what kind of mismatch, and a link to the Run page, which names the lines)
+    if not drift:
+        return ""
+    what = "results.jsonl no longer matches summary.json" if drift.startswith(_DRIFT) else "results.jsonl has lines that are not results"
+    return f'<div class="bad small drift"><a href="/run/{e(run.rid)}#results-drift">{what}</a></div>'
 
 
 def gone_page(run: Run, why: str) -> str:
@@ -116,6 +125,9 @@ def _judge_block(summary: dict[str, Any]) -> str:
     return out
 
 
+_DRIFT = "The results no longer match the summary"
+
+
 def results_drift(run: Run, total: int) -> str:
     """What makes `summary.json`'s figures no longer those of `results.jsonl` (`total`: the results the file holds now),
     or "": lines of it that are not results (a hand edit, a cut), a last line cut off mid-write, a count that differs.
@@ -139,7 +151,7 @@ def results_drift(run: Run, total: int) -> str:
     if isinstance(said, int) and said == total:  # (its figures were computed from the damaged file, which they leave out)
         return (f"results.jsonl: {'; '.join(what)}. {counted}the figures below leave {'them' if bad + (torn is not None) != 1 else 'it'} "
                 "out, as the Cases page does.")
-    return (f"The results no longer match the summary: {counted}results.jsonl now holds {total} readable result{'s' if total != 1 else ''}"
+    return (f"{_DRIFT}: {counted}results.jsonl now holds {total} readable result{'s' if total != 1 else ''}"
             + (f" ({'; '.join(what)})" if what else "") + ". The figures below are summary.json's, not the file's; "
             f"<code>tracejudge report {e(run.path)}</code> rebuilds them from results.jsonl.")
 
