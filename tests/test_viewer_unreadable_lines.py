@@ -7,6 +7,7 @@ A real `tracejudge view` process over HTTP on 127.0.0.1; lines appended while it
 from __future__ import annotations
 
 import html
+import re
 import json
 import urllib.error
 import urllib.request
@@ -183,3 +184,19 @@ def test_the_runs_list_marks_a_run_whose_results_no_longer_match_its_summary(tmp
     with view_server(str(intact), str(damaged)) as url:
         row = _row(_page(url + "/?list"), "run-2")
         assert ">results.jsonl has lines that are not results</a>" in row and "no longer matches" not in row, row
+
+
+def test_the_cases_page_links_each_damaged_line_it_names_to_its_case(tmp_path: Path) -> None:
+    # The note named `line 2: scores.tc.value: …` as plain text, though that case's page exists and says what is wrong.
+    run = _finished(tmp_path)
+    _damaged(run, "tc", lambda lines: [*lines[3:], "[1, 2]"])  # (line 5: no case named)
+    with view_server(str(run)) as url:
+        with urllib.request.urlopen(url + "/run/run/cases", timeout=60) as reply:
+            page = reply.read().decode()
+        links = dict((html.unescape(text), html.unescape(href)) for href, text in re.findall(r'<a class="bad-line" href="([^"]*)">([^<]*)</a>', page))
+        assert sorted(links.values()) == ["/run/run/case?id=c1", "/run/run/case?id=c2"], page
+        named = next(k for k, v in links.items() if v.endswith("c1"))
+        assert named.startswith('line 2: scores.tc.value: "high" is not a number'), named
+        assert "line 5: (root): expected a JSON object" in html.unescape(page)  # named, with no case to link to
+        case = " ".join(_page(url + links[named]).split())  # where the link leads: the page saying what is wrong
+        assert 'line 2: scores.tc.value: "high" is not a number' in case, case

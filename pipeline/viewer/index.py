@@ -144,6 +144,11 @@ class RunIndex:
             count, named = json.loads(self._meta("unreadable") or "[0, []]")
         return int(count), [str(n) for n in named]
 
+    def first_bad(self) -> list[tuple[int, str | None, int]]:
+        """`(line, case id or None, trial)` of the lines `unreadable()` names, in file order (their cases' pages say why)."""
+        with self._lock:
+            return [(int(n), cid, int(tr or 0)) for n, cid, tr in self._db.execute("SELECT line, case_id, trial FROM bad ORDER BY line LIMIT ?", (_NAMED,))]
+
     def bad_lines(self, case_id: str, trial: int | None = None) -> list[tuple[int, int, str]]:
         """`(line, trial, what is wrong)` for each line of `results.jsonl` indexed so far that is not a result and was
         written for `case_id` (and `trial`, unless None), in file order."""

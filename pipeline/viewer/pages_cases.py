@@ -43,13 +43,27 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
     if q.tag and q.tag not in run.index.tags:
         out.append(f"tag={q.tag}: no result of this run has that tag.")
     out += q.notes  # (a value the page did not apply as given: `CaseQuery.notes`)
-    bad, named = run.index.unreadable()
-    if bad:
-        more = f"; and {bad - len(named)} more" if bad > len(named) else ""
-        out.append(f"results.jsonl: {bad} line{'s' if bad != 1 else ''} not a result, not shown here ({'; '.join(named)}{more}).")
+    html = [f'<p class="bad filter-note">{t(n)}</p>' for n in out] + [_bad_lines(run)]
     if (torn := run.index.torn_tail()) is not None and run.state()[0] != "in progress":  # (a live run's last line is being written)
-        out.append(f"results.jsonl: line {torn}, the last, ends without a line break (cut off as it was written), so it is not shown here.")
-    return "".join(f'<p class="bad filter-note">{t(n)}</p>' for n in out)
+        html.append(f'<p class="bad filter-note">results.jsonl: line {torn}, the last, ends without a line break (cut off as it was '
+                    "written), so it is not shown here.</p>")
+    return "".join(html)
+
+
+def _bad_lines(run: Run) -> str:
+    """The note naming the lines of results.jsonl that are not results, each named line linking to its case's page (which
+    says what is wrong with it), when the line names a case."""
+    bad, named = run.index.unreadable()
+    if not bad:
+        return ""
+    cases = {f"line {n}": (cid, trial) for n, cid, trial in run.index.first_bad() if cid is not None}
+    shown = []
+    for text in named:  # (`line N: field: what is wrong`)
+        at = cases.get(text.split(":", 1)[0])
+        shown.append(f'<a class="bad-line" href="{case_url(run.rid, at[0], trial=at[1] or None)}">{t(text)}</a>' if at else t(text))
+    more = f"; and {bad - len(named)} more" if bad > len(named) else ""
+    return (f'<p class="bad filter-note" id="bad-lines">results.jsonl: {bad} line{"s" if bad != 1 else ""} not a result, not shown '
+            f'here ({"; ".join(shown)}{more}).</p>')
 
 
 def _cut(text: str, n: int) -> str:
