@@ -101,3 +101,15 @@ def test_render_value_escapes_and_keeps_text():
     got = render_value({"out": EVIL + "\nline 2"})
     assert EVIL not in got and html.escape(EVIL) in got and "\nline 2" in got
     assert render_value('["a", "b\\nc"]').count("&quot;&quot;&quot;") == 2  # a JSON string result is decoded, its text a block
+
+
+def test_a_value_past_what_a_page_holds_says_how_much_of_it_the_fold_shows():
+    # A 300,000-character argument's fold read "show all (3 lines, 200,037 characters)": the counts of the part kept,
+    # under a "show all" that held two thirds of it (its second key never shown).
+    from tracejudge.viewer.transcript import render_value
+
+    got = html.unescape(render_value({"blob": "L" * 200_000, "nested": ["y" * 5000] * 20}))
+    assert "<summary>show more (the first 200,000 of 300,194 characters, 25 lines)</summary>" in got, got[-300:]
+    assert got.endswith("… (100,194 more characters not shown)</pre></details></details>")
+    short = html.unescape(render_value({"rows": "\n".join(f"row {i}" for i in range(30))}))
+    assert "<summary>show all (30 lines, 199 characters)</summary>" in short, short

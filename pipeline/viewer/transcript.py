@@ -69,9 +69,13 @@ def _decoded(value: Any) -> Any:
 
 
 def _folded(text: str, cls: str) -> str:
-    """`text` escaped in a `<pre>`; past PREVIEW_LINES lines or PREVIEW_CHARS characters, the rest behind "show all"."""
-    if len(text) > _MAX_CHARS:
-        text = text[:_MAX_CHARS] + f"\n… ({len(text) - _MAX_CHARS} more characters not shown)"
+    """`text` escaped in a `<pre>`; past PREVIEW_LINES lines or PREVIEW_CHARS characters, the rest behind "show all" (its
+    summary counts the whole value's lines and characters; past `_MAX_CHARS`, says how much of it the fold holds)."""
+    n_lines, n_chars, kept = text.count("\n") + 1, len(text), len(text) <= _MAX_CHARS
+    # (past _MAX_CHARS the fold does not hold all of it: it said "show all", counting only the part it kept)
+    whole = f"{n_lines:,} lines, {n_chars:,} characters" if kept else f"the first {_MAX_CHARS:,} of {n_chars:,} characters, {n_lines:,} lines"
+    if not kept:
+        text = text[:_MAX_CHARS] + f"\n… ({n_chars - _MAX_CHARS:,} more characters not shown)"
     lines = text.split("\n")
     cut = len("\n".join(lines[:PREVIEW_LINES]))
     if cut > PREVIEW_CHARS:  # long lines: stop at the last whole line that fits, or mid-line when the first is longer
@@ -81,8 +85,8 @@ def _folded(text: str, cls: str) -> str:
     if cut >= len(text):
         return f'<pre class="{cls}">\n{t(text)}</pre>'
     rest = text[cut:].removeprefix("\n")
-    return (f'<pre class="{cls}">\n{t(text[:cut])}</pre><details class="more"><summary>show all '
-            f'({len(lines)} lines, {len(text):,} characters)</summary><pre class="{cls} rest">\n{t(rest)}</pre></details>')
+    return (f'<pre class="{cls}">\n{t(text[:cut])}</pre><details class="more"><summary>{"show all" if kept else "show more"} '
+            f'({whole})</summary><pre class="{cls} rest">\n{t(rest)}</pre></details>')
 
 
 def render_value(value: Any, cls: str = "value") -> str:
