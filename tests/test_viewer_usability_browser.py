@@ -151,3 +151,11 @@ def test_the_cases_link_of_a_case_goes_back_to_the_list_as_it_was_left(server: s
     back[0].click()
     WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/run/alpha/cases?q=alpine"))
     assert browser.find_element(By.ID, "f-q").get_attribute("value") == "alpine"
+
+
+def test_a_rows_reasons_button_is_named_for_its_case(server: str, browser: Any) -> None:  # noqa: F811
+    # Read aloud as "▸" (its text), with nothing saying what it opens or whose; report.html's says "reasons of <id>".
+    browser.get(server + "/run/alpha/cases")
+    buttons = browser.find_elements(By.CSS_SELECTOR, "#cases tbody tr[data-case] button.expand")
+    named = [(b.accessible_name, b.find_element(By.XPATH, "ancestor::tr[1]").get_attribute("data-case")) for b in buttons]
+    assert named and all(name == f"reasons of {case}" for name, case in named), named

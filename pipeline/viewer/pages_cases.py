@@ -129,7 +129,9 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         err = str((r["error"] or {}).get("message", "")) if r["error"] else ""
         said = r["run_error"]  # the agent's run ended in an error (the result is scored, `ok` all the same): marked, as report.html does
         tags = " ".join(f"<span class=tag>{t(tag)}</span>" for tag in r["tags"])
-        cells = [f'<td class="clip"><button type="button" class="expand" aria-expanded="false" title="all reasons">▸</button> '
+        # (named for a screen reader, as report.html names it: its text alone, "▸", says nothing of what it opens)
+        cells = [f'<td class="clip"><button type="button" class="expand" aria-expanded="false" title="all reasons" '
+                 f'aria-label="reasons of {shown_id(r["case_id"])}{" trial " + str(r["trial"]) if r["trial"] else ""}">▸</button> '
                  f'<a class="case-link" href="{link}" title="{shown_id(r["case_id"])}">{shown_id(r["case_id"])}</a> {tags}</td>',
                  f'<td class=num>{r["trial"]}</td>',
                  f'<td class="clip snippet" title="{t(r["snippet"])}">{t(r["snippet"])}</td>',
