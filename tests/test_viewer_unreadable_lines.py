@@ -93,13 +93,13 @@ def test_the_run_page_says_results_no_longer_match_the_summary(tmp_path: Path) -
     run = _finished(tmp_path)
     _damaged(run, "tc", lambda lines: lines[3:])
     with view_server(str(run)) as url:
-        page = " ".join(_page(url + "/run/run").split())
+        page = re.sub(r'<a class="bad-line" [^>]*>|</a>', "", " ".join(_page(url + "/run/run").split()))  # (each line names its case)
         assert "The results no longer match the summary: summary.json counts 4 results; results.jsonl now holds 2 readable results" in page, page
         assert '2 lines of it are not a result (line 2: scores.tc.value: "high" is not a number' in page and "line 3: (root): invalid JSON" in page
         assert "The figures below are summary.json's, not the file's; <code>tracejudge report " in page
     assert main(["report", str(run)]) == 1  # rebuilt from the file: its figures are the file's now, and the page says why
     with view_server(str(run)) as url:
-        page = " ".join(_page(url + "/run/run").split())
+        page = re.sub(r'<a class="bad-line" [^>]*>|</a>', "", " ".join(_page(url + "/run/run").split()))
         assert "no longer match" not in page, page
         assert "results.jsonl: 2 lines of it are not a result (line 2:" in page and "summary.json counts 2 results; the figures below leave them out" in page
 
@@ -200,3 +200,6 @@ def test_the_cases_page_links_each_damaged_line_it_names_to_its_case(tmp_path: P
         assert "line 5: (root): expected a JSON object" in html.unescape(page)  # named, with no case to link to
         case = " ".join(_page(url + links[named]).split())  # where the link leads: the page saying what is wrong
         assert 'line 2: scores.tc.value: "high" is not a number' in case, case
+        with urllib.request.urlopen(url + "/run/run", timeout=60) as reply:  # and the Run page, which names them too
+            page = reply.read().decode()
+        assert re.findall(r'<a class="bad-line" href="([^"]*)">line [23]: ', page) == ["/run/run/case?id=c1", "/run/run/case?id=c2"], page

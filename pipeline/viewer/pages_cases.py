@@ -15,7 +15,7 @@ from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, t, url
 from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
 from tracejudge.viewer.runs import Run
 
-__all__ = ["cases_page"]
+__all__ = ["bad_line_links", "cases_page"]
 
 _TITLE_CUT = 600
 
@@ -51,19 +51,21 @@ def _notes(run: Run, page: Page, statuses: list[str]) -> str:
 
 
 def _bad_lines(run: Run) -> str:
-    """The note naming the lines of results.jsonl that are not results, each named line linking to its case's page (which
-    says what is wrong with it), when the line names a case."""
+    """The note naming the lines of results.jsonl that are not results (`bad_line_links`)."""
     bad, named = run.index.unreadable()
     if not bad:
         return ""
-    cases = {f"line {n}": (cid, trial) for n, cid, trial in run.index.first_bad() if cid is not None}
-    shown = []
-    for text in named:  # (`line N: field: what is wrong`)
-        at = cases.get(text.split(":", 1)[0])
-        shown.append(f'<a class="bad-line" href="{case_url(run.rid, at[0], trial=at[1] or None)}">{t(text)}</a>' if at else t(text))
     more = f"; and {bad - len(named)} more" if bad > len(named) else ""
     return (f'<p class="bad filter-note" id="bad-lines">results.jsonl: {bad} line{"s" if bad != 1 else ""} not a result, not shown '
-            f'here ({"; ".join(shown)}{more}).</p>')
+            f'here ({"; ".join(bad_line_links(run, named))}{more}).</p>')
+
+
+def bad_line_links(run: Run, named: list[str]) -> list[str]:
+    """Each of `named` (`RunIndex.unreadable`: `line N: field: what is wrong`) as HTML: a link to the page of the case its
+    line was written for (which says what is wrong with it), or escaped text when the line names no case."""
+    cases = {f"line {n}": (cid, trial) for n, cid, trial in run.index.first_bad() if cid is not None}
+    return [f'<a class="bad-line" href="{case_url(run.rid, at[0], trial=at[1] or None)}">{t(text)}</a>'
+            if (at := cases.get(text.split(":", 1)[0])) else t(text) for text in named]
 
 
 def _cut(text: str, n: int) -> str:

@@ -7,7 +7,8 @@ from typing import Any
 from tracejudge.stages.aggregate.group_labels import group_value
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
-from tracejudge.viewer.html import e, f3, frame, t, url
+from tracejudge.viewer.html import e, f3, frame, url
+from tracejudge.viewer.pages_cases import bad_line_links
 from tracejudge.viewer.runs import Run, differs, shown_time
 
 __all__ = ["gone_page", "results_drift", "run_page", "runs_page", "unreadable_page"]
@@ -144,7 +145,7 @@ def results_drift(run: Run, total: int) -> str:
     what = []
     if bad:
         more = f"; and {bad - len(named)} more" if bad > len(named) else ""
-        what.append(f"{bad} line{'s' if bad != 1 else ''} of it {'are' if bad != 1 else 'is'} not a result ({'; '.join(map(t, named))}{more})")
+        what.append(f"{bad} line{'s' if bad != 1 else ''} of it {'are' if bad != 1 else 'is'} not a result ({'; '.join(bad_line_links(run, named))}{more})")
     if torn is not None:
         what.append(f"line {torn}, the last, ends without a line break (cut off as it was written)")
     counted = f"summary.json counts {said} result{'s' if said != 1 else ''}; " if isinstance(said, int) else ""
