@@ -126,7 +126,12 @@ def view_process(*args: str, wrap: Any = None) -> Iterator[tuple[str, subprocess
         yield f"{page.scheme}://{page.netloc}", proc
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # (a viewer stuck in a read: not left running after a failed test)
+            proc.kill()
+            proc.wait(timeout=30)
+            raise
 
 
 @contextmanager

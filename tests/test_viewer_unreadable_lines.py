@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 import json
+import os
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -203,3 +204,39 @@ def test_the_cases_page_links_each_damaged_line_it_names_to_its_case(tmp_path: P
         with urllib.request.urlopen(url + "/run/run", timeout=60) as reply:  # and the Run page, which names them too
             page = reply.read().decode()
         assert re.findall(r'<a class="bad-line" href="([^"]*)">line [23]: ', page) == ["/run/run/case?id=c1", "/run/run/case?id=c2"], page
+
+
+def test_a_fifo_in_place_of_a_run_file_is_said_not_waited_on(tmp_path: Path) -> None:
+    # An unpacked artifact may hold a FIFO where a run file was: opened to be read, it waits for a writer forever.
+    # summary.json's hung every page of the viewer (read on the event loop); results.jsonl's hung its run's pages and
+    # the Runs list; traces.jsonl's its case pages.
+    runs = {}
+    for name in ("summary.json", "results.jsonl", "traces.jsonl", "none"):
+        (tmp_path / name).mkdir()
+        runs[name] = _finished(tmp_path / name, 2)
+        if name != "none":
+            (runs[name] / name).unlink(missing_ok=True)
+            os.mkfifo(runs[name] / name)
+    with view_process(*map(str, runs.values())) as (url, proc):
+        rids = dict(zip(runs, ("run", "run-2", "run-3", "run-4"), strict=True))
+
+        def page(path: str) -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(url + path, timeout=20) as reply:
+                    return int(reply.status), html.unescape(reply.read().decode())
+            except urllib.error.HTTPError as exc:
+                return exc.code, html.unescape(exc.read().decode())
+
+        assert page("/?list")[0] == 200
+        for rid in rids.values():
+            assert page(f"/run/{rid}")[0] == (503 if rid == rids["results.jsonl"] else 200), rid
+        status, text = page(f"/run/{rids['results.jsonl']}/cases")
+        assert status == 503 and "results.jsonl cannot be read (not a regular file (a FIFO, a device or a socket))" in text, text
+        status, text = page(f"/run/{rids['summary.json']}")
+        assert "summary.json is there but cannot be read (not a regular file" in " ".join(text.split()), text
+        status, text = page(f"/run/{rids['traces.jsonl']}/case?id=c0")
+        assert status == 200 and "traces.jsonl is not a regular file (a FIFO, a device or a socket), so it is not read" in text, text
+        assert page(f"/run/{rids['none']}/case?id=c0")[0] == 200
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err, err

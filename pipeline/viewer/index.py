@@ -35,7 +35,7 @@ from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, 
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, search_text, where_and_order
 from tracejudge.viewer.index_dead import DEAD_TABLE, dead_row, drop_dead, error_place
-from tracejudge.viewer.index_file import cache_path, head, tail
+from tracejudge.viewer.index_file import cache_path, head, results_size, tail
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
@@ -172,7 +172,7 @@ class RunIndex:
         """Index the lines appended to `results.jsonl` since the last call; returns the result count."""
         with self._lock:
             try:
-                size = self.results.stat().st_size
+                size = results_size(self.results)
             except FileNotFoundError:
                 # Not written yet, or deleted (the run directory removed or rewritten under the viewer): no rows
                 # then, rather than the old ones with a file behind them that is no longer there.

@@ -3,11 +3,15 @@ from where the index stopped) from one rewritten or edited in place (read again 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["HEAD", "cache_path", "head", "tail"]
+from tracejudge.core.regular_file import NotRegularFile
+
+__all__ = ["HEAD", "cache_path", "head", "results_size", "tail"]
 
 HEAD = 4096  # bytes of results.jsonl fingerprinted at its start, and before where the index stopped
 
@@ -32,3 +36,13 @@ def tail(path: Path, end: int) -> str:
     with open(path, "rb") as fh:
         fh.seek(max(0, end - HEAD))
         return hashlib.sha1(fh.read(min(end, HEAD))).hexdigest()
+
+
+def results_size(path: Path) -> int:
+    """The size of `results.jsonl`; raises `FileNotFoundError` when it is not there and `NotRegularFile` when it is a FIFO,
+    a device or a socket (an unpacked artifact may hold one): reading its fingerprints waited on it forever, hanging
+    every page of the run and the Runs list. A directory is left to fail where it is opened, as before."""
+    st = path.stat()
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, a device or a socket)", str(path))
+    return st.st_size

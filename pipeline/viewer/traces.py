@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from tracejudge.core import registry, suggest
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
+from tracejudge.core.regular_file import open_regular
 from tracejudge.engine.dataset_fingerprint import changed_since, listing
 from tracejudge.viewer.masking import shown_case, shown_text
 
@@ -42,7 +43,9 @@ def read_object(path: Path) -> tuple[dict[str, Any], str | None]:
     not there; `({}, why)` when it is there but cannot be read (`not JSON (…)`, `not a JSON object`), so a page can say
     the file is damaged rather than not written yet."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        # (opened without waiting: a FIFO put in its place, as an unpacked artifact may hold, hung every page reading it)
+        with open_regular(path) as fh:
+            data: Any = json.loads(fh.read().decode("utf-8"))
     except FileNotFoundError:
         return {}, None
     except OSError as exc:
@@ -138,6 +141,8 @@ class CaseSource:
         path = self.run_dir / TRACES
         if not path.exists():
             return None
+        if not path.is_file():  # (a FIFO in its place waits for a writer forever: never opened)
+            return None, f"{TRACES} is not a regular file (a FIFO, a device or a socket), so it is not read"
         size = path.stat().st_size
         if self._traces is None or size != self._traces_size:  # a live run appends: re-open
             if self._traces is not None:
@@ -225,6 +230,8 @@ class CaseSource:
 
         live = self.run_dir / TRACES
         if live.exists():
+            if not live.is_file():  # (not read: `_from_traces`)
+                return
             for line in iter_result_lines(live):
                 try:
                     case = Case.model_validate(json.loads(line).get("case") or {})
