@@ -7,9 +7,12 @@ A real `tracejudge view` process over HTTP on 127.0.0.1; lines appended while it
 from __future__ import annotations
 
 import html
-import re
 import json
 import os
+import re
+import select
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -240,3 +243,24 @@ def test_a_fifo_in_place_of_a_run_file_is_said_not_waited_on(tmp_path: Path) -> 
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "Traceback" not in err, err
+
+
+def test_a_fifo_in_place_of_the_run_lock_is_not_waited_on(tmp_path: Path) -> None:
+    # `view` asks whether a process holds each run (its `.lock`) before it serves: a FIFO there was opened to be read
+    # and waited for a writer forever, so the viewer never started (nor did `report` say anything).
+    run = _finished(tmp_path, 2)
+    (run / ".lock").unlink(missing_ok=True)
+    os.mkfifo(run / ".lock")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", str(run), "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "tracejudge view printed nothing within 60 s"
+        url = proc.stdout.readline().split()[2]
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            assert "complete" in reply.read().decode()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    report = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr[-2000:]

@@ -97,7 +97,9 @@ def holder(run_dir: Path) -> str | None:
     """
     path = Path(run_dir) / LOCK
     try:
-        fd = os.open(path, os.O_RDONLY)
+        # (O_NONBLOCK: a FIFO in the lock file's place, as an unpacked artifact may hold, is opened at once, not waited
+        # on until a writer comes: `view` and `report` of such a directory hung before saying anything)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
