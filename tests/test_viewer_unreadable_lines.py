@@ -214,14 +214,16 @@ def test_a_fifo_in_place_of_a_run_file_is_said_not_waited_on(tmp_path: Path) -> 
     # summary.json's hung every page of the viewer (read on the event loop); results.jsonl's hung its run's pages and
     # the Runs list; traces.jsonl's its case pages.
     runs = {}
-    for name in ("summary.json", "results.jsonl", "traces.jsonl", "none"):
+    for name in ("summary.json", "results.jsonl", "traces.jsonl", "checkpoint.json", "none"):
         (tmp_path / name).mkdir()
         runs[name] = _finished(tmp_path / name, 2)
         if name != "none":
             (runs[name] / name).unlink(missing_ok=True)
             os.mkfifo(runs[name] / name)
+    summary = runs["checkpoint.json"] / "summary.json"  # (its checkpoint is read for a run not complete: a resume command)
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "complete": False}))
     with view_process(*map(str, runs.values())) as (url, proc):
-        rids = dict(zip(runs, ("run", "run-2", "run-3", "run-4"), strict=True))
+        rids = dict(zip(runs, ("run", "run-2", "run-3", "run-4", "run-5"), strict=True))
 
         def page(path: str) -> tuple[int, str]:
             try:
@@ -240,6 +242,7 @@ def test_a_fifo_in_place_of_a_run_file_is_said_not_waited_on(tmp_path: Path) -> 
         status, text = page(f"/run/{rids['traces.jsonl']}/case?id=c0")
         assert status == 200 and "traces.jsonl is not a regular file (a FIFO, a device or a socket), so it is not read" in text, text
         assert page(f"/run/{rids['none']}/case?id=c0")[0] == 200
+        assert "interrupted; resume with:" in page(f"/run/{rids['checkpoint.json']}")[1]
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "Traceback" not in err, err

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.destination import run_manifest
+from tracejudge.core.regular_file import open_regular
 from tracejudge.engine import store
 
 __all__ = ["RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
@@ -58,8 +59,9 @@ def summary_of(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _segments(run_dir: Path) -> list[Any] | None:
-    try:
-        segments = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
+    try:  # (opened without waiting: a FIFO in its place, as an unpacked artifact may hold, is no checkpoint)
+        with open_regular(Path(run_dir) / store.CHECKPOINT) as fh:
+            segments = json.loads(fh.read().decode("utf-8")).get("segments") or []
     except (OSError, ValueError, AttributeError):
         return None
     return segments if isinstance(segments, list) else None
