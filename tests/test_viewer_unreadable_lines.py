@@ -174,18 +174,21 @@ def _row(page: str, rid: str) -> str:
 def test_the_runs_list_marks_a_run_whose_results_no_longer_match_its_summary(tmp_path: Path) -> None:
     # Only the run's own page said so: listed among others, its row showed the file's counts beside summary.json's
     # verdict with no sign that they disagree.
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    intact, damaged = _finished(tmp_path / "a"), _finished(tmp_path / "b")
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    intact, damaged, unsummed = _finished(tmp_path / "a"), _finished(tmp_path / "b"), _finished(tmp_path / "c")
     _damaged(damaged, "tc", lambda lines: lines[3:])
-    with view_server(str(intact), str(damaged)) as url:
+    (unsummed / "summary.json").write_text('{"results": 4, "compl')  # (no figures to match: damaged itself)
+    with view_server(str(intact), str(damaged), str(unsummed)) as url:
         page = _page(url + "/?list")
         assert "drift" not in _row(page, "run"), _row(page, "run")
         row = _row(page, "run-2")
         assert 'class="bad small drift"><a href="/run/run-2#results-drift">results.jsonl no longer matches summary.json</a>' in row, row
         assert 'id="results-drift"' in _page(url + "/run/run-2")  # (where the mark leads: the lines named)
+        assert '<a href="/run/run-3#summary-unreadable">summary.json is damaged</a>' in _row(page, "run-3"), _row(page, "run-3")
+        assert 'id="summary-unreadable"' in _page(url + "/run/run-3")
     assert main(["report", str(damaged)]) == 1  # the summary rebuilt from the file: its damaged lines are still there
-    with view_server(str(intact), str(damaged)) as url:
+    with view_server(str(intact), str(damaged), str(unsummed)) as url:
         row = _row(_page(url + "/?list"), "run-2")
         assert ">results.jsonl has lines that are not results</a>" in row and "no longer matches" not in row, row
 

@@ -83,7 +83,10 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
 
 
 def _drift_mark(run: Run, drift: str) -> str:
-    # (the Runs table has no room for the whole text: what kind of mismatch, and a link to the Run page, which names the lines)
+    # (the Runs table has no room for the whole text: what kind of mismatch, and a link to the Run page, which names the lines;
+    # a summary.json that is not JSON has no figures to match: the Run page says why, and the row that it is damaged)
+    if run.summary_problem() is not None:
+        return f'<div class="bad small drift"><a href="/run/{e(run.rid)}#summary-unreadable">summary.json is damaged</a></div>'
     if not drift:
         return ""
     what = "results.jsonl no longer matches summary.json" if drift.startswith(_DRIFT) else "results.jsonl has lines that are not results"
