@@ -149,7 +149,7 @@ def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(t
     import subprocess
     import sys
 
-    from tracejudge.viewer.app import viewer_paths
+    from tracejudge.viewer.runs import viewer_paths
 
     (tmp_path / "chats.jsonl").write_text('{"id": "c1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n')
     for argv in (["init", "--format", "openai-messages", "--dataset", "chats.jsonl", "-o", "configs/chats.yaml"], ["run", "configs/chats.yaml", "--no-progress"]):

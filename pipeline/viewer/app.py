@@ -38,7 +38,7 @@ from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
 from tracejudge.viewer.pages_cases import cases_page
 from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
-from tracejudge.viewer.runs import Run, differs
+from tracejudge.viewer.runs import Run, differs, viewer_paths
 from tracejudge.viewer.server_log import server_log
 
 __all__ = ["make_app", "start_viewer"]
@@ -357,19 +357,6 @@ async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = No
     sockets = getattr(site._server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     return runner, f"http://127.0.0.1:{bound}"
-
-
-def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
-    """The run directories to serve: those given, else every run directory under `cwd/runs`.
-
-    A folder given that is no run but holds runs (`view runs/`, `view ../other/runs`) stands for them, as `runs/` does
-    when nothing is given; any other folder is left for `load_runs` to refuse.
-    """
-    from tracejudge.viewer.runs import _is_run, discover_runs
-
-    if not given:
-        return discover_runs(cwd / "runs")
-    return [run for p in given for run in (discover_runs(Path(p)) if not _is_run(Path(p)) else []) or [Path(p)]]
 
 
 def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None = None, *, cwd: Path | None = None) -> int:

@@ -40,10 +40,9 @@ from tracejudge.viewer.index_file import cache_path, head, results_size, tail
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "12"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear. 6: `run_error`
-# 7: the judge's per-question reasons in `text`, tool call arguments and errors in `casetext`. 8: `case_key`, ids in natural order
-# 9: the lines read and the lines that are not results (`unreadable`). 10: each such line's case (`bad`), for its Case page
-# 11: `mtime` and `tail`, which tell a file edited in place past its first bytes (`_rewritten`). 12: `dead` (`index_dead`)
+# An index of another schema is rebuilt. 5: case text masked (an older one held it in clear); 6: `run_error`; 7: per-question
+# reasons, tool arguments and errors in text; 8: `case_key`; 9: `unreadable`; 10: `bad`; 11: `mtime`, `tail`; 12: `dead`
+_SCHEMA = "12"
 _NAMED = 5  # lines that are not results the index names (`unreadable`); the rest are counted
 _BATCH = 2000
 
@@ -282,8 +281,7 @@ class RunIndex:
 
     def _insert(self, rows: list[tuple[Any, ...]], n_metrics: int) -> None:
         cols = ["case_id", "trial", "status", "tags", "error", "duration", "offset", "length", "failed", "text", "run_error", "case_key"]
-        for i in range(n_metrics):
-            cols += [f"m{i}", f"p{i}"]
+        cols += [f"{c}{i}" for i in range(n_metrics) for c in "mp"]
         marks = ",".join("?" * len(cols))
         self._db.executemany(f"INSERT OR REPLACE INTO results({','.join(cols)}) VALUES ({marks})", rows)
 
@@ -320,8 +318,6 @@ class RunIndex:
         """Whether the dataset text of the cases was indexed."""
         with self._lock:
             return self._meta("casetext") == "done"
-
-    # -- reading --------------------------------------------------------------------------
 
     def query(self, q: CaseQuery) -> Page:
         """One page of results matching `q` (see `CaseQuery`)."""

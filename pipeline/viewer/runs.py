@@ -13,7 +13,7 @@ from tracejudge.engine import store
 from tracejudge.viewer.index import RunIndex
 from tracejudge.viewer.traces import CaseSource, read_object
 
-__all__ = ["Run", "differs", "discover_runs", "load_runs", "shown_time"]
+__all__ = ["Run", "differs", "discover_runs", "load_runs", "shown_time", "viewer_paths"]
 
 
 @dataclass
@@ -219,3 +219,14 @@ def load_runs(paths: list[Path]) -> list[Run]:
         seen.add(rid)
         runs.append(Run(rid, p, p.resolve().name))
     return runs
+
+
+def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
+    """The run directories to serve: those given, else every run directory under `cwd/runs`.
+
+    A folder given that is no run but holds runs (`view runs/`, `view ../other/runs`) stands for them, as `runs/` does
+    when nothing is given; any other folder is left for `load_runs` to refuse.
+    """
+    if not given:
+        return discover_runs(cwd / "runs")
+    return [run for p in given for run in (discover_runs(Path(p)) if not _is_run(Path(p)) else []) or [Path(p)]]
