@@ -45,6 +45,11 @@ SCENARIOS: list[tuple[str, list[tuple], dict[str, Any]]] = [
      {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"q": "cats"}}),
     ("v2_arguments_json_empty_string", [tool("search", '""', 0, v3=False)],
      {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {}, "match_mode": "exact"}),
+    # an empty text is no JSON at all (some instrumentations write the model's raw `""` for a call without arguments)
+    ("arguments_empty_text", [tool("search", "", 0)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {}}),
+    ("arguments_blank_text", [tool("search", "  ", 0)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {}}),
+    ("v2_arguments_empty_text", [tool("search", "", 0, v3=False)],
+     {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {}, "match_mode": "exact"}),
     ("v2_arguments_not_recorded", [tool("search", None, 0, v3=False)], {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"q": "cats"}}),
     ("nested_value_is_compared_whole", [tool("search", '{"filters": {"status": "open", "priority": "high"}}', 0)],
      {"type": "ArgumentCorrectness", "tool_name": "search", "expected_arguments": {"filters": {"status": "open"}}}),

@@ -77,12 +77,22 @@ def decode_arguments(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _flagged_blank(data: dict[str, Any]) -> bool:
+    """Blank arguments text a reader flagged `arguments_invalid`: kept as recorded, not read as `{}`. A tool span's
+    arguments text is JSON by definition and empty text is none (pydantic-evals' ArgumentCorrectness fails it), where a
+    provider's `""` is a call without arguments (`decode_arguments`)."""
+    args = data["arguments"]
+    return data.get("arguments_invalid") is True and isinstance(args, str) and not args.strip()
+
+
 class ToolCall(_Strict):
     """One tool call the agent made, with what it returned.
 
     `arguments` is a mapping after validation: a JSON-string payload is
-    decoded. When the string is not a JSON object it is kept raw in
-    `arguments` and `arguments_invalid` is set; such arguments compare
+    decoded (blank text is `{}`, a provider's call without arguments, unless a
+    reader flagged it `arguments_invalid`: a tool span's empty JSON text). When
+    the string is not a JSON object it is kept raw in `arguments` and
+    `arguments_invalid` is set; such arguments compare
     unequal to any mapping. `arguments_missing` marks a call whose arguments
     the recording did not keep (some tracers drop them): `arguments` is then
     `{}` but says nothing about what the agent sent. A call with a non-null
@@ -101,7 +111,7 @@ class ToolCall(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _decode(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "arguments" in data and not isinstance(data["arguments"], dict):
+        if isinstance(data, dict) and "arguments" in data and not isinstance(data["arguments"], dict) and not _flagged_blank(data):
             decoded, ok = decode_arguments(data["arguments"])
             data = {**data, "arguments": decoded if ok else str(data["arguments"])}
             if not ok:
