@@ -55,7 +55,7 @@ def test_values_with_nothing_to_mask_give_the_reasons_they_gave() -> None:
                                                           Regex(pattern=r"(?i)\bres\w+"), Regex(name="nope", pattern="^x$", full_match=True),
                                                           InspectPattern(pattern="(made)"), ArgumentCorrectness(tool_name="book")])
     assert got["Contains"].reason == "output contains 'reservation'"
-    assert got["long"].reason == f"output does not contain {long[:80]!r}"
+    assert got["long"].reason == f"output 'Your Reservation is made' does not contain {long[:80]!r}"
     assert got["Regex"].reason == r"output contains a match for /(?i)\bres\w+/"
     assert got["nope"].reason == "output does not match /^x$/"
     assert got["pattern"].reason.startswith("I: /(made)/ captured 'made', none of the targets 'x'")
@@ -78,4 +78,4 @@ def test_a_run_writes_no_configured_credential_in_results_reports_or_junit(tmp_p
     assert not any(leaks.values()), leaks
     assert not any(t in got.stdout + got.stderr for t in TAILS)
     reasons = [s["reason"] for line in written["results.jsonl"].splitlines() for s in json.loads(line)["scores"].values()]
-    assert sorted(reasons) == sorted(["output does not match /[REDACTED]/"] * 2 + ["output contains '[REDACTED]'", "output does not contain '[REDACTED]'"])
+    assert sorted(reasons) == sorted(["output does not match /[REDACTED]/"] * 2 + ["output contains '[REDACTED]'", "output 'no key' does not contain '[REDACTED]'"])

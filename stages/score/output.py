@@ -18,6 +18,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_expectation, no_trace
+from tracejudge.stages.score.quoted import quoted_output
 from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json, short_pair
 
 __all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
@@ -120,7 +121,10 @@ class Contains(Metric):
     text, or a list of texts of which any one will do (BFCL's accepted
     answers); neither → `value: null`. Case is ignored unless
     `case_sensitive: true` (cogitator's default; pydantic-evals' `Contains`
-    is case-sensitive). Expected `""` is contained in every output.
+    is case-sensitive). Expected `""` is contained in every output. A
+    failure's reason quotes the output as pydantic-evals' does
+    (`quoted.quoted_output`: up to 100 characters whole, else both ends and
+    its length, credentials masked).
 
     `value` may be a list of texts too. `require: all` (multivon-eval's
     `Contains`, whose default this is) looks for every expected text and
@@ -187,7 +191,7 @@ class Contains(Metric):
             shown = redact_quoted(target, 80)[:80]
             lowered, yes, no = target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
         ok = target in out if case_sensitive else lowered in out.lower()
-        return _pass(ok, yes if ok else no)
+        return _pass(ok, yes if ok else f"output {quoted_output(out)}{no[6:]}")
 
     def _contains_all(self, targets: list[str], out: str, case_sensitive: bool) -> Score:
         """`require: all`: the share of `targets` found in `out` (each repeated text counts each time, as multivon-eval counts
@@ -212,7 +216,7 @@ def _contains_any(targets: list[str], out: str, case_sensitive: bool) -> Score:
     hit = next((t for t in targets if (t if case_sensitive else t.lower()) in seen), None)
     if hit is not None:
         return _pass(True, f"output contains {redact_quoted(hit, 80)[:80]!r}")
-    return _pass(False, f"output contains none of {_listed(targets)}")
+    return _pass(False, f"output {quoted_output(out)} contains none of {_listed(targets)}")
 
 
 def _listed(targets: list[str]) -> str:
