@@ -80,6 +80,25 @@ def test_duplicate_metric_names_are_refused_naming_the_field_and_line(tmp_path):
     assert str(err.value) == f"{cfg}:6: metrics.2.name: a second metric named 'x' (metrics.0 has that name): give one a distinct `name`"
 
 
+def test_a_metric_named_the_wildcard_or_with_a_control_character_is_refused_at_its_line(tmp_path):
+    # `*` in assertions.metrics is every metric; a line break in a key splits report rows and summary lines.
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, name: '*'}\n  - {type: TrajectoryMatch}\n"
+                          '  - {type: ToolCorrectness,\n     name: "a\\nb"}\n  - {type: ExactMatch, name: "c\\x1b[31m"}\n'
+                          '  - {type: Contains, name: "d\\u2028e"}\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    lines = str(err.value).splitlines()
+    assert lines[0] == (f"{cfg}:3: metrics.0.name: ToolCalls: '*' is the assertions' wildcard (assertions.metrics: {{'*': …}} "
+                        "applies to every metric): give this metric another name")
+    assert lines[1].startswith(f"{cfg}:6: metrics.2.name: ToolCorrectness: a metric name is a key of results and reports: "
+                               "it cannot hold a control or invisible character ('\\n' at character 2 of 'a\\nb')")
+    assert lines[2].startswith(f"{cfg}:7: metrics.3.name: ExactMatch: ") and "'\\x1b' at character 2" in lines[2]
+    assert lines[3].startswith(f"{cfg}:8: metrics.4.name: Contains: ") and "'\\u2028' at character 2" in lines[3]
+    assert len(lines) == 4
+    # a name that only looks like a pattern stays a name
+    load_config(write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, name: 'tool*'}, {type: Contains, name: 'é 😀'}]\n"))
+
+
 def test_set_overrides_scalars_lists_and_paths(tmp_path, monkeypatch):
     cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, arguments: exact}\n")
     other = tmp_path / "sub"

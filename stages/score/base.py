@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tracejudge.core.errors import ParameterError
+from tracejudge.core.inert_text import INVISIBLE
 from tracejudge.core.memo import Memo
 from tracejudge.core.spec_messages import param_problems
 from tracejudge.core.records import Case, Score, ToolCall
@@ -56,6 +58,11 @@ def make_score(value: float | None, passed: bool | None, reason: str, details: d
     return score
 
 
+# What a metric's name may not hold (`Metric._usable_name`): C0 and C1 controls (line breaks and tabs too), and the
+# characters that print as nothing or reorder text (`inert_text.INVISIBLE`: U+2028, a bidirectional override, …).
+_UNPRINTED = re.compile(f"[\x00-\x1f\x7f-\x9f]|{INVISIBLE.pattern}")
+
+
 class Metric(NoBoolNumbers):
     """Base of all metrics: a parameter model plus `evaluate(case) -> Score`.
 
@@ -84,6 +91,19 @@ class Metric(NoBoolNumbers):
         # It validates as pydantic's own does, so `model_validate` (a config's specs) need not call it: pydantic then
         # keeps its `ValidationError` there, which the config's own messages read, and no Python call is added.
         __init__.__pydantic_base_init__ = True
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, name: str | None) -> str | None:
+        # The name is the score's key in results, summaries, reports and `assertions.metrics`: `*` there is the
+        # wildcard for every metric, and a line break or control character would split or hide a report's row.
+        if name == "*":
+            raise ValueError("'*' is the assertions' wildcard (assertions.metrics: {'*': …} applies to every metric): "
+                             "give this metric another name")
+        if name is not None and (bad := _UNPRINTED.search(name)) is not None:
+            raise ValueError(f"a metric name is a key of results and reports: it cannot hold a control or invisible character "
+                             f"({bad.group()!r} at character {bad.start() + 1} of {name!r})")
+        return name
 
     @property
     def key(self) -> str:
