@@ -94,7 +94,8 @@ def test_each_starter_config_runs_as_written(fmt: str, tmp_path: Path, data_dir:
     assert main(["init", "--format", fmt, *given, "-o", str(cfg)]) == 0
     text = cfg.read_text()
     assert text.startswith(f"# tracejudge starter config for format `{fmt}`") and "assertions:" in text and "runs/starter" in text
-    assert "/work" not in text.split("dataset:")[1].split("format:")[0] or fmt not in SAMPLES  # relative to the config's folder
+    if fmt in SAMPLES:  # given absolute, outside the config's folder: kept absolute, not `../data.jsonl`
+        assert f"path: {data}" in text.split("dataset:")[1]
     assert main(["run", str(cfg), "--no-progress"]) == 0, capsys.readouterr()
     summary = json.loads((work / "runs" / "starter" / "summary.json").read_text())
     assert summary["results"] > 0 and summary["status"].get("ok", 0) == summary["results"]
@@ -174,7 +175,8 @@ def test_init_tau_bench_without_tasks_finds_them_beside_the_trajectories_or_uses
     tasks = data_dir / "tau_bench" / "tasks" / "tasks_airline_test.json"
     assert f"tasks: {tasks}, found where the trajectory file's layout puts it" in capsys.readouterr().err
     assert main(["run", "beside.yaml", "--no-progress", "--set", "dataset.limit=8"]) == 0
-    assert json.loads((tmp_path / "runs" / "beside" / "manifest.json").read_text())["dataset"]["tasks"]["path"] == str(tasks.resolve())
+    # (resolved on both sides: the config holds the path as given, absolute, which a symlinked data folder keeps)
+    assert Path(json.loads((tmp_path / "runs" / "beside" / "manifest.json").read_text())["dataset"]["tasks"]["path"]).resolve() == tasks.resolve()
 
     alone = tmp_path / "data" / "gpt-4o-airline.json"  # no tasks folder beside it
     alone.parent.mkdir()
@@ -186,6 +188,22 @@ def test_init_tau_bench_without_tasks_finds_them_beside_the_trajectories_or_uses
     assert main(["run", "alone.yaml", "--no-progress"]) == 0
     summary = json.loads((tmp_path / "runs" / "alone" / "summary.json").read_text())
     assert summary["status"] == {"ok": 8} and summary["metrics"]["actions_exact"]["scored"] == 8
+
+
+def test_init_keeps_an_absolute_path_outside_the_config_folder_absolute_and_others_relative(tmp_path: Path, monkeypatch) -> None:
+    # `--dataset /abs/…` from a config a few folders down was written `../../../…/data.jsonl`.
+    data = tmp_path / "shared" / "data.jsonl"
+    inside = tmp_path / "proj" / "configs" / "deep" / "data" / "in.jsonl"
+    for path in (data, inside):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(SAMPLES["native"][0]) + "\n")
+    monkeypatch.chdir(tmp_path / "proj")
+    written = {}
+    for name, given in (("abs", str(data)), ("inside", str(inside)), ("rel", "../shared/data.jsonl")):
+        assert main(["init", "--dataset", given, "-o", f"configs/deep/{name}.yaml"]) == 0
+        written[name] = (tmp_path / "proj" / "configs" / "deep" / f"{name}.yaml").read_text().split("path: ", 1)[1].split()[0]
+    assert written == {"abs": str(data), "inside": "data/in.jsonl", "rel": "../../../shared/data.jsonl"}
+    assert main(["run", "configs/deep/abs.yaml", "--no-progress"]) == 0
 
 
 def test_init_prints_a_run_command_a_shell_takes_for_a_path_with_spaces(tmp_path: Path, capsys) -> None:

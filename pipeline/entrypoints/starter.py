@@ -260,8 +260,9 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
     """The commented starter config for format `fmt`, to be written at `config_path`.
 
     `dataset` / `tasks` (paths as the user gave them) are written relative to
-    the config's folder; without them a placeholder path names what to put
-    there. Raises `KeyError` for a format without a starter.
+    the config's folder, but for one given absolute that lies outside that
+    folder, which stays absolute; without them a placeholder path names what
+    to put there. Raises `KeyError` for a format without a starter.
     """
     section, metrics, gate, placeholder = FORMATS[fmt]
     base = os.path.dirname(os.path.abspath(config_path))
@@ -273,7 +274,12 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
     def rel(path: Path | None, default: str) -> str:
         if path is None:
             return default
-        text = os.path.relpath(os.path.abspath(path), base)  # abspath, not resolve: a symlinked folder keeps its name
+        full = os.path.abspath(path)  # abspath, not resolve: a symlinked folder keeps its name
+        text = os.path.relpath(full, base)
+        if path.is_absolute() and (text == os.pardir or text.startswith(os.pardir + os.sep)):
+            # Given absolute and outside the config's folder: `../../../data/x.jsonl` would only say the same thing longer
+            # and break when the config moves, so it stays as given. Inside that folder, or given relative, it is relative.
+            text = full
         text += "/" if path.is_dir() and not text.endswith("/") else ""
         return text if re.fullmatch(r"[\w./-]+", text) else json.dumps(text)  # a JSON string is a YAML string
 
