@@ -106,6 +106,39 @@ def test_a_result_line_cut_short_is_billed_then_its_request_resubmitted(simulato
     assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]  # (each score shows what its request was billed)
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_line_naming_no_request_is_billed_as_one_left_without_a_result(simulator: Callable[..., SimulatorThread],
+                                                                               tmp_path: Path, provider: str) -> None:
+    """A billed answer whose line lost its `custom_id` cannot be joined to its request, which is resubmitted; the answer
+    was paid all the same, so it is billed at the estimated prompt of a request of its batch left without a result."""
+    sim = simulator(batch_completion_s=0.1, batch_script=[{"nameless": 2}])
+    summary = run(tmp_path, batch_judge(sim.url, provider, max_requests=6, flush_after_s=3.0), 6)
+    assert summary["status"] == {"ok": 6}
+    j = summary["judge"]
+    per_request = sim.stats.input_tokens / 8  # (the 2 answers naming no request were paid: counted at their estimated prompt)
+    assert j["input_tokens"] == pytest.approx(sim.stats.input_tokens, rel=0.1) and j["input_tokens"] > sim.stats.input_tokens - per_request
+    assert sim.stats.batch_requests == 8 and (j["batch_resubmits"], j["batch_unread_billed"], j["batch_nameless_billed"]) == (2, 2, 2)
+    assert j["batch_nameless_unbilled"] == 0
+    scored = [r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path / "run")]
+    assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]
+
+
+def test_result_lines_naming_no_request_are_told_apart_from_failures() -> None:
+    from tracejudge.llm.batch_api import _lines
+
+    body = "\n".join([
+        '{"custom_id": "a", "response": {"status_code": 200}}',
+        '{"id": "batch_req_1", "response": {"status_code": 200, "body": {}}}',  # JSON, no custom_id: an answer
+        '{"id": "batch_req_2", "response": {"status_c',                        # cut before its custom_id
+        '{"custom_id": "b", "resp',                                            # cut after it: unread, named
+        '{"result": {"type": "errored", "error": {}}}',                        # Anthropic: not an answer, not billed
+        '{"result": {"type": "succeeded", "mess',                              # Anthropic: an answer, cut
+        '[1, 2]',
+    ])
+    records, unread, nameless = _lines(body.encode())
+    assert [r["custom_id"] for r in records] == ["a"] and unread == ["b"] and nameless == 4
+
+
 def test_resubmission_is_bounded_then_judge_error(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator(batch_completion_s=0.05, batch_script=[{"errors": 1}] * 5)
     run(tmp_path, batch_judge(sim.url, max_resubmits=2), 1)

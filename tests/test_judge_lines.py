@@ -25,3 +25,14 @@ def test_requests_answered_429_are_said_on_the_terminal_not_only_in_the_summary(
     assert "judge 429s: 11 requests were answered 429 (rate limited) and retried after the server's wait" in "\n".join(lines)
     one = judge_lines({**base, "judge": {**base["judge"], "rate_limited": 1}})
     assert any(line.startswith("judge 429s: 1 request was answered 429") for line in one)
+
+
+def test_batch_answers_billed_without_a_readable_line_are_said() -> None:
+    base = {"judge": {"mode": "batch", "requests": 8, "batches_submitted": 2, "batch_resubmits": 2, "cost_usd": 0.001,
+                      "sync_equivalent_usd": 0.002, "input_tokens": 1000, "output_tokens": 100}, "status": {"ok": 6}}
+    assert not any("could not be read" in line for line in judge_lines(base))
+    lines = judge_lines({**base, "judge": {**base["judge"], "batch_unread_billed": 3, "batch_nameless_billed": 1}})
+    said = next(line for line in lines if "could not be read" in line)
+    assert said.startswith("judge batch API: 3 answers billed whose result line could not be read (1 naming no request, "), said
+    lines = judge_lines({**base, "judge": {**base["judge"], "batch_nameless_unbilled": 2}})
+    assert any("2 more lines naming no request than requests without a result, not counted" in line for line in lines), lines

@@ -18,8 +18,10 @@ Results are joined by `custom_id`, never by position. Each becomes a
 `read_reply` as a synchronous answer), `error`, `expired` or `canceled`, or
 `unread`: a line that is not JSON but names its `custom_id` in a file of
 answered requests (OpenAI's output file, Anthropic's `succeeded` results),
-which the provider billed though its usage cannot be read. A line naming no
-request counts as missing.
+which the provider billed though its usage cannot be read. A line of such a
+file naming no request (its `custom_id` missing or cut off) was billed too:
+`fetch_results` lists it apart (`nameless`), and the batch runner bills it
+as the unread answer of a request of that batch left without a result.
 Control calls (upload, create, poll, list, download) raise `ProviderError`
 like the synchronous path; the caller retries them (with tenacity).
 """
@@ -192,12 +194,15 @@ _CUSTOM_ID = re.compile(r'^\s*\{.*?"custom_id"\s*:\s*("(?:[^"\\]|\\.)*")')
 _SUCCEEDED = re.compile(r'"result"\s*:\s*\{\s*"type"\s*:\s*"succeeded"')
 
 
-def _lines(content: Any) -> tuple[list[dict[str, Any]], list[str]]:
-    """The JSON objects of a results file, and the `custom_id` each line that is not JSON still names (Anthropic: of those
-    saying `succeeded`). A line naming none is left out: its request counts as missing and is resubmitted."""
+def _lines(content: Any) -> tuple[list[dict[str, Any]], list[str], int]:
+    """The JSON objects of a results file that name their request, the `custom_id` each line that is not JSON still names
+    (Anthropic: of those saying `succeeded`), and how many lines name no request but hold an answer as far as can be
+    read (JSON without a string `custom_id`, or text whose `custom_id` is cut off; Anthropic: not an unsuccessful
+    result). Such a line's request counts as missing and is resubmitted; the answer was billed all the same."""
     text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
     out: list[dict[str, Any]] = []
     unread: list[str] = []
+    nameless = 0
     for line in text.splitlines():
         if line.strip():
             try:
@@ -208,12 +213,17 @@ def _lines(content: Any) -> tuple[list[dict[str, Any]], list[str]]:
                     cid = json.loads(found.group(1)) if found else None
                 except ValueError:
                     cid = None
-                if isinstance(cid, str) and ('"result"' not in line or _SUCCEEDED.search(line)):
-                    unread.append(cid)
+                if '"result"' not in line or _SUCCEEDED.search(line):
+                    if isinstance(cid, str):
+                        unread.append(cid)
+                    else:
+                        nameless += 1
                 continue
-            if isinstance(rec, dict):
+            if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
                 out.append(rec)
-    return out, unread
+            elif not isinstance(rec, dict) or not isinstance(rec.get("result"), dict) or rec["result"].get("type") == "succeeded":
+                nameless += 1
+    return out, unread, nameless
 
 
 def _unread(cid: str) -> BatchResult:
@@ -252,24 +262,27 @@ def _anthropic_result(rec: dict[str, Any]) -> BatchResult:
 
 
 async def fetch_results(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], state: BatchState,
-                        timeout_s: float = 300.0) -> dict[str, BatchResult]:
-    """Results of a terminal batch by `custom_id` (output and error files both, for OpenAI). Raises `ProviderError`."""
+                        timeout_s: float = 300.0) -> tuple[dict[str, BatchResult], int]:
+    """Results of a terminal batch by `custom_id` (output and error files both, for OpenAI), and how many billed answers'
+    lines named no request (`_lines`; OpenAI: in the output file only). Raises `ProviderError`."""
     base = base_url.rstrip("/")
     out: dict[str, BatchResult] = {}
     if protocol == "anthropic":
-        if state.results_url:
-            http = await _http(session, "GET", state.results_url, _json_headers(headers), timeout_s, raw=True)
-            records, unread = _lines(http.body)
-            for rec in records:
-                r = _anthropic_result(rec)
-                out[r.custom_id] = r
-            for cid in unread:
-                out.setdefault(cid, _unread(cid))
-        return out
+        if not state.results_url:
+            return out, 0
+        http = await _http(session, "GET", state.results_url, _json_headers(headers), timeout_s, raw=True)
+        records, unread, nameless = _lines(http.body)
+        for rec in records:
+            r = _anthropic_result(rec)
+            out[r.custom_id] = r
+        for cid in unread:
+            out.setdefault(cid, _unread(cid))
+        return out, nameless
+    billed = 0
     for fid, answered in ((state.output_file_id, True), (state.error_file_id, False)):
         if fid:
             http = await _http(session, "GET", f"{base}/files/{fid}/content", _json_headers(headers), timeout_s, raw=True)
-            records, unread = _lines(http.body)
+            records, unread, nameless = _lines(http.body)
             for rec in records:
                 r = _openai_result(rec)
                 if r.custom_id not in out or out[r.custom_id].kind != "ok":
@@ -277,4 +290,5 @@ async def fetch_results(session: aiohttp.ClientSession, protocol: str, base_url:
             # The output file holds the requests that were run, which OpenAI bills; the error file those that failed.
             for cid in unread if answered else []:
                 out.setdefault(cid, _unread(cid))
-    return out
+            billed += nameless if answered else 0
+    return out, billed

@@ -21,7 +21,8 @@ and `"refusals": r` the next r a refusal (OpenAI's `message.refusal`,
 Anthropic's `stop_reason: "refusal"`) that carries its usage, as a real one
 does (counted in `SimStats` like any answer), and `"cut": c` the next c
 answers a result line cut short in the output (answered and counted, as a
-provider bills them, but not JSON); a batch with expired requests
+provider bills them, but not JSON), and `"nameless": n` the next n answers a
+line without its `custom_id` (answered and counted too); a batch with expired requests
 ends `expired` (OpenAI) unless `status` says otherwise. Results come back in an order other than the file's
 (`batch_shuffle`), so a client that joins by position fails.
 
@@ -77,7 +78,10 @@ def _refused(payload: dict[str, Any], anthropic: bool) -> dict[str, Any]:
 
 
 def _written(line: dict[str, Any]) -> str:
-    """One result line of a results file: its JSON, or, marked `cut`, the first half of it (the custom id kept)."""
+    """One result line of a results file: its JSON, or, marked `cut`, the first half of it (the custom id kept); marked
+    `nameless`, without its custom id."""
+    if line.pop("nameless", False):
+        del line["custom_id"]
     if not line.pop("cut", False):
         return json.dumps(line) + "\n"
     text = json.dumps(line)
@@ -102,7 +106,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
     def run_requests(items: list[tuple[str, dict[str, Any]]], anthropic: bool) -> list[tuple[str, str, Any]]:
         script = sim.config.batch_script.pop(0) if sim.config.batch_script else {}
         n_err, n_exp, n_ref = int(script.get("errors", 0)), int(script.get("expired", 0)), int(script.get("refusals", 0))
-        n_cut = int(script.get("cut", 0))
+        n_cut, n_nameless = int(script.get("cut", 0)), int(script.get("nameless", 0))
         out: list[tuple[str, str, Any]] = []
         for i, (cid, body) in enumerate(items):
             if i < n_err:
@@ -126,8 +130,9 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 out.append((cid, "invalid", refusal.message))
                 continue
             payload, _ = answer(sim, body, anthropic, fault if fault in _ANSWER_FAULTS else "ok", count_prompt(body))
-            cut = n_err + n_exp + n_ref <= i < n_err + n_exp + n_ref + n_cut
-            out.append((cid, "cut" if cut else "ok", _refused(payload, anthropic) if i < n_err + n_exp + n_ref else payload))
+            first = n_err + n_exp + n_ref  # (the answers whose line is marred come after the scripted failures)
+            kind = "cut" if first <= i < first + n_cut else "nameless" if first + n_cut <= i < first + n_cut + n_nameless else "ok"
+            out.append((cid, kind, _refused(payload, anthropic) if i < first else payload))
         sim.stats.batch_requests += len(items)
         if sim.config.batch_shuffle:
             random.Random(f"{sim.config.seed}:{len(batches)}").shuffle(out)
@@ -156,9 +161,9 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         good, bad = [], []
         for cid, kind, value in b.outcomes:
             line: dict[str, Any] = {"id": new_id("batch_req_"), "custom_id": cid}
-            if kind in ("ok", "cut"):
+            if kind in ("ok", "cut", "nameless"):
                 good.append({**line, "response": {"status_code": 200, "request_id": new_id("req_"), "body": value}, "error": None,
-                             **({"cut": True} if kind == "cut" else {})})
+                             **({kind: True} if kind != "ok" else {})})
             elif kind == "expired":
                 bad.append({**line, "response": None, "error": {"code": "batch_expired", "message": value}})
             else:
@@ -253,7 +258,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         if ready(b):
             for _, kind, _ in b.outcomes:
-                counts["succeeded" if kind in ("ok", "cut") else "expired" if kind == "expired" else "errored"] += 1
+                counts["succeeded" if kind in ("ok", "cut", "nameless") else "expired" if kind == "expired" else "errored"] += 1
         else:
             counts["processing"] = len(b.outcomes)
         url = f"{request.scheme}://{request.host}/v1/messages/batches/{b.id}/results"
@@ -288,13 +293,13 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         sim.stats.batch_downloads += 1
         lines = []
         for cid, kind, value in b.outcomes:
-            if kind in ("ok", "cut"):
+            if kind in ("ok", "cut", "nameless"):
                 result: dict[str, Any] = {"type": "succeeded", "message": value}
             elif kind == "expired":
                 result = {"type": "expired"}
             else:
                 result = {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": value}}}
-            lines.append(_written({"custom_id": cid, "result": result, **({"cut": True} if kind == "cut" else {})}))
+            lines.append(_written({"custom_id": cid, "result": result, **({kind: True} if kind in ("cut", "nameless") else {})}))
         return web.Response(body="".join(lines).encode(), content_type="application/x-jsonl")
 
     app.router.add_post("/v1/files", upload)

@@ -68,6 +68,8 @@ class BatchCounters:
     batch_request_errors: int = 0
     batch_expired: int = 0
     batch_unread_billed: int = 0  # answers the provider billed whose result line could not be read
+    batch_nameless_billed: int = 0  # of those, lines naming no request, billed as a request of their batch without a result
+    batch_nameless_unbilled: int = 0  # lines naming no request beyond the requests of their batch left without a result
     batch_polls: int = 0
 
 
@@ -261,10 +263,18 @@ class BatchRunner:
             if bid in self._reattach:
                 self.counters.batches_reattached += 1
             state = await self._poll_until_done(bid)
-            results = await self._retry(lambda: fetch_results(self.session, self.protocol, self.base_url, self.headers, state))
+            results, nameless = await self._retry(lambda: fetch_results(self.session, self.protocol, self.base_url, self.headers, state))
             for cid in self._members.get(bid, []):
+                if cid not in results and nameless > 0:
+                    # A billed answer's line named no request: which one it answered cannot be known, so it is billed as
+                    # the unread answer of a request the batch left without a result (at that request's estimated prompt).
+                    nameless -= 1
+                    self.counters.batch_nameless_billed += 1
+                    results[cid] = BatchResult(cid, "unread", message=f"batch {bid} returned no result naming this request, "
+                                               "and an answer's line naming no request, billed as this one's")
                 self._results[cid] = results.get(cid) or BatchResult(
                     cid, "error", message=f"batch {bid} ended {state.status} without a result for this request")
+            self.counters.batch_nameless_unbilled += nameless  # (more such lines than requests without a result)
             self._fetched.add(bid)
         except Exception as exc:
             watch.error = exc

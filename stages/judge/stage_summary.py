@@ -21,7 +21,7 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
              "queued_s", "slept_s", "judged_results", "judge_error_results", "sync_equivalent_usd", "multi_requests", "items_batched",
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
-             "batch_request_errors", "batch_expired", "batch_unread_billed", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
+             "batch_request_errors", "batch_expired", "batch_unread_billed", "batch_nameless_billed", "batch_nameless_unbilled", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
              "single_flight_shared", "requests_split", "request_errors", "judged_items",
              "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts", "hits_paid_by_this_run")

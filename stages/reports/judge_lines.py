@@ -131,6 +131,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                          # (a model without a price is unknown, never $0, even before it billed anything)
                          "cost unknown (no price)" if j.get("cost_usd", 0.0) is None or not j.get("priced", True) else
                          f"${j['cost_usd']:.4f} at the batch price ({_dollars(j.get('sync_equivalent_usd', 0.0))} synchronously)"))
+        if j.get("batch_unread_billed") or j.get("batch_nameless_unbilled"):
+            lines.append(_unread_line(j))
     for metric, c in (j.get("calibration") or {}).items():
         if c.get("items"):
             lines.append(f"calibration {metric}: {c['items']} items judged alone and shared (batched or grouped); questions agree "
@@ -282,3 +284,15 @@ def label_markdown(block: dict[str, Any]) -> str:
 def _md(text: str) -> str:
     # Case ids and metric names come from a hand-made file: escaped as report.md escapes the dataset's text.
     return visible(html.escape(text, quote=False))
+
+
+def _unread_line(j: dict[str, Any]) -> str:
+    """What the batch API billed whose result line could not be read or named no request: paid, though no verdict came of it."""
+    named = j.get("batch_nameless_billed", 0)
+    line = (f"judge batch API: {j.get('batch_unread_billed', 0)} answers billed whose result line could not be read"
+            + (f" ({named} naming no request, each billed as a request of its batch left without a result)" if named else "")
+            + ", counted at their estimated prompt, no output; their requests were resubmitted")
+    if j.get("batch_nameless_unbilled"):
+        line += (f"; {j['batch_nameless_unbilled']} more lines naming no request than requests without a result, "
+                 "not counted (their cost is not known)")
+    return line
