@@ -93,11 +93,12 @@ def judged_ids(config: Any, path: Path) -> tuple[set[str], str]:
     """`(the ids of the cases worth judging, the line saying which were left out and why, or "")` for the labels file at
     `path`: a case whose every label is out of its metric's range or between two of its grades
     (`label_checks.unusable_labels`) could meet no verdict, so judging it would spend requests on nothing."""
-    from tracejudge.stages.judge.label_checks import unusable_labels
+    from tracejudge.core import registry
+    from tracejudge.stages.judge.label_checks import metric_case_read, unusable_labels
     from tracejudge.stages.judge.label_grades import metric_scales, yes_no_metrics
     from tracejudge.stages.judge.labels import load_label_file
 
-    read = load_label_file(path)
+    read = metric_case_read(load_label_file(path), {registry.build_metric(spec).key for spec in config.metrics})
     unusable = unusable_labels(read, metric_scales(config.metrics), yes_no_metrics(config.metrics))
     ids = {lab.case_id for lab in read.labels if (lab.case_id, lab.metric, lab.trial) not in unusable}
     left = {lab.case_id for lab in read.labels} - ids

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.stages.judge.label_checks import (take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics, unknown_trials,
+from tracejudge.stages.judge.label_checks import (metric_case_read, take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics, unknown_trials,
                                                   unusable_labels)
 from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
 from tracejudge.stages.judge.label_stats import accuracy, accuracy_ci, case_bootstrap, kappa_of, rng, spearman, uninformative
@@ -312,6 +312,9 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     `label_checks.unusable_labels`) is named and counted as out of range, not as a case the run lacks."""
     results = list(results)
     cases = {str(r.get("case_id")) for r in results}
+    run_metrics = {m for r in results for m in (r.get("scores") or {})}
+    # (the config's metrics known beside the run's: with no case judged, a label's metric in another case is still read)
+    labels = metric_case_read(labels, run_metrics | set(scales or {}) | set(yes_no or set()))
     unusable = unusable_labels(labels, scales or {}, yes_no or set())
     unjudged = [lab for lab in labels.labels if lab.case_id not in cases and (lab.case_id, lab.metric, lab.trial) in unusable]
     if unjudged:
@@ -319,7 +322,6 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
         labels = LabelSet([lab for lab in labels.labels if lab not in gone], labels.problems, labels.unreadable)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
-    run_metrics = {m for r in results for m in (r.get("scores") or {})}
     problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases) + labels.problems
                 + unknown_cases(results, labels, run_metrics) + unknown_trials(results, labels, run_metrics))
     absent: dict[str, int] = defaultdict(int)  # labels (by metric) of cases not in the run, which a metric is not blamed for

@@ -3,6 +3,7 @@ their metric's range, or of the other kind among a graded metric's labels (`take
 
 Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped metric, case id or trial or a
 label of 1.5 on a yes/no metric is found where it was written (`agreement.agreement_block` adds them to `problems`).
+A metric written in another case than the run's is read as the run's (`metric_case_read`), and said so among them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tracejudge.stages.judge.labels import Label, LabelSet
 if TYPE_CHECKING:
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "unknown_trials", "unusable_labels",
+__all__ = ["metric_case_read", "take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "unknown_trials", "unusable_labels",
            "written"]
 
 
@@ -43,6 +44,32 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
         named.append(f"{wheres[0] + ': ' if wheres else ''}metric: {n} label(s) for metric {metric!r}{more}: no result of this run "
                      f"has that metric{f'; {hint}' if hint else ''}")
     return named
+
+
+def metric_case_read(labels: LabelSet, names: set[str]) -> LabelSet:
+    """`labels` with each metric name the run lacks but has in another case (`taskcompletion` for `TaskCompletion`; one
+    metric of `names` only) read as that metric, and a note saying so where its first label was written. Header names
+    and `yes`/`PASS` are read in any case too; a name two metrics share in another case, or with an exact match, stays
+    as written (and is named as a metric the run lacks). The set is made again, so a label now repeating or conflicting
+    with one written with the exact name is resolved and named as any other."""
+    folded: dict[str, list[str]] = {}
+    for name in names:
+        folded.setdefault(name.casefold(), []).append(name)
+    to: dict[str, str] = {}
+    for lab in labels.labels:
+        same = folded.get(lab.metric.casefold(), [])
+        if lab.metric not in names and len(same) == 1:
+            to[lab.metric] = same[0]
+    if not to:
+        return labels
+    notes = []
+    for written_as, name in to.items():
+        mine = [lab.where for lab in labels.labels if lab.metric == written_as]
+        first = f"{mine[0]}: " if mine and mine[0] else ""
+        notes.append(f"{first}metric: {len(mine)} label(s) for metric {written_as!r} read as the run's metric {name!r} "
+                     "(the names differ only in case)")
+    kept = [Label(lab.case_id, to.get(lab.metric, lab.metric), lab.value, lab.trial, lab.where, lab.text) for lab in labels.labels]
+    return LabelSet(kept, [*notes, *labels.problems], labels.unreadable)
 
 
 def unknown_case(lab: Label, cases: set[str]) -> str:
