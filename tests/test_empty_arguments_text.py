@@ -18,15 +18,15 @@ from tracejudge.core.registry import build_metric
 _NO_ARGS = {"type": "ArgumentCorrectness", "tool_name": "list_orders", "expected_arguments": {}, "match_mode": "exact"}
 
 
-def _otel(tmp_path: Path, part_args: str | None) -> Case:
-    """An agent run whose tool span recorded `""` as the arguments; `part_args`: those of the model's tool-call part for it."""
+def _otel(tmp_path: Path, part_args: str | None, span_args: str = "") -> Case:
+    """An agent run whose tool span recorded `span_args`; `part_args`: the arguments of the model's tool-call part for it."""
     spans = [span("root", None, 0, "agent run", **{OP: "invoke_agent", "gen_ai__agent__name": "agent"})]
     if part_args is not None:
         part = {"type": "tool_call", "id": "call_1", "name": "list_orders", "arguments": part_args}
         spans.append(span("m1", "root", 1, "chat gpt-5", **{OP: "chat", "gen_ai__request__model": "gpt-5",
                                                             OUT: json.dumps([{"role": "assistant", "parts": [part]}])}))
     spans.append(span("t1", "root", 2, "execute_tool list_orders", **{OP: "execute_tool", TOOL: "list_orders",
-                                                                     "gen_ai__tool__call__id": "call_1", ARGS: ""}))
+                                                                     "gen_ai__tool__call__id": "call_1", ARGS: span_args}))
     return one(tmp_path, export(spans))
 
 
@@ -42,6 +42,12 @@ def test_the_models_own_empty_text_is_a_call_without_arguments(tmp_path: Path) -
     call = case.trace.tool_calls()[0]
     assert (call.arguments, call.arguments_invalid) == ({}, False)
     assert build_metric(_NO_ARGS).evaluate(case).value == 1.0
+
+
+def test_arguments_the_tool_span_recorded_come_before_a_parts_empty_text(tmp_path: Path) -> None:
+    # (a streamed part may keep only the `""` of its first chunk)
+    call = _otel(tmp_path, "", '{"status": "open"}').trace.tool_calls()[0]
+    assert (call.arguments, call.arguments_invalid) == ({"status": "open"}, False)
 
 
 def test_openai_chat_messages_empty_arguments_are_none() -> None:

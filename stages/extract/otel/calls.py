@@ -96,18 +96,21 @@ def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefi
     # `SimpleTool` under MLflow) once it is paired with the part (by id, or by arguments: `assemble`)
     call: dict[str, Any] = {"id": t.call_id or pid, "name": part["name"] if part is not None else t.name}
     args = _part_args(part)
-    if isinstance(args, str) and not args.strip():
-        args = {}  # the model's own part: a provider's call without arguments (OpenAI's `""` for a strict tool taking none)
+    # The model's own part with empty text: a provider's call without arguments (OpenAI's `""` for a strict tool taking
+    # none). The tool span's arguments still come first when it recorded some (a streamed part may keep only the `""` of
+    # its first chunk).
+    no_args = isinstance(args, str) and not args.strip()
     if args is MISSING or (t.args is not MISSING and not t.args_wrapped and not isinstance(unjson(args), dict)):
         args = t.args
     if args is MISSING:
         call["arguments_missing"] = True
+    elif isinstance(args, str) and not args.strip():
+        # Empty text from the tool span (`gen_ai.tool.call.arguments`, pydantic-ai's `tool_arguments`), which is JSON by
+        # definition: not JSON, as pydantic-evals' ArgumentCorrectness finds it, unless the model's part said no arguments.
+        call["arguments"] = {} if no_args else args
+        call["arguments_invalid"] = not no_args
     else:
         call["arguments"] = args
-        if args is t.args and isinstance(args, str) and not args.strip():
-            # The tool span's own arguments text (`gen_ai.tool.call.arguments`, pydantic-ai's `tool_arguments`) is JSON by
-            # definition, and empty text is none: not JSON, as pydantic-evals' ArgumentCorrectness finds it, not `{}`.
-            call["arguments_invalid"] = True
     # A failed span whose ids name another call keeps its error rather than a loose text the model saw next (ADK
     # numbers its parts apart from the calls). One with no id at all pairs by order and name, as a span that did
     # not fail: openinference-langchain before 0.1.50 gave the model's calls no id and a failed span no output,
