@@ -17,6 +17,8 @@ batch mode; it returns the request's `Reply` once its batch has ended.
   counts as an error. One whose answer's line could not be read (`unread`)
   does too, but the provider billed it: `take_unread` tells the judge how
   many such answers a request had, which it bills at their estimated prompt.
+  A billed answer's line naming no request is billed so as the unread
+  answer of a request of its batch left without a result.
 - A request that came back with an error, expired or was canceled is put
   in a later batch, at most `batch.max_resubmits` times; then `submit`
   raises `ProviderError` and the case ends `judge_error`.
