@@ -215,3 +215,19 @@ def test_init_prints_a_run_command_a_shell_takes_for_a_path_with_spaces(tmp_path
     assert shlex.split(command) == ["tracejudge", "run", str(cfg)], said
     header = next(line for line in cfg.read_text().splitlines() if "Run it with:" in line)
     assert shlex.split(header.split("Run it with:", 1)[1]) == ["tracejudge", "run", str(cfg)], header
+
+
+def test_init_refuses_a_folder_where_the_format_reads_one_file(tmp_path: Path, data_dir: Path, capsys) -> None:
+    # It wrote the folder into the config and said "run it with: …"; that run was then a config error.
+    folder = data_dir / "tau2_bench" / "domains"
+    for argv in (["--format", "tau2-bench", "--dataset", str(folder)], ["--format", "native", "--dataset", str(tmp_path)],
+                 ["--format", "tau-bench", "--dataset", str(data_dir / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"),
+                  "--tasks", str(folder)]):
+        out = tmp_path / "cfg.yaml"
+        assert main(["init", *argv, "-o", str(out)]) == 2, argv
+        flag, path = argv[-2:]
+        assert capsys.readouterr().err.strip() == f"error: {flag} {path}: is a folder; format {argv[1]!r} reads one file: name the file"
+        assert not out.exists()
+    # A format that reads folders still takes one.
+    otel = data_dir / "otel_genai" / "hand"
+    assert main(["init", "--format", "otel", "--dataset", str(otel), "-o", str(tmp_path / "otel.yaml")]) == 0

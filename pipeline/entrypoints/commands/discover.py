@@ -45,6 +45,10 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if path is not None and not path.exists():
             err.print(f"error: {flag} {path}: no such file or folder", highlight=False, markup=False, soft_wrap=True)
             return EXIT_BAD_INPUT
+    if (folder := _folder_not_read(args.format, args.dataset, args.tasks)) is not None:
+        # Said now: written into the config, the folder was a config error at the first `run` of a config said to run as written.
+        err.print(folder, highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     from tracejudge.core.utf8 import encodable, safe_text
 
     for flag, path in (("--dataset", args.dataset), ("--tasks", args.tasks), ("-o", out)):
@@ -67,3 +71,15 @@ def command(args: argparse.Namespace, err: Console) -> int:
     # (Quoted as the shell needs it: pasted, a path with a space was two arguments.)
     err.print(f"wrote {out}{todo}; run it with: tracejudge run {shlex.quote(str(out))}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_OK
+
+
+def _folder_not_read(fmt: str, dataset: Path | None, tasks: Path | None) -> str | None:
+    """The error line for a folder given where `fmt` reads one file (`--tasks` always; `--dataset` unless the format
+    reads folders, as `otel` and `inspect` do), else None."""
+    from tracejudge.core import registry
+
+    reads_dirs = registry.format_for(fmt).reads_dirs
+    for flag, path in (("--dataset", dataset), ("--tasks", tasks)):
+        if path is not None and path.is_dir() and (flag == "--tasks" or not reads_dirs):
+            return f"error: {flag} {path}: is a folder; format {fmt!r} reads one file: name the file"
+    return None
