@@ -93,6 +93,18 @@ def test_manifest_diff_names_keys_and_files(tmp_path: Path) -> None:
     assert mf.diff(old, mf.manifest_for(validate_config(_config(tmp_path, dataset__path=str(moved))))) == []  # same content elsewhere
 
 
+def test_manifest_diff_names_a_metric_added_or_removed_in_one_line(tmp_path: Path) -> None:
+    # Adding a metric listed each of its parameters, defaults included: eight lines for `{type: ToolCorrectness}`.
+    old = mf.manifest_for(validate_config(_config(tmp_path)))
+    two = [{"type": "ToolCalls", "arguments": "exact"}, {"type": "ToolCorrectness"}]
+    new = mf.manifest_for(validate_config(_config(tmp_path, metrics=two)))
+    assert mf.diff(old, new) == ['config metrics.1: (absent) → {"type": "ToolCorrectness", "exclude_tools": [], "include...']
+    assert mf.diff(new, old) == ['config metrics.1: {"type": "ToolCorrectness", "exclude_tools": [], "include... → (absent)']
+    # A value changed inside a metric both sides have is still its own line.
+    changed = mf.manifest_for(validate_config(_config(tmp_path, metrics=[two[0], {"type": "ToolCorrectness", "allow_extra": True}])))
+    assert mf.diff(new, changed) == ["config metrics.1.allow_extra: false → true"]
+
+
 def test_manifest_check_refuses_unless_forced(tmp_path: Path) -> None:
     old = mf.manifest_for(validate_config(_config(tmp_path)))
     new = mf.manifest_for(validate_config(_config(tmp_path, run__trials=2)))

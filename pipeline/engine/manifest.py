@@ -232,6 +232,36 @@ def _show(value: Any) -> str:
 _MISSING = object()
 
 
+def _whole(key: str, present: dict[str, Any], absent: dict[str, Any]) -> str | None:
+    """The shortest prefix of `key` (a flattened dotted key of `present`) under which `absent` holds nothing, such as
+    `metrics.1` for a metric one side has and the other not; None when that is `key` itself (one value differs)."""
+    parts = key.split(".")
+    for n in range(1, len(parts)):
+        prefix = ".".join(parts[:n])
+        if not any(k == prefix or k.startswith(prefix + ".") for k in absent):
+            return prefix
+    return None
+
+
+def _subtree(tree: Any, dotted: str) -> Any:
+    """The value at a flattened key's prefix; `_MISSING` when the dots do not lead there (a key holding a dot itself,
+    such as a price table's `gpt-4.1`)."""
+    try:
+        for part in dotted.split("."):
+            tree = tree[int(part)] if isinstance(tree, list) else tree[part]
+    except (KeyError, IndexError, ValueError, TypeError):
+        return _MISSING
+    return tree
+
+
+def _type_first(value: Any) -> Any:
+    """A metric shown whole starts with its `type` (and `name`), so the cut at 60 characters keeps what it is; its
+    parameters left unset (`null`) are left out."""
+    if isinstance(value, dict) and "type" in value:
+        return {k: v for k, v in ({k: value[k] for k in ("type", "name") if k in value} | value).items() if v is not None}
+    return value
+
+
 def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Human-readable lines naming every difference that blocks a resume.
 
@@ -242,12 +272,23 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """
     lines: list[str] = []
     # Both as a manifest keeps them, credentials masked (one written before they were is masked here, and never shown).
-    a = _flatten(hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {}))), "", {})
-    b = _flatten(hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {}))), "", {})
+    tree_a = hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {})))
+    tree_b = hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {})))
+    a, b = _flatten(tree_a, "", {}), _flatten(tree_b, "", {})
+    shown: set[str] = set()
     for key in sorted(set(a) | set(b)):
         va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
-        if va != vb:
+        if va == vb:
+            continue
+        # A metric (a section, a list item) on one side only is one line, not one per parameter it has.
+        whole = (_whole(key, b, a) if va is _MISSING else _whole(key, a, b)) if _MISSING in (va, vb) else None
+        value = _subtree(tree_b if va is _MISSING else tree_a, whole) if whole is not None else _MISSING
+        if value is _MISSING:
             lines.append(f"config {key}: {_show(va)} → {_show(vb)}")
+        elif whole not in shown:
+            shown.add(whole)
+            value = _show(_type_first(value))
+            lines.append(f"config {whole}: (absent) → {value}" if va is _MISSING else f"config {whole}: {value} → (absent)")
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
     elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v)]):
