@@ -231,3 +231,17 @@ def test_init_refuses_a_folder_where_the_format_reads_one_file(tmp_path: Path, d
     # A format that reads folders still takes one.
     otel = data_dir / "otel_genai" / "hand"
     assert main(["init", "--format", "otel", "--dataset", str(otel), "-o", str(tmp_path / "otel.yaml")]) == 0
+
+
+def test_a_mistyped_option_is_refused_by_its_command_naming_the_nearest(capsys) -> None:
+    # It was refused by the top-level parser: its usage listed the commands, and nothing said `--set` was meant.
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "eval.yaml", "--sett", "run.trials=2"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tracejudge run "), err
+    assert err.rstrip().endswith("tracejudge run: error: unrecognized arguments: --sett run.trials=2 (--sett: did you mean --set?)"), err
+    with pytest.raises(SystemExit):
+        main(["report", "runs/demo", "--baseine=runs/x", "stray"])
+    err = capsys.readouterr().err
+    assert "tracejudge report: error: unrecognized arguments: --baseine=runs/x stray (--baseine: did you mean --baseline?)" in err, err

@@ -54,9 +54,33 @@ def _examples(*lines: str) -> dict[str, Any]:
     return {"epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose unknown option is refused by the subcommand it was given to, naming the nearest one
+    (`tracejudge run x.yaml --sett a=1`: `tracejudge run: error: unrecognized arguments: --sett a=1; did you mean --set?`),
+    with that subcommand's usage. argparse leaves extra arguments to the top-level parser, whose usage lists only the
+    subcommands and which suggests nothing."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        got, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+            parser = sub.choices.get(getattr(got, "command", None), self) if sub is not None else self
+            known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+            hints = [f"{option}: {hint}" for option in (w.split("=", 1)[0] for w in extra if w.startswith("--"))
+                     if (hint := _suggest().did_you_mean(option, known, n=1, typo=True))]
+            parser.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else ""))
+        return got
+
+
+def _suggest():
+    from tracejudge.core import suggest
+
+    return suggest
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `tracejudge` argument parser: every subcommand and option, with the help texts and examples `--help` prints."""
-    p = argparse.ArgumentParser(prog="tracejudge", description="Evaluate AI agents by what they did.", epilog=_EPILOG,
+    p = _Parser(prog="tracejudge", description="Evaluate AI agents by what they did.", epilog=_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"tracejudge {__version__}")
     p.add_argument("--log-level", default="warning", type=str.lower, choices=_LOG_LEVELS, help="structlog level (debug, info, warning, error)")
