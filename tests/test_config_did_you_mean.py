@@ -275,3 +275,22 @@ def test_deepevals_tool_correctness_options_on_tool_correctness_name_the_metric_
              f"{cfg}:3: metrics.0.should_consider_ordering: ToolCorrectness: unknown parameter; `type: DeepEvalToolCorrectness` takes "
              "should_consider_ordering (deepeval's ToolCorrectnessMetric, its options and its score)",
              f"{cfg}:4: metrics.1.nonsense_option: ToolCorrectness: unknown parameter")
+
+
+@pytest.mark.parametrize(("peer", "says"), [
+    ("ToolCorrectnessMetric", "deepeval's ToolCorrectnessMetric is `type: DeepEvalToolCorrectness`, with its options and its score "
+                              "(`tracejudge explain DeepEvalToolCorrectness`)"),
+    ("GEval", "deepeval's GEval is `type: Rubric`: its `criteria` as `criteria`, graded on `scale` (default [1, 5]) by the judge "
+              "(`tracejudge explain Rubric`)"),
+    ("LLMJudge", "pydantic-evals' LLMJudge is `type: Rubric`: its `rubric` as `criteria` (`scale: [0, 1]` for a pass or a fail) "
+                 "(`tracejudge explain Rubric`)"),
+    ("EqualsExpected", "pydantic-evals' EqualsExpected is `type: ExactMatch` (the output against the case's expected_output) "
+                       "(`tracejudge explain ExactMatch`)"),
+])
+def test_the_peers_metric_class_names_name_the_metric_that_takes_their_place(peer: str, says: str) -> None:
+    # `ToolCorrectnessMetric` was offered `ToolCorrectness` (pydantic-evals' numbers), `GEval` `equals`, `LLMJudge` `includes`.
+    from tracejudge.core.registry import SpecError, build_metric
+
+    with pytest.raises(SpecError) as refused:
+        build_metric({"type": peer})
+    assert refused.value.loc == ("type",) and refused.value.msg == f"unknown metric type {peer!r}; {says}", refused.value

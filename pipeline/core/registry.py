@@ -273,6 +273,21 @@ def import_metric(path: str) -> type[BaseModel]:
     )
 
 
+# The peers' own names for a metric (class names a config copied from deepeval or pydantic-evals holds), lower-cased:
+# what takes their place here. A typing slip finds none of these, or the wrong one (`ToolCorrectnessMetric` is nearest
+# `ToolCorrectness`, whose numbers are pydantic-evals'; `GEval` is nearest `equals`).
+PEER_METRIC_TYPES: dict[str, tuple[str, str]] = {
+    "toolcorrectnessmetric": ("DeepEvalToolCorrectness", "deepeval's ToolCorrectnessMetric is `type: DeepEvalToolCorrectness`, "
+                              "with its options and its score"),
+    "geval": ("Rubric", "deepeval's GEval is `type: Rubric`: its `criteria` as `criteria`, graded on `scale` (default [1, 5]) "
+              "by the judge"),
+    "llmjudge": ("Rubric", "pydantic-evals' LLMJudge is `type: Rubric`: its `rubric` as `criteria` (`scale: [0, 1]` for a pass "
+                 "or a fail)"),
+    "equalsexpected": ("ExactMatch", "pydantic-evals' EqualsExpected is `type: ExactMatch` (the output against the case's "
+                       "expected_output)"),
+}
+
+
 def build_metric(spec: dict[str, Any]) -> Any:
     """Turn a metric spec (`{"type": ..., **params}`) into a metric instance.
 
@@ -294,6 +309,8 @@ def build_metric(spec: dict[str, Any]) -> Any:
         if (hint := _misspelt_builtin(kind, table)) is not None:
             raise SpecError(("type",), f"unknown metric type {kind!r}; {hint} (`tracejudge list metrics` lists them all)")
         cls = import_metric(kind)
+    if cls is None and (peer := PEER_METRIC_TYPES.get(kind.lower())) is not None:
+        raise SpecError(("type",), f"unknown metric type {kind!r}; {peer[1]} (`tracejudge explain {peer[0]}`)")
     if cls is None:
         if hint := suggest.did_you_mean(kind, table):
             raise SpecError(("type",), f"unknown metric type {kind!r}; {hint} (`tracejudge list metrics` lists them all)")
