@@ -245,3 +245,15 @@ def test_a_mistyped_option_is_refused_by_its_command_naming_the_nearest(capsys) 
         main(["report", "runs/demo", "--baseine=runs/x", "stray"])
     err = capsys.readouterr().err
     assert "tracejudge report: error: unrecognized arguments: --baseine=runs/x stray (--baseine: did you mean --baseline?)" in err, err
+
+
+def test_init_writes_the_judge_cache_of_the_folder_it_ran_in(tmp_path: Path, monkeypatch) -> None:
+    # Left to its default, the cache was `.tracejudge/cache` of whatever folder a run started in: the same config run
+    # from its own folder asked the judge again for every answer already paid for (and `estimate` priced it so).
+    from tracejudge.core.config import load_config
+
+    (tmp_path / "chats.jsonl").write_text('{"id": "c1", "messages": [{"role": "user", "content": "hi"}]}\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--format", "openai-messages", "--dataset", "chats.jsonl", "-o", "configs/chats.yaml"]) == 0
+    monkeypatch.chdir(tmp_path / "configs")
+    assert Path(load_config(Path("chats.yaml")).cache.dir).resolve() == (tmp_path / ".tracejudge" / "cache").resolve()

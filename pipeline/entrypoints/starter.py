@@ -30,6 +30,7 @@ _JUDGE = """\
   # - {{type: TaskCompletion}}
   # - {{type: ToolCallNecessity}}
 # judge: {{provider: openai, model: gpt-4o-mini}}    # key from OPENAI_API_KEY; or provider: anthropic
+cache: {{dir: {cachedir}}}   # the judge's answers, in the folder init ran in: the same wherever the run starts
 """
 
 _TAIL = """\
@@ -286,5 +287,8 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
     # The config's path as a shell word: the header's command is pasted into a shell (a path with a space split in two).
     names = {"format": fmt, "summary": format_summary(fmt), "config": shlex.quote(str(config_path)), "stem": config_path.stem,
              "rundir": rel(Path("runs") / config_path.stem, f"runs/{config_path.stem}"),
+             # (Written out: left to its default, `.tracejudge/cache` is of the folder a run starts in, and a run started
+             # from another one asks the judge again for every answer it already paid for.)
+             "cachedir": rel(Path(".tracejudge") / "cache", ".tracejudge/cache"),
              "path": rel(dataset, placeholder), "tasks": rel(tasks, "tasks_airline_test.json"), "gate": gate}
     return (_HEAD.format(**names) + section.format(**names) + "metrics:\n" + metrics + _JUDGE.format(**names) + _TAIL.format(**names))
