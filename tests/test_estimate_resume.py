@@ -243,3 +243,23 @@ def test_the_budget_line_adds_what_the_run_spent_so_far(simulator: Any, tmp_path
     assert done_run.returncode == 0 and "verdict: PASS" in done_run.stdout, done_run.stdout + done_run.stderr
     judge = json.loads((tmp_path / "run" / store.SUMMARY).read_text())["judge"]
     assert total_low <= judge["input_tokens"] + judge["output_tokens"] <= total_high, (judge, text)
+
+
+def test_a_last_run_answered_from_the_cache_alone_is_not_called_no_run(simulator: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run whose answers all came from the judge cache measured no re-ask rate; estimate said "no earlier run in RUN_DIR"
+    # beside "all N cases already finished in RUN_DIR".
+    _here(tmp_path, monkeypatch)
+    write_cases(tmp_path / "c.jsonl", 4)
+    sim = simulator()
+    cfg = _config(tmp_path, sim.url, "eval", cache={"enabled": True, "dir": "cache"})
+    _, text = _estimate(cfg, capsys)
+    assert f"high: no earlier run in {tmp_path / 'run'}, so as if" in text, text
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    os.rename(tmp_path / "run", tmp_path / "first")
+    assert main(["run", str(cfg), "--no-progress"]) == 0  # in a new directory, answered by the cache alone
+    assert _spent(tmp_path)["requests"] == 0
+    _, text = _estimate(cfg, capsys)
+    assert "no earlier run" not in text, text
+    assert (f"high: the last run in {tmp_path / 'run'} measured no re-ask/repair rate (no request of it was answered: all from the "
+            "cache, or none answered), so as if") in text, text

@@ -144,7 +144,7 @@ def _range_why(got: dict) -> str:
         low += f", items packed {got['items_per_request']} to a request"
     rate = got["reask_rate"]
     high = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({rate:.2f} extra requests per request)" if rate is not None
-            else f"high: no earlier run in {got['run_dir']}, so as if every reply needs a repair and every grouped request each metric alone")
+            else f"high: {_no_rate(got['run_dir'])}, so as if every reply needs a repair and every grouped request each metric alone")
     high += ", each reply as long as max_tokens allows, no prompt-cache discount"
     if t.repeats:
         high += ", the repeats sent again"
@@ -154,6 +154,19 @@ def _range_why(got: dict) -> str:
     both = (f"; both ends count the {calib['requests']:,} requests judge.calibration adds (its sample is fixed) as they count the others"
             if calib and calib["requests"] else "")
     return f"{low}; {high}{both}"
+
+
+def _no_rate(run_dir: str) -> str:
+    """Why there is no re-ask/repair rate to price the high end at: no earlier run, or one that measured none (a run
+    whose answers all came from the judge cache sent nothing; it said "no earlier run" beside "all N cases already
+    finished")."""
+    from pathlib import Path
+
+    from tracejudge.engine import store
+
+    if not (Path(run_dir) / store.SUMMARY).is_file():
+        return f"no earlier run in {run_dir}"
+    return f"the last run in {run_dir} measured no re-ask/repair rate (no request of it was answered: all from the cache, or none answered)"
 
 
 def _judges_lines(got: dict) -> list[str]:
