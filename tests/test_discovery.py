@@ -257,3 +257,15 @@ def test_init_writes_the_judge_cache_of_the_folder_it_ran_in(tmp_path: Path, mon
     assert main(["init", "--format", "openai-messages", "--dataset", "chats.jsonl", "-o", "configs/chats.yaml"]) == 0
     monkeypatch.chdir(tmp_path / "configs")
     assert Path(load_config(Path("chats.yaml")).cache.dir).resolve() == (tmp_path / ".tracejudge" / "cache").resolve()
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["list", "metric"], "tracejudge list: error: argument what: invalid choice: 'metric'; did you mean metrics? (choose from 'metrics', 'formats')"),
+    (["rn", "eval.yaml"], "tracejudge: error: argument command: invalid choice: 'rn'; did you mean run? (choose from 'run', "),
+    (["list", "zzz"], "tracejudge list: error: argument what: invalid choice: 'zzz' (choose from 'metrics', 'formats')"),
+])
+def test_a_mistyped_choice_names_the_nearest(argv: list[str], says: str, capsys) -> None:
+    # Python 3.11's argparse lists the choices and suggests none: `tracejudge list metric` was "invalid choice" alone.
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert says in capsys.readouterr().err

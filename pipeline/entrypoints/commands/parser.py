@@ -7,8 +7,9 @@ Building the parser imports no config model, engine or third-party library:
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench_args, calibrate, export_cmd
@@ -70,6 +71,13 @@ class _Parser(argparse.ArgumentParser):
                      if (hint := _suggest().did_you_mean(option, known, n=1, typo=True))]
             parser.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else ""))
         return got
+
+    def error(self, message: str) -> NoReturn:
+        """A choice mistyped (`tracejudge list metric`, `tracejudge rn`) names the nearest one, as Python 3.11's argparse does not."""
+        got = re.fullmatch(r"(argument [^:]+: invalid choice: '(.*)') \(choose from (.*)\)", message, re.DOTALL)
+        if got is not None and (hint := _suggest().did_you_mean(got[2], re.findall(r"'([^']*)'", got[3]), n=1, typo=True)):
+            message = f"{got[1]}; {hint} (choose from {got[3]})"
+        super().error(message)
 
 
 def _suggest():
