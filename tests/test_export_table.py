@@ -91,6 +91,8 @@ def test_missing_run_dir_and_bad_kind_are_usage_errors(tmp_path, capsys):
     assert main(["export", str(tmp_path / "nope"), "--to", "parquet", str(tmp_path / "x.parquet")]) == 2
     run_dir = _run(tmp_path)
     assert main(["export", str(run_dir), "--to", "excel", "x"]) == 2
+    assert main(["export", str(run_dir), "--to", "parqet", "x"]) == 2  # a slip of a kind names it (it listed the kinds alone)
+    assert "error: --to parqet: expected one of parquet, csv, mlflow, phoenix; did you mean parquet?" in capsys.readouterr().err
     assert main(["export", str(run_dir), "--to", "parquet"]) == 2
     assert "--to parquet PATH" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()

@@ -62,7 +62,10 @@ def _target(args: argparse.Namespace) -> tuple[str, Path | None]:
     """
     kind, *rest = args.to
     if kind not in KINDS:
-        raise TracejudgeError(f"--to {kind}: expected one of {', '.join(KINDS)}")
+        from tracejudge.core.suggest import did_you_mean
+
+        hint = did_you_mean(kind.lower(), KINDS, n=1, typo=True)  # (`parqet`, `CSV`: named, as a mistyped config key is)
+        raise TracejudgeError(f"--to {kind}: expected one of {', '.join(KINDS)}" + (f"; {hint}" if hint else ""))
     table = kind in ("parquet", "csv")
     if table and not rest:
         raise TracejudgeError(f"--to {kind} takes the file to write: --to {kind} PATH")
