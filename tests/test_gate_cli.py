@@ -280,6 +280,10 @@ def test_assertions_naming_unknown_metrics_are_config_errors(tmp_path: Path, cap
     assert main(["run", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert re.search(r"c\.yaml:\d+: assertions\.metrics\.nope: no metric 'nope' in this run", err)
+    # One slip from a metric's name, the gate names it (it listed the run's metrics alone).
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"metrics": {"trj": {"min_mean": 0.5}}})
+    assert main(["run", str(cfg)]) == 2
+    assert "assertions.metrics.trj: no metric 'trj' in this run; expected one of: tc, traj; did you mean traj?" in capsys.readouterr().err
 
 
 metric_blocks = st.builds(

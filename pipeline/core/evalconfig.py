@@ -145,9 +145,18 @@ def assertion_problems(assertions: AssertionsConfig, metric_keys: list[str], pas
             if rule.min_pass_rate is not None or rule.max_error_share is not None or rule.max_metric_error_share is not None:
                 problems.append((("metrics", key), "a pass@k figure takes min_mean only (its value is already a rate over cases)"))
         elif key not in metric_keys:
-            problems.append((("metrics", key), f"no metric {key!r} in this run; expected one of: {known}"))
+            problems.append((("metrics", key), f"no metric {key!r} in this run; expected one of: {known}{_nearest(key, [*metric_keys, *pass_at_k_keys])}"))
     if assertions.regression is not None:
         for i, key in enumerate(assertions.regression.metrics or []):
             if key not in metric_keys:
-                problems.append((("regression", "metrics", str(i)), f"no metric {key!r} in this run; expected one of: {', '.join(metric_keys)}"))
+                problems.append((("regression", "metrics", str(i)),
+                                 f"no metric {key!r} in this run; expected one of: {', '.join(metric_keys)}{_nearest(key, metric_keys)}"))
     return problems
+
+
+def _nearest(key: str, names: list[str]) -> str:
+    """`"; did you mean NAME?"` for a gate naming a metric one slip from a name of the run (`r_output` for `r_outputs`), else ""."""
+    from tracejudge.core.suggest import did_you_mean
+
+    hint = did_you_mean(key, names, n=1, typo=True)
+    return f"; {hint}" if hint else ""
