@@ -96,3 +96,46 @@ def test_simulations_saved_without_their_tasks_are_refused_saying_so(tmp_path: P
     (_, (case_id, error)), _ = _read(bare)
     assert case_id == "7-0" and error.message.endswith("is not in the file's tasks (the file has no `tasks`: a results file "
                                                        "holds the tasks its simulations ran)"), error
+
+
+def test_a_simulation_file_changed_before_a_resume_is_named_whichever_path_the_config_names(tmp_path: Path):
+    # Named by its results.json, the run once fingerprinted that file alone: a simulation edited since was scored
+    # on resume as if it were what the run had read.
+    folder = _dir_layout(tmp_path, SIMS)
+    tj = str(Path(sys.executable).with_name("tracejudge"))
+    for path, run_dir in ((folder / "results.json", "by-file"), (folder, "by-folder")):
+        cfg = tmp_path / f"{run_dir}.yaml"
+        cfg.write_text(f"dataset: {{path: {path}, format: tau2-bench}}\nmetrics: [{{type: ToolCalls}}]\n"
+                       f"run: {{dir: {tmp_path / run_dir}, processes: 1}}\n")
+        first = subprocess.run([tj, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+        assert first.returncode in (0, 1), first.stderr[-3000:]
+        same = subprocess.run([tj, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+        assert same.returncode in (0, 1) and "cannot resume" not in same.stderr, same.stderr[-3000:]
+    edited = json.loads(SIMS["sim-7.json"])
+    edited["messages"] = edited["messages"][:1]
+    (folder / "simulations" / "sim-7.json").write_text(json.dumps(edited, indent=2))
+    for run_dir in ("by-file", "by-folder"):
+        refused = subprocess.run([tj, "run", str(tmp_path / f"{run_dir}.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and "cannot resume" in refused.stderr, refused.stderr[-3000:]
+        assert "sim-7.json changed" in refused.stderr and "sim-3.json" not in refused.stderr, refused.stderr[-3000:]
+
+
+def test_the_simulations_folder_is_fingerprinted_beside_results_json_and_named_when_an_older_run_has_none(tmp_path: Path):
+    from tracejudge.core.config import validate_config
+    from tracejudge.engine import manifest as mf
+    from tracejudge.engine.dataset_fingerprint import files_of
+
+    folder = _dir_layout(tmp_path, SIMS)
+    config = validate_config({"dataset": {"path": str(folder / "results.json"), "format": "tau2-bench"}, "metrics": [{"type": "ToolCalls"}]})
+    new = mf.manifest_for(config)
+    assert new["dataset"]["beside"]["path"] == str(folder / "simulations")
+    assert sorted(new["dataset"]["beside"]["files"]) == ["sim-3.json", "sim-7.json"]
+    # Hashed ahead of the config's validation (the format not known yet): the folder is added, not left out.
+    assert mf.manifest_for(config, files=files_of(folder / "results.json", None))["dataset"] == new["dataset"]
+    # A run directory started before the folder was fingerprinted: the resume cannot tell, and says why.
+    older = {**new, "dataset": {"path": new["dataset"]["path"]}}
+    assert mf.diff(older, new) == [f"dataset.beside: folder {folder / 'simulations'} was not fingerprinted when this run "
+                                   "directory was started, so whether the files the run read from it changed since cannot be told"]
+    # A format that reads no folder beside its file records the file alone.
+    native = validate_config({"dataset": {"path": str(folder / "results.json"), "format": "native"}, "metrics": [{"type": "ToolCalls"}]})
+    assert set(mf.manifest_for(native)["dataset"]) == {"path"}

@@ -82,6 +82,10 @@ class Format:
       array of runs, a results object, OTLP exports), not a record per line:
       when none of its records reads, the file is not of this format, and the
       run is refused before it starts (`stages/extract/first_records`).
+    - `beside`: the name of a folder beside a file `dataset.path` that `read`
+      reads too (τ²-bench's dir layout: `simulations/` beside `results.json`);
+      the manifest fingerprints it as the dataset's `beside` role, so a resume
+      notices a change in it as in the file (`engine.manifest.dataset_files`).
     """
 
     name: str
@@ -96,6 +100,7 @@ class Format:
     bind: Callable[[Any, Any], Any] | None = None
     count: Callable[[Any], int] | None = None
     whole_file: bool = False
+    beside: str | None = None
 
 
 class FormatError(ValueError):

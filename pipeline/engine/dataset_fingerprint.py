@@ -101,13 +101,15 @@ def _file_fingerprint(path: Path, stop: Event | None = None) -> dict[str, Any]:
     return {"size": size, "sha256": h.hexdigest(), "sampled": True, "mtime_ns": st.st_mtime_ns}
 
 
-def files_of(path: str | Path | None, tasks: str | Path | None, stop: Event | None = None) -> dict[str, Any]:
-    """A manifest's `dataset`: role → `{"path": str, **file_fingerprint}` for each of `path` and `tasks` that is not None.
+def files_of(path: str | Path | None, tasks: str | Path | None, stop: Event | None = None,
+             beside: str | Path | None = None) -> dict[str, Any]:
+    """A manifest's `dataset`: role → `{"path": str, **file_fingerprint}` for each of `path`, `tasks` and `beside`
+    (a folder the format reads beside the file `path`: `Format.beside`) that is not None.
 
     Raises `OSError` when a file cannot be read, and `Stopped` once `stop` is set.
     """
     files: dict[str, Any] = {}
-    for role, p in (("path", path), ("tasks", tasks)):
+    for role, p in (("path", path), ("tasks", tasks), ("beside", beside)):
         if p is not None:
             files[role] = {"path": str(p), **file_fingerprint(Path(p), stop)}
     return files

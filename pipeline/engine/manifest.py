@@ -102,11 +102,29 @@ def _digest(payload: Any) -> str:
 
 
 def dataset_files(config: RunConfig, stop: Event | None = None) -> dict[str, Any]:
-    """The manifest's `dataset`: role → `{path, **file_fingerprint}` for each of `config.dataset`'s `path` and `tasks` that is set.
+    """The manifest's `dataset`: role → `{path, **file_fingerprint}` for each of `config.dataset`'s `path` and `tasks` that is set,
+    and `beside` for the folder its format reads beside a file `path` (`beside_folder`).
 
     Raises `OSError` when a file cannot be read, and `dataset_fingerprint.Stopped` once `stop` is set.
     """
-    return files_of(config.dataset.path, config.dataset.tasks, stop)
+    return files_of(config.dataset.path, config.dataset.tasks, stop, beside_folder(config))
+
+
+def beside_folder(config: RunConfig) -> Path | None:
+    """The folder beside the file `config.dataset.path` that its format reads too (`Format.beside`: τ²-bench's
+    `simulations/` beside `results.json`), when there is one; None for a folder `path` (fingerprinted whole), a format
+    that reads no such folder, or one that cannot be looked up (the run says why where it reads)."""
+    from tracejudge.core import registry
+
+    path = config.dataset.path
+    try:
+        name = registry.format_for(config.dataset.format).beside
+    except (KeyError, registry.FormatError):
+        return None
+    if path is None or name is None or Path(path).is_dir():
+        return None
+    folder = Path(path).parent / name
+    return folder if folder.is_dir() else None
 
 
 def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files: dict[str, Any] | None = None,
@@ -129,6 +147,9 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files
         files = {"memory": {"path": str(config.dataset.path), "size": None, "sha256": memory_fingerprint, "sampled": False}}
     elif files is None:
         files = dataset_files(config)
+    elif "beside" not in files and (folder := beside_folder(config)) is not None:
+        # Hashed ahead of the config's validation (`engine.fingerprint_ahead`), before its format was known.
+        files = {**files, **files_of(None, None, None, folder)}
     # Hashed over the masked config, a masked value by its digest (`config_secrets`), kept with its credentials masked (a
     # judge's `base_url` `http://user:pass@host`, a password in a metric's `expected_arguments`, a target's
     # `Authorization` header: `redact_config`): the run directory is uploaded, shared and read by other commands
@@ -311,7 +332,11 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         return lines
     for role in sorted(set(old_files) | set(new_files)):
         fa, fb = old_files.get(role), new_files.get(role)
-        if fa is None or fb is None:
+        if fa is None and role == "beside":
+            # (a run started before `Format.beside` existed, or before the folder was there: nothing to compare it with)
+            lines.append(f"dataset.beside: folder {fb['path']} was not fingerprinted when this run directory was started, "
+                         "so whether the files the run read from it changed since cannot be told")
+        elif fa is None or fb is None:
             present = fb if fa is None else fa
             lines.append(f"dataset.{role}: {'added' if fa is None else 'removed'} ({present['path']})")
         elif fa.get("sha256") != fb.get("sha256"):

@@ -45,7 +45,8 @@ largest upstream files are a few MB.
 "dir")`) writes `results.json` without `simulations` and one file per
 simulation in a `simulations/` folder beside it. `path` may name that
 `results.json` or the folder holding both (which the run's fingerprint then
-covers whole); the simulations are read in the order of their file names,
+covers whole; naming the file, the fingerprint covers the `simulations/` folder
+beside it too: `Format.beside`); the simulations are read in the order of their file names,
 as upstream loads them, each one's records named by its own file.
 """
 
@@ -319,5 +320,5 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
 
 register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True,
-                       reads_dirs=True,  # τ²-bench's dir layout: results.json and simulations/ in one folder
+                       reads_dirs=True, beside="simulations",  # τ²-bench's dir layout: results.json and simulations/ in one folder
                        count=lambda ds: count_quietly(lambda: read_results(ds.path, ds.limit))))
