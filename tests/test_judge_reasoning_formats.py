@@ -30,8 +30,9 @@ def _second_unfinished(tmp: Path) -> Path:
     return data
 
 
-def _scores(tmp: Path, name: str = "run") -> list[dict[str, Any]]:
-    return [r["scores"]["TaskCompletion"] for r in results(tmp, name)]
+def _scores(tmp: Path, name: str = "run") -> dict[str, dict[str, Any]]:
+    # By case id: results.jsonl holds results in the order their cases finished, which the judge's concurrency decides.
+    return {r["case_id"]: r["scores"]["TaskCompletion"] for r in results(tmp, name)}
 
 
 # ---------------------------------------------------------------- 1. a verdict quoting a closing tag
@@ -53,7 +54,7 @@ def test_a_verdict_whose_reason_quotes_a_closing_think_tag_is_still_the_verdict(
         summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=ONE))
         sent = len(server.requests)
     assert summary["status"] == {"ok": 2} and sent == 2, summary["status"]
-    for score in _scores(tmp_path):
+    for score in _scores(tmp_path).values():
         answers = score["details"]["answers"]
         assert {a["answer"] for a in answers.values()} == {"yes"} and all(a["reason"] == quoted for a in answers.values()), score
 
@@ -83,7 +84,8 @@ def test_gpt_oss_harmony_channels_are_read_from_the_final_channel_never_the_anal
     with Loopback(respond) as server:
         run(config(tmp_path, server.url, _second_unfinished(tmp_path), metrics=ONE))
         sent = len(server.requests)
-    finished, unfinished = _scores(tmp_path)
+    scores = _scores(tmp_path)
+    finished, unfinished = scores["case-0"], scores["case-1"]
     answers = finished["details"]["answers"].values()
     assert finished["value"] is not None and {a["answer"] for a in answers} == {"yes"}, finished  # the final channel's, not the draft's
     assert all("printed <|channel|>analysis tokens" in a["reason"] for a in answers), finished
@@ -142,7 +144,7 @@ def test_a_reply_whose_only_json_is_in_its_thinking_says_so(tmp_path: Path, open
 
     with Loopback(respond) as server:
         summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
-    (score,) = _scores(tmp_path)
+    (score,) = _scores(tmp_path).values()
     assert summary["status"] == {"judge_error": 1} and score["details"]["error_kind"] == "parse_error", score
     assert "no JSON object after the model's thinking" in score["reason"] and "<think>…</think>" in score["reason"], score["reason"]
     assert "no JSON object found" not in score["reason"], score["reason"]
