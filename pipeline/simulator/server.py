@@ -88,7 +88,10 @@ answered from the schema in every mode. `tokenizer_factor` F counts prompt
 tokens as tiktoken's count × F (rounded up) in `usage` and in the limits, as a
 model whose tokenizer counts more does. `context_tokens` N refuses, with a 400
 naming the context length, a request whose prompt tokens plus `max_tokens`
-exceed N (a local server's window). A request without `response_format` gets a
+exceed N (a local server's window). `max_reply_tokens` N cuts every reply at
+N tokens (`finish_reason: length`, N completion tokens) whatever its
+`max_tokens` asks, as a server's own output cap does (llama.cpp's
+`--n-predict`). A request without `response_format` gets a
 verdict for the question ids its prompt lists (as a model reading the prompt
 would), or a short text when it lists none.
 

@@ -51,6 +51,9 @@ class SimConfig:
     json_object_only: bool = False
     tokenizer_factor: float = 1.0
     context_tokens: int | None = None
+    # The server's own output cap, under what a request's `max_tokens` asks (llama.cpp `--n-predict`): a longer reply is
+    # cut there, `finish_reason: length` with that many completion tokens, whatever `max_tokens` the request asked.
+    max_reply_tokens: int | None = None
     # Present itself as a self-hosted server serving these weights (`tracejudge.simulator.served`).
     served: Weights | None = None
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from tracejudge.llm.prefix_cache import prompt_text
-from tracejudge.llm.tokens import counter_for
+from tracejudge.llm.tokens import counter_for, encode
 from tracejudge.simulator.flaws import is_pairwise, preference
 from tracejudge.simulator.state import Sim
 from tracejudge.simulator.tools import choice_count, forced_tool, openai_choice
@@ -185,6 +185,20 @@ def _sample(sim: Sim, body: dict[str, Any], schema: dict[str, Any] | None, name:
     return verdict, text, "stop"
 
 
+def _capped(samples: list[tuple[Any, str, str]], completions: list[int], counter: Any, cap: int) -> tuple[list[tuple[Any, str, str]], list[int]]:
+    """`samples` and their `completions` as a server whose own output cap (`SimConfig.max_reply_tokens`, llama.cpp's
+    `--n-predict`) is `cap` tokens, under the request's `max_tokens`, makes them: a reply longer than that is cut at
+    `cap` tokens, `finish_reason` `length`, `cap` completion tokens, as that server reports it."""
+    out, counts = [], []
+    for (verdict, text, finish), n in zip(samples, completions, strict=True):
+        tokens = encode(counter.encoding, text)
+        if len(tokens) > cap or n > cap:
+            text, finish, n = counter.encoding.decode(tokens[:cap]), "length", cap
+        out.append((verdict, text, finish))
+        counts.append(n)
+    return out, counts
+
+
 def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int,
            prompt: Prompt | None = None) -> tuple[dict[str, Any], int]:
     """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
@@ -209,6 +223,9 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     samples = [_sample(sim, body, schema, name, fault, prompt) for _ in range(choice_count(body, anthropic))]
     counter = counter_for(model)
     completions = [max_tokens if finish == "length" else min(max_tokens, counter.text(text)) for _, text, finish in samples]
+    cap = sim.config.max_reply_tokens
+    if cap is not None and cap < max_tokens:
+        samples, completions = _capped(samples, completions, counter, cap)
     completion = sum(completions)
     st.truncated += fault == "truncated"
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.

@@ -24,14 +24,15 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "batch_request_errors", "batch_expired", "batch_unread_billed", "batch_nameless_billed", "batch_nameless_unbilled", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
              "single_flight_shared", "requests_split", "request_errors", "judged_items",
-             "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts", "hits_paid_by_this_run")
+             "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts", "server_cut_replies",
+             "hits_paid_by_this_run")
 
 # The counters a SIGKILL would take with it but for the segment's record (`segment_telemetry`): those `_ADDITIVE` holds
 # that the run does not rebuild from results.jsonl and the spend journal (the gate's counts, the tokens and dollars paid).
 TELEMETRY = ("cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "saved_usd",
              "saved_tokens", "queued_s", "slept_s", "items_from_cache", "cache_errors", "truncated_replies", "single_flight_shared",
              "requests_split", "request_errors", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts",
-             "hits_paid_by_this_run")
+             "server_cut_replies", "hits_paid_by_this_run")
 
 # Those of `TELEMETRY` each result line also holds (a score's `judge.cached_requests`): a segment killed with SIGKILL has
 # them counted from the lines it wrote (`engine.run_summary`), none lost after its last checkpoint and none counted for a

@@ -101,6 +101,11 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         n = j["server_truncated_prompts"]
         lines.append(f"judge server cut prompts: {n} {'reply' if n == 1 else 'replies'} counted under half the prompt tokens sent, so the judge "
                      "saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
+    if j.get("server_cut_replies"):
+        n = j["server_cut_replies"]
+        lines.append(f"judge server cut replies: {n} {'reply' if n == 1 else 'replies'} stopped (finish_reason length) under half of the "
+                     "max_tokens asked: a cap of the server's own, which raising judge.max_tokens does not lift "
+                     "(llama.cpp llama-server --n-predict, or its context per slot)")
     lines += _too_long_lines(j)
     if (partial := j.get("partial_counters") or {}).get("note"):
         lines.append(partial["note"])  # (the run's log says it too; `report` and a later reader see it only here)

@@ -218,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="answer a json_schema response_format with HTTP 500, as llama-cpp-python's server does (json_object only)")
     sim.add_argument("--tokenizer-factor", type=float, default=1.0, metavar="F", help="count prompt tokens as tiktoken's × F (a local model's tokenizer)")
     sim.add_argument("--context-tokens", type=int, default=None, metavar="N", help="refuse (400) a request whose prompt plus max_tokens exceed N")
+    sim.add_argument("--max-reply-tokens", type=int, default=None, metavar="N",
+                     help="cut every reply at N tokens (finish_reason length) whatever max_tokens asks, as llama.cpp's --n-predict does")
     sim.add_argument("--serve-as", default=None, metavar="SERVER:WEIGHTS",
                      help="describe served weights as a self-hosted server does (llama.cpp, ollama, vllm, lmstudio or tgi, then a "
                           "model path or tag: llama.cpp:/models/q4.gguf); other WEIGHTS answer other verdicts (the judge cache keys by them)")

@@ -43,10 +43,14 @@ def command(args: argparse.Namespace, err: Console) -> int:
     if args.slots is not None and args.slots < 1:
         err.print("error: --slots must be 1 or more", highlight=False)
         return EXIT_BAD_INPUT
+    if args.max_reply_tokens is not None and args.max_reply_tokens < 1:
+        err.print("error: --max-reply-tokens must be 1 or more", highlight=False)
+        return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, hang_s=args.hang_s, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
                        max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias,
                        json_object_only=args.json_object_only, tokenizer_factor=args.tokenizer_factor, context_tokens=args.context_tokens,
+                       max_reply_tokens=args.max_reply_tokens,
                        window_s=args.window_s, book=args.book, limit_count=args.limit_count, served=served, slots=args.slots)
 
     async def serve() -> None:

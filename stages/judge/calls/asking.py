@@ -18,6 +18,7 @@ from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused, error_kind
 from tracejudge.stages.judge.calls.repair import REPAIR, repair_request
+from tracejudge.stages.judge.calls.reply_notes import SERVER_CUT_FIX, WINDOW_FIX, WINDOW_FULL, cut_problem, empty_reply, server_cut
 from tracejudge.stages.judge.calls.stats import PAID_BY, paid_here, run_mark, sum_usd
 from tracejudge.stages.judge.parse import ParseError
 
@@ -41,11 +42,6 @@ class _Flight:
     usage: dict[str, int] = field(default_factory=dict)
     ended: float = 0.0
 
-
-# A reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), before max_tokens:
-# the problem (told the model in the repair request too), and the setting that fixes it (raising max_tokens cannot).
-WINDOW_FULL = "it was cut off where the prompt and the reply filled the model's context window"
-WINDOW_FIX = "set judge.context_tokens to the model's window (and judge.tokenizer to its tokenizer), so the prompt leaves room for max_tokens"
 
 LANDED = 4096  # answered flights kept for asks made ready while they were in flight (`ask`); older ones are let go
 
@@ -183,6 +179,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     problem, kind = "", "parse_error"
     said, reasoning = "", ("", "")  # what the user is told beyond `problem`; the last reply's text outside its answer
     note = ""  # why the repair was not sent or not answered
+    cut_short = False  # the last reply was cut by the server far under max_tokens (`reply_notes.server_cut`)
     may_repair = repair
     for repair in ((False, True) if may_repair else (False,)):
         if repair:
@@ -225,10 +222,12 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             self.stats.repair_cost_usd += reply.cost_usd or 0.0  # unknown dollars: the summary says so (`stage_summary`)
         raw = reply.text
         reasoning = (reply.reasoning, reply.reasoning_field)
-        said = empty_reply(reply, self.cfg.provider)
+        said = empty_reply(reply, self.cfg.provider, req.max_tokens)
+        cut_short = server_cut(reply, req.max_tokens) is not None
         if reply.truncated:
             self.stats.truncated_replies += 1
-            problem, kind = (WINDOW_FULL if reply.window_full else f"it was cut off at max_tokens={req.max_tokens}"), "truncated"
+            self.stats.server_cut_replies += cut_short
+            problem, kind = cut_problem(reply, req.max_tokens), "truncated"
             continue
         try:
             # Never read from the reasoning: a draft there is not the answer (`empty_reply` says where the text went).
@@ -253,6 +252,8 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     told = said if said and kind == "parse_error" else "; ".join(filter(None, [problem, said]))  # (`problem` is the model's wording)
     if problem == WINDOW_FULL and WINDOW_FIX not in said:  # (the setting to change, once: `said` names it for a reply all thinking)
         told += f": {WINDOW_FIX}"
+    elif kind == "truncated" and cut_short and SERVER_CUT_FIX not in said:  # (raising max_tokens cannot help: say what can)
+        told += f": {SERVER_CUT_FIX}"
     told = "; ".join(filter(None, [told, note]))
     msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({told})"
     details: dict[str, Any] = {"raw": raw[:8000], "error_kind": kind}
@@ -266,48 +267,6 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
 def case_of(slot: str) -> str:
     """The case id a request's `slot` names (`case|metric|trial…`, a calibration's ending `|alone`)."""
     return slot.removesuffix("|alone").rsplit("|", 2)[0]
-
-
-# What turns off the thinking of a model behind an OpenAI-compatible server. tracejudge sends no request field for it
-# (no `chat_template_kwargs`, no `reasoning_effort`): the servers' own defaults are what a user can change.
-_THINKING_OFF = ("turn the model's thinking off on the server: tracejudge sends no chat_template_kwargs, so make "
-                 "{\"enable_thinking\": false} the server's default (vLLM: --default-chat-template-kwargs "
-                 "'{\"enable_thinking\": false}'; SGLang: a chat template without thinking) or set no budget for it "
-                 "(llama.cpp llama-server: --reasoning-budget 0)")
-
-
-def empty_reply(reply: Reply, provider: str = "openai") -> str:
-    """What to tell the user about a reply whose answer text is empty ("" when it is not): that the content was empty,
-    and, when the server put the model's text elsewhere (`Reply.reasoning`), where, how long it was and the server
-    setting usually responsible, for the protocol in use (`provider`: `judge.provider`, `anthropic` or an
-    OpenAI-compatible server's `openai`). A verdict found there is never used: it may be a draft the model went on to
-    change."""
-    if reply.text.strip():
-        return ""
-    if not reply.reasoning and reply.tool_calls:
-        # Not "no text": the server answered, with a call of a tool nobody offered (a gateway that turns the schema into one).
-        return (f"the reply's content was empty (null or \"\") and its message called tools instead ({reply.tool_calls[:200]}), "
-                "though the judge offers none: the verdict is read from the content only; check the server (or the gateway "
-                "before it) answers a request without tools in its content")
-    if not reply.reasoning:
-        return "the reply's content was empty (null or \"\"): the server returned no text"
-    n = len(reply.reasoning)
-    if reply.truncated:
-        fix = "raise judge.max_tokens" + ("" if provider == "anthropic" else f", or {_THINKING_OFF}")
-        cut = f"the context window filled ({WINDOW_FIX})" if reply.window_full else f"max_tokens cut it off ({fix})"
-        return (f"the reply's content was empty and its text ({n:,} characters) is in {reply.reasoning_field}: the model was still "
-                f"reasoning when {cut}; a verdict in {reply.reasoning_field} is never used")
-    if reply.reasoning_field == "thinking" and provider == "anthropic":
-        return (f"the reply held only thinking blocks ({n:,} characters), no text or tool_use; "
-                "a verdict in thinking is never used: raise judge.max_tokens or turn extended thinking off")
-    if reply.reasoning_field == "thinking":  # (an OpenAI-compatible server's content chunks: magistral's `thinking`)
-        return (f"the reply held only thinking chunks ({n:,} characters), no text chunk; a verdict in thinking is never "
-                f"used: raise judge.max_tokens so the model can finish thinking and answer, or {_THINKING_OFF}")
-    return (f"the reply's content was empty (null or \"\") and the server put its text ({n:,} characters) in "
-            f"message.{reply.reasoning_field}: its reasoning parser took the whole reply as reasoning (llama.cpp llama-server "
-            "--reasoning-format none keeps it in the content; vLLM --reasoning-parser needs a model that closes its reasoning "
-            "before answering: drop the parser or pick a non-reasoning model); a verdict in "
-            f"{reply.reasoning_field} is never used")
 
 
 def _billed(self: Judge, info: JudgeInfo, exc: Any, repair: bool) -> None:

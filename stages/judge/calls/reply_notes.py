@@ -1,0 +1,88 @@
+"""What the run tells a user about a reply it could not use because of how it ended: cut at `max_tokens`, cut by the
+server itself far under it, cut where the context window filled, or with its text somewhere other than the answer.
+
+`tracejudge bench` tells the same causes apart (`judge_bench.sender`); a run that said "cut off at max_tokens" of a
+reply the server cut at a few tokens sent its user to raise a setting that could not help.
+"""
+
+from __future__ import annotations
+
+from tracejudge.llm.providers import Reply
+
+__all__ = ["SERVER_CUT_FIX", "WINDOW_FIX", "WINDOW_FULL", "cut_problem", "empty_reply", "server_cut"]
+
+# A reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), before max_tokens:
+# the problem (told the model in the repair request too), and the setting that fixes it (raising max_tokens cannot).
+WINDOW_FULL = "it was cut off where the prompt and the reply filled the model's context window"
+WINDOW_FIX = "set judge.context_tokens to the model's window (and judge.tokenizer to its tokenizer), so the prompt leaves room for max_tokens"
+
+# A reply the server cut itself, far under the `max_tokens` asked: what to change (raising max_tokens cannot help).
+SERVER_CUT_FIX = ("a cap of the server's own, not judge.max_tokens, so raising judge.max_tokens does not help: raise the "
+                  "server's (llama.cpp llama-server --n-predict, or its context per slot: --ctx-size divided by --parallel)")
+
+
+def server_cut(reply: Reply, max_tokens: int) -> int | None:
+    """The output tokens of `reply` when the server cut it short itself: `finish_reason: length` (not at the context
+    window) on a reply of under half of the `max_tokens` its request asked, the rule `tracejudge bench` counts
+    `cut_short` by. The tokens are the server's `completion_tokens` (reasoning tokens included) or, for a reply without
+    usage, the estimate `Judge` gave it. `None` for a reply not cut so."""
+    if not reply.truncated or reply.window_full:
+        return None
+    return reply.output_tokens if 2 * reply.output_tokens < max_tokens else None
+
+
+def cut_problem(reply: Reply, max_tokens: int) -> str:
+    """Why a truncated `reply` to a request asking `max_tokens` is unusable, as told to the model in the repair request
+    and to the user in the score's reason: cut at the context window (`WINDOW_FULL`), by the server at N tokens, or at
+    `max_tokens`."""
+    if reply.window_full:
+        return WINDOW_FULL
+    cut = server_cut(reply, max_tokens)
+    if cut is not None:
+        return f"the server cut it off at {cut:,} tokens, under the max_tokens={max_tokens} asked"
+    return f"it was cut off at max_tokens={max_tokens}"
+
+
+# What turns off the thinking of a model behind an OpenAI-compatible server. tracejudge sends no request field for it
+# (no `chat_template_kwargs`, no `reasoning_effort`): the servers' own defaults are what a user can change.
+_THINKING_OFF = ("turn the model's thinking off on the server: tracejudge sends no chat_template_kwargs, so make "
+                 "{\"enable_thinking\": false} the server's default (vLLM: --default-chat-template-kwargs "
+                 "'{\"enable_thinking\": false}'; SGLang: a chat template without thinking) or set no budget for it "
+                 "(llama.cpp llama-server: --reasoning-budget 0)")
+
+
+def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None = None) -> str:
+    """What to tell the user about a reply whose answer text is empty ("" when it is not): that the content was empty,
+    and, when the server put the model's text elsewhere (`Reply.reasoning`), where, how long it was and the server
+    setting usually responsible, for the protocol in use (`provider`: `judge.provider`, `anthropic` or an
+    OpenAI-compatible server's `openai`). A verdict found there is never used: it may be a draft the model went on to
+    change. `max_tokens`: what the request asked, so a reply the server cut far under it (`server_cut`) is said so."""
+    if reply.text.strip():
+        return ""
+    if not reply.reasoning and reply.tool_calls:
+        # Not "no text": the server answered, with a call of a tool nobody offered (a gateway that turns the schema into one).
+        return (f"the reply's content was empty (null or \"\") and its message called tools instead ({reply.tool_calls[:200]}), "
+                "though the judge offers none: the verdict is read from the content only; check the server (or the gateway "
+                "before it) answers a request without tools in its content")
+    if not reply.reasoning:
+        return "the reply's content was empty (null or \"\"): the server returned no text"
+    n = len(reply.reasoning)
+    if reply.truncated:
+        fix = "raise judge.max_tokens" + ("" if provider == "anthropic" else f", or {_THINKING_OFF}")
+        short = None if max_tokens is None else server_cut(reply, max_tokens)
+        cut = (f"the context window filled ({WINDOW_FIX})" if reply.window_full
+               else f"the server cut it off at {short:,} tokens, under max_tokens {max_tokens} ({SERVER_CUT_FIX})" if short is not None
+               else f"max_tokens cut it off ({fix})")
+        return (f"the reply's content was empty and its text ({n:,} characters) is in {reply.reasoning_field}: the model was still "
+                f"reasoning when {cut}; a verdict in {reply.reasoning_field} is never used")
+    if reply.reasoning_field == "thinking" and provider == "anthropic":
+        return (f"the reply held only thinking blocks ({n:,} characters), no text or tool_use; "
+                "a verdict in thinking is never used: raise judge.max_tokens or turn extended thinking off")
+    if reply.reasoning_field == "thinking":  # (an OpenAI-compatible server's content chunks: magistral's `thinking`)
+        return (f"the reply held only thinking chunks ({n:,} characters), no text chunk; a verdict in thinking is never "
+                f"used: raise judge.max_tokens so the model can finish thinking and answer, or {_THINKING_OFF}")
+    return (f"the reply's content was empty (null or \"\") and the server put its text ({n:,} characters) in "
+            f"message.{reply.reasoning_field}: its reasoning parser took the whole reply as reasoning (llama.cpp llama-server "
+            "--reasoning-format none keeps it in the content; vLLM --reasoning-parser needs a model that closes its reasoning "
+            "before answering: drop the parser or pick a non-reasoning model); a verdict in "
+            f"{reply.reasoning_field} is never used")
