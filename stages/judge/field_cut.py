@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 from tracejudge.stages.judge.fence_guard import neutralise_lines
 
-__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "cut_sections", "cut_text", "cutting", "water_level"]
+__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "ItemsCut", "cut_note", "cut_sections", "cut_text", "cutting", "named",
+           "water_level"]
 
 TRACE_SECTIONS = frozenset({"Trace", "Conversation"})
 """Sections `fit` shortens by leaving steps and turns out first; their text is cut only as the last resort."""
@@ -55,6 +56,22 @@ class AllData(str):
     """
 
     __slots__ = ()
+
+
+class ItemsCut(str):
+    """The title of an `ITEM_SECTIONS` section cut line by line, as `Cutting.cut` records it: equal to the title, and
+    saying what was done, `lines_cut` of its `lines` lines cut to `share` characters each (the cap shared among them),
+    for the reason (`cut_note`): "cut to N characters" of the section's cap, each claim got a smaller share."""
+
+    lines_cut: int
+    lines: int
+    share: int
+
+
+def _items_cut(title: str, lines_cut: int, lines: int, share: int) -> ItemsCut:
+    out = ItemsCut(title)
+    out.lines_cut, out.lines, out.share = lines_cut, lines, share
+    return out
 
 
 @dataclass
@@ -98,11 +115,11 @@ def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
         state.lengths.append(len(text))
         if state.chars is not None and len(text) > state.chars:
             if title in ITEM_SECTIONS:
-                lines = _cut_lines(text, state.chars)
+                lines, share, n_cut = _cut_lines(text, state.chars)
                 # Named as cut only when a line was: a section of many short lines keeps every one whole
                 # (`_ITEM_LINE_FLOOR`), and its reason would say it was cut when nothing of it was.
-                if lines != text:
-                    state.cut.append(title)
+                if n_cut:
+                    state.cut.append(_items_cut(title, n_cut, text.count("\n") + 1, share))
                 out.append((title, lines))
                 continue
             state.cut.append(title)
@@ -118,11 +135,47 @@ def _neutralised(text: str) -> str:
     return neutralise_lines(str(text)) if isinstance(text, AllData) else text
 
 
-def _cut_lines(text: str, chars: int) -> str:
-    # The cap shared among the lines; each line over its share is cut, so every line's label stays.
+def _cut_lines(text: str, chars: int) -> tuple[str, int, int]:
+    """`(text cut, each line's share, lines cut)`: the cap shared among the lines; each line over its share is cut, so
+    every line's label stays."""
     lines = text.split("\n")
     share = max(_ITEM_LINE_FLOOR, chars // len(lines))
-    return "\n".join(cut_text(line, share) for line in lines)
+    return "\n".join(cut_text(line, share) for line in lines), share, sum(len(line) > share for line in lines)
+
+
+NAMED = 5  # section titles a reason names before "and N more": 5,000 passages cut made one reason of 5,000 names
+
+
+def named(titles: list[str] | tuple[str, ...], most: int = NAMED) -> str:
+    """`titles` (each once, in order) for a reason: all of them when `most` or fewer, else the first `most` and how many
+    more (`Passage 1, …, Passage 5 and 4,995 more`), so the count stays exact while the text stays short."""
+    once = list(dict.fromkeys(titles))
+    if len(once) <= most:
+        return ", ".join(once)
+    return f"{', '.join(once[:most])} and {len(once) - most:,} more"
+
+
+def cut_note(cut: list[str], cap: int | None) -> str:
+    """What cutting did to a prompt, for the score's reason: the sections cut to `cap` characters (`named`: a long list
+    shortened, its count kept) and each `ItemsCut` section's lines cut to their share (`Claims: 3 of its 40 claims cut
+    to 50 characters each`), every figure one a user can recompute from the prompt."""
+    once = list(dict.fromkeys(cut))
+    whole = [t for t in once if not isinstance(t, ItemsCut)]
+    parts = []
+    if whole:
+        many = f"{len(whole):,} sections ({named(whole)})" if len(whole) > NAMED else named(whole)
+        parts.append(f"{many} cut to {cap or 0:,} characters{' each' if len(whole) > 1 else ''}")
+    for t in once:
+        if isinstance(t, ItemsCut):
+            noun = t.lower()  # (`Claims`: one claim a line)
+            if t.lines == 1:
+                said = f"its one {noun.removesuffix('s')} cut to {t.share:,} characters"
+            elif t.lines_cut == t.lines:
+                said = f"each of its {t.lines:,} {noun} cut to {t.share:,} characters"
+            else:
+                said = f"{t.lines_cut:,} of its {t.lines:,} {noun} cut to {t.share:,} characters{'' if t.lines_cut == 1 else ' each'}"
+            parts.append(f"{t}: {said}")
+    return "; ".join(parts)
 
 
 def water_level(lengths: list[int], remove: int, floor: int) -> int | None:

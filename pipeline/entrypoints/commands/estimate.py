@@ -195,6 +195,7 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
     import json
 
     from tracejudge.llm.providers import build_payload, protocol_of
+    from tracejudge.stages.judge.field_cut import named
     from tracejudge.stages.judge.show_prompt import prompts_for
 
     shown = prompts_for(config, args.show_prompt)
@@ -227,7 +228,7 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
         if s.omitted:
             fitted.append(f"{s.omitted} middle steps left out")
         if s.cut:
-            fitted.append(f"cut: {', '.join(s.cut)}")
+            fitted.append(f"cut: {named(s.cut)}")  # (5,000 passages cut: five named and the rest counted)
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
         controls = any(CONTROL.search(m["content"]) for m in s.req.messages)

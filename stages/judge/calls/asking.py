@@ -54,6 +54,7 @@ def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
     only what the judge saw, and the reason names the questions not asked.
     """
     from tracejudge.stages.judge.conversation import omitted_note
+    from tracejudge.stages.judge.field_cut import cut_note
 
     self.stats.truncated_prompts += 1
     notes = [omitted_note(plan.steps, fitted.omit, fitted.keep)] if fitted.omit else []
@@ -66,7 +67,7 @@ def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
                 p.note = "; ".join(filter(None, [p.note, f"not asked (their steps left out to fit context_tokens "
                                                          f"{self.cfg.context_tokens}): {', '.join(left)}"]))
     if fitted.cut:
-        notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
+        notes.append(f"{cut_note(fitted.cut, fitted.cap)} to fit the judge's context (too_long: truncate)")
     notes = [n for n in notes if n not in plan.note]  # asked one question per request, the same cut is said once
     plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
 
