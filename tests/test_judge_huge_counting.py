@@ -182,3 +182,15 @@ def test_a_prompt_of_many_passages_each_under_the_clip_is_not_counted_whole(coun
     monkeypatch.setattr(fit_count, "HUGE_CHARS", 10**12)
     exact = fit.fit_request(plan, plan.questions, cfg)
     assert exact.cut == fitted.cut and abs(exact.cap - fitted.cap) <= exact.cap * 0.05
+
+
+def test_a_prompt_still_huge_after_its_passages_are_cut_is_not_counted_whole(counted):
+    # 2,000 passages each over the 2,000-character floor: cut to it, the prompt is still 4 MB, far over the window. It
+    # was tokenized whole only to learn that; its head proves it over (`fit_count.fit_tokens`).
+    passages = [{"content": f"passage {i} " + "word " * 520} for i in range(2_000)]
+    case = Case.model_validate({"id": "f", "input": "q", "trace": {"steps": [{"output": "looked"}], "output": "The sky is blue.",
+                                                                    "retrieved": passages}})
+    plan = Faithfulness().plan(case)
+    fitted = fit.fit_request(plan, plan.questions, JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=16_000))
+    assert not fitted.fits and fitted.over and fitted.tokens > 16_000
+    assert counted and max(counted) <= fit_count.HUGE_CHARS

@@ -45,7 +45,7 @@ from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable, kept_head
 from tracejudge.stages.judge.conversation import step_omit
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
 from tracejudge.stages.judge.field_cut import TRACE_SECTIONS, cutting, water_level
-from tracejudge.stages.judge.fit_count import count as _count, over_window
+from tracejudge.stages.judge.fit_count import count as _count, fit_tokens, over_window
 from tracejudge.stages.judge.step_estimate import MARKER_TOKENS as _MARKER_TOKENS
 from tracejudge.stages.judge.step_estimate import estimate as _estimate, smallest_omit as _smallest_omit, step_tokens as _step_tokens
 from tracejudge.stages.judge.token_floor import over_by_bytes, prompt_bytes, within_by_bytes
@@ -188,12 +188,16 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
         return Fitted(req, 0, whole.tokens, True)
     if cfg.too_long != "truncate":
         return Fitted(req, 0, whole.low, False, over=whole.over)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, whole.req, whole.tokens, limit, tok, trace_too=False, floor=FIELD_CHARS,
-                                          clip=whole.clip, seen=measured.lengths, estimated=whole.estimated)
-    if cap is None and whole.estimated:  # (nothing to cut: leaving steps out starts from the prompt's own count)
-        ctokens = request_tokens(creq, tok)
+    cap, cut, creq, ctokens, guessed = _cut_fields(plan, questions, cfg, 0, whole.req, whole.tokens, limit, tok, trace_too=False,
+                                                   floor=FIELD_CHARS, clip=whole.clip, seen=measured.lengths, estimated=whole.estimated)
+    if cap is None:  # (nothing to cut: the request is the whole, whose count may be an estimate)
+        guessed = whole.estimated
     if ctokens <= limit:
         return Fitted(creq, 0, ctokens, True, cap, cut)
+    if guessed and droppable(plan.steps, plan.keep) + max(0, plan.turns - 2):
+        # Leaving steps out estimates from the prompt's own count; with none to leave out, the estimate (over the
+        # window, as the prompt is) is all the rest needs: a 10 MB prompt is not tokenized only to be cut further.
+        ctokens = request_tokens(creq, tok)
     with cutting(cap):
         fitted = _leave_out(plan, questions, cfg, creq, ctokens, limit, tok)
     if fitted is not None:
@@ -203,8 +207,8 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     with cutting(None, trace_too=True) as measured:
         bare = build_request(plan, questions, cfg, everything)
     last = _count(plan, questions, cfg, everything, bare, limit, tok, measured.lengths, trace_too=True)
-    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, last.req, last.tokens, limit, tok, trace_too=True, floor=_LAST_FLOOR,
-                                          clip=last.clip, seen=measured.lengths, estimated=last.estimated)
+    cap, cut, creq, ctokens, _ = _cut_fields(plan, questions, cfg, everything, last.req, last.tokens, limit, tok, trace_too=True,
+                                             floor=_LAST_FLOOR, clip=last.clip, seen=measured.lengths, estimated=last.estimated)
     # Cutting the trace's own text could cut the calls or steps asked about: then the judge is not asked at all.
     if ctokens <= limit and not (plan.keep and TRACE_SECTIONS.intersection(cut)):
         return Fitted(creq, everything, ctokens, True, cap, cut)
@@ -213,12 +217,13 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
 
 def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, tokens: int, limit: int, tok: Spec,
                 *, trace_too: bool, floor: int, clip: int | None = None, seen: list[int] | None = None,
-                estimated: bool = False) -> tuple[int | None, list[str], JudgeRequest, int]:
-    """`(cap, sections cut, request, its tokens)`: the longest sections cut to the largest common cap (≥ `floor`) that fits.
+                estimated: bool = False) -> tuple[int | None, list[str], JudgeRequest, int, bool]:
+    """`(cap, sections cut, request, its tokens, whether they are an estimate)`: the longest sections cut to the largest
+    common cap (≥ `floor`) that fits; a cut request still huge and over the window is not counted whole (`fit_tokens`).
 
     The characters to remove are estimated from the prompt's own characters per token, then corrected in a few
     rounds by the miss; when even `floor` is not enough, the sections are cut at `floor` (the caller goes on
-    leaving steps out). `(None, [], req, tokens)` when no section can be cut. `req` and `tokens` may be the
+    leaving steps out). `(None, [], req, tokens, False)` when no section can be cut. `req` and `tokens` may be the
     request with its sections clipped to `clip` characters (`fit_count.count`): the search then works on clipped lengths.
     `seen`: the sections' characters, measured as the uncut request was rendered (None: measured here). `estimated`:
     `tokens` is an estimate of the whole (`fit_count.head_count`), so after the first round each secant runs through the last two
@@ -230,23 +235,23 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
         seen = measured.lengths
     lengths = seen if clip is None else [min(n, clip) for n in seen]
     if not any(n > floor for n in lengths):
-        return None, [], req, tokens
+        return None, [], req, tokens, False
     chars = sum(len(m["content"]) for m in req.messages)
     per_token = chars / max(1, tokens)  # first guess; then the ratio of what the cut really removed (a secant)
     target = limit - max(_MARKER_TOKENS, limit // 100)
     remove = int((tokens - target) * per_token)
-    best: tuple[int | None, list[str], JudgeRequest, int] | None = None
+    best: tuple[int | None, list[str], JudgeRequest, int, bool] | None = None
     last: tuple[int, int] | None = None  # (characters removed, tokens) of the last round, when `estimated`
     for _ in range(_ROUNDS):
         level = water_level(lengths, remove, floor)
         cap = floor if level is None else level
         with cutting(cap, trace_too) as done:
             cut = build_request(plan, questions, cfg, omit)
-        got = request_tokens(cut, tok)
+        got, guessed = fit_tokens(cut, limit, tok)
         if got <= limit and (best is None or best[3] > limit or got > best[3]):
-            best = (cap, done.cut, cut, got)
+            best = (cap, done.cut, cut, got, guessed)
         elif best is None:
-            best = (cap, done.cut, cut, got)
+            best = (cap, done.cut, cut, got, guessed)
         # At the floor with room to spare the first guess removed too much (a section's rendering longer than its own
         # characters, which the cap counts: `AllData`'s marks): the secant below raises the cap again.
         if (cap == floor and got > limit) or target * 0.95 <= got <= limit:

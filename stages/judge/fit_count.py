@@ -20,7 +20,7 @@ from tracejudge.stages.judge.field_cut import cutting
 from tracejudge.stages.judge.step_estimate import MARKER_TOKENS
 from tracejudge.stages.judge.token_floor import floor_tokens, over_by_bytes, within_by_bytes
 
-__all__ = ["CLIP_PER_TOKEN", "HUGE_CHARS", "Count", "count", "head_count", "over_window"]
+__all__ = ["CLIP_PER_TOKEN", "HUGE_CHARS", "Count", "count", "fit_tokens", "head_count", "over_window"]
 
 HUGE_CHARS = 1 << 20
 """A prompt over this many characters (and far over the window) is counted clipped, or by its head, first (`count`)."""
@@ -104,6 +104,20 @@ def head_count(req: JudgeRequest, limit: int, tok: Spec) -> Count | None:
             return Count(tokens + math.ceil(tokens * rest / head), None, req, max(low, limit), estimated=True)
         head *= 8
     return None
+
+
+def fit_tokens(req: JudgeRequest, limit: int, tok: Spec) -> tuple[int, bool]:
+    """`(tokens, estimated)` of `req`'s prompt where they decide whether it fits in `limit`: counted whole, but for a
+    prompt of over `HUGE_CHARS` characters whose head proves it over `limit` (`head_count`), then the head's count
+    scaled to the whole (`estimated` True), over `limit` as the whole is.
+
+    The cut search counts each cut it tries: with 5,000 passages each cut to the 2,000-character floor, the cut prompt
+    was 10 MB, tokenized whole only to learn it still did not fit."""
+    if sum(len(m["content"]) for m in req.messages) > HUGE_CHARS:
+        head = head_count(req, limit, tok)
+        if head is not None:
+            return head.tokens, True
+    return request_tokens(req, tok), False
 
 
 def over_window(req: JudgeRequest, limit: int, tokenizer: Spec = None) -> bool:
