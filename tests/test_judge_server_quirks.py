@@ -113,33 +113,95 @@ class Streaming(Loopback):
         return resp
 
 
-class Html(Loopback):
-    """Answers 200 with an HTML page (a reverse proxy's error or login page)."""
+class Page(Loopback):
+    """Answers every request 200 with `text` of `content_type`: a reverse proxy's login page, a web server's page."""
+
+    def __init__(self, text: str, content_type: str) -> None:
+        self.text, self.content_type = text, content_type
+        super().__init__(lambda headers, body: None)
 
     async def _handle(self, request: web.Request) -> web.Response:
         self.requests.append((dict(request.headers), await request.json()))
-        return web.Response(text="<html><head><title>Sign in</title></head><body>Please log in</body></html>", content_type="text/html")
+        return web.Response(text=self.text, content_type=self.content_type)
 
 
-def test_a_stream_only_server_stops_the_run_at_once_naming_the_content_type(tmp_path: Path) -> None:
-    with Streaming(lambda headers, body: None) as server:
+def _stopped_line(tmp_path: Path, server: Loopback, said: str) -> str:
+    """Runs 20 cases against `server`, which must stop the run at once (exit 2, nothing written, at most a request or two
+    per slot in flight sent): the one stderr line holding `said`."""
+    with server:
         data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 20), metrics=ONE)
         data["limits"] = {"max_in_flight": 2}
         proc = tj("run", str(write(tmp_path, data)), "--no-progress", cwd=tmp_path)
         sent = len(server.requests)
     assert proc.returncode == 2, proc.stderr
-    lines = [x for x in proc.stderr.splitlines() if "text/event-stream" in x]
-    assert len(lines) == 1 and 'no "stream" key' in lines[0] and server.url in lines[0], proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if said in x]
+    assert len(lines) == 1 and server.url in lines[0], proc.stderr
     assert sent <= 4  # not retried nor re-asked per case (before: every attempt of every case)
     assert results(tmp_path) == []
+    return lines[0]
 
 
-def test_a_200_html_page_says_it_got_html_naming_the_url(tmp_path: Path) -> None:
-    with Html(lambda headers, body: None) as server:
-        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
-    assert summary["status"] == {"judge_error": 1}
-    reason = results(tmp_path)[0]["scores"]["TaskCompletion"]["reason"]
-    assert "HTML page" in reason and "proxy" in reason and server.url + "/v1/chat/completions" in reason, reason
+def test_a_stream_only_server_stops_the_run_at_once_naming_the_content_type(tmp_path: Path) -> None:
+    line = _stopped_line(tmp_path, Streaming(lambda headers, body: None), "text/event-stream")
+    assert 'no "stream" key' in line
+
+
+def test_a_200_html_page_where_nothing_was_answered_stops_the_run_naming_the_url_and_content_type(tmp_path: Path) -> None:
+    # A proxy's login page (or a web server's page for a wrong path) at judge.base_url: each of the cases was retried
+    # judge.max_attempts times to the same page, each ending judge_error; on 50,000 cases, 50,000 × retries.
+    server = Page("<html><head><title>Sign in</title></head><body>Please log in</body></html>", "text/html")
+    line = _stopped_line(tmp_path, server, "HTML page (text/html)")
+    assert server.url + "/v1/chat/completions" in line and "serves no judge API" in line and "judge.base_url" in line
+
+
+def test_any_200_that_is_not_json_where_nothing_was_answered_stops_the_run_the_same_way(tmp_path: Path) -> None:
+    line = _stopped_line(tmp_path, Page("It works!", "text/plain"), "reply is not a JSON object (text/plain)")
+    assert "serves no judge API" in line
+
+
+def test_an_html_page_once_the_judge_has_answered_is_a_passing_proxy_page_retried(tmp_path: Path) -> None:
+    pages = [2]  # the 2nd request gets a proxy's error page; its retry, and all the others, are answered
+
+    class Passing(Loopback):
+        async def _handle(self, request: web.Request) -> web.Response:
+            body = await request.json()
+            self.requests.append((dict(request.headers), body))
+            if len(self.requests) in pages:
+                return web.Response(text="<html><body><h1>Bad gateway</h1></body></html>", content_type="text/html")
+            return web.json_response(completion(json.dumps(verdict(body))))
+
+    with Passing(lambda headers, body: None) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 3), metrics=ONE)
+        data["limits"] = {"max_in_flight": 1}
+        summary = run(data)
+        sent = len(server.requests)
+    assert summary["status"] == {"ok": 3} and sent == 4
+    assert summary["judge"]["server_errors"] == 1 and summary["judge"]["request_errors"] == 0
+
+
+def test_html_pages_from_then_on_close_the_judges_gate_so_cases_fail_fast_not_each_retried(tmp_path: Path) -> None:
+    # The proxy's session expires after two answers: from then on every reply is its login page. Each case was retried
+    # to it (140 requests for 40 cases); now the pages close the gate as a proxy's 502s do: one try at a time, then
+    # the waiting cases end at once, each with the page's URL and content type.
+    class Expiring(Loopback):
+        async def _handle(self, request: web.Request) -> web.Response:
+            body = await request.json()
+            self.requests.append((dict(request.headers), body))
+            if len(self.requests) > 2:
+                return web.Response(text="<html><body>Sign in</body></html>", content_type="text/html")
+            return web.json_response(completion(json.dumps(verdict(body))))
+
+    with Expiring(lambda headers, body: None) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 40), metrics=ONE, max_retry_wait_s=1)
+        data["limits"] = {"max_in_flight": 2}
+        summary = run(data)
+        sent = len(server.requests)
+    assert summary["status"] == {"ok": 2, "judge_error": 38}
+    assert sent <= 12, sent
+    for r in results(tmp_path):
+        if r["status"] == "judge_error":
+            reason = r["scores"]["TaskCompletion"]["reason"]
+            assert "HTML page (text/html)" in reason and server.url + "/v1/chat/completions" in reason, reason
 
 
 # ---------------------------------------------------------------- 5. a server that resets every connection

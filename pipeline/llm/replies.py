@@ -126,6 +126,9 @@ def request_fix(message: str) -> str:
     if "event-stream" in low or "server-sent events" in low:  # (`wire.read`'s message for a server that streams whatever `stream` says)
         return ("make the server (or the proxy before it) answer a request without \"stream\" (the default, false) with one JSON object, "
                 "or point judge.base_url at one that does")
+    if "serves no judge api" in low:  # (`wire.read`'s message for a page or text where the judge's API should answer)
+        return ("point judge.base_url at the judge API's base, the URL /chat/completions (/messages) is added to "
+                "(http://host:8000/v1), or let tracejudge past the proxy before it")
     if any(w in low for w in ("response_format", "json_schema", "json_object", "schema")):
         return "set judge.structured_output (json_object for llama-cpp-python's server, none to send no schema)"
     if any(w in low for w in ("token", "context", "n_ctx", "too long", "length", "kv size", "too big")):

@@ -4,7 +4,8 @@ instead of each sending again, and one request at a time tries it.
 Two things close it:
 
 - **down**: an answer saying the server cannot serve anything yet — 502, 503 (llama.cpp's `Loading model`), 504,
-  Anthropic's 529 — or a connection refused (a server still starting, or not there), before the server ever answered,
+  Anthropic's 529, a 200 that is no JSON (a proxy's error or login page, `ProviderError.not_json`; one before any
+  answer stops the run instead: `wire.read`) — or a connection refused (a server still starting, or not there), before the server ever answered,
   or `DOWN_AFTER` of them in a row with no answer between (a lone one from a server that answers is that request's
   failure, retried by its sender against `judge.max_attempts`: a busy provider's occasional 503 must not stall every
   request). Requests wait at the gate; one
@@ -61,7 +62,8 @@ def is_outage(exc: ProviderError) -> bool:
         # A connection refused, not one accepted and reset by a server that never answered (`no_reply`): that one
         # is no server starting up (`sending._dropped_unanswered`).
         return not exc.no_reply
-    return exc.kind == "server" and exc.status in OUTAGE_STATUSES
+    # A 2xx that is no JSON (a proxy's error or login page) where the judge answered before: as the proxy's 502 page.
+    return exc.kind == "server" and (exc.status in OUTAGE_STATUSES or exc.not_json)
 
 
 class Closed(Exception):

@@ -133,7 +133,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
             self.reached = True
             permit.flight_s = http.flight_s
             self.stats.latencies.append(http.latency_s)
-            reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
+            reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets, answered=self.stats.answered > 0)
             rate = rate_info(http.headers)
         except (ProviderError, JudgeStopped):
             raise
