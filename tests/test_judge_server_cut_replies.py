@@ -43,3 +43,14 @@ def test_a_server_cap_above_what_a_reply_needs_cuts_nothing(simulator, tmp_path)
     sim = simulator(max_reply_tokens=400)
     summary = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 2))
     assert summary["status"] == {"ok": 2} and summary["judge"]["server_cut_replies"] == 0
+
+
+def test_a_reply_all_reasoning_that_the_server_cut_short_names_the_server_cap():
+    from tracejudge.llm.providers import Reply
+    from tracejudge.stages.judge.calls.reply_notes import empty_reply
+
+    cut = Reply("", True, 900, 20, reasoning="Let me think about call 1", reasoning_field="reasoning_content")
+    said = empty_reply(cut, "openai", 1024)
+    assert "the server cut it off at 20 tokens, under max_tokens 1024" in said and "max_tokens cut it off" not in said
+    at_cap = Reply("", True, 900, 1024, reasoning="Let me think about call 1", reasoning_field="reasoning_content")
+    assert "max_tokens cut it off (raise judge.max_tokens" in empty_reply(at_cap, "openai", 1024)
