@@ -35,6 +35,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.user_code import lazy_getattr
 from tracejudge.core.version import __version__
 from tracejudge.engine import config_secrets
+from tracejudge.engine.config_keys import MISSING, flatten, show, subtree, type_first, whole
 from tracejudge.engine.dataset_fingerprint import files_of
 from tracejudge.llm.redact import MASK, redact_config, redact_url_passwords
 
@@ -224,18 +225,6 @@ def _with_resolved_metrics(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "metrics": [_resolved_metric(m) if isinstance(m, dict) and "type" in m else m for m in metrics]}
 
 
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten(v, f"{prefix}.{i}", out)
-    else:
-        out[prefix] = value
-    return out
-
-
 # A URL's password masked (`scheme://user:[REDACTED]@host`): a judge's proxy password, rotated without changing any answer.
 _URL_MASK = re.compile(r"://[^\s:/@\"']*:" + re.escape(MASK) + "(?=@)")
 
@@ -243,44 +232,6 @@ _URL_MASK = re.compile(r"://[^\s:/@\"']*:" + re.escape(MASK) + "(?=@)")
 def _hides(value: Any) -> bool:
     """True for a config value (flattened) that a masked credential stands in (but a URL's password)."""
     return isinstance(value, str) and MASK in value and MASK in _URL_MASK.sub("", value)
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value) if value is not _MISSING else "(absent)"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-_MISSING = object()
-
-
-def _whole(key: str, present: dict[str, Any], absent: dict[str, Any]) -> str | None:
-    """The shortest prefix of `key` (a flattened dotted key of `present`) under which `absent` holds nothing, such as
-    `metrics.1` for a metric one side has and the other not; None when that is `key` itself (one value differs)."""
-    parts = key.split(".")
-    for n in range(1, len(parts)):
-        prefix = ".".join(parts[:n])
-        if not any(k == prefix or k.startswith(prefix + ".") for k in absent):
-            return prefix
-    return None
-
-
-def _subtree(tree: Any, dotted: str) -> Any:
-    """The value at a flattened key's prefix; `_MISSING` when the dots do not lead there (a key holding a dot itself,
-    such as a price table's `gpt-4.1`)."""
-    try:
-        for part in dotted.split("."):
-            tree = tree[int(part)] if isinstance(tree, list) else tree[part]
-    except (KeyError, IndexError, ValueError, TypeError):
-        return _MISSING
-    return tree
-
-
-def _type_first(value: Any) -> Any:
-    """A metric shown whole starts with its `type` (and `name`), so the cut at 60 characters keeps what it is; its
-    parameters left unset (`null`) are left out."""
-    if isinstance(value, dict) and "type" in value:
-        return {k: v for k, v in ({k: value[k] for k in ("type", "name") if k in value} | value).items() if v is not None}
-    return value
 
 
 def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -295,21 +246,21 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     # Both as a manifest keeps them, credentials masked (one written before they were is masked here, and never shown).
     tree_a = hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {})))
     tree_b = hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {})))
-    a, b = _flatten(tree_a, "", {}), _flatten(tree_b, "", {})
+    a, b = flatten(tree_a, "", {}), flatten(tree_b, "", {})
     shown: set[str] = set()
     for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
+        va, vb = a.get(key, MISSING), b.get(key, MISSING)
         if va == vb:
             continue
         # A metric (a section, a list item) on one side only is one line, not one per parameter it has.
-        whole = (_whole(key, b, a) if va is _MISSING else _whole(key, a, b)) if _MISSING in (va, vb) else None
-        value = _subtree(tree_b if va is _MISSING else tree_a, whole) if whole is not None else _MISSING
-        if value is _MISSING:
-            lines.append(f"config {key}: {_show(va)} → {_show(vb)}")
-        elif whole not in shown:
-            shown.add(whole)
-            value = _show(_type_first(value))
-            lines.append(f"config {whole}: (absent) → {value}" if va is _MISSING else f"config {whole}: {value} → (absent)")
+        part = (whole(key, b, a) if va is MISSING else whole(key, a, b)) if MISSING in (va, vb) else None
+        value = subtree(tree_b if va is MISSING else tree_a, part) if part is not None else MISSING
+        if value is MISSING:
+            lines.append(f"config {key}: {show(va)} → {show(vb)}")
+        elif part not in shown:
+            shown.add(part)
+            value = show(type_first(value))
+            lines.append(f"config {part}: (absent) → {value}" if va is MISSING else f"config {part}: {value} → (absent)")
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
     elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v)]):
@@ -317,7 +268,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         # changes the results as any other value does: named by the keys whose digests differ (`config_secrets`), a URL's
         # password but (a proxy's, rotated without changing any answer).
         got = config_secrets.changed(old.get("config_secrets"), new.get("config_secrets"),  # (the old config as written: its clear values)
-                                     lambda: _flatten(hashed_config(_with_resolved_metrics(old.get("config") or {})), "", {}))
+                                     lambda: flatten(hashed_config(_with_resolved_metrics(old.get("config") or {})), "", {}))
         if got is None:
             why = ("the recorded manifest, written by an earlier version, has no digest of each" if "config_secrets" not in old
                    else "the recorded digests were made under another salt and cannot be compared with")
