@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tracejudge.core.errors import ParameterError
-from tracejudge.core.inert_text import INVISIBLE
 from tracejudge.core.memo import Memo
 from tracejudge.core.spec_messages import param_problems
 from tracejudge.core.records import Case, Score, ToolCall
@@ -58,9 +57,10 @@ def make_score(value: float | None, passed: bool | None, reason: str, details: d
     return score
 
 
-# What a metric's name may not hold (`Metric._usable_name`): C0 and C1 controls (line breaks and tabs too), and the
-# characters that print as nothing or reorder text (`inert_text.INVISIBLE`: U+2028, a bidirectional override, …).
-_UNPRINTED = re.compile(f"[\x00-\x1f\x7f-\x9f]|{INVISIBLE.pattern}")
+# What a metric's name may not hold (`Metric._usable_name`): what breaks a line or a table's column (line and paragraph
+# separators, tabs). Other controls and invisible characters are shown inert wherever a name is printed (`inert_text`)
+# and keep names apart (`m\x01`, `m\x02`), as they are in case ids.
+_UNPRINTED = re.compile("[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]")
 
 
 class Metric(NoBoolNumbers):
@@ -96,12 +96,12 @@ class Metric(NoBoolNumbers):
     @classmethod
     def _usable_name(cls, name: str | None) -> str | None:
         # The name is the score's key in results, summaries, reports and `assertions.metrics`: `*` there is the
-        # wildcard for every metric, and a line break or control character would split or hide a report's row.
+        # wildcard for every metric, and a line break or tab would split a report's row or column.
         if name == "*":
             raise ValueError("'*' is the assertions' wildcard (assertions.metrics: {'*': …} applies to every metric): "
                              "give this metric another name")
         if name is not None and (bad := _UNPRINTED.search(name)) is not None:
-            raise ValueError(f"a metric name is a key of results and reports: it cannot hold a control or invisible character "
+            raise ValueError(f"a metric name is a key of results and report rows: it cannot hold a line break or tab "
                              f"({bad.group()!r} at character {bad.start() + 1} of {name!r})")
         return name
 
