@@ -77,3 +77,43 @@ def test_a_double_sigint_during_start_up_ends_the_run(workspace, tmp_path, after
     results = run_dir / "results.jsonl"
     written = len(results.read_text().splitlines()) if results.exists() else 0
     assert written < N, "the run went on after two Ctrl-C"
+
+
+SWALLOWED = textwrap.dedent("""\
+    import signal
+    import weakref
+
+    import tracejudge
+
+    class _Gone:
+        pass
+
+    # The Ctrl-C lands inside a weakref callback, as it can inside the one that drops an import's module lock: the
+    # KeyboardInterrupt raised there is only printed by Python ("Exception ignored in …"), and the import goes on.
+    _kept = weakref.ref(_Gone(), lambda _ref: signal.raise_signal(signal.SIGINT))
+
+    @tracejudge.metric
+    def swallowed(case, trace) -> bool:
+        return True
+""")
+
+
+def test_a_ctrl_c_an_import_callback_swallowed_still_stops_the_run(workspace, tmp_path):
+    # The interrupt was lost: SIGINT was ignored from the first one on, so the run scored every case and exited 0,
+    # with "Exception ignored in … KeyboardInterrupt" on the terminal.
+    (tmp_path / "swallow.py").write_text(SWALLOWED)
+    run_dir = tmp_path / "out"
+    (tmp_path / "run.yaml").write_text(
+        f"dataset: {{path: {workspace / 'cases.jsonl'}}}\nmetrics:\n  - {{type: 'swallow:swallowed'}}\nrun: {{dir: {run_dir}, processes: 1}}\n"
+    )
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # (as from a terminal: see above)
+    try:
+        proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
+                              timeout=300)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    results = run_dir / "results.jsonl"
+    assert not results.exists() or not results.read_text(), "the run scored cases after the Ctrl-C"

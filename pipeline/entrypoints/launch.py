@@ -15,6 +15,7 @@ import gc
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 __all__ = ["console_main", "first_interrupt", "interrupted_at_startup"]
 
@@ -45,6 +46,7 @@ def console_main() -> None:
     """Run `tracejudge.entrypoints.cli.console_main`; a Ctrl-C before its own handling exits 130 with one line."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, first_interrupt)
+        sys.unraisablehook = _unraisable
     # Start-up (imports, pydantic schemas, the config) made about 90 collections, about 20 ms of CPU before a run could
     # start, over objects that all live until the process ends. The collector is on again once start-up is over: for
     # a run when it starts (`engine.runner`), for every other command before it does its work (`entrypoints.cli`).
@@ -59,6 +61,14 @@ def console_main() -> None:
         _exit_interrupted()
     except KeyboardInterrupt:
         _exit_interrupted()
+
+
+def _unraisable(info: sys.UnraisableHookArgs, default: Callable[[sys.UnraisableHookArgs], object] = sys.__unraisablehook__) -> None:
+    """`sys.unraisablehook` while start-up runs: the `KeyboardInterrupt` of `first_interrupt` raised inside a callback
+    (the one that drops an import's module lock, a weakref's) is not printed as "Exception ignored in …"; the Ctrl-C is
+    not lost, `interrupted_at_startup` tells the run (`commands.run`), which stops before it begins. Others: Python's."""
+    if not (_INTERRUPTED[0] and isinstance(info.exc_value, KeyboardInterrupt)):
+        default(info)
 
 
 def _exit_interrupted() -> None:

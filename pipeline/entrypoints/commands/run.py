@@ -119,6 +119,7 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     from tracejudge.engine import runner, store
     from tracejudge.engine.live import LiveStatus
     from tracejudge.engine.progress import make_progress
+    from tracejudge.entrypoints.launch import interrupted_at_startup
     from tracejudge.stages.aggregate.gate import baseline_note, print_verdict
     from tracejudge.stages.reports.terminal import print_summary
 
@@ -149,6 +150,10 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 task_status.started()
                 count = 0
+                if interrupted_at_startup():  # a Ctrl-C an import's callback swallowed (its second was ignored): `launch`
+                    count = 1
+                    live.mark_stop()
+                    stop.set()
                 async for signum in signals:
                     count += 1
                     if count == 1:
