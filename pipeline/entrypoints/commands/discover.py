@@ -80,10 +80,12 @@ def _folder_not_read(fmt: str, dataset: Path | None, tasks: Path | None) -> str 
 
     spec = registry.format_for(fmt)
     for flag, path in (("--dataset", dataset), ("--tasks", tasks)):
-        if path is not None and path.is_dir() and (flag == "--tasks" or not spec.reads_dirs):
+        if path is None or not path.is_dir():
+            continue
+        if flag == "--tasks" or not spec.reads_dirs:
             return f"error: {flag} {path}: is a folder; format {fmt!r} reads one file: name the file"
         # A folder of a format that reads one only with its `beside` folder in it (τ²-bench's dir layout): any other
         # folder was written into the config, and its run's one record said the results file is missing.
-        if flag == "--dataset" and path is not None and path.is_dir() and spec.beside and not (path / spec.beside).is_dir():
+        if spec.beside and not (path / spec.beside).is_dir():
             return f"error: {flag} {path}: is a folder without {spec.beside}/; format {fmt!r} reads one file, or a folder holding {spec.beside}/: name the file"
     return None
