@@ -151,6 +151,8 @@ BAD = {
     "no message list": ({"id": "r1", "msgs": []}, "r1", "messages", "required list of messages is missing"),
     # A list there but not a list, or under a misspelt key, was "required list of messages is missing" too.
     "a string for the list": ({"id": "r7", "messages": "hello"}, "r7", "messages", "messages: expected a list of messages, got a string"),
+    # A null list was "missing; did you mean messages?", naming the very key the record has.
+    "a null list": ({"id": "r9", "messages": None}, "r9", "messages", "messages: null where a list of messages is expected"),
     "the list under a misspelt key": ({"id": "r8", "mesages": [U]}, "r8", "messages",
                                       "messages: required list of messages is missing; did you mean mesages? (or set dataset.options.messages_field)"),
     "tool call without a name": ({"id": "r2", "messages": [U, {"role": "assistant", "tool_calls": [{"id": "a", "function": {"arguments": "{}"}}]}]},

@@ -83,14 +83,17 @@ def messages_of(record: dict[str, Any], field: str, case_id: str) -> list[Any]:
     """The list of messages at `record[field]`; raises `AdapterError` saying what is there instead.
 
     A value that is not a list is named with its JSON type (`messages: expected a list of messages, got a
-    string`), not called missing; a missing field names the record's nearest key (`did you mean mesages?`).
+    string`), and a null one as null (`messages: null where a list of messages is expected`), not called missing;
+    a missing field names the record's nearest key (`did you mean mesages?`).
     """
     messages = record.get(field)
     if isinstance(messages, list):
         return messages
-    if messages is not None:
-        fail(f"{field}: expected a list of messages, got {json_type(messages)}",
-             field=field, case_id=case_id)
+    if field in record:
+        # Present but null is no typo: a "did you mean" would name the very key the record has.
+        what = "null where a list of messages is expected" if messages is None else \
+            f"expected a list of messages, got {json_type(messages)}"
+        fail(f"{field}: {what}", field=field, case_id=case_id)
     hint = suggest.did_you_mean(field, [k for k in record if isinstance(k, str)], n=1, typo=True)
     fail(f"{field}: required list of messages is missing" + (f"; {hint} (or set dataset.options.messages_field)" if hint else ""),
          field=field, case_id=case_id)
