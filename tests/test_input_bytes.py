@@ -255,6 +255,33 @@ def test_a_native_line_cut_short_says_it_ends_early(tmp_path: Path) -> None:
         assert not short or end - 3 <= column <= end + 1, (n, errors[n], end)  # at (or just before) the line's end
 
 
+NUL = "invalid JSON: a NUL byte at column {} (byte offset {}): JSON allows none, in a string or out of one (in a string it is written \\u0000)"
+
+
+def test_a_utf8_line_holding_a_nul_byte_names_it_where_a_utf16_line_is_told_utf16(tmp_path: Path) -> None:
+    # A short line with a NUL (a third of its bytes) was "not valid UTF-8: … looks UTF-16"; a longer one "Invalid control
+    # character" or "Extra data", naming no NUL. JSON has no raw NUL anywhere: in a string it is written \u0000.
+    lines = _native_lines(14)
+    at = lines[8].index(b'"input":"') + 9
+    texts = {  # (after 8 good lines: the file's first 64 KiB are text, and the file is read line by line)
+        9: lines[8][:at] + b"\x00" + lines[8][at:],  # inside a string
+        10: b"{}\x00",  # after the record: a third of the line's bytes, which looked UTF-16
+        11: lines[10] + b"\x00" * 64,  # a record, then a block of NULs (a file preallocated, then a crash)
+        12: b"\x00" * 8,  # nothing but NULs, which looked UTF-32
+    }
+    wide = lines[12].decode().encode("utf-16-le")  # a line appended in UTF-16 without a mark: still told so
+    body = [*lines[:8], *texts.values(), wide, lines[13]]
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\n".join(body) + b"\n")
+    errors = _errors(_extract(path, "native"))
+    assert all(e.file == str(path) for e in errors), errors
+    got = {e.line: e.message for e in errors}
+    nul = {n: text.index(b"\x00") for n, text in texts.items()}
+    assert got == {**{n: NUL.format(len(texts[n][:i].decode()) + 1, i) for n, i in nul.items()},
+                   13: f"line is not valid UTF-8: {wide.count(0)} of its {len(wide) + 1} bytes are NUL: the file looks UTF-16 "
+                       "encoded; save it as UTF-8"}, got
+
+
 def test_a_json_array_cut_short_says_the_file_ends_early(tmp_path: Path) -> None:
     body = require(RUNS).read_bytes()
     path = tmp_path / "runs.json"

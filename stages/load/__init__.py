@@ -21,7 +21,7 @@ from typing import Any
 
 from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.load.depth import MAX_DEPTH, too_deep
-from tracejudge.stages.load.encoding import BOM, NotUtf8, compressed, encoding_problem, utf8_text, wide_encoding
+from tracejudge.stages.load.encoding import BOM, NotUtf8, compressed, encoding_problem, nul_byte, utf8_text, wide_encoding, wide_line
 
 __all__ = ["LOST_QUOTES", "JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "UNBALANCED", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
            "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_broken_value", "skip_json_value", "truncation_note", "utf8_text"]
@@ -123,23 +123,25 @@ def loads_line(raw: str | bytes) -> Any:
     """One JSON Lines record decoded, as `loads`, with a reason for a user when it cannot be.
 
     Raises `ValueError`: `line is not valid UTF-8: …` (`NotUtf8`, or NUL bytes
-    of UTF-16 text, which decode as UTF-8 but are not JSON), `invalid JSON: <what>
+    of UTF-16 text, which decode as UTF-8 but are not JSON: `wide_line`), `invalid JSON: <what>
     at column N` (with "; the line ends early (it looks truncated)" for a line
-    cut short, `truncation_note`), or `json_error`'s reason for hostile input.
+    cut short, `truncation_note`), `invalid JSON: a NUL byte at column N …` where
+    the decode stopped at a NUL of a UTF-8 line (`nul_byte`), or `json_error`'s reason for hostile input.
     """
     text = utf8_text(raw)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        why = f"invalid JSON: {json_message(exc)} at column {line_column(exc)}{truncation_note(exc)}"
+        nul = nul_byte(text, exc.pos)
+        why = f"invalid JSON: {nul or json_message(exc) + f' at column {line_column(exc)}' + truncation_note(exc)}"
         raise ValueError(_wide_line(raw) or why) from None
     except JSON_ERRORS as exc:
         raise ValueError(json_error(exc)) from None
 
 
 def _wide_line(raw: str | bytes) -> str | None:
-    # NUL bytes are UTF-8, but a line full of them is UTF-16 text: say so rather than where its JSON broke.
-    why = wide_encoding(raw) if isinstance(raw, bytes) and b"\x00" in raw else None
+    # NUL bytes are UTF-8, but a line of UTF-16 text is mostly them, in step: say so rather than where its JSON broke.
+    why = wide_line(raw) if isinstance(raw, bytes) and b"\x00" in raw else None
     return f"line is not valid UTF-8: {why}" if why else None
 
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 __all__ = ["BOM", "ESCAPED", "NotUtf8", "byte_size", "encoding_problem", "escaped_byte", "escaped_byte_in", "file_encoding_problem",
-           "strip_bom", "utf8_text", "wide_encoding"]
+           "nul_byte", "strip_bom", "utf8_text", "wide_encoding", "wide_line"]
 
 # A UTF-8 byte-order mark: no character of a record. Editors on Windows (Notepad, PowerShell's `Out-File -Encoding utf8`)
 # start a file with one; it is dropped wherever a file or line starts with it, as if it were not there.
@@ -49,6 +49,38 @@ def wide_encoding(raw: bytes) -> str | None:
         name = "UTF-32" if size >= 8 and 3 * nul >= 2 * size else "UTF-16"
         return f"{nul} of its {len(raw)} bytes are NUL: the file looks {name} encoded; save it as UTF-8"
     return None
+
+
+def wide_line(raw: bytes) -> str | None:
+    """`wide_encoding` of one line that decodes as UTF-8, but only when its NUL bytes sit where UTF-16 or UTF-32 puts
+    them, else None: a UTF-8 line holding a few NULs (`{}` and one NUL is a third NUL) is no UTF-16 text.
+
+    Without a byte-order mark, ASCII text in UTF-16 has every other byte NUL, in UTF-32 three of four: counted from the
+    line's start (its newline's bytes aside), one position of each character's bytes holds (almost) no NUL and each other
+    position two thirds or more, as the count `wide_encoding` asks of the whole line comes to.
+    """
+    if (why := wide_encoding(raw)) is None or any(raw.startswith(mark) for mark, _ in _BOMS):
+        return why
+    body = raw.rstrip(b"\r\n")
+    for width in (2, 4):
+        places = [body[at::width] for at in range(width)]
+        sparse = [p for p in places if p.count(0) <= len(p) // 10]  # (a CJK character's byte may be 00 in UTF-16)
+        if len(sparse) == 1 and all(3 * p.count(0) >= 2 * len(p) for p in places if p is not sparse[0]):
+            return why
+    return None
+
+
+def nul_byte(text: str, at: int) -> str | None:
+    """What `text[at]` is when it is a NUL, where a JSON decode of the line `text` stopped, else None: `a NUL byte at
+    column 8 (byte offset 7): JSON allows none, in a string or out of one (in a string it is written \\u0000)`.
+
+    The column counts characters (as an editor does, 1-based), the offset bytes of the line (0-based). The decoder
+    would say "Invalid control character" or "Expecting value", naming no byte an editor shows.
+    """
+    if at >= len(text) or text[at] != "\x00":
+        return None
+    offset = len(text[:at].encode("utf-8", "surrogatepass"))
+    return f"a NUL byte at column {at + 1} (byte offset {offset}): JSON allows none, in a string or out of one (in a string it is written \\u0000)"
 
 
 # The first bytes of the compressed files and archives a dataset is most often kept in (`file` would say the same).
