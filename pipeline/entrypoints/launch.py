@@ -1,4 +1,5 @@
-"""The console script's entry point: Ctrl-C at any moment of start-up exits 130 without a traceback.
+"""The command line's entry point, the console script's and `python -m tracejudge`'s: Ctrl-C at any moment of start-up
+exits 130 without a traceback.
 
 Importing the CLI (rich, anyio, pydantic models, the stages) takes a second
 or more on a loaded machine, and Python's default SIGINT handling raises
