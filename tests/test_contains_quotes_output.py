@@ -52,6 +52,23 @@ def test_any_of_several_texts_quotes_the_output_too() -> None:
     assert got.reason == "output 'no match' contains none of 'x', 'y'"
 
 
+def test_require_all_and_bfcl_quote_the_output_as_a_plain_failure_does() -> None:
+    # Their reasons named what was missing, never the output it was missing from.
+    out = "Dear customer, " + "we looked into it. " * 20 + "Thanks for waiting."
+    shown = f"{out[:50] + '…' + out[-50:]!r} ({len(out)} characters, the middle left out)"
+    case = make_case(None, [], trace={"output": out})
+    every = build_metric({"type": "Contains", "value": ["customer", "refund"], "require": "all"}).evaluate(case)
+    assert every.reason == f"output {shown} contains 1 of the 2 expected texts; missing: 'refund'"
+    bfcl = build_metric({"type": "Contains", "value": ["refund", "$222 million"], "match": "bfcl"}).evaluate(case)
+    assert bfcl.value == 0.0
+    assert bfcl.reason == (f"output {shown} mentions none of 'refund', '$222 million' (BFCL's answer check: `,./-_*^()` dropped, "
+                           "case ignored, whole words)")
+    leaked = build_metric({"type": "Contains", "value": ["refund"], "match": "bfcl"}).evaluate(make_case(None, [], trace={"output": f"key {KEY}"}))
+    assert not any(t in leaked.reason for t in TAILS) and "[REDAC" in leaked.reason, leaked.reason
+
+
 def test_the_reason_does_not_change_a_pass() -> None:
     got = build_metric({"type": "Contains", "value": "refund"}).evaluate(make_case(None, [], trace={"output": "a refund"}))
     assert (got.value, got.reason) == (1.0, "output contains 'refund'")
+    every = build_metric({"type": "Contains", "value": ["a", "refund"], "require": "all"}).evaluate(make_case(None, [], trace={"output": "a refund"}))
+    assert (every.value, every.reason) == (1.0, "output contains 2 of the 2 expected texts")

@@ -63,7 +63,7 @@ def test_contains_all_names_the_missing_texts_and_allows_a_threshold() -> None:
     partial = build_metric({"type": "Contains", "value": ["red", "blue", "green"], "require": "all", "threshold": 0.6})
     got = partial.evaluate(make_case(None, [], trace={"output": "Red and blue"}))
     assert (got.value, got.passed, got.details) == (2 / 3, True, {"missing": [2]})
-    assert got.reason == "output contains 2 of the 3 expected texts; missing: 'green'"  # multivon-eval: "Missing: ['green']"
+    assert got.reason == "output 'Red and blue' contains 2 of the 3 expected texts; missing: 'green'"  # multivon-eval: "Missing: ['green']"
     empty = build_metric({"type": "Contains", "value": [], "require": "all"}).evaluate(make_case(None, [], trace={"output": "x"}))
     assert (empty.value, empty.passed) == (1.0, True)  # multivon-eval: "No substrings to check"
     with pytest.raises(Exception, match="require: all"):

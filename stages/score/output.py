@@ -131,7 +131,8 @@ class Contains(Metric):
     gives partial credit: value = texts found / texts expected, `passed` at
     `threshold` (1.0 unless set); an empty list → 1.0, as multivon-eval
     finds nothing to check. `require: any` (the default) passes when one is
-    found.
+    found. The reason quotes the output as above when a text is missing
+    (with `require: all`) or none is found (either `require`, `match: bfcl`).
 
     `match: bfcl` is BFCL's agentic checker (memory and web_search
     questions): both texts lose `,./-_*^()`, are lower-cased and have `'`
@@ -200,7 +201,9 @@ class Contains(Metric):
             return self.verdict(1.0, "no text to look for (the expected list is empty)", {"missing": []})
         seen = out if case_sensitive else out.lower()
         missing = [i for i, t in enumerate(targets) if (t if case_sensitive else t.lower()) not in seen]
-        reason = f"output contains {len(targets) - len(missing)} of the {len(targets)} expected texts"
+        # A text missing is a shortfall: the output is quoted as a plain `Contains` failure quotes it.
+        shown = f"output {quoted_output(out)}" if missing else "output"
+        reason = f"{shown} contains {len(targets) - len(missing)} of the {len(targets)} expected texts"
         if missing:
             reason += f"; missing: {_listed([targets[i] for i in missing])}"
         return self.verdict((len(targets) - len(missing)) / len(targets), reason, {"missing": missing})
@@ -240,7 +243,7 @@ def _bfcl_mentions_any(targets: list[str], out: str) -> Score:
         # upstream's pattern: the standardized answer, escaped, between `\b` word boundaries
         if re.search(rf"\b{re.escape(_bfcl_standardize(t))}\b", seen):
             return _pass(True, f"output mentions {redact_quoted(t, 80)[:80]!r} (BFCL's answer check)")
-    return _pass(False, f"output mentions none of {_listed(targets)} (BFCL's answer check: "
+    return _pass(False, f"output {quoted_output(out)} mentions none of {_listed(targets)} (BFCL's answer check: "
                         "`,./-_*^()` dropped, case ignored, whole words)")
 
 
