@@ -105,6 +105,31 @@ def test_manifest_diff_names_a_metric_added_or_removed_in_one_line(tmp_path: Pat
     assert mf.diff(new, changed) == ["config metrics.1.allow_extra: false → true"]
 
 
+def test_manifest_diff_names_a_metric_moved_in_the_list_in_one_line(tmp_path: Path) -> None:
+    # Two metrics swapped were one line per parameter of either at each position: fourteen lines for these two.
+    calls, most = {"type": "ToolCalls", "arguments": "exact"}, {"type": "MaxToolCalls", "max_calls": 5}
+    old = mf.manifest_for(validate_config(_config(tmp_path, metrics=[calls, most])))
+    swapped = mf.manifest_for(validate_config(_config(tmp_path, metrics=[most, calls])))
+    assert mf.diff(old, swapped) == [
+        'config metrics.0 → metrics.1: {"type": "ToolCalls", "exclude_tools": [], "include_faile... moved, the same metric at another position',
+        'config metrics.1 → metrics.0: {"type": "MaxToolCalls", "exclude_tools": [], "include_fa... moved, the same metric at another position',
+    ]
+    # One put before them moves both, and is itself one line; a value changed in place is still its own line.
+    first = mf.manifest_for(validate_config(_config(tmp_path, metrics=[{"type": "ToolCorrectness"}, calls, most], run__trials=2)))
+    assert mf.diff(old, first) == [
+        'config metrics.0 → metrics.1: {"type": "ToolCalls", "exclude_tools": [], "include_faile... moved, the same metric at another position',
+        'config metrics.1 → metrics.2: {"type": "MaxToolCalls", "exclude_tools": [], "include_fa... moved, the same metric at another position',
+        'config metrics.0: (absent) → {"type": "ToolCorrectness", "exclude_tools": [], "include...',
+        "config run.trials: 1 → 2",
+    ]
+    edited = mf.manifest_for(validate_config(_config(tmp_path, metrics=[{**calls, "arguments": "subset"}, {"type": "Contains", "value": "x"}, most])))
+    assert mf.diff(old, edited) == [
+        'config metrics.1 → metrics.2: {"type": "MaxToolCalls", "exclude_tools": [], "include_fa... moved, the same metric at another position',
+        'config metrics.1: (absent) → {"type": "Contains", "value": "x", "case_sensitive": fals...',
+        'config metrics.0.arguments: "exact" → "subset"',
+    ]
+
+
 def test_manifest_check_refuses_unless_forced(tmp_path: Path) -> None:
     old = mf.manifest_for(validate_config(_config(tmp_path)))
     new = mf.manifest_for(validate_config(_config(tmp_path, run__trials=2)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MISSING", "flatten", "show", "subtree", "type_first", "whole"]
+__all__ = ["MISSING", "flatten", "moved_items", "show", "subtree", "type_first", "whole"]
 
 MISSING = object()
 """A key one side of a difference does not have."""
@@ -58,3 +58,33 @@ def type_first(value: Any) -> Any:
     if isinstance(value, dict) and "type" in value:
         return {k: v for k, v in ({k: value[k] for k in ("type", "name") if k in value} | value).items() if v is not None}
     return value
+
+
+def moved_items(old: Any, new: Any, key: str) -> tuple[list[str], set[int], set[int]]:
+    """The lines for list `key` (`metrics`) when an item of `old` is in `new` unchanged at another position:
+    `(lines, old indices, new indices)`, the indices those lines tell of; `([], set(), set())` when none moved.
+
+    A moved item is one line (`config metrics.0 → metrics.1: {"type": "ToolCalls", …} moved, the same metric at
+    another position`), not one per parameter that differs between the two items now at each position; so is an
+    item on one side only (added or removed), as `whole` gives it. An item changed in place (both sides have an item
+    at that index, neither found elsewhere) is left out, for its keys to be compared one by one.
+    """
+    if not (isinstance(old, list) and isinstance(new, list)):
+        return [], set(), set()
+    free = list(range(len(new)))
+    pairs: dict[int, int] = {}
+    for i, item in enumerate(old):
+        # (its own position first: of two equal items, the one that stayed is not called moved)
+        j = i if i in free and new[i] == item else next((j for j in free if new[j] == item), None)
+        if j is not None:
+            pairs[i] = j
+            free.remove(j)
+    if all(i == j for i, j in pairs.items()):
+        return [], set(), set()
+    lines = [f"config {key}.{i} → {key}.{j}: {show(type_first(old[i]))} moved, the same metric at another position"
+             for i, j in pairs.items() if i != j]
+    removed = [i for i in range(len(old)) if i not in pairs and i not in free]
+    added = [j for j in free if j >= len(old) or j in pairs]
+    lines += [f"config {key}.{i}: {show(type_first(old[i]))} → (absent)" for i in removed]
+    lines += [f"config {key}.{j}: (absent) → {show(type_first(new[j]))}" for j in added]
+    return lines, set(pairs) | set(removed), set(pairs.values()) | set(added)

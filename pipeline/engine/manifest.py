@@ -35,7 +35,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.user_code import lazy_getattr
 from tracejudge.core.version import __version__
 from tracejudge.engine import config_secrets
-from tracejudge.engine.config_keys import MISSING, flatten, show, subtree, type_first, whole
+from tracejudge.engine.config_keys import MISSING, flatten, moved_items, show, subtree, type_first, whole
 from tracejudge.engine.dataset_fingerprint import files_of
 from tracejudge.llm.redact import MASK, redact_config, redact_url_passwords
 
@@ -247,6 +247,12 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     tree_a = hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {})))
     tree_b = hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {})))
     a, b = flatten(tree_a, "", {}), flatten(tree_b, "", {})
+    # A metric moved in the list is one line, not one per parameter of the two metrics now at each position.
+    moves, told_a, told_b = moved_items(tree_a.get("metrics"), tree_b.get("metrics"), "metrics")
+    for flat, told in ((a, told_a), (b, told_b)):
+        items = {f"metrics.{i}" for i in told}
+        for key in [k for k in flat if ".".join(k.split(".", 2)[:2]) in items]:
+            del flat[key]
     shown: set[str] = set()
     for key in sorted(set(a) | set(b)):
         va, vb = a.get(key, MISSING), b.get(key, MISSING)
@@ -261,6 +267,9 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             shown.add(part)
             value = show(type_first(value))
             lines.append(f"config {part}: (absent) → {value}" if va is MISSING else f"config {part}: {value} → (absent)")
+    if moves:
+        at = next((n for n, line in enumerate(lines) if line >= "config metrics"), len(lines))
+        lines[at:at] = moves
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
     elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v)]):
