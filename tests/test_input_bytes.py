@@ -85,6 +85,18 @@ def test_one_latin1_byte_in_a_tau_bench_file_costs_only_its_record(tmp_path: Pat
     assert error["message"].endswith(file_encoding_problem(path))  # the same place the whole-file check names
 
 
+def test_a_nul_byte_in_a_tau_bench_file_is_named_at_its_place_and_costs_only_its_record(tmp_path: Path) -> None:
+    # It was "invalid JSON: Invalid control character at line … column …", naming no NUL.
+    body = require(RUNS).read_bytes()
+    at = body.index(b'"content": "', 9000) + len(b'"content": "')
+    path = tmp_path / "runs.json"
+    path.write_bytes(body[:at] + b"\x00" + body[at:])
+    records = list(read_json_array(path))
+    bad = [r for r in records if r.error]
+    line, column = body.count(b"\n", 0, at) + 1, at - body.rfind(b"\n", 0, at)
+    assert len(records) == 200 and [r.error for r in bad] == [f"invalid JSON: a NUL byte at line {line} column {column}"], bad
+
+
 @pytest.mark.parametrize("chunk", [1, 5, 4096])
 def test_a_json_array_read_in_small_chunks_names_the_same_bytes(tmp_path: Path, chunk: int) -> None:
     # Bytes of a character cut by a chunk's end, a bad byte outside any string and one between records: each one

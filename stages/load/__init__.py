@@ -35,7 +35,10 @@ JSON_ERRORS = (ValueError, RecursionError)
 
 def json_message(exc: json.JSONDecodeError) -> str:
     """`exc.msg` without the trailing "at" some of the json module's messages end in
-    ("Invalid control character at"), so "… at column N" does not read "at at"."""
+    ("Invalid control character at"), so "… at column N" does not read "at at"; "a NUL byte" where the decode stopped
+    at one, which the decoder calls a control character or no value, naming no character an editor shows."""
+    if exc.pos < len(exc.doc) and exc.doc[exc.pos] == "\x00":
+        return "a NUL byte"
     return exc.msg.removesuffix(" at")
 
 
