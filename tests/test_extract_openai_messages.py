@@ -178,3 +178,18 @@ def test_bad_records_are_invalid_input_naming_file_line_field(tmp_path: Path, na
     assert err.file.endswith("data.jsonl") and err.line == 2
     assert err.field == field
     assert message in err.message
+
+
+@pytest.mark.parametrize("fmt,field,records,said", [
+    ("tau-bench", "traj", [{"task_id": 1, "traj": None}, {"task_id": 2, "traj": "x"}, {"task_id": 3}],
+     ["traj: null where a list of messages is expected", "traj: expected a list of messages, got a string", "traj: required message list is missing"]),
+    ("bfcl", "question", [{"id": "simple_python_0", "question": None}, {"id": "simple_python_1", "question": {"a": 1}},
+                          {"id": "simple_python_2", "question": []}, {"id": "simple_python_3"}],
+     ["question: null where a list of turns is expected", "question: expected a list of turns, got an object",
+      "question: the list of turns is empty", "question: required list of turns is missing"]),
+])
+def test_a_list_field_of_other_formats_that_is_null_or_mistyped_says_so(tmp_path: Path, fmt: str, field: str,
+                                                                        records: list[dict], said: list[str]):
+    # Each of these was "required … list is missing", for a field the record has.
+    got = extract_lines(tmp_path, fmt, records)
+    assert [(err.line, err.field, err.message) for _, err in got] == [(n, field, m) for n, m in enumerate(said, 1)]

@@ -258,7 +258,11 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     qid = str(rec["id"])
     question = rec.get("question")
     if not isinstance(question, list) or not question:
-        raise AdapterError("question: required list of turns is missing", field="question", case_id=qid)
+        from tracejudge.stages.extract.common import not_a_list
+
+        why = ("question: required list of turns is missing" if "question" not in rec else
+               "question: the list of turns is empty" if isinstance(question, list) else not_a_list(question, "question", "turns"))
+        raise AdapterError(why, field="question", case_id=qid)
     category = _category(qid)
     ctx = ctx or {}
     answers, params = ctx.get("answers"), ctx.get("params") or {}

@@ -89,14 +89,19 @@ def messages_of(record: dict[str, Any], field: str, case_id: str) -> list[Any]:
     messages = record.get(field)
     if isinstance(messages, list):
         return messages
-    if field in record:
-        # Present but null is no typo: a "did you mean" would name the very key the record has.
-        what = "null where a list of messages is expected" if messages is None else \
-            f"expected a list of messages, got {json_type(messages)}"
-        fail(f"{field}: {what}", field=field, case_id=case_id)
+    if field in record:  # present but null is no typo: a "did you mean" would name the very key the record has
+        fail(not_a_list(messages, field, "messages"), field=field, case_id=case_id)
     hint = suggest.did_you_mean(field, [k for k in record if isinstance(k, str)], n=1, typo=True)
     fail(f"{field}: required list of messages is missing" + (f"; {hint} (or set dataset.options.messages_field)" if hint else ""),
          field=field, case_id=case_id)
+
+
+def not_a_list(value: Any, field: str, what: str) -> str:
+    """The reason for `value`, present at `field` where a list of `what` is expected, but null or of another JSON type:
+    `traj: null where a list of messages is expected`, `messages: expected a list of messages, got a string`."""
+    if value is None:
+        return f"{field}: null where a list of {what} is expected"
+    return f"{field}: expected a list of {what}, got {json_type(value)}"
 
 
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",

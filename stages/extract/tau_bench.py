@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import json_type, maybe_json
+from tracejudge.stages.extract.common import json_type, maybe_json, not_a_list
 from tracejudge.stages.extract.tau_bench_files import TASK_KEY, read_records
 from tracejudge.stages.load.framing import count_quietly
 
@@ -183,7 +183,8 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     case_id = f"{task_id}-{trial}"
     traj = raw.get("traj")
     if not isinstance(traj, list):
-        raise AdapterError("traj: required message list is missing", field="traj", case_id=case_id)
+        why = not_a_list(traj, "traj", "messages") if "traj" in raw else "traj: required message list is missing"
+        raise AdapterError(why, field="traj", case_id=case_id)
     info = raw.get("info") or {}
     if tasks is not None:
         task = tasks.get(task_id)
