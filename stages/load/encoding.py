@@ -63,9 +63,10 @@ def wide_line(raw: bytes) -> str | None:
         return why
     body = raw.rstrip(b"\r\n")
     for width in (2, 4):
-        places = [body[at::width] for at in range(width)]
-        sparse = [p for p in places if p.count(0) <= len(p) // 10]  # (a CJK character's byte may be 00 in UTF-16)
-        if len(sparse) == 1 and all(3 * p.count(0) >= 2 * len(p) for p in places if p is not sparse[0]):
+        places = [(body[at::width].count(0), len(body[at::width])) for at in range(width)]  # (NULs, bytes) at each position
+        # (a character's byte may be 00 where ASCII's is not: 4E00 in UTF-16 LE is 00 4E)
+        sparse = [at for at, (nul, size) in enumerate(places) if nul <= size // 10]
+        if len(sparse) == 1 and all(3 * nul >= 2 * size for at, (nul, size) in enumerate(places) if at != sparse[0]):
             return why
     return None
 
@@ -80,7 +81,8 @@ def nul_byte(text: str, at: int) -> str | None:
     if at >= len(text) or text[at] != "\x00":
         return None
     offset = len(text[:at].encode("utf-8", "surrogatepass"))
-    return f"a NUL byte at column {at + 1} (byte offset {offset}): JSON allows none, in a string or out of one (in a string it is written \\u0000)"
+    return (f"a NUL byte at column {at + 1} (byte offset {offset}): JSON allows none, in a string or out of one "
+            "(in a string it is written \\u0000)")
 
 
 # The first bytes of the compressed files and archives a dataset is most often kept in (`file` would say the same).
