@@ -6,6 +6,7 @@ from __future__ import annotations
 from tracejudge.stages.judge.error_note import with_first_error
 from tracejudge.stages.reports.judge_lines import judge_lines
 
+from _loopback import Loopback, completion
 from test_judge_http import results, run_config, write_cases
 
 
@@ -28,15 +29,39 @@ def test_a_reply_the_server_cut_at_a_few_tokens_names_the_server_cap_not_max_tok
     assert "the server cut it off at 8 tokens" in first
 
 
-def test_a_reply_cut_at_max_tokens_still_says_max_tokens(simulator, tmp_path):
-    # The simulator's `truncated` fault reports all max_tokens used: that is a cut at max_tokens, and said so.
-    sim = simulator(script=["truncated", "truncated"])
-    summary = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1))
+def _cut_reply(body: dict, completion_tokens: int | None) -> tuple[int, dict]:
+    # A verdict cut off mid-reason (`finish_reason: length`), with the server's own count of it, or no usage at all.
+    text = '{"answers": [{"id": "TC1", "answer": "yes", "reason": "' + "the agent looked the item up " * 60
+    reply = {**completion(text), "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}]}
+    if completion_tokens is None:
+        reply.pop("usage")
+    else:
+        reply["usage"] = {"prompt_tokens": 900, "completion_tokens": completion_tokens}
+    return 200, reply
+
+
+def test_a_reply_cut_at_max_tokens_still_says_max_tokens(tmp_path):
+    # The server counted all the max_tokens asked: a cut at max_tokens, and said so.
+    with Loopback(lambda _h, body: _cut_reply(body, body["max_tokens"])) as server:
+        summary = run_config(tmp_path, server.url, write_cases(tmp_path / "c.jsonl", 1))
     (r,) = results(tmp_path)
     reason = r["scores"]["TaskCompletion"]["reason"]
     assert "it was cut off at max_tokens=512" in reason and "server cut" not in reason
     assert summary["judge"]["server_cut_replies"] == 0 and summary["judge"]["truncated_replies"] == 2
     assert not [x for x in judge_lines(summary) if x.startswith("judge server cut replies:")]
+
+
+def test_the_simulators_truncated_fault_is_a_server_cut_counted_as_sent(simulator, tmp_path):
+    # Half a verdict under `finish_reason: length`: the simulator counts the half it sent, so the run names the server's
+    # cut (as `tracejudge bench` does), not max_tokens, and bills what was sent.
+    sim = simulator(script=["truncated", "truncated"])
+    summary = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1))
+    (r,) = results(tmp_path)
+    reason = r["scores"]["TaskCompletion"]["reason"]
+    assert "the server cut it off at" in reason and "under the max_tokens=512 asked" in reason, reason
+    assert summary["judge"]["server_cut_replies"] == summary["judge"]["truncated_replies"] == 2
+    assert sim.stats.output_tokens == summary["judge"]["output_tokens"]
+    assert 0 < sim.stats.output_tokens < 2 * 100  # two halves of a short verdict, not 2 × 512
 
 
 def test_a_server_cap_above_what_a_reply_needs_cuts_nothing(simulator, tmp_path):

@@ -56,7 +56,9 @@ does: the others wait in its queue before their `latency_ms` starts.
 
 Faults: with probability `error_rate` a request gets one of a 500, a hang
 longer than any sane client timeout (`hang_s`), or a truncated reply
-(`finish_reason: length` / `stop_reason: max_tokens`, JSON cut in half).
+(`finish_reason: length` / `stop_reason: max_tokens`, JSON cut in half, its
+usage counting the half it sent: a cut by the server itself, far under
+`max_tokens`).
 `script` is a list of faults applied, one each, to the next requests, in
 order — tests use it to stage exact scenarios: `429` (retry-after
 `fault_retry_after_s`), `quota` (429 with a day-long retry-after), `500`,

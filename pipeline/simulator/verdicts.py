@@ -222,7 +222,9 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
         schema, name = forced.schema, forced.name  # (the tool's name plays the part of a structured output's schema name)
     samples = [_sample(sim, body, schema, name, fault, prompt) for _ in range(choice_count(body, anthropic))]
     counter = counter_for(model)
-    completions = [max_tokens if finish == "length" else min(max_tokens, counter.text(text)) for _, text, finish in samples]
+    # The tokens each sample holds, as a server reports what it sent: the `truncated` fault's half a verdict is counted as
+    # half, not as all of max_tokens (a cut at max_tokens holds all of them; this one is the server's own, far under).
+    completions = [min(max_tokens, counter.text(text)) for _, text, _ in samples]
     cap = sim.config.max_reply_tokens
     if cap is not None and cap < max_tokens:
         samples, completions = _capped(samples, completions, counter, cap)
