@@ -16,11 +16,11 @@ from pathlib import Path
 from _runs import native_case, write_dataset
 
 
-def _config(tmp: Path) -> Path:
+def _config(tmp: Path, **judge: object) -> Path:
     write_dataset(tmp / "cases.jsonl", [native_case(f"c{i}", ["a"], [f"tool_{i}"]) for i in range(4)])
     cfg = tmp / "cfg.json"
     cfg.write_text(json.dumps({"dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
-                               "judge": {"provider": "simulator", "model": "gpt-4o-mini", "timeout_s": 1}, "cache": {"dir": "cache"}}))
+                               "judge": {"provider": "simulator", "model": "gpt-4o-mini", "timeout_s": 1, **judge}, "cache": {"dir": "cache"}}))
     return cfg
 
 
@@ -46,6 +46,21 @@ def test_the_simulators_faults_are_each_named_for_their_cause(simulator, tmp_pat
     # The 500 is the server's own failure, named with its message.
     assert "simulated server error" in report["error_messages"]["server"]
     assert any(h.startswith("the server failed requests itself (HTTP 500") for h in report["hints"]), report["hints"]
+
+
+def test_a_server_cap_over_half_of_max_tokens_is_named_as_the_run_names_it(simulator, tmp_path: Path) -> None:
+    # llama.cpp's --n-predict 20 under judge.max_tokens 30: the server counted 20 of the 30 asked, so the server cut them
+    # (`reply_notes.server_cut`, the run's rule); the bench's own "under half" count said "raise judge.max_tokens".
+    sim = simulator(max_reply_tokens=20)
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path, max_tokens=30)), "--provider", "openai",
+                           "--base-url", sim.url + "/v1", "--requests", "3", "--duration", "0.2", "--json", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    replies = json.loads(out.read_text())["replies"]
+    assert replies["truncated"] == replies["cut_short"] == replies["answered"] > 0, replies
+    assert "the server counted 20 completion tokens, under max_tokens 30" in replies["messages"]["truncated"], replies["messages"]
+    text = " ".join(proc.stdout.replace("│", " ").split())
+    assert "raise judge.max_tokens" not in text and "raising judge.max_tokens does not help" in text, proc.stdout
 
 
 def test_a_slow_server_is_still_told_to_raise_timeout_s(simulator, tmp_path: Path) -> None:

@@ -270,8 +270,8 @@ def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     if replies["truncated"] > window + short:
         fixes.append(f"{replies['truncated'] - window - short} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
     if short:  # (no setting of the judge's lengthens them: a run re-asks them, as it does any reply it cannot read)
-        fixes.append(f"{short} were cut short by the server itself, far under max_tokens (finish_reason length on a reply of under half "
-                     "of it): raising judge.max_tokens does not help; it is the server's own output cap or a fault it injects "
+        fixes.append(f"{short} were cut short by the server itself, under max_tokens (finish_reason length on a reply the server counted "
+                     "under it, or without usage under half of it): raising judge.max_tokens does not help; it is the server's own output cap or a fault it injects "
                      "(`tracejudge simulate --error-rate` cuts replies so), and a run re-asks such a reply at an extra request")
     if window:  # (a bigger max_tokens only fills the window sooner)
         fixes.append(f"{window} stopped where the prompt and the reply filled the model's context window: set judge.context_tokens "

@@ -103,8 +103,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                      "saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
     if j.get("server_cut_replies"):
         n = j["server_cut_replies"]
-        lines.append(f"judge server cut replies: {n} {'reply' if n == 1 else 'replies'} stopped (finish_reason length) under half of the "
-                     "max_tokens asked: a cap of the server's own, which raising judge.max_tokens does not lift "
+        lines.append(f"judge server cut replies: {n} {'reply' if n == 1 else 'replies'} stopped (finish_reason length) under the "
+                     "max_tokens asked (by the server's count; under half of it for a reply without usage): a cap of the server's own, which raising judge.max_tokens does not lift "
                      "(llama.cpp llama-server --n-predict, or its context per slot)")
     lines += _too_long_lines(j)
     if (partial := j.get("partial_counters") or {}).get("note"):

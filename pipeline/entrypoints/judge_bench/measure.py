@@ -110,7 +110,7 @@ def usability(attempts: list[Attempt]) -> dict[str, Any]:
     `measured`'s figures, which are the held level's): `answered`, `usable`, `truncated`, `unparseable`, of those
     `in_reasoning` (unparseable because the content was empty and the server put the text in a reasoning field),
     `window_full` (of the truncated, those cut at the model's context window rather than at max_tokens), `cut_short`
-    (of the truncated, those the server cut well before max_tokens itself: `sender.Attempt.cut_short`),
+    (of the truncated, those the server cut before max_tokens itself: `sender.Attempt.cut_short`),
     `refused` (answered with the model's refusal: billed, never a verdict), and the first message of each problem
     (`messages`, the reasoning case under `in_reasoning`).
     `usable` is None when nothing was answered (no evidence either way)."""

@@ -15,6 +15,7 @@ from tracejudge.llm.providers import ProviderError, RateInfo, Reply, build_paylo
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.redact import redact
 from tracejudge.llm.reply_secrets import prompt_secrets
+from tracejudge.stages.judge.calls.reply_notes import server_cut
 
 __all__ = ["PROMPT_MARGIN", "Attempt", "Bench"]
 
@@ -52,8 +53,9 @@ class Attempt:
     # A truncated reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), not
     # at max_tokens: the setting to change is judge.context_tokens.
     window_full: bool = False
-    # A truncated reply holding far fewer tokens than max_tokens (and no reasoning to fill the rest): the server ended it
-    # short itself (a cap of its own, or the judge simulator's `--error-rate` fault), so raising max_tokens does not help.
+    # A truncated reply the server ended short itself (`reply_notes.server_cut`: counted under max_tokens by the server, or
+    # without usage under half of it): a cap of its own, or the judge simulator's `--error-rate` fault, so raising
+    # max_tokens does not help.
     cut_short: bool = False
 
 
@@ -75,28 +77,30 @@ def held_tokens(reply: Reply, body: Any, counter: Any = None) -> int:
     return (counter.text(text) if counter is not None else math.ceil(len(text) / 4)) + hidden
 
 
-def _unusable(br: BenchRequest, reply: Reply, protocol: str, held: int | None = None) -> tuple[str, str]:
+def _unusable(br: BenchRequest, reply: Reply, protocol: str, cut: int | None = None) -> tuple[str, str]:
     """Why the run could not use `reply` to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
     never taken, even when what arrived happens to parse), `("unparseable", the parser's message)` when `br.check`
     fails, `("", "")` when it is usable. A check that raises anything at all counts as unparseable: a reply must
     never crash the bench. A reply whose content was empty is said as the run says it (`asking.empty_reply`: where
-    the server put the text, and the server setting to change, not `judge.structured_output`). `held`: the tokens the
-    reply accounts for (`held_tokens`); a truncated one holding under half of max_tokens was cut short by the server."""
+    the server put the text, and the server setting to change, not `judge.structured_output`). `cut`: the tokens of a
+    truncated reply the server cut short itself (`reply_notes.server_cut`, the run's rule), `None` for any other."""
     from tracejudge.stages.judge.calls.asking import empty_reply
 
     said = empty_reply(reply, protocol)
     if reply.truncated:
         cap = br.request.max_tokens
         if reply.window_full:
-            cut = f"the reply stopped where the prompt and the reply filled the model's context window, before max_tokens {cap}"
-        elif held is not None and 2 * held < cap:
+            why = f"the reply stopped where the prompt and the reply filled the model's context window, before max_tokens {cap}"
+        elif cut is not None:
             # (The judge simulator's `--error-rate` cuts a reply in half and says `length`: "raise max_tokens" sent users
             # after a setting that could not help.)
-            cut = (f"finish_reason length, but the reply holds about {held} tokens, under half of max_tokens {cap}: the server cut "
-                   "it short itself (a cap of its own, or a fault: `tracejudge simulate --error-rate` injects such cuts), not max_tokens")
+            held = (f"the server counted {cut} completion tokens, under max_tokens {cap}" if reply.usage_known
+                    else f"the reply holds about {cut} tokens, under half of max_tokens {cap}")
+            why = (f"finish_reason length, but {held}: the server cut it short itself (a cap of its own, or a fault: "
+                   "`tracejudge simulate --error-rate` injects such cuts), not max_tokens")
         else:
-            cut = f"finish_reason length: the reply stopped at max_tokens {cap}"
-        return "truncated", f"{cut}; {said}" if said and reply.reasoning else cut
+            why = f"finish_reason length: the reply stopped at max_tokens {cap}"
+        return "truncated", f"{why}; {said}" if said and reply.reasoning else why
     if br.check is None:
         return "", ""
     try:
@@ -184,10 +188,13 @@ class Bench:
             self.limiter.settle(permit, "timeout")
             self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
-        holds = held_tokens(reply, http.body, self.counter) if reply.truncated else None  # (`held` is the budget's)
-        att.reply_problem, problem = _unusable(br, reply, self.protocol, holds)
+        # The run's rule (`server_cut`): the server's own count when it sent one, else the reply counted here (not yet
+        # billed, so it holds no estimate of its own). (`held` is the budget's.)
+        holds = held_tokens(reply, http.body, self.counter) if reply.truncated and not reply.usage_known else None
+        cut = server_cut(reply, br.request.max_tokens, holds)
+        att.reply_problem, problem = _unusable(br, reply, self.protocol, cut)
         att.window_full = reply.truncated and reply.window_full
-        att.cut_short = reply.truncated and not reply.window_full and holds is not None and 2 * holds < br.request.max_tokens
+        att.cut_short = cut is not None
         if problem:
             att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
             att.message = " ".join(redact(problem, (*self.secrets, *prompt_secrets(br.request))).split())[:600]

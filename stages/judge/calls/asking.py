@@ -180,7 +180,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     problem, kind = "", "parse_error"
     said, reasoning = "", ("", "")  # what the user is told beyond `problem`; the last reply's text outside its answer
     note = ""  # why the repair was not sent or not answered
-    cut_short = False  # the last reply was cut by the server far under max_tokens (`reply_notes.server_cut`)
+    cut_short = False  # the last reply was cut by the server under max_tokens (`reply_notes.server_cut`)
     may_repair = repair
     for repair in ((False, True) if may_repair else (False,)):
         if repair:

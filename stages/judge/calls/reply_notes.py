@@ -21,14 +21,20 @@ SERVER_CUT_FIX = ("a cap of the server's own, not judge.max_tokens, so raising j
                   "server's (llama.cpp llama-server --n-predict, or its context per slot: --ctx-size divided by --parallel)")
 
 
-def server_cut(reply: Reply, max_tokens: int) -> int | None:
-    """The output tokens of `reply` when the server cut it short itself: `finish_reason: length` (not at the context
-    window) on a reply of under half of the `max_tokens` its request asked, the rule `tracejudge bench` counts
-    `cut_short` by. The tokens are the server's `completion_tokens` (reasoning tokens included) or, for a reply without
-    usage, the estimate `Judge` gave it. `None` for a reply not cut so."""
+def server_cut(reply: Reply, max_tokens: int, estimate: int | None = None) -> int | None:
+    """The output tokens of `reply` when the server cut it short itself, else `None`: `finish_reason: length` (not at
+    the context window) on a reply the server counted under the `max_tokens` its request asked. A reply cut at
+    max_tokens holds all of them, so the server's own `completion_tokens` (reasoning tokens included) below it is the
+    server's cap (llama.cpp's `--n-predict` at 20 of 30 asked), however close. A reply without usage
+    (`Reply.usage_known` False) has only an estimate of its tokens — `estimate` when given (`tracejudge bench` counts
+    the reply it has not billed yet), else the one `Judge` gave it — which may count a few tokens short or long, so it
+    is taken as cut by the server only under half of `max_tokens`. The one rule of a run and of `tracejudge bench`."""
     if not reply.truncated or reply.window_full:
         return None
-    return reply.output_tokens if 2 * reply.output_tokens < max_tokens else None
+    if reply.usage_known:
+        return reply.output_tokens if reply.output_tokens < max_tokens else None
+    held = reply.output_tokens if estimate is None else estimate
+    return held if 2 * held < max_tokens else None
 
 
 def cut_problem(reply: Reply, max_tokens: int) -> str:

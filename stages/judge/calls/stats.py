@@ -118,7 +118,7 @@ class JudgeStats:
     repair_cost_usd: float = 0.0
     usage_unknown_replies: int = 0  # answers without usage: tokens estimated, dollars unknown
     server_truncated_prompts: int = 0  # replies whose server counted far fewer prompt tokens than were sent (it cut them)
-    server_cut_replies: int = 0  # replies cut (finish_reason length) by the server itself, under half of the max_tokens asked
+    server_cut_replies: int = 0  # replies cut (finish_reason length) by the server itself, under the max_tokens asked (`reply_notes.server_cut`)
     saved_usage_unknown: int = 0  # cache hits (and shared flights) of such answers: what they saved is unknown
     # Cache hits of answers this run paid for itself (a killed segment's, read back by the resume that redid their
     # cases): counted in `cache_hits`, never in `saved_tokens`/`saved_usd` (`paid_here`).
