@@ -5,7 +5,9 @@
   alone judges nothing and exits 2;
 - an empty labels file (0 bytes, blank lines, a header alone) said "the CSV header lacks the column(s) case_id, metric,
   label (it has nothing, separated by commas)", or judged nothing and ended "see the problems above" with none above;
-- κ by tag said "one class only" where the metric has no κ because its labels are not whole grades.
+- κ by tag said "one class only" where the metric has no κ because its labels are not whole grades;
+- a case whose only labels name a metric the config lacks (`TaskCompletoin`) was judged, then the labels named: it is
+  not judged now, those labels skipped and named (with the metric meant) before any request, as other label faults are.
 
 Real `tracejudge` processes; the judge is the simulator the run starts on 127.0.0.1 (real HTTP).
 """
@@ -80,6 +82,37 @@ def test_a_labels_file_of_unusable_labels_alone_judges_nothing(tmp_path: Path) -
     assert "labels: 2 labelled case(s) left out, not judged" in proc.stderr, proc.stderr
     assert "none of the 2 label(s) matched a scored verdict (2 label(s) out of their metric's range)" in proc.stderr, proc.stderr
     assert got["verdict"] == "ERROR" and got["out_of_range"] == 2 and len(got["problems"]) == 2, got
+
+
+def test_a_case_labelled_only_for_a_metric_the_config_lacks_is_not_judged(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,metric,label\n"
+                      "c00,TaskCompletion,true\n"
+                      "c01,TaskCompletoin,yes\n"  # a slip: no such metric
+                      "c02,grade,3\n"
+                      "c03,TaskCompletoin,no\n"
+                      "c03,grade,4\n")  # one label the run can use: judged
+    proc, got = _calibrate(tmp_path, labels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _judged(tmp_path) == ["c00", "c02", "c03"]  # (c01 never sent to the judge)
+    assert (f"labels: 1 labelled case(s) left out, not judged: each of their labels names a metric the config does not have "
+            f"({labels}:3: 'TaskCompletoin', did you mean TaskCompletion?)") in proc.stderr, proc.stderr
+    # Named as the metric's fault where its first label is written, not as a case the run lacks.
+    assert f"{labels}:3: metric: 2 label(s) for metric 'TaskCompletoin' (also line 5): no result of this run has that metric; " \
+           "did you mean TaskCompletion?" in got["problems"], got["problems"]
+    assert not any("no result of this run is case 'c01'" in p for p in got["problems"]), got["problems"]
+    assert got["cases_not_in_run"] == {} and got["unknown_metrics"] == {"TaskCompletoin": 2}, got
+
+
+def test_a_labels_file_for_metrics_the_config_lacks_alone_judges_nothing(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,metric,label\nc01,TaskCompletoin,yes\nc02,Grade2,3\n")
+    proc, got = _calibrate(tmp_path, labels)
+    assert proc.returncode == 2 and got["verdict"] == "ERROR", proc.stdout + proc.stderr
+    assert not (tmp_path / "run-calibrate").exists()  # not a request spent
+    assert "metric(s) 'Grade2', 'TaskCompletoin' that no result of the run has" in proc.stderr, proc.stderr
+    assert f"{labels}:3: metric: 1 label(s) for metric 'Grade2': no result of this run has that metric; did you mean grade?" \
+        in got["problems"], got["problems"]
 
 
 def test_an_empty_labels_file_says_what_a_labels_file_needs(tmp_path: Path) -> None:

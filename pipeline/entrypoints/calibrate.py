@@ -89,7 +89,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
     from tracejudge.entrypoints.calibrate_checks import judge_errors, judged_ids, labelled_checks, no_match, unjudged
     from tracejudge.stages.judge.agreement import metric_scales, need_stats, run_agreement
-    from tracejudge.stages.judge.label_grades import yes_no_metrics
+    from tracejudge.stages.judge.label_grades import metric_keys, yes_no_metrics
 
     try:
         need_stats()
@@ -145,7 +145,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     none_matched = None if block.get("matched") or failed else no_match(block)
     if args.json is not None:
         full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics),
-                             listed=None, yes_no=yes_no_metrics(config.metrics))
+                             listed=None, yes_no=yes_no_metrics(config.metrics), config_metrics=metric_keys(config.metrics))
         full.update(judge_errors={"error_kinds": errors["kinds"], "first": errors["first"]},
                     verdict="ERROR" if none_matched else "FAIL" if failed else "PASS",
                     checks=[{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],

@@ -91,22 +91,36 @@ def no_match(block: dict[str, Any]) -> str:
 
 def judged_ids(config: Any, path: Path) -> tuple[set[str], str]:
     """`(the ids of the cases worth judging, the line saying which were left out and why, or "")` for the labels file at
-    `path`: a case whose every label is out of its metric's range or between two of its grades
-    (`label_checks.unusable_labels`) could meet no verdict, so judging it would spend requests on nothing."""
-    from tracejudge.core import registry
+    `path`: a case whose every label could meet no verdict — out of its metric's range or between two of its grades
+    (`label_checks.unusable_labels`), or for a metric the config does not have (`TaskCompletoin`) — is not judged, as
+    judging it would spend requests on nothing. Its labels are skipped and named, as other label faults are."""
+    from tracejudge.core.suggest import did_you_mean
     from tracejudge.stages.judge.label_checks import metric_case_read, unusable_labels
-    from tracejudge.stages.judge.label_grades import metric_scales, yes_no_metrics
+    from tracejudge.stages.judge.label_grades import metric_keys, metric_scales, yes_no_metrics
     from tracejudge.stages.judge.labels import load_label_file
 
-    read = metric_case_read(load_label_file(path), {registry.build_metric(spec).key for spec in config.metrics})
-    unusable = unusable_labels(read, metric_scales(config.metrics), yes_no_metrics(config.metrics))
-    ids = {lab.case_id for lab in read.labels if (lab.case_id, lab.metric, lab.trial) not in unusable}
+    names = metric_keys(config.metrics)
+    read = metric_case_read(load_label_file(path), names)
+    unusable = set(unusable_labels(read, metric_scales(config.metrics), yes_no_metrics(config.metrics)))
+    lacked = {(lab.case_id, lab.metric, lab.trial): lab for lab in read.labels if lab.metric not in names}
+    ids = {lab.case_id for lab in read.labels if (lab.case_id, lab.metric, lab.trial) not in unusable | set(lacked)}
     left = {lab.case_id for lab in read.labels} - ids
     if not left:
         return ids, ""
     n = sum(1 for key in unusable if key[0] in left)
-    return ids, (f"labels: {len(left)} labelled case(s) left out, not judged: each of their {n} label(s) is out of its metric's range or "
-                 "not a whole grade of its scale (named below), so no verdict of theirs could meet a label")
+    if not any(key[0] in left for key in lacked):  # (the wording this line had before metrics were checked)
+        return ids, (f"labels: {len(left)} labelled case(s) left out, not judged: each of their {n} label(s) is out of its metric's range or "
+                     "not a whole grade of its scale (named below), so no verdict of theirs could meet a label")
+    off: dict[str, str] = {}  # each metric the config lacks: where the first label of it left out was written
+    for key, lab in lacked.items():
+        if key[0] in left:
+            off.setdefault(lab.metric, lab.where)
+    named = [f"{where + ': ' if where else ''}{metric!r}" + (f", {hint}" if (hint := did_you_mean(metric, names, n=1, typo=True)) else "")
+             for metric, where in off.items()]
+    why = [f"is out of its metric's range or not a whole grade of its scale ({n} label(s), named below)"] if n else []
+    why.append(f"names a metric the config does not have ({'; '.join(named)})")
+    return ids, (f"labels: {len(left)} labelled case(s) left out, not judged: each of their labels " + ", or ".join(why)
+                 + ", so no verdict of theirs could meet a label")
 
 
 def unjudged(out: Path | None, config: Any, labels: Any, err: Any) -> int:
@@ -115,10 +129,11 @@ def unjudged(out: Path | None, config: Any, labels: Any, err: Any) -> int:
     from tracejudge.core.console import stdout_console
     from tracejudge.entrypoints.calibrate import print_agreement
     from tracejudge.stages.judge.agreement import agreement_block, run_labels
-    from tracejudge.stages.judge.label_grades import metric_scales, yes_no_metrics
+    from tracejudge.stages.judge.label_grades import metric_keys, metric_scales, yes_no_metrics
 
     block = agreement_block([], run_labels([], labels), threshold=labels.threshold, resamples=labels.resamples, seed=labels.seed,
-                            scales=metric_scales(config.metrics), listed=None, yes_no=yes_no_metrics(config.metrics))
+                            scales=metric_scales(config.metrics), listed=None, yes_no=yes_no_metrics(config.metrics),
+                            config_metrics=metric_keys(config.metrics))
     print_agreement(block, stdout_console())
     why = no_match(block)
     if out is not None:

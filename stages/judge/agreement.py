@@ -300,7 +300,7 @@ def _shown(x: Any) -> Any:
 def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
                     disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
                     scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS,
-                    yes_no: set[str] | None = None) -> dict[str, Any]:
+                    yes_no: set[str] | None = None, config_metrics: set[str] | None = None) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
     labels of metrics or cases the run lacks, of the other kind among a metric's labels, or out of their metric's range,
     `label_checks`; the first `listed`, all when `None`) and `metrics.<metric>` from
@@ -309,12 +309,14 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     that held no label (a list of two annotators' labels, `"NaN"`), named among the problems and in no other count.
     `yes_no`: the metrics known to be yes/no from the config (`label_grades.yes_no_metrics`): a label out of its metric's
     range whose case has no result (`calibrate --labels` does not judge a case whose every label is such,
-    `label_checks.unusable_labels`) is named and counted as out of range, not as a case the run lacks."""
+    `label_checks.unusable_labels`) is named and counted as out of range, not as a case the run lacks. `config_metrics`: every
+    metric of the config (`label_grades.metric_keys`): a label of a metric outside them and the run's is blamed on its
+    metric (calibrate judges none of its cases), not counted as one of a case the run lacks."""
     results = list(results)
     cases = {str(r.get("case_id")) for r in results}
     run_metrics = {m for r in results for m in (r.get("scores") or {})}
     # (the config's metrics known beside the run's: with no case judged, a label's metric in another case is still read)
-    labels = metric_case_read(labels, run_metrics | set(scales or {}) | set(yes_no or set()))
+    labels = metric_case_read(labels, run_metrics | set(scales or {}) | set(yes_no or set()) | (config_metrics or set()))
     unusable = unusable_labels(labels, scales or {}, yes_no or set())
     unjudged = [lab for lab in labels.labels if lab.case_id not in cases and (lab.case_id, lab.metric, lab.trial) in unusable]
     if unjudged:
@@ -322,11 +324,11 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
         labels = LabelSet([lab for lab in labels.labels if lab not in gone], labels.problems, labels.unreadable)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
-    problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases) + labels.problems
+    problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases, config_metrics) + labels.problems
                 + unknown_cases(results, labels, run_metrics) + unknown_trials(results, labels, run_metrics))
     absent: dict[str, int] = defaultdict(int)  # labels (by metric) of cases not in the run, which a metric is not blamed for
     for lab in labels.labels:
-        if lab.case_id not in cases:
+        if lab.case_id not in cases and (config_metrics is None or lab.metric in config_metrics | run_metrics):
             absent[lab.metric] += 1
     full = {m: (scales or {}).get(m) or grade_scale(results, m) for m in metrics}
     # A metric's labels are read one way: true/false mixed with numbers a graded metric reads as grades keep the kind most
@@ -376,9 +378,9 @@ def run_labels(results: list[dict[str, Any]], cfg: Any, extra: LabelSet | None =
 
 def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreements: int | None = SUMMARY_DISAGREEMENTS,
                   scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS,
-                  yes_no: set[str] | None = None) -> dict[str, Any]:
+                  yes_no: set[str] | None = None, config_metrics: set[str] | None = None) -> dict[str, Any]:
     """The summary's `labels` block for the run in `run_dir` against `cfg` (`judge.labels`; `scales`: `metric_scales` of the
-    run's metrics, `yes_no`: `yes_no_metrics`); an `error` block instead of raising when the labels or the statistics
+    run's metrics, `yes_no`: `yes_no_metrics`, `config_metrics`: `metric_keys`); an `error` block instead of raising when the labels or the statistics
     cannot be had, so a run's summary is always written."""
     from tracejudge.engine.store import iter_results
 
@@ -386,6 +388,7 @@ def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreem
         results = list(iter_results(run_dir))
         labels = run_labels(results, cfg)
         return agreement_block(results, labels, threshold=cfg.threshold, resamples=cfg.resamples, seed=cfg.seed,
-                               disagreements=disagreements, with_cases=with_cases, scales=scales, listed=listed, yes_no=yes_no)
+                               disagreements=disagreements, with_cases=with_cases, scales=scales, listed=listed, yes_no=yes_no,
+                               config_metrics=config_metrics)
     except TracejudgeError as exc:
         return {"error": str(exc), "metrics": {}}

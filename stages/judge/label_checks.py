@@ -21,18 +21,22 @@ __all__ = ["metric_case_read", "take_mixed_kinds", "take_out_of_range", "unknown
            "written"]
 
 
-def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None) -> list[str]:
+def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None,
+                    config_metrics: set[str] | None = None) -> list[str]:
     """A problem for each labelled metric no result of the run has (`unknown`: its label count), named where its first
     label was written, with the lines of the others in the same file, and the run's metric it may be a slip for.
 
     When none of the metric's labelled cases is in the run (`cases`: the run's case ids), the run cannot say whether it
     has the metric — `calibrate --labels` judges only the labelled cases, so unknown case ids leave it no result at
-    all — and each label is named for its case instead (`unknown_case`), not blamed on its metric.
+    all — and each label is named for its case instead (`unknown_case`), not blamed on its metric. Unless the config
+    says (`config_metrics`: `label_grades.metric_keys`) it has no such metric: calibrate then judges none of its cases.
     """
     named = []
+    known = run_metrics | (config_metrics or set())
     for metric, n in unknown.items():
         mine = [lab for lab in labels.labels if lab.metric == metric]
-        if cases is not None and mine and not any(lab.case_id in cases for lab in mine):
+        lacked = config_metrics is not None and metric not in known
+        if cases is not None and mine and not lacked and not any(lab.case_id in cases for lab in mine):
             either = f"; no result of this run has metric {metric!r} either" if run_metrics else ""
             named += [unknown_case(lab, cases) + either for lab in mine]
             continue
@@ -40,7 +44,7 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
         file = wheres[0].rpartition(":")[0] if wheres else ""
         lines = [w.rpartition(":")[2] for w in wheres[1:] if file and w.rpartition(":")[0] == file]
         more = f" (also line{'s' if len(lines) > 1 else ''} {', '.join(lines[:5])}{', …' if len(lines) > 5 else ''})" if lines else ""
-        hint = did_you_mean(metric, run_metrics, n=1, typo=True)
+        hint = did_you_mean(metric, known, n=1, typo=True)
         named.append(f"{wheres[0] + ': ' if wheres else ''}metric: {n} label(s) for metric {metric!r}{more}: no result of this run "
                      f"has that metric{f'; {hint}' if hint else ''}")
     return named

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["grade_scale", "metric_scales", "verdict_grade", "yes_no_metric", "yes_no_metrics"]
+__all__ = ["grade_scale", "metric_keys", "metric_scales", "verdict_grade", "yes_no_metric", "yes_no_metrics"]
 
 
 def metric_scales(specs: Iterable[Any]) -> dict[str, tuple[float, float]]:
@@ -35,6 +35,20 @@ def metric_scales(specs: Iterable[Any]) -> dict[str, tuple[float, float]]:
         scale = spec.get("scale", [1, 5] if spec.get("type") == "Rubric" else None)
         if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(_num(x) for x in scale) and scale[1] > scale[0]:
             out[str(spec.get("name") or spec.get("type"))] = (float(scale[0]), float(scale[1]) - float(scale[0]))
+    return out
+
+
+def metric_keys(specs: Iterable[Any]) -> set[str]:
+    """The keys of a config's metric `specs` (`registry.build_metric(spec).key`, the names a result's scores go by): the
+    metrics a label may name. A spec that does not build is left out (its config error says why)."""
+    from tracejudge.core import registry
+
+    out: set[str] = set()
+    for spec in specs:
+        try:
+            out.add(str(registry.build_metric(spec).key))
+        except registry.SpecError:
+            continue
     return out
 
 

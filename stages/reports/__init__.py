@@ -157,10 +157,10 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
     """
     if config.judge is not None and config.judge.labels is not None:
         from tracejudge.stages.judge.agreement import metric_scales, run_agreement
-        from tracejudge.stages.judge.label_grades import yes_no_metrics
+        from tracejudge.stages.judge.label_grades import metric_keys, yes_no_metrics
 
         summary["labels"] = run_agreement(run_dir, config.judge.labels, scales=metric_scales(config.metrics),
-                                          yes_no=yes_no_metrics(config.metrics))
+                                          yes_no=yes_no_metrics(config.metrics), config_metrics=metric_keys(config.metrics))
     _count_budget_skips(summary, config)
     verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed, in_progress=in_progress)
     summary["verdict"] = verdict.as_dict()
