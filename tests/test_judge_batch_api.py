@@ -134,9 +134,31 @@ def test_result_lines_naming_no_request_are_told_apart_from_failures() -> None:
         '{"result": {"type": "errored", "error": {}}}',                        # Anthropic: not an answer, not billed
         '{"result": {"type": "succeeded", "mess',                              # Anthropic: an answer, cut
         '[1, 2]',
+        '"{\\"custom_id\\": \\"c\\"}"',                                      # JSON, not an object: no request named
+        '3',
+        'null',
     ])
     records, unread, nameless = _lines(body.encode())
-    assert [r["custom_id"] for r in records] == ["a"] and unread == ["b"] and nameless == 4
+    assert [r["custom_id"] for r in records] == ["a"] and unread == ["b"] and nameless == 7
+
+
+def test_a_result_line_naming_its_request_with_parts_of_the_wrong_shape_is_unread_not_a_crash() -> None:
+    # A line naming its request whose `response` (or `result`, `error`) is a list or a string raised AttributeError out of
+    # `fetch_results`, which lost every result of the batch. In the output file the request was run and billed, so it is
+    # an unread answer (billed, resubmitted), as a line that is not JSON is; in the error file, or from Anthropic (which
+    # bills only a result saying `succeeded`), an error.
+    from tracejudge.llm.batch_api import _anthropic_result, _openai_result
+
+    for part in ({"response": [1]}, {"response": "x"}, {"response": {"status_code": "two hundred"}}):
+        got = _openai_result({"custom_id": "a", **part})
+        assert (got.custom_id, got.kind) == ("a", "unread") and "could not be read (its response is not the Batch API's)" in got.message
+        assert _openai_result({"custom_id": "a", **part}, answered=False).kind == "error"
+    assert (_openai_result({"custom_id": "a", "error": "boom"}).kind, _openai_result({"custom_id": "a", "error": "boom"}).message) == ("error", '"boom"')
+    got = _anthropic_result({"custom_id": "a", "result": ["succeeded"]})
+    assert got.kind == "error" and "no result object" in got.message
+    # (the shapes the Batch API writes read as before)
+    assert _openai_result({"custom_id": "a", "response": {"status_code": 500, "body": {}}}).kind == "error"
+    assert _openai_result({"custom_id": "a", "error": {"code": "batch_expired", "message": "late"}}).kind == "expired"
 
 
 def test_resubmission_is_bounded_then_judge_error(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:

@@ -18,8 +18,10 @@ Results are joined by `custom_id`, never by position. Each becomes a
 `read_reply` as a synchronous answer), `error`, `expired` or `canceled`, or
 `unread`: a line that is not JSON but names its `custom_id` in a file of
 answered requests (OpenAI's output file, Anthropic's `succeeded` results),
-which the provider billed though its usage cannot be read. A line of such a
-file naming no request (its `custom_id` missing or cut off) was billed too:
+which the provider billed though its usage cannot be read (so is an OpenAI
+line naming its request whose `response` is not an object). A line of such a
+file naming no request (its `custom_id` missing or cut off, or JSON that is
+not an object at all: `[1]`, `"x"`) was billed too:
 `fetch_results` lists it apart (`nameless`), and the batch runner bills it
 as the unread answer of a request of that batch left without a result.
 Control calls (upload, create, poll, list, download) raise `ProviderError`
@@ -226,18 +228,29 @@ def _lines(content: Any) -> tuple[list[dict[str, Any]], list[str], int]:
     return out, unread, nameless
 
 
-def _unread(cid: str) -> BatchResult:
-    return BatchResult(cid, "unread", message="its answer's line in the results file could not be read (not JSON): the provider billed it")
+def _unread(cid: str, why: str = "not JSON") -> BatchResult:
+    return BatchResult(cid, "unread", message=f"its answer's line in the results file could not be read ({why}): the provider billed it")
 
 
-def _openai_result(rec: dict[str, Any]) -> BatchResult:
+def _openai_result(rec: dict[str, Any], answered: bool = True) -> BatchResult:
+    """The outcome of an OpenAI results line naming its request (`answered`: a line of the output file, whose requests
+    were run and billed, not of the error file). A line whose `response` or `status_code` is not what the Batch API
+    writes (a list, a string) is one whose answer cannot be read: `unread` in the output file, as a line that is not
+    JSON is, an `error` in the error file; never an exception, which stopped the whole batch's results."""
     cid = str(rec.get("custom_id"))
     err = rec.get("error")
     resp = rec.get("response") or {}
     if err:
+        if not isinstance(err, dict):
+            return BatchResult(cid, "error", message=json.dumps(err)[:300])
         code = str(err.get("code") or "")
         return BatchResult(cid, "expired" if code == "batch_expired" else "error", message=f"{code}: {err.get('message', '')}"[:300])
-    status = int(resp.get("status_code") or 0)
+    try:
+        status = int(resp.get("status_code") or 0)
+    except (AttributeError, TypeError, ValueError):  # (a `response` that is a list or a string, a `status_code` of words)
+        if answered:
+            return _unread(cid, "its response is not the Batch API's")
+        return BatchResult(cid, "error", message=f"its result line holds no readable response: {json.dumps(resp)[:200]}")
     if status != 200:
         return BatchResult(cid, "error", message=f"HTTP {status} {json.dumps(resp.get('body'))[:300]}")
     try:
@@ -250,6 +263,8 @@ def _openai_result(rec: dict[str, Any]) -> BatchResult:
 def _anthropic_result(rec: dict[str, Any]) -> BatchResult:
     cid = str(rec.get("custom_id"))
     result = rec.get("result") or {}
+    if not isinstance(result, dict):  # (says neither that it succeeded, which Anthropic bills, nor why not: resubmitted)
+        return BatchResult(cid, "error", message=f"its result line holds no result object: {json.dumps(result)[:200]}")
     kind = result.get("type")
     if kind == "succeeded":
         try:
@@ -284,7 +299,7 @@ async def fetch_results(session: aiohttp.ClientSession, protocol: str, base_url:
             http = await _http(session, "GET", f"{base}/files/{fid}/content", _json_headers(headers), timeout_s, raw=True)
             records, unread, nameless = _lines(http.body)
             for rec in records:
-                r = _openai_result(rec)
+                r = _openai_result(rec, answered)
                 if r.custom_id not in out or out[r.custom_id].kind != "ok":
                     out[r.custom_id] = r
             # The output file holds the requests that were run, which OpenAI bills; the error file those that failed.
