@@ -106,12 +106,14 @@ def test_a_result_line_cut_short_is_billed_then_its_request_resubmitted(simulato
     assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]  # (each score shows what its request was billed)
 
 
+@pytest.mark.parametrize("marred", ["nameless", "non_object"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_result_line_naming_no_request_is_billed_as_one_left_without_a_result(simulator: Callable[..., SimulatorThread],
-                                                                               tmp_path: Path, provider: str) -> None:
+                                                                               tmp_path: Path, provider: str, marred: str) -> None:
     """A billed answer whose line lost its `custom_id` cannot be joined to its request, which is resubmitted; the answer
-    was paid all the same, so it is billed at the estimated prompt of a request of its batch left without a result."""
-    sim = simulator(batch_completion_s=0.1, batch_script=[{"nameless": 2}])
+    was paid all the same, so it is billed at the estimated prompt of a request of its batch left without a result. So is
+    one whose line is JSON but not an object (`non_object`: the line as a JSON string), never read as an answer."""
+    sim = simulator(batch_completion_s=0.1, batch_script=[{marred: 2}])
     summary = run(tmp_path, batch_judge(sim.url, provider, max_requests=6, flush_after_s=3.0), 6)
     assert summary["status"] == {"ok": 6}
     j = summary["judge"]

@@ -22,7 +22,9 @@ Anthropic's `stop_reason: "refusal"`) that carries its usage, as a real one
 does (counted in `SimStats` like any answer), and `"cut": c` the next c
 answers a result line cut short in the output (answered and counted, as a
 provider bills them, but not JSON), and `"nameless": n` the next n answers a
-line without its `custom_id` (answered and counted too); a batch with expired requests
+line without its `custom_id` (answered and counted too), and `"non_object": o` the
+next o answers a line that is JSON but not an object (the line encoded once more,
+as a JSON string: answered and counted too); a batch with expired requests
 ends `expired` (OpenAI) unless `status` says otherwise. Results come back in an order other than the file's
 (`batch_shuffle`), so a client that joins by position fails.
 
@@ -47,6 +49,7 @@ from tracejudge.simulator.tools import request_error
 __all__ = ["SimBatch", "add_batch_routes"]
 
 _ERROR_FAULTS = {"429", "quota", "500", "timeout"}
+_ANSWERED = {"ok", "cut", "nameless", "non_object"}  # (outcomes answered and billed, however their line is written)
 _ANSWER_FAULTS = {"ok", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
 
 
@@ -79,7 +82,9 @@ def _refused(payload: dict[str, Any], anthropic: bool) -> dict[str, Any]:
 
 def _written(line: dict[str, Any]) -> str:
     """One result line of a results file: its JSON, or, marked `cut`, the first half of it (the custom id kept); marked
-    `nameless`, without its custom id."""
+    `nameless`, without its custom id; marked `non_object`, as a JSON string holding it (valid JSON, not an object)."""
+    if line.pop("non_object", False):
+        return json.dumps(json.dumps(line)) + "\n"
     if line.pop("nameless", False):
         del line["custom_id"]
     if not line.pop("cut", False):
@@ -106,7 +111,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
     def run_requests(items: list[tuple[str, dict[str, Any]]], anthropic: bool) -> list[tuple[str, str, Any]]:
         script = sim.config.batch_script.pop(0) if sim.config.batch_script else {}
         n_err, n_exp, n_ref = int(script.get("errors", 0)), int(script.get("expired", 0)), int(script.get("refusals", 0))
-        n_cut, n_nameless = int(script.get("cut", 0)), int(script.get("nameless", 0))
+        n_cut, n_nameless, n_odd = int(script.get("cut", 0)), int(script.get("nameless", 0)), int(script.get("non_object", 0))
         out: list[tuple[str, str, Any]] = []
         for i, (cid, body) in enumerate(items):
             if i < n_err:
@@ -131,7 +136,8 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 continue
             payload, _ = answer(sim, body, anthropic, fault if fault in _ANSWER_FAULTS else "ok", count_prompt(body))
             first = n_err + n_exp + n_ref  # (the answers whose line is marred come after the scripted failures)
-            kind = "cut" if first <= i < first + n_cut else "nameless" if first + n_cut <= i < first + n_cut + n_nameless else "ok"
+            marred = ["cut"] * n_cut + ["nameless"] * n_nameless + ["non_object"] * n_odd
+            kind = marred[i - first] if 0 <= i - first < len(marred) else "ok"
             out.append((cid, kind, _refused(payload, anthropic) if i < first else payload))
         sim.stats.batch_requests += len(items)
         if sim.config.batch_shuffle:
@@ -161,7 +167,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         good, bad = [], []
         for cid, kind, value in b.outcomes:
             line: dict[str, Any] = {"id": new_id("batch_req_"), "custom_id": cid}
-            if kind in ("ok", "cut", "nameless"):
+            if kind in _ANSWERED:
                 good.append({**line, "response": {"status_code": 200, "request_id": new_id("req_"), "body": value}, "error": None,
                              **({kind: True} if kind != "ok" else {})})
             elif kind == "expired":
@@ -258,7 +264,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         if ready(b):
             for _, kind, _ in b.outcomes:
-                counts["succeeded" if kind in ("ok", "cut", "nameless") else "expired" if kind == "expired" else "errored"] += 1
+                counts["succeeded" if kind in _ANSWERED else "expired" if kind == "expired" else "errored"] += 1
         else:
             counts["processing"] = len(b.outcomes)
         url = f"{request.scheme}://{request.host}/v1/messages/batches/{b.id}/results"
@@ -293,13 +299,13 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         sim.stats.batch_downloads += 1
         lines = []
         for cid, kind, value in b.outcomes:
-            if kind in ("ok", "cut", "nameless"):
+            if kind in _ANSWERED:
                 result: dict[str, Any] = {"type": "succeeded", "message": value}
             elif kind == "expired":
                 result = {"type": "expired"}
             else:
                 result = {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": value}}}
-            lines.append(_written({"custom_id": cid, "result": result, **({kind: True} if kind in ("cut", "nameless") else {})}))
+            lines.append(_written({"custom_id": cid, "result": result, **({kind: True} if kind != "ok" and kind in _ANSWERED else {})}))
         return web.Response(body="".join(lines).encode(), content_type="application/x-jsonl")
 
     app.router.add_post("/v1/files", upload)
