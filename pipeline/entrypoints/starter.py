@@ -8,7 +8,6 @@ as written once its dataset path points at data of that format.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -16,7 +15,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "LIVE_EXAMPLES", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config"]
+__all__ = ["FORMATS", "LIVE_EXAMPLES", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config",
+           "yaml_string"]
 
 _HEAD = """\
 # tracejudge starter config for format `{format}`: {summary}
@@ -257,6 +257,26 @@ def tau_tasks_beside(dataset: Path) -> Path | None:
     return None
 
 
+# The characters YAML reads as a line break: a scalar holding one is written double-quoted, where it is an escape.
+_YAML_BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
+
+
+def yaml_string(text: str) -> str:
+    """`text` as a YAML scalar that reads back as this same string, in a block mapping or a flow one (`{dir: …}`).
+
+    PyYAML's own emitter decides whether the text may stay plain: a hand-made rule let `yes`, `null`, `1.0` and
+    `2024-01-01` through, and the config read them as a boolean, null, a number or a date. One line always.
+    """
+    import yaml  # (here: building the CLI's parser imports this module)
+
+    def dump(**style: Any) -> str:
+        # Inside a flow sequence, so that `,`, `[` or `{` are quoted as a flow mapping of the template needs.
+        return yaml.safe_dump([text], default_flow_style=True, width=float("inf"), allow_unicode=True, **style).strip()[1:-1]
+
+    out = dump()
+    return dump(default_style='"') if _YAML_BREAKS.search(out) else out
+
+
 def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tasks: Path | None = None) -> str:
     """The commented starter config for format `fmt`, to be written at `config_path`.
 
@@ -282,7 +302,7 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
             # and break when the config moves, so it stays as given. Inside that folder, or given relative, it is relative.
             text = full
         text += "/" if path.is_dir() and not text.endswith("/") else ""
-        return text if re.fullmatch(r"[\w./-]+", text) else json.dumps(text)  # a JSON string is a YAML string
+        return yaml_string(text)
 
     # The config's path as a shell word: the header's command is pasted into a shell (a path with a space split in two).
     names = {"format": fmt, "summary": format_summary(fmt), "config": shlex.quote(str(config_path)), "stem": config_path.stem,

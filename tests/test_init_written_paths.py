@@ -1,0 +1,37 @@
+"""`tracejudge init`: the paths it writes read back as the same paths, and what it refuses before writing anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from tracejudge.core.config import load_config
+from tracejudge.entrypoints.cli import main
+
+CASE = {"id": "c1", "input": "book it", "trace": {"steps": [{"tool_calls": [{"name": "search", "arguments": {}}]}]},
+        "expected_tool_calls": [{"name": "search", "arguments": {}}]}
+
+# Names YAML reads as another type (a boolean, null, a number, a date) or whose first character or inner `: ` / ` #`
+# means something to YAML (an alias, a tag, a directive, a comment, a mapping).
+TRICKY = ["yes", "no", "null", "on", "off", "1.0", "2024-01-01", "*star", "&anchor", "!tag", "%pct", "@at", "#hash",
+          "a: b", "a #b", "a,b", "[x]", "{x}", "- x", "0x1f", ".inf", "é ünï", "line\nbreak"]
+
+
+@pytest.mark.parametrize("name", TRICKY)
+def test_init_writes_a_dataset_path_that_reads_back_as_the_same_path(name: str, tmp_path: Path, monkeypatch) -> None:
+    # `init --dataset yes` wrote `path: yes`, which the config read as `true` ("Input is not a valid path").
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(json.dumps(CASE) + "\n")
+    assert main(["init", "--dataset", name, "-o", "c.yaml"]) == 0
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["dataset"]["path"] == name
+    assert load_config(tmp_path / "c.yaml").dataset.path == tmp_path / name
+
+
+@pytest.mark.parametrize("stem", ["null", "yes", "1.0"])
+def test_init_writes_a_run_dir_that_reads_back_as_the_same_folder(stem: str, tmp_path: Path, monkeypatch) -> None:
+    # A config written into runs/ names its run dir `runs/<stem>` relative to itself: the bare stem, which YAML typed too.
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "-o", f"runs/{stem}.yaml"]) == 0
+    assert yaml.safe_load((tmp_path / "runs" / f"{stem}.yaml").read_text())["run"]["dir"] == stem
