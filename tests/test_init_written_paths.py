@@ -35,3 +35,25 @@ def test_init_writes_a_run_dir_that_reads_back_as_the_same_folder(stem: str, tmp
     monkeypatch.chdir(tmp_path)
     assert main(["init", "-o", f"runs/{stem}.yaml"]) == 0
     assert yaml.safe_load((tmp_path / "runs" / f"{stem}.yaml").read_text())["run"]["dir"] == stem
+
+
+def test_a_leading_tilde_is_the_home_folder_in_init_in_the_config_and_in_set(tmp_path: Path, monkeypatch) -> None:
+    # The shell leaves `--dataset=~/x.jsonl` as typed: init said "no such file", or, with a folder named `~` beside it,
+    # wrote `~/x.jsonl`, which the config read as the home one; `--set dataset.path=~/x` was of the config's folder.
+    home, proj = tmp_path / "home", tmp_path / "proj"
+    (proj / "~").mkdir(parents=True)
+    home.mkdir()
+    for data in (home / "x.jsonl", proj / "~" / "y.jsonl"):
+        data.write_text(json.dumps(CASE) + "\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(proj)
+    assert main(["init", "--dataset=~/x.jsonl", "-o", "home.yaml"]) == 0
+    assert load_config(proj / "home.yaml").dataset.path == home / "x.jsonl"
+    # A folder really named `~` is written `./~/…`, which the config reads as that folder.
+    assert main(["init", "--dataset", "./~/y.jsonl", "-o", "here.yaml"]) == 0
+    assert yaml.safe_load((proj / "here.yaml").read_text())["dataset"]["path"] == "./~/y.jsonl"
+    assert load_config(proj / "here.yaml").dataset.path == proj / "~" / "y.jsonl"
+    assert load_config(proj / "here.yaml", ["dataset.path=~/x.jsonl"]).dataset.path == home / "x.jsonl"
+    assert load_config(proj / "here.yaml", ["dataset.path=./~/y.jsonl"]).dataset.path == proj / "~" / "y.jsonl"
+    assert main(["init", "-o", "~/c.yaml"]) == 0
+    assert (home / "c.yaml").is_file() and sorted(p.name for p in (proj / "~").iterdir()) == ["y.jsonl"]

@@ -8,6 +8,7 @@ alone (a worker process, a report) never import it.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -186,7 +187,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
         if key in _STDIN_KEYS and value == STDIN:
             pass
         elif key in _PATH_KEYS and isinstance(value, str) and value:
-            _set_path(data, dotted, str(_resolve(cwd / value)) if not Path(value).is_absolute() else value)
+            _set_path(data, dotted, _resolved(value, cwd))
         else:  # a whole section (`--set 'run={dir: ../runs/x}'`): the path keys in it resolve as they would in the file
             _resolve_paths(data, cwd, under=key)
         shown = redact_option(item).split("=", 1)[1]
@@ -210,8 +211,15 @@ def _resolve_paths(data: dict[str, Any], base: Path, under: tuple[str, ...] = ()
         for section in sections:
             block = block.get(section) if isinstance(block, dict) else None
         if isinstance(block, dict) and isinstance(block.get(key), str) and block[key] and (block[key] != STDIN or (*sections, key) not in _STDIN_KEYS):
-            p = Path(block[key]).expanduser()
-            block[key] = str(p if p.is_absolute() else _resolve(base / p))
+            block[key] = _resolved(block[key], base)
+
+
+def _resolved(text: str, base: Path) -> str:
+    """Path key `text` made absolute: a leading `~` or `~user` is that home folder, as in a shell; anything else
+    relative is of `base`. (`os.path.expanduser` reads the text, so `./~/x` stays the folder named `~`: `Path`
+    drops the `./` first.) Before, `--set dataset.path=~/x` was of the config's folder, the same value in the file of home."""
+    p = Path(os.path.expanduser(text))
+    return str(p if p.is_absolute() else _resolve(base / p))
 
 
 def _resolve(path: Path) -> Path:

@@ -302,7 +302,8 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
             # and break when the config moves, so it stays as given. Inside that folder, or given relative, it is relative.
             text = full
         text += "/" if path.is_dir() and not text.endswith("/") else ""
-        return yaml_string(text)
+        # A config reads a leading `~` as the home folder: a folder really named `~` here is written `./~/…`.
+        return yaml_string("./" + text if text.startswith("~") else text)
 
     # The config's path as a shell word: the header's command is pasted into a shell (a path with a space split in two).
     names = {"format": fmt, "summary": format_summary(fmt), "config": shlex.quote(str(config_path)), "stem": config_path.stem,

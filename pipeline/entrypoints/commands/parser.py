@@ -7,6 +7,7 @@ Building the parser imports no config model, engine or third-party library:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 from typing import Any, NoReturn
@@ -179,10 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
                                       "tracejudge init --format tau-bench --dataset gpt-4o-airline.json --tasks tasks_airline_test.json"))
     init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
                       "`tracejudge list formats` says what each reads)")
-    init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
-    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on "
+    init.add_argument("--dataset", type=_home_path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
+    init.add_argument("--tasks", type=_home_path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on "
                       "(default: tasks/tasks_<domain>_test.json beside the trajectories' folder, else each run's own task)")
-    init.add_argument("-o", "--output", type=Path, default=Path("tracejudge.yaml"), help="where to write the config (default: tracejudge.yaml)")
+    init.add_argument("-o", "--output", type=_home_path, default=Path("tracejudge.yaml"), help="where to write the config (default: tracejudge.yaml)")
     init.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
 
     lst = sub.add_parser("list", help="list the metrics or the input formats, one line each",
@@ -248,6 +249,15 @@ def _init_format(value: str) -> str:
             f"target that answers them: start from {starter.LIVE_EXAMPLES[value]} (a live target on format {value}) "
             f"and set dataset.path (README, \"Live targets\")")
     return value
+
+
+def _home_path(value: str) -> Path:
+    """An `init` path with a leading `~` (or `~user`) made the home folder, as the config reads its paths.
+
+    The shell leaves `--dataset=~/x.jsonl` and a quoted `'~/x.jsonl'` as typed: taken literally, the first was "no such
+    file", and a folder named `~` beside it was written as `~/x.jsonl`, which the config read as the home one.
+    """
+    return Path(os.path.expanduser(value))
 
 
 def _starter():
