@@ -226,16 +226,23 @@ def test_init_refuses_a_folder_where_the_format_reads_one_file(tmp_path: Path, d
         out = tmp_path / "cfg.yaml"
         assert main(["init", *argv, "-o", str(out)]) == 2, argv
         flag, path = argv[-2:]
-        why = "is a folder without simulations/; format 'tau2-bench' reads one file, or a folder holding simulations/" if argv[1] == "tau2-bench" \
+        why = ("is a folder without results.json and simulations/; format 'tau2-bench' reads one file, or a folder holding "
+               "results.json and simulations/") if argv[1] == "tau2-bench" \
             else f"is a folder; format {argv[1]!r} reads one file"
         assert capsys.readouterr().err.strip() == f"error: {flag} {path}: {why}: name the file"
         assert not out.exists()
     # A format that reads folders still takes one.
     otel = data_dir / "otel_genai" / "hand"
     assert main(["init", "--format", "otel", "--dataset", str(otel), "-o", str(tmp_path / "otel.yaml")]) == 0
-    # τ²-bench's dir layout (results.json beside simulations/) is a folder it reads.
+    # τ²-bench's dir layout (results.json beside simulations/) is a folder it reads; one without results.json was
+    # written into the config, and its first run was a config error ("no records in it").
     layout = tmp_path / "experiment"
     (layout / "simulations").mkdir(parents=True)
+    capsys.readouterr()
+    assert main(["init", "--format", "tau2-bench", "--dataset", str(layout), "-o", str(tmp_path / "t2.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: --dataset {layout}: is a folder without results.json; format 'tau2-bench' reads "
+                                               "one file, or a folder holding results.json and simulations/: name the file")
+    assert not (tmp_path / "t2.yaml").exists()
     (layout / "results.json").write_text('{"tasks": [], "simulations": []}')
     assert main(["init", "--format", "tau2-bench", "--dataset", str(layout), "-o", str(tmp_path / "t2.yaml")]) == 0
 

@@ -86,6 +86,9 @@ class Format:
       reads too (τ²-bench's dir layout: `simulations/` beside `results.json`);
       the manifest fingerprints it as the dataset's `beside` role, so a resume
       notices a change in it as in the file (`engine.manifest.dataset_files`).
+    - `folder_file`: with `beside`, the file a folder `dataset.path` holds beside
+      that folder, which `read` reads (τ²-bench's `results.json`): a folder
+      lacking either is no dataset of the format (`init` refuses it).
     """
 
     name: str
@@ -101,6 +104,7 @@ class Format:
     count: Callable[[Any], int] | None = None
     whole_file: bool = False
     beside: str | None = None
+    folder_file: str | None = None
 
 
 class FormatError(ValueError):

@@ -70,6 +70,9 @@ __all__ = ["adapt", "expected_from_action", "read_results"]
 
 log = get_logger("tracejudge.extract.tau2_bench")
 
+# The file of a dir-layout folder `path` that holds the tasks and info, beside its `simulations/` folder.
+RESULTS = "results.json"
+
 
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     """Yield one record per simulation: `{"index", "simulation", "task", "domain", "checked_task", "place"}`.
@@ -86,7 +89,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     """
     path = Path(path)
     folder = path / "simulations" if path.is_dir() else path.parent / "simulations"
-    path = path / "results.json" if path.is_dir() else path
+    path = path / RESULTS if path.is_dir() else path
     name = str(path)
     try:
         with open(path, "rb") as fh:
@@ -320,5 +323,5 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
 
 register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True,
-                       reads_dirs=True, beside="simulations",  # τ²-bench's dir layout: results.json and simulations/ in one folder
+                       reads_dirs=True, beside="simulations", folder_file=RESULTS,  # τ²-bench's dir layout: both in one folder
                        count=lambda ds: count_quietly(lambda: read_results(ds.path, ds.limit))))

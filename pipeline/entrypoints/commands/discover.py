@@ -84,8 +84,13 @@ def _folder_not_read(fmt: str, dataset: Path | None, tasks: Path | None) -> str 
             continue
         if flag == "--tasks" or not spec.reads_dirs:
             return f"error: {flag} {path}: is a folder; format {fmt!r} reads one file: name the file"
-        # A folder of a format that reads one only with its `beside` folder in it (τ²-bench's dir layout): any other
-        # folder was written into the config, and its run's one record said the results file is missing.
-        if spec.beside and not (path / spec.beside).is_dir():
-            return f"error: {flag} {path}: is a folder without {spec.beside}/; format {fmt!r} reads one file, or a folder holding {spec.beside}/: name the file"
+        # A folder of a format that reads one only with its `beside` folder and `folder_file` in it (τ²-bench's dir
+        # layout): any other folder was written into the config, and its first run was a config error.
+        if not spec.beside:
+            continue
+        holding = [name for name in (spec.folder_file, f"{spec.beside}/") if name]
+        missing = [name for name in holding if not ((path / name).is_dir() if name.endswith("/") else (path / name).is_file())]
+        if missing:
+            return (f"error: {flag} {path}: is a folder without {' and '.join(missing)}; format {fmt!r} reads one file, "
+                    f"or a folder holding {' and '.join(holding)}: name the file")
     return None
