@@ -57,3 +57,21 @@ def test_a_leading_tilde_is_the_home_folder_in_init_in_the_config_and_in_set(tmp
     assert load_config(proj / "here.yaml", ["dataset.path=./~/y.jsonl"]).dataset.path == proj / "~" / "y.jsonl"
     assert main(["init", "-o", "~/c.yaml"]) == 0
     assert (home / "c.yaml").is_file() and sorted(p.name for p in (proj / "~").iterdir()) == ["y.jsonl"]
+
+
+def test_init_refuses_an_output_that_is_a_folder_or_lies_under_a_file_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    # `-o DIR --force` printed the raw errno (`error: DIR: Is a directory`), without --force it said --force would do;
+    # `-o FILE/c.yaml` was an internal error (FileExistsError from mkdir), exit 3.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    for force in ([], ["--force"]):
+        assert main(["init", "-o", "configs", *force]) == 2
+        assert capsys.readouterr().err.strip() == ("error: -o configs: is a folder; init writes one config file: "
+                                                   "name the file (configs/tracejudge.yaml, say)")
+    assert main(["init", "-o", "cases.jsonl/c.yaml"]) == 2
+    assert capsys.readouterr().err.strip() == "error: -o cases.jsonl/c.yaml: cases.jsonl is a file, not a folder: name a path in a folder"
+    (tmp_path / "dangling.yaml").symlink_to(tmp_path / "nowhere" / "c.yaml")
+    assert main(["init", "-o", "dangling.yaml"]) == 2
+    assert capsys.readouterr().err.strip() == "error: -o dangling.yaml: cannot write it: No such file or directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.jsonl", "configs", "dangling.yaml"]

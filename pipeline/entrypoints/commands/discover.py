@@ -38,6 +38,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
             return EXIT_BAD_INPUT
         return EXIT_OK
     out: Path = args.output
+    if (problem := _output_problem(out)) is not None:
+        err.print(problem, highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     if out.exists() and not args.force:
         err.print(f"error: {out} exists; give another -o, or --force to overwrite it", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -65,12 +68,30 @@ def command(args: argparse.Namespace, err: Console) -> int:
                 else "no --tasks, none found beside the dataset: each run's own task (info.task) gives its expected actions")
         err.print(said, highlight=False, markup=False, soft_wrap=True)
     text = starter.starter_config(args.format, out, args.dataset, tasks)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:  # (no permission, a read-only disk, a symlink into a missing folder): the path and why, one line
+        err.print(f"error: -o {out}: cannot write it: {exc.strerror or type(exc).__name__}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     todo = "" if args.dataset is not None else " (point dataset.path at your data first)"
     # (Quoted as the shell needs it: pasted, a path with a space was two arguments.)
     err.print(f"wrote {out}{todo}; run it with: tracejudge run {shlex.quote(str(out))}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_OK
+
+
+def _output_problem(out: Path) -> str | None:
+    """The error line for an `-o` that names a folder, or lies under a file, else None.
+
+    A folder was refused with the raw errno (`error: d: Is a directory`) after `--force`, and without it told to
+    give `--force`, which could not help; a path under a file was an internal error (FileExistsError from mkdir).
+    """
+    if out.is_dir():
+        return f"error: -o {out}: is a folder; init writes one config file: name the file ({out / 'tracejudge.yaml'}, say)"
+    blocking = next((parent for parent in out.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        return f"error: -o {out}: {blocking} is a file, not a folder: name a path in a folder"
+    return None
 
 
 def _folder_not_read(fmt: str, dataset: Path | None, tasks: Path | None) -> str | None:
