@@ -61,3 +61,16 @@ def test_a_name_two_metrics_share_in_other_cases_stays_unknown(tmp_path: Path) -
     assert out["metrics"]["tc"]["n"] == 1 and "Tc" not in out["metrics"]
     assert any(p.startswith("labels.csv:2: metric: 1 label(s) for metric 'Tc'") and "no result of this run has that metric" in p
                for p in out["problems"]), out["problems"]
+
+
+def test_labels_that_name_a_folder_are_refused_as_a_folder_naming_where_the_path_came_from(tmp_path: Path) -> None:
+    # `--labels .` said "no such file"; a config's judge.labels.path was named as if --labels had given it.
+    cfg = _setup(tmp_path, "case_id,metric,label\nc0,TaskCompletion,true\n")
+    (tmp_path / "labels").mkdir()
+    folder = "is a folder; labels are one JSONL or CSV file: name the file"
+    for extra, said in ((["--labels", "."], f"error: --labels .: {folder}"),
+                        (["--labels", "nope.csv"], "error: --labels nope.csv: no such file"),
+                        (["--set", "judge.labels.path=labels"], f"error: judge.labels.path: {tmp_path / 'labels'}: {folder}")):
+        got = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), *extra], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "300"})
+        assert (got.returncode, got.stderr.strip()) == (2, said), got.stderr

@@ -99,7 +99,10 @@ def command(args: argparse.Namespace, err: Console) -> int:
             raise ConfigError(f"{args.config}: no `judge:` section, so there is no judge to calibrate")
         labels = _labels_config(args, config.judge.labels)
         if labels.path is not None and not Path(labels.path).is_file():
-            raise ConfigError(f"--labels {labels.path}: no such file")
+            # (A folder was "no such file"; and a path from the config is named as the config's key, not as --labels.)
+            where = "--labels" if args.labels is not None else "judge.labels.path:"
+            why = "is a folder; labels are one JSONL or CSV file: name the file" if Path(labels.path).is_dir() else "no such file"
+            raise ConfigError(f"{where} {labels.path}: {why}")
         config = config.model_copy(update={"judge": config.judge.model_copy(update={"labels": labels})})
         source, run_dir, ids = None, args.run_dir, None
         if not labels.fields:
