@@ -80,14 +80,19 @@ def test_duplicate_metric_names_are_refused_naming_the_field_and_line(tmp_path):
     assert str(err.value) == f"{cfg}:6: metrics.2.name: a second metric named 'x' (metrics.0 has that name): give one a distinct `name`"
 
 
+def _refused(cfg: Path) -> list[str]:
+    """The lines of the `ConfigError` loading `cfg` raises."""
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    return str(err.value).splitlines()
+
+
 def test_a_metric_named_the_wildcard_or_with_a_control_character_is_refused_at_its_line(tmp_path):
     # `*` in assertions.metrics is every metric; a line break in a key splits report rows and summary lines.
     cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, name: '*'}\n  - {type: TrajectoryMatch}\n"
                           '  - {type: ToolCorrectness,\n     name: "a\\nb"}\n  - {type: ExactMatch, name: "c\\x1b[31m"}\n'
                           '  - {type: Contains, name: "d\\u2028e"}\n')
-    with pytest.raises(ConfigError) as err:
-        load_config(cfg)
-    lines = str(err.value).splitlines()
+    lines = _refused(cfg)
     assert lines[0] == (f"{cfg}:3: metrics.0.name: ToolCalls: '*' is the assertions' wildcard (assertions.metrics: {{'*': …}} "
                         "applies to every metric): give this metric another name")
     assert lines[1].startswith(f"{cfg}:6: metrics.2.name: ToolCorrectness: a metric name is a key of results and report rows: "
@@ -96,6 +101,25 @@ def test_a_metric_named_the_wildcard_or_with_a_control_character_is_refused_at_i
     assert len(lines) == 3  # (an ESC is printed escaped wherever the name is shown: `test_compare_gate_shown`)
     # a name that only looks like a pattern stays a name
     load_config(write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, name: 'tool*'}, {type: Contains, name: 'é 😀'}]\n"))
+
+
+def test_a_metric_name_that_is_empty_blank_or_padded_is_refused_at_its_line(tmp_path):
+    # `name: ""` fell back to the type unsaid; `" "` and `"ToolCalls "` were accepted and printed as no name, or as
+    # ToolCalls, in every report, and a gate on them had to repeat the spaces.
+    from tracejudge.core.errors import ParameterError
+    from tracejudge.stages.score.tool_calls import ToolCalls
+
+    cfg = write(tmp_path, 'dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, name: "ToolCalls "}\n'
+                          '  - {type: TrajectoryMatch, name: " "}\n  - {type: MaxToolCalls, max_calls: 3, name: ""}\n'
+                          '  - {type: ToolCorrectness, name: "\\u00a0x"}\n  - {type: ExactMatch, name: inner space}\n')
+    key = "a metric name is a key of results and report rows: it cannot"
+    assert _refused(cfg) == [
+        f"{cfg}:3: metrics.0.name: ToolCalls: {key} start or end with whitespace ('ToolCalls '; did you mean 'ToolCalls'?)",
+        f"{cfg}:4: metrics.1.name: TrajectoryMatch: {key} be blank (' ')",
+        f"{cfg}:5: metrics.2.name: MaxToolCalls: an empty name is no name: drop the `name` key to name the metric after its type ('MaxToolCalls')",
+        f"{cfg}:6: metrics.3.name: ToolCorrectness: {key} start or end with whitespace ('\\xa0x'; did you mean 'x'?)"]
+    with pytest.raises(ParameterError, match="empty name is no name"):
+        ToolCalls(name="")
 
 
 def test_set_overrides_scalars_lists_and_paths(tmp_path, monkeypatch):

@@ -103,6 +103,15 @@ class Metric(NoBoolNumbers):
         if name is not None and (bad := _UNPRINTED.search(name)) is not None:
             raise ValueError(f"a metric name is a key of results and report rows: it cannot hold a line break or tab "
                              f"({bad.group()!r} at character {bad.start() + 1} of {name!r})")
+        # An empty name fell back to the type's unsaid; a blank one, or one with a space at an end, printed as no name
+        # or as another metric's (`ToolCalls ` beside `ToolCalls`) in every table, and a gate had to repeat the space.
+        if name == "":
+            raise ValueError(f"an empty name is no name: drop the `name` key to name the metric after its type ({cls.__name__!r})")
+        if name is not None and not name.strip():
+            raise ValueError(f"a metric name is a key of results and report rows: it cannot be blank ({name!r})")
+        if name is not None and name != name.strip():
+            raise ValueError(f"a metric name is a key of results and report rows: it cannot start or end with whitespace "
+                             f"({name!r}; did you mean {name.strip()!r}?)")
         return name
 
     @property
