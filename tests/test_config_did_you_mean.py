@@ -294,3 +294,15 @@ def test_the_peers_metric_class_names_name_the_metric_that_takes_their_place(pee
     with pytest.raises(SpecError) as refused:
         build_metric({"type": peer})
     assert refused.value.loc == ("type",) and refused.value.msg == f"unknown metric type {peer!r}; {says}", refused.value
+
+
+def test_a_metric_key_a_slip_from_type_names_type_in_the_file_and_with_set(tmp_path: Path) -> None:
+    # `type` is the spec's key, not one of the metric's parameters: `--set metrics.0.tpye=Regex` beside the file's `type`
+    # said "unknown parameter" and nothing more, where any other mistyped key of the metric named the nearest.
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls}\n  - {type: TrajectoryMatch, tpye: x}\n")
+    _reports(cfg, tmp_path, f"{cfg}:4: metrics.1.tpye: TrajectoryMatch: unknown parameter; did you mean type? "
+                            "(this metric's type is TrajectoryMatch)")
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls}\n")
+    said = config_error(cli("run", str(cfg), "--set", "metrics.0.tpye=Regex", cwd=tmp_path)).splitlines()[1:]
+    assert said == ["--set metrics.0.tpye=Regex: metrics.0.tpye: ToolCalls: unknown parameter; did you mean type? "
+                    "(this metric's type is ToolCalls)"], said

@@ -297,6 +297,18 @@ PEER_METRIC_TYPES: dict[str, tuple[str, str]] = {
 }
 
 
+def _type_typo(problem: tuple[tuple[Any, ...], str], kind: str) -> tuple[tuple[Any, ...], str]:
+    """`problem` of a metric's parameters, with `did you mean type?` added when it is an unknown key a slip from `type`.
+
+    `type` is the spec's key, not a parameter, so the parameters' own hint never offers it: `--set metrics.0.tpye=Regex`
+    beside the file's `type` was "unknown parameter" and nothing more.
+    """
+    loc, message = problem
+    if len(loc) == 1 and message.endswith("unknown parameter") and suggest.closest(str(loc[0]), ["type"], typo=True):
+        return loc, f"{message}; did you mean type? (this metric's type is {kind})"
+    return problem
+
+
 def build_metric(spec: dict[str, Any]) -> Any:
     """Turn a metric spec (`{"type": ..., **params}`) into a metric instance.
 
@@ -333,6 +345,6 @@ def build_metric(spec: dict[str, Any]) -> Any:
         return cls.model_validate(params)
     except ValidationError as exc:
         # (an unknown key beside a missing one is one problem, shown as one: the count says only what the line does not)
-        each = param_problems(exc.errors(), f"{kind}: ", cls)
+        each = [_type_typo(problem, kind) for problem in param_problems(exc.errors(), f"{kind}: ", cls)]
         extra = f" (and {len(each) - 1} more)" if len(each) > 1 else ""
         raise SpecError(each[0][0], each[0][1] + extra, each) from None
