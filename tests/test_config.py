@@ -218,3 +218,18 @@ def test_a_missing_regression_baseline_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(cfg)
     assert f"{cfg}:5: assertions.regression.baseline: baseline run not found" in str(err.value)
+
+
+def test_set_addresses_a_metric_name_holding_a_dot_in_brackets_and_refuses_the_split_saying_so(tmp_path):
+    # `--set assertions.metrics.tool.acc.min_mean=…` split the name: a rule for a metric `tool` with a key `acc`.
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, name: tool.acc}]\n"
+                          "assertions: {metrics: {tool.acc: {min_mean: 0.5}}}\n")
+    for key in ('assertions.metrics["tool.acc"].min_mean', "assertions.metrics['tool.acc'].min_mean", "assertions.metrics[tool.acc].min_mean"):
+        assert load_config(cfg, [f"{key}=0.25"]).assertions.metrics["tool.acc"].min_mean == 0.25
+    assert load_config(cfg, ['assertions.metrics["tool.acc"]={max_error_share: 0.1}']).assertions.metrics["tool.acc"].min_mean is None
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg, ["assertions.metrics.tool.acc.min_mean=0.25"])
+    assert str(err.value) == ("--set assertions.metrics.tool.acc.min_mean: the metric 'tool.acc' holds a dot, which a key path splits: "
+                              "write its name in brackets, --set 'assertions.metrics[\"tool.acc\"].min_mean=…'")
+    with pytest.raises(ConfigError, match=r"a '\[' with no '\]' after it"):
+        load_config(cfg, ["assertions.metrics[tool.acc.min_mean=0.25"])

@@ -118,8 +118,40 @@ def locate(message: str, source: "ConfigSource") -> str:
     return "\n".join(out)
 
 
+def _key_parts(dotted: str) -> list[str]:
+    """The keys of `--set` key path `dotted`: split at each `.`, but a key in brackets is one key, dots and all
+    (`assertions.metrics["tool.acc"].min_mean`, as in a labels field path: `field_paths`). Raises `ConfigError`
+    for brackets that do not parse."""
+    if "[" not in dotted and "]" not in dotted:
+        return dotted.split(".")
+    from tracejudge.core.field_paths import parse_path
+
+    try:
+        return [key for key, _ in parse_path(dotted)]
+    except ValueError as exc:
+        raise ConfigError(f"--set {dotted}: {exc}") from None
+
+
+def _split_metric_name(data: dict[str, Any], dotted: str, parts: list[str]) -> None:
+    """Raise `ConfigError` when `parts` (`assertions.metrics.a.b.min_mean`) split the name of a metric that holds a dot
+    (`a.b`, where no metric is named `a`), saying how to write it: the split set a rule for a metric `a` that is not there."""
+    metrics = data.get("metrics")
+    if len(parts) < 4 or parts[:2] != ["assertions", "metrics"] or not isinstance(metrics, list):
+        return
+    names = {m.get("name") or m.get("type") for m in metrics if isinstance(m, dict)}
+    if parts[2] in names:
+        return
+    for end in range(len(parts), 3, -1):
+        name = ".".join(parts[2:end])
+        if name in names:
+            rest = "".join(f".{p}" for p in parts[end:])
+            raise ConfigError(f"--set {dotted}: the metric {name!r} holds a dot, which a key path splits: write its name in "
+                              f"brackets, --set 'assertions.metrics[\"{name}\"]{rest}=…'")
+
+
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
-    parts = dotted.split(".")
+    parts = _key_parts(dotted)
+    _split_metric_name(data, dotted, parts)
     node: Any = data
     for i, part in enumerate(parts[:-1]):
         nxt = parts[i + 1]

@@ -44,7 +44,8 @@ _EPILOG = """exit status:
 
 
 _CONFIG_HELP = "the run config (YAML); relative paths in it resolve from its folder"
-_SET_HELP = ("override a config key, e.g. --set dataset.limit=20 (repeatable; the value is YAML). A relative path value "
+_SET_HELP = ("override a config key, e.g. --set dataset.limit=20 (repeatable; the value is YAML; a key holding a dot goes in "
+             "brackets: assertions.metrics[\"tool.acc\"].min_mean). A relative path value "
              "(run.dir, dataset.path, dataset.tasks, cache.dir, target.*) resolves from the config's folder, like the same value in the file")
 
 
