@@ -15,8 +15,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "LIVE_EXAMPLES", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config",
-           "yaml_string"]
+__all__ = ["FORMATS", "LIVE_EXAMPLES", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config"]
 
 _HEAD = """\
 # tracejudge starter config for format `{format}`: {summary}
@@ -261,7 +260,7 @@ def tau_tasks_beside(dataset: Path) -> Path | None:
 _YAML_BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
 
 
-def yaml_string(text: str) -> str:
+def _yaml_string(text: str) -> str:
     """`text` as a YAML scalar that reads back as this same string, in a block mapping or a flow one (`{dir: …}`).
 
     PyYAML's own emitter decides whether the text may stay plain: a hand-made rule let `yes`, `null`, `1.0` and
@@ -303,7 +302,7 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
             text = full
         text += "/" if path.is_dir() and not text.endswith("/") else ""
         # A config reads a leading `~` as the home folder: a folder really named `~` here is written `./~/…`.
-        return yaml_string("./" + text if text.startswith("~") else text)
+        return _yaml_string("./" + text if text.startswith("~") else text)
 
     # The config's path as a shell word: the header's command is pasted into a shell (a path with a space split in two).
     names = {"format": fmt, "summary": format_summary(fmt), "config": shlex.quote(str(config_path)), "stem": config_path.stem,
