@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_tau2_checked_task import _action, _Dataset, _sim
 from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
@@ -139,3 +140,19 @@ def test_the_simulations_folder_is_fingerprinted_beside_results_json_and_named_w
     # A format that reads no folder beside its file records the file alone.
     native = validate_config({"dataset": {"path": str(folder / "results.json"), "format": "native"}, "metrics": [{"type": "ToolCalls"}]})
     assert set(mf.manifest_for(native)["dataset"]) == {"path"}
+
+
+def test_a_folder_without_its_results_json_is_a_config_error_naming_it(tmp_path: Path):
+    # The run said "no records in it (no file in the folder holds one)" beside a simulations/ folder, or, with simulation
+    # files in it, started and made an invalid_input of the missing results.json.
+    from tracejudge.core.config import load_config
+    from tracejudge.core.errors import ConfigError
+
+    folder = _dir_layout(tmp_path, SIMS)
+    (folder / "results.json").unlink()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: experiment, format: tau2-bench}\nmetrics: [{type: ToolCallAccuracy}]\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(cfg)
+    assert str(refused.value) == (f"{cfg}:1: dataset.path: {folder} is a folder without results.json; format 'tau2-bench' reads one file, "
+                    "or a folder holding results.json (and simulations/)")

@@ -239,6 +239,13 @@ def validate_config(
                 # Found now, not after the run directory was created: reading a folder as lines fails late.
                 problems.append(_fmt(source, ("dataset", key), f"{p} is a directory; format {config.dataset.format!r} "
                                      "reads one file: name the file", lines, overridden))
+            elif p is not None and key == "path" and fmt is not None and fmt.folder_file and p.is_dir() \
+                    and not (p / fmt.folder_file).is_file():
+                # τ²-bench's dir layout without its results.json: the run said "no file in the folder holds one" beside a
+                # full simulations/ folder, or went on to make each simulation an invalid_input of the missing file.
+                problems.append(_fmt(source, ("dataset", key), f"{p} is a folder without {fmt.folder_file}; format "
+                                     f"{config.dataset.format!r} reads one file, or a folder holding {fmt.folder_file} "
+                                     f"(and {fmt.beside}/)", lines, overridden))
         reg = config.assertions.regression
         if reg is not None and reg.baseline is not None and not _baseline_exists(Path(reg.baseline)):
             # Found now, not after a night of scoring that the gate would then fail anyway.
