@@ -59,7 +59,7 @@ def test_a_leading_tilde_is_the_home_folder_in_init_in_the_config_and_in_set(tmp
     assert (home / "c.yaml").is_file() and sorted(p.name for p in (proj / "~").iterdir()) == ["y.jsonl"]
 
 
-def test_init_refuses_an_output_that_is_a_folder_or_lies_under_a_file_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_init_refuses_an_output_that_is_a_folder_lies_under_a_file_or_breaks_a_line_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
     # `-o DIR --force` printed the raw errno (`error: DIR: Is a directory`), without --force it said --force would do;
     # `-o FILE/c.yaml` was an internal error (FileExistsError from mkdir), exit 3.
     monkeypatch.chdir(tmp_path)
@@ -74,4 +74,8 @@ def test_init_refuses_an_output_that_is_a_folder_or_lies_under_a_file_in_one_lin
     (tmp_path / "dangling.yaml").symlink_to(tmp_path / "nowhere" / "c.yaml")
     assert main(["init", "-o", "dangling.yaml"]) == 2
     assert capsys.readouterr().err.strip() == "error: -o dangling.yaml: cannot write it: No such file or directory"
+    # A line break in the name ended the header's comment line there: the rest of the name was read as YAML.
+    assert main(["init", "-o", "x\nrun: 5.yaml"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: -o 'x\\nrun: 5.yaml': the name holds a line break, which the config's comment "
+                                               "lines cannot hold; rename it")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.jsonl", "configs", "dangling.yaml"]

@@ -257,7 +257,7 @@ def tau_tasks_beside(dataset: Path) -> Path | None:
 
 
 # The characters YAML reads as a line break: a scalar holding one is written double-quoted, where it is an escape.
-_YAML_BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
+YAML_BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
 
 
 def _yaml_string(text: str) -> str:
@@ -273,7 +273,7 @@ def _yaml_string(text: str) -> str:
         return yaml.safe_dump([text], default_flow_style=True, width=float("inf"), allow_unicode=True, **style).strip()[1:-1]
 
     out = dump()
-    return dump(default_style='"') if _YAML_BREAKS.search(out) else out
+    return dump(default_style='"') if YAML_BREAKS.search(out) else out
 
 
 def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tasks: Path | None = None) -> str:

@@ -81,11 +81,17 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
 
 def _output_problem(out: Path) -> str | None:
-    """The error line for an `-o` that names a folder, or lies under a file, else None.
+    """The error line for an `-o` that names a folder, lies under a file or holds a line break, else None.
 
     A folder was refused with the raw errno (`error: d: Is a directory`) after `--force`, and without it told to
     give `--force`, which could not help; a path under a file was an internal error (FileExistsError from mkdir).
     """
+    from tracejudge.entrypoints.starter import YAML_BREAKS
+
+    if YAML_BREAKS.search(str(out)):
+        # Its name goes into the config's comment lines (the command that runs it): a line break ended the comment there,
+        # and the rest of the name was read as YAML, so the config written did not load.
+        return f"error: -o {str(out)!r}: the name holds a line break, which the config's comment lines cannot hold; rename it"
     if out.is_dir():
         return f"error: -o {out}: is a folder; init writes one config file: name the file ({out / 'tracejudge.yaml'}, say)"
     blocking = next((parent for parent in out.parents if parent.exists() and not parent.is_dir()), None)
