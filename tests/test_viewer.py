@@ -187,7 +187,7 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
     shown = [float(tr.find_element(By.CSS_SELECTOR, 'td[data-metric="writes_exact"]').text) for tr in rows(browser)]
     assert shown == sorted(shown, reverse=True)
     # The column header sorts too: a click on the sorted column reverses it.
-    follow(browser, browser.find_element(By.CSS_SELECTOR, 'th[data-sort="writes_exact"] a.sort'))
+    follow(browser, browser.find_element(By.CSS_SELECTOR, 'th[data-sort="metric:writes_exact"] a.sort'))
     shown = [float(tr.find_element(By.CSS_SELECTOR, 'td[data-metric="writes_exact"]').text) for tr in rows(browser)]
     assert shown == sorted(shown)
 

@@ -118,8 +118,8 @@ def test_a_value_or_a_name_the_page_does_not_apply_is_said_on_it(server: str) ->
     # Each was a silent fall-back: another order, page size or page than the one asked for, and nothing said so.
     page = get(server + "/run/alpha/cases?sort=scroe")[1]
     assert matching(page) == 8 and selected(page, "sort") == "case id"  # the fall-back order, kept
-    assert notes(page) == ["sort=scroe: this run has no column or metric of that name (it sorts by case, trial, status, duration, tc, "
-                           "traj); sorted by case id."]
+    assert notes(page) == ["sort=scroe: this run has no column or metric of that name (it sorts by case, trial, status, duration, "
+                           "metric:tc, metric:traj); sorted by case id."]
     page = get(server + "/run/alpha/cases?size=30&desc=yes&page=9")[1]
     assert re.search(r"id=\"page-no\">1<", page)
     assert notes(page) == ["desc=yes: not a yes or no the page reads (1, on or true; 0, off, false or nothing); sorted ascending.",

@@ -7,9 +7,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PAGE_SIZES", "CaseQuery", "Page", "natural_key", "search_text", "where_and_order"]
+__all__ = ["METRIC_SORT", "PAGE_SIZES", "CaseQuery", "Page", "metric_sort", "natural_key", "search_text", "where_and_order"]
 
 PAGE_SIZES = (25, 50, 100, 200)
+# A metric's sort key is its name behind this prefix (`sort=metric:tc`): a metric may be named `case`, `status` or
+# `duration` (nothing forbids it), and a bare name then meant both that column and the metric, one of them unreachable.
+METRIC_SORT = "metric:"
+
+
+def metric_sort(name: str) -> str:
+    """The `sort` value that orders the Cases table by metric `name` (`metric:NAME`), never one of the built-in keys."""
+    return METRIC_SORT + name
 
 
 @dataclass
@@ -23,8 +31,9 @@ class CaseQuery:
       has no metric of: none, as no result is below that threshold);
     - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
       reasons, error, or the case's input, output and tool names;
-    - `sort`: `case` (ids in natural order: `2-0` before `10-0`, `natural_key`), `trial`, `status`, `duration` or a
-      metric key; `desc`;
+    - `sort`: `case` (ids in natural order: `2-0` before `10-0`, `natural_key`), `trial`, `status`, `duration` or
+      `metric:KEY` (`metric_sort`; a bare metric key that is none of the built-in ones, as links made before the prefix
+      said, still sorts by that metric); `desc`;
     - `page` (1-based) of `size` rows.
 
     `notes`: each value of the URL the page did not apply as given, and what it did instead (`sort=scroe: … sorted by
@@ -85,12 +94,14 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
         args += [pat, pat]
     cond = (" WHERE " + " AND ".join(where)) if where else ""
     direction = "DESC" if q.desc else "ASC"
-    if q.sort in metrics:
-        col = f"m{metrics.index(q.sort)}"
+    metric = _sorted_metric(q.sort, metrics)
+    if metric is not None:
+        q.sort = metric_sort(metric)  # (a bare name from an older link: shown, and linked on, as the prefixed key)
+        col = f"m{metrics.index(metric)}"
         order = f"{col} IS NULL, {col} {direction}, case_key, case_id, trial"
     else:
         if q.sort not in _SORTS:  # the page shows the order it applied, and why it is not the one asked for
-            keys = ", ".join((*_SORTS, *metrics))
+            keys = ", ".join((*_SORTS, *map(metric_sort, metrics)))
             q.notes.append(f"sort={q.sort[:40]}: this run has no column or metric of that name (it sorts by {keys}); sorted by case id.")
             q.sort = "case"
         if q.sort == "case":
@@ -104,6 +115,14 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
 
 
 _SORTS = ("case", "trial", "status", "duration")
+
+
+def _sorted_metric(sort: str, metrics: list[str]) -> str | None:
+    """The metric `sort` orders by, else None: `metric:KEY` first; then a bare key, unless it is a built-in one (which
+    a metric of that name never takes over); then, for a metric whose own name starts `metric:`, that name whole."""
+    if sort.startswith(METRIC_SORT) and sort[len(METRIC_SORT):] in metrics:
+        return sort[len(METRIC_SORT):]
+    return sort if sort in metrics and sort not in _SORTS else None
 
 
 def natural_key(case_id: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, t, url
+from tracejudge.viewer.case_query import metric_sort
 from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
 from tracejudge.viewer.runs import Run
 
@@ -80,7 +81,7 @@ def _form(run: Run, page: Page, statuses: list[str], base: str) -> str:
     # choice is not worded "any metric": that reads as the other one.
     below_opts = [("", "— (not filtered)"), ("*", "any metric failed")] + [(m, f"{m} failed") for m in page.metrics]
     tag_opts = [("", "any tag")] + [(tag, tag) for tag in run.index.tags]
-    sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(m, m) for m in page.metrics]
+    sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(metric_sort(m), m) for m in page.metrics]
     return (
         f'<form id="filters" method="get" action="{e(base)}" class="filters">'
         f'<label>status <select name="status" id="f-status">{_options(status_opts, q.status)}</select></label>'
@@ -151,7 +152,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>"
                     f'<tr class="why" hidden><td colspan="{ncols}">{detail}</td></tr>')
     heads = head("case", "case", "c-id") + head("trial", "trial") + '<th class="c-input">input</th>' + head("status", "status")
-    heads += "".join(head(m, m, "c-metric") for m in page.metrics) + head("took s", "duration")
+    heads += "".join(head(m, metric_sort(m), "c-metric") for m in page.metrics) + head("took s", "duration")
     body = (f'<h1>Cases of {e(run.name)} <span class="small muted"><b id="n-matching">{page.total}</b> {"result matches" if page.total == 1 else "results match"}.{note}</span></h1>'
             f'{_form(run, page, statuses, base)}{_notes(run, page, statuses)}'
             f'<table class="grid cases compact" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-input"><col class="c-status">'
