@@ -177,6 +177,34 @@ def test_a_run_directory_deleted_under_the_viewer(runs: dict[str, Path], tmp_pat
         assert get(url + "/run/zebra/cases")[0] == 200
 
 
+def test_a_run_written_after_the_viewer_started_is_served_and_one_removed_says_so(runs: dict[str, Path], tmp_path: Path) -> None:
+    # It was a 404 until the viewer was restarted: the folder of runs was listed once, at start.
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copytree(runs["alpha"], folder / "first", ignore=shutil.ignore_patterns("view.idx*"))
+    with view_server(str(folder)) as url:
+        assert get(url + "/run/later")[0] == 404
+        shutil.copytree(runs["zebra"], folder / "later", ignore=shutil.ignore_patterns("view.idx*"))
+        status, page = get(url + "/run/later/cases")  # its pages open straight away, the Runs list not visited first
+        assert status == 200 and matching(page) == 8
+        assert re.findall(r'<tr data-run="([^"]+)"', get(url + "/?list")[1]) == ["first", "later"]
+        (folder / "notes").mkdir()  # (a folder that is no run is not listed)
+        shutil.copytree(runs["alpha"], folder / "first-copy", ignore=shutil.ignore_patterns("view.idx*"))
+        (folder / "first-copy").rename(folder / "moved")
+        assert re.findall(r'<tr data-run="([^"]+)"', get(url + "/?list")[1]) == ["first", "later", "moved"]
+        shutil.rmtree(folder / "later")
+        for path in ("/run/later", "/run/later/cases", "/run/later/case?id=zebra-0"):
+            status, page = get(url + path)
+            assert status == 410 and "is not there any more" in page, (path, status, page[:300])
+        row = re.search(r'<tr data-run="later"[^>]*>.*?</tr>', get(url + "/?list")[1], re.S).group(0)
+        assert "gone:" in row
+    # Run directories named one by one are served alone: a sibling written since is not added.
+    with view_server(str(folder / "first"), str(folder / "moved")) as url:
+        shutil.copytree(runs["zebra"], folder / "sibling", ignore=shutil.ignore_patterns("view.idx*"))
+        assert get(url + "/run/sibling")[0] == 404
+        assert re.findall(r'<tr data-run="([^"]+)"', get(url + "/?list")[1]) == ["first", "moved"]
+
+
 def test_a_run_directory_rewritten_under_the_viewer(runs: dict[str, Path], tmp_path: Path) -> None:
     target = tmp_path / "target"
     shutil.copytree(runs["alpha"], target, ignore=shutil.ignore_patterns("view.idx*"))

@@ -2,7 +2,8 @@
 
 Routes (all GET; nothing writes to a run except its derived `view.idx`):
 
-- `/` — Runs (with one run served, a redirect to its Run page); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
+- `/` — Runs (with one run served, a redirect to its Run page; a run directory written since the viewer started into a
+  folder it watches is listed, and served, as it appears: `RunTable`); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
   parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
   — Case page, side by side with run `vs` (`h=<hash>` instead of `id=` for an id too long for a URL:
   `tracejudge.viewer.html.case_url`); `/diff?a=&b=` — Diff page;
@@ -38,7 +39,7 @@ from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
 from tracejudge.viewer.pages_cases import cases_page
 from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
-from tracejudge.viewer.runs import Run, differs, viewer_paths
+from tracejudge.viewer.runs import Run, RunTable, differs, viewer_paths, watched_folders
 from tracejudge.viewer.server_log import server_log
 
 __all__ = ["make_app", "start_viewer"]
@@ -46,7 +47,7 @@ __all__ = ["make_app", "start_viewer"]
 _CSP = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'"
 _STATIC = {"view.css": "text/css", "view.js": "text/javascript"}
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-_RUNS = web.AppKey("runs", dict)
+_RUNS = web.AppKey("runs", RunTable)
 _BASELINE = web.AppKey("baseline", str)
 _CACHE = web.AppKey("cache", dict)
 _TEXT_JOBS = web.AppKey("text_jobs", set)
@@ -76,11 +77,15 @@ async def _guard(request: web.Request, handler: Callable[[web.Request], Awaitabl
     return resp
 
 
-def _run(request: web.Request, key: str = "rid", *, query: bool = False, present: bool = True) -> Run:
-    """The run named by the URL; a 404 page when none is served by that id, a 410 page when its directory is gone
-    (deleted or moved while the viewer was open: every page of it says so, none fails with a 500)."""
+async def _run(request: web.Request, key: str = "rid", *, query: bool = False, present: bool = True) -> Run:
+    """The run named by the URL; a 404 page when none is served by that id (after looking for one written since into a
+    watched folder), a 410 page when its directory is gone (deleted or moved while the viewer was open: every page of it
+    says so, none fails with a 500)."""
     rid = request.query.get(key, "") if query else request.match_info.get(key, "")
-    run = request.app[_RUNS].get(rid)
+    table = request.app[_RUNS]
+    run = table.get(rid)
+    if run is None and await anyio.to_thread.run_sync(table.scan):
+        run = table.get(rid)
     if run is None:
         raise web.HTTPNotFound(text=f"no run {rid!r} is served here")
     if present and (why := run.gone()) is not None:
@@ -141,7 +146,8 @@ def _start_text_job(app: web.Application, run: Run) -> None:
 
 
 async def _runs(request: web.Request) -> web.Response:
-    runs = list(request.app[_RUNS].values())
+    await anyio.to_thread.run_sync(request.app[_RUNS].scan)  # (a run written since the viewer started is listed)
+    runs = request.app[_RUNS].values()
     if len(runs) == 1 and "list" not in request.query:  # one run served: open it (`/?list` still lists it)
         raise web.HTTPFound(f"/run/{quote(runs[0].rid)}")
     counts = {r.rid: got for r in runs if r.gone() is None and (got := await _counts_or_none(request, r)) is not None}
@@ -155,8 +161,9 @@ async def _runs(request: web.Request) -> web.Response:
 
 
 async def _run_page(request: web.Request) -> web.Response:
-    run = _run(request)
+    run = await _run(request)
     counts = await _refresh(request, run)
+    await anyio.to_thread.run_sync(request.app[_RUNS].scan)  # (its "Diff vs" links name the runs written since too)
     others = [r for r in request.app[_RUNS].values() if r.rid != run.rid and r.gone() is None]
     baseline = request.app[_BASELINE]
     others.sort(key=lambda r: r.rid != baseline)
@@ -187,7 +194,7 @@ _CASES_PARAMS = ("status", "below", "tag", "q", "sort", "desc", "page", "size")
 
 
 async def _cases(request: web.Request) -> web.Response:
-    run = _run(request)
+    run = await _run(request)
     counts = await _refresh(request, run)
     # A NUL (`%00`) is read as U+FFFD, as the page shows it (`html.e`): SQLite would cut the text there, applying a
     # search other than the one the box shows (`refund%00` matched as `refund`, `%00` as no search at all).
@@ -215,7 +222,7 @@ async def _cases(request: web.Request) -> web.Response:
 
 
 async def _case(request: web.Request) -> web.Response:
-    run = _run(request)
+    run = await _run(request)
     case_id = request.query.get("id", "")
     trial = _int(request.query.get("trial"), 0, "trial")
     if "id" not in request.query and (h := request.query.get("h", "")):  # a long id, linked by its hash
@@ -258,8 +265,8 @@ async def _case(request: web.Request) -> web.Response:
 
 
 async def _diff(request: web.Request) -> web.Response:
-    runs: dict[str, Run] = request.app[_RUNS]
-    a, b = _run(request, "a", query=True), _run(request, "b", query=True)
+    runs = request.app[_RUNS]
+    a, b = await _run(request, "a", query=True), await _run(request, "b", query=True)
     if differs(a, b) is not None:  # different datasets: the page says what differs, nothing is paired
         return _html(diff_page(a, b, None, list(runs.values())))
     for r in (a, b):
@@ -299,7 +306,7 @@ async def _comparison(app: web.Application, a: Run, b: Run) -> Comparison:
 
 async def _state(request: web.Request) -> web.Response:
     """`{"results": n, "complete": bool}`, and `"gone": why` once the run directory is not there any more."""
-    run = _run(request, present=False)
+    run = await _run(request, present=False)
     try:
         n = await anyio.to_thread.run_sync(run.index.refresh)
     except OSError as exc:  # (said, as the pages say it; the page script then stops following the run)
@@ -321,17 +328,15 @@ async def _static(request: web.Request) -> web.Response:
 async def _close(app: web.Application) -> None:
     for task in list(app[_TASKS]):
         task.cancel()
-    for run in app[_RUNS].values():
-        run.close()
+    app[_RUNS].close()
 
 
-def make_app(runs: list[Run], baseline: Run | None = None) -> web.Application:
-    """The aiohttp application serving `runs` (and `baseline`, which is also listed)."""
+def make_app(runs: list[Run], baseline: Run | None = None, folders: list[Path] | None = None) -> web.Application:
+    """The aiohttp application serving `runs` (and `baseline`, which is also listed), and each run written since into one
+    of `folders` (`watched_folders`)."""
     app = web.Application(middlewares=[_guard])
-    table = {r.rid: r for r in runs}
-    if baseline is not None:
-        table.setdefault(baseline.rid, baseline)
-    app[_RUNS] = table
+    extra = [baseline] if baseline is not None and all(r.rid != baseline.rid for r in runs) else []
+    app[_RUNS] = RunTable([*runs, *extra], folders or [])
     app[_BASELINE] = baseline.rid if baseline is not None else ""
     app[_CACHE] = {}
     app[_TEXT_JOBS] = set()
@@ -348,9 +353,10 @@ def make_app(runs: list[Run], baseline: Run | None = None) -> web.Application:
     return app
 
 
-async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = None) -> tuple[web.AppRunner, str]:
+async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = None,
+                       folders: list[Path] | None = None) -> tuple[web.AppRunner, str]:
     """Serve the viewer on 127.0.0.1:`port` (0 picks a free port); returns the runner (call `cleanup()`) and the URL."""
-    runner = web.AppRunner(make_app(runs, baseline), access_log=None, max_line_size=MAX_LINE, logger=_SERVER_LOG)
+    runner = web.AppRunner(make_app(runs, baseline, folders), access_log=None, max_line_size=MAX_LINE, logger=_SERVER_LOG)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
@@ -381,7 +387,7 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
 
     async def serve() -> int:
         try:
-            runner, address = await start_viewer(runs, port, base)
+            runner, address = await start_viewer(runs, port, base, watched_folders(run_dirs, cwd or Path.cwd()))
         except OSError as exc:
             print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror} (pick another with --port, or 0 for any free one)", file=sys.stderr)
             return 2

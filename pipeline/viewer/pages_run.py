@@ -96,8 +96,9 @@ def _drift_mark(run: Run, drift: str) -> str:
 def gone_page(run: Run, why: str) -> str:
     """The page of a run whose directory is not there any more (every page of that run, with status 410)."""
     body = (f'<h1>{e(run.name)}</h1><p class="bad" id="gone">{e(why)}.</p>'
-            '<p class="muted">Nothing of it is shown: its results are not there to read. Restart <code>tracejudge view</code> '
-            'with the run directory where it is now, or go back to <a href="/?list">the runs</a>.</p>')
+            '<p class="muted">Nothing of it is shown: its results are not there to read. A run moved within a folder this viewer '
+            'lists is in <a href="/?list">the runs</a> under its new name; else restart <code>tracejudge view</code> with the '
+            'run directory where it is now.</p>')
     return frame(run.name, body, crumbs=[(run.name, f"/run/{e(run.rid)}")])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from tracejudge.engine import store
 from tracejudge.viewer.index import RunIndex
 from tracejudge.viewer.traces import CaseSource, read_object
 
-__all__ = ["Run", "differs", "discover_runs", "load_runs", "shown_time", "viewer_paths"]
+__all__ = ["Run", "RunTable", "differs", "discover_runs", "load_runs", "shown_time", "viewer_paths", "watched_folders"]
 
 
 @dataclass
@@ -212,13 +213,73 @@ def load_runs(paths: list[Path]) -> list[Run]:
             raise ValueError(f"{p}: not a run directory (no results.jsonl or manifest.json)")
         if any(r.path.resolve() == p.resolve() for r in runs):
             continue
-        base = re.sub(r"[^A-Za-z0-9._-]+", "-", p.resolve().name).strip("-") or "run"
-        rid, n = base, 2
-        while rid in seen:
-            rid, n = f"{base}-{n}", n + 1
-        seen.add(rid)
-        runs.append(Run(rid, p, p.resolve().name))
+        runs.append(_new_run(p, seen))
     return runs
+
+
+def _new_run(path: Path, seen: set[str]) -> Run:
+    """A `Run` of `path` whose id is its folder's name made URL-safe, suffixed `-2`, `-3` … past the ids in `seen` (added)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", path.resolve().name).strip("-") or "run"
+    rid, n = base, 2
+    while rid in seen:
+        rid, n = f"{base}-{n}", n + 1
+    seen.add(rid)
+    return Run(rid, path, path.resolve().name)
+
+
+class RunTable:
+    """The runs a viewer serves by id: those it started with, and each run directory written since into a folder it
+    watches (`watched_folders`: `runs/`, or a folder of runs named on the command line), found by `scan`.
+
+    A run keeps its id while the viewer runs, its directory deleted or not (its pages then say it is gone, `Run.gone`),
+    so a link to it never comes to name another run. Safe to use from several threads.
+    """
+
+    def __init__(self, runs: list[Run], folders: Sequence[Path] = ()) -> None:
+        self._runs = {r.rid: r for r in runs}
+        self._folders = list(folders)
+        self._paths = {str(r.path) for r in runs} | {str(r.path.resolve()) for r in runs}
+        self._lock = threading.Lock()
+
+    def get(self, rid: str) -> Run | None:
+        """The run of id `rid`, or None (call `scan` first to find one written since)."""
+        with self._lock:
+            return self._runs.get(rid)
+
+    def __contains__(self, rid: object) -> bool:
+        with self._lock:
+            return rid in self._runs
+
+    def values(self) -> list[Run]:
+        """Every run served, those the viewer started with first, then those found since in the order found."""
+        with self._lock:
+            return list(self._runs.values())
+
+    def scan(self) -> int:
+        """Add the run directories in the watched folders not served yet; returns how many. Blocking (a listing of each
+        folder and a stat or two per entry: about a millisecond for 150 runs); a folder that cannot be listed adds none."""
+        found = []
+        for folder in self._folders:
+            try:
+                found += [p for p in discover_runs(folder) if str(p) not in self._paths]
+            except OSError:  # (the folder removed or unreadable meanwhile: the runs already served stay)
+                continue
+        added = 0
+        with self._lock:
+            for p in found:
+                # (resolved only when new by its spelling: a second name of a run served, a symlink, is not served twice)
+                if str(p) in self._paths or str(p.resolve()) in self._paths:
+                    continue
+                run = _new_run(p, set(self._runs))
+                self._runs[run.rid] = run
+                self._paths |= {str(p), str(p.resolve())}
+                added += 1
+        return added
+
+    def close(self) -> None:
+        """Close every run's index."""
+        for run in self.values():
+            run.close()
 
 
 def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
@@ -230,3 +291,11 @@ def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
     if not given:
         return discover_runs(cwd / "runs")
     return [run for p in given for run in (discover_runs(Path(p)) if not _is_run(Path(p)) else []) or [Path(p)]]
+
+
+def watched_folders(given: list[Path], cwd: Path) -> list[Path]:
+    """The folders whose new run directories a viewer serves as they appear: `cwd/runs` when nothing is given, else each
+    folder given that stands for the runs it holds (`viewer_paths`). Run directories named one by one are served alone."""
+    if not given:
+        return [cwd / "runs"]
+    return [Path(p) for p in given if not _is_run(Path(p)) and discover_runs(Path(p))]
