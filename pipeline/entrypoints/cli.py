@@ -153,7 +153,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
 
         return simulate.command(args, err)
     if args.command == "view":
-        from tracejudge.viewer.app import serve_command
+        from tracejudge.viewer.command import serve_command
 
         return serve_command(args.run_dirs, args.port, args.baseline)
     if args.command == "bench":

@@ -6,7 +6,7 @@
 - `tracejudge.viewer.runs` — the run directories served;
 - `tracejudge.viewer.pages_run`, `tracejudge.viewer.pages_cases`, `tracejudge.viewer.pages_case` — the HTML pages;
 - `tracejudge.viewer.transcript` — a case as a conversation (the case page's transcript);
-- `tracejudge.viewer.app` — the aiohttp app (`start_viewer`, `make_app`).
+- `tracejudge.viewer.app` — the aiohttp app (`start_viewer`, `make_app`); `tracejudge.viewer.command` — `tracejudge view`.
 """
 
 from __future__ import annotations

@@ -33,16 +33,15 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 from aiohttp import web
-from tracejudge.entrypoints.serve import until_signal
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
 from tracejudge.viewer.pages_cases import cases_page
 from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
-from tracejudge.viewer.runs import Run, RunTable, differs, viewer_paths, watched_folders
+from tracejudge.viewer.runs import Run, RunTable, differs
 from tracejudge.viewer.server_log import server_log
 
-__all__ = ["make_app", "start_viewer"]
+__all__ = ["make_app", "start_viewer"]  # (`tracejudge view` itself: `tracejudge.viewer.command.serve_command`)
 
 _CSP = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'"
 _STATIC = {"view.css": "text/css", "view.js": "text/javascript"}
@@ -363,37 +362,3 @@ async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = No
     sockets = getattr(site._server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     return runner, f"http://127.0.0.1:{bound}"
-
-
-def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None = None, *, cwd: Path | None = None) -> int:
-    """`tracejudge view`: serve until SIGINT/SIGTERM; prints the URL. Returns the exit status (2 when no run directory is found)."""
-    import sys
-
-    from tracejudge.engine.run_lock import in_progress_note
-    from tracejudge.viewer.runs import load_runs
-
-    paths = viewer_paths(run_dirs, cwd or Path.cwd())
-    try:
-        runs = load_runs(paths + ([baseline] if baseline is not None else []))
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if not runs:
-        print("error: no run directory given and none found under runs/", file=sys.stderr)
-        return 2
-    base = next((r for r in runs if baseline is not None and r.path.resolve() == Path(baseline).resolve()), None)
-    if (note := in_progress_note([r.path for r in runs], "the pages show its results so far and catch up as it writes")) is not None:
-        print(note, file=sys.stderr, flush=True)
-
-    async def serve() -> int:
-        try:
-            runner, address = await start_viewer(runs, port, base, watched_folders(run_dirs, cwd or Path.cwd()))
-        except OSError as exc:
-            print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror} (pick another with --port, or 0 for any free one)", file=sys.stderr)
-            return 2
-        page = f"{address}/run/{quote(runs[0].rid)}" if len(runs) == 1 else f"{address}/"
-        print(f"tracejudge view: {page}  ({len(runs)} run{'s' if len(runs) != 1 else ''}; Ctrl-C stops)", flush=True)
-        await until_signal(runner)
-        return 0
-
-    return anyio.run(serve)
