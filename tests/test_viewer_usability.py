@@ -125,6 +125,13 @@ def test_a_value_or_a_name_the_page_does_not_apply_is_said_on_it(server: str) ->
     assert notes(page) == ["desc=yes: not a yes or no the page reads (1, on or true; 0, off, false or nothing); sorted ascending.",
                            "size=30: a page holds 25, 50, 100 or 200 rows; showing 50.",
                            "page=9: pages count from 1 and this query has 1; showing page 1."]
+    # A whole number out of range is one of those too (it was a bare 400 for a negative one or one past 2**62).
+    status, page = get(server + f"/run/alpha/cases?size=-5&page={-2**70}")
+    assert status == 200 and matching(page) == 8 and re.search(r"id=\"page-no\">1<", page)
+    assert notes(page) == ["size=-5: a page holds 25, 50, 100 or 200 rows; showing 50.",
+                           f"page={str(-2**70)[:40]}: pages count from 1 and this query has 1; showing page 1."]
+    assert notes(get(server + f"/run/alpha/cases?size={2**70}&page=-1")[1]) == [
+        f"size={2**70}: a page holds 25, 50, 100 or 200 rows; showing 50.", "page=-1: pages count from 1 and this query has 1; showing page 1."]
     page = get(server + "/run/alpha/cases?sotr=status&status=failed")[1]
     assert notes(page) == ["sotr: not a parameter of this page (it takes status, below, tag, q, sort, desc, page, size); ignored."]
     # What the page itself links to says nothing.

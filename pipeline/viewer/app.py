@@ -174,16 +174,18 @@ async def _run_page(request: web.Request) -> web.Response:
     return _html(run_page(run, counts, others, run_errors, drift))
 
 
-def _int(value: str | None, default: int, name: str) -> int:
+def _int(value: str | None, default: int, name: str, *, any_whole: bool = False) -> int:
     # A number no index can hold (trial=2**63) or no number at all (trial=abc) is the client's mistake: a 400 naming the
-    # parameter, not a 500 from deep inside the lookup nor, quietly, the default's page.
+    # parameter, not a 500 from deep inside the lookup nor, quietly, the default's page. `any_whole`: every whole number
+    # is returned, for the Cases page's `page` and `size`, which say on the page what they show instead of one out of
+    # range (`size=-5` as `size=30`; `page=-1` as `page=0`).
     if value is None or value == "":
         return default
     try:
         got = int(value)
     except ValueError:
         raise web.HTTPBadRequest(text=f"{name}={value[:40]!r}: not a whole number") from None
-    if not 0 <= got < 1 << 62:
+    if not any_whole and not 0 <= got < 1 << 62:
         raise web.HTTPBadRequest(text=f"{name}={value[:40]}: out of range (0 to 2**62-1)")
     return got
 
@@ -199,8 +201,8 @@ async def _cases(request: web.Request) -> web.Response:
     # search other than the one the box shows (`refund%00` matched as `refund`, `%00` as no search at all).
     p = {k: v.replace("\x00", "\ufffd") for k, v in request.query.items()}
     q = CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
-                  sort=p.get("sort", "case"), desc=p.get("desc", "") in _YES, page=_int(p.get("page"), 1, "page"),
-                  size=_int(p.get("size"), 50, "size"))
+                  sort=p.get("sort", "case"), desc=p.get("desc", "") in _YES, page=_int(p.get("page"), 1, "page", any_whole=True),
+                  size=_int(p.get("size"), 50, "size", any_whole=True))
     # A mistyped value or name is said on the page, never a silent fall-back to another table than the one asked for.
     if p.get("desc", "") not in (*_YES, *_NO):
         q.notes.append(f"desc={p['desc'][:40]}: not a yes or no the page reads (1, on or true; 0, off, false or nothing); sorted ascending.")

@@ -109,7 +109,7 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
         else:
             order = f"{q.sort} {direction}, case_key, case_id, trial"
     if q.size not in PAGE_SIZES:
-        q.notes.append(f"size={q.size}: a page holds {', '.join(map(str, PAGE_SIZES[:-1]))} or {PAGE_SIZES[-1]} rows; showing 50.")
+        q.notes.append(f"size={str(q.size)[:40]}: a page holds {', '.join(map(str, PAGE_SIZES[:-1]))} or {PAGE_SIZES[-1]} rows; showing 50.")
         q.size = 50
     return cond, args, order
 

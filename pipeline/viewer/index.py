@@ -328,7 +328,7 @@ class RunIndex:
             pages = max(1, -(-total // size))
             if not 1 <= q.page <= pages:  # (past the last page, or 0: the nearest page, and the page says so)
                 shown = max(1, min(q.page, pages))
-                q.notes.append(f"page={q.page}: pages count from 1 and this query has {pages}; showing page {shown}.")
+                q.notes.append(f"page={str(q.page)[:40]}: pages count from 1 and this query has {pages}; showing page {shown}.")
                 q.page = shown
             vcols = "".join(f", m{i}, p{i}" for i in range(len(self.metrics)))
             cur = self._db.execute(
