@@ -7,8 +7,9 @@ interrupted). Reading never runs code and never writes.
 - `last_segment_finished(run_dir)`: False when `checkpoint.json`'s last segment did not end `finished`
   (a SIGKILL leaves it `running`); True without a readable checkpoint (a merge, a hand-made directory).
 - `resume_command(run_dir)`: the command the last segment recorded, prefixed `cd DIR &&` when it was
-  started from another folder than this process's; without a record, its shape with CONFIG to fill in
-  (with the shard's `--shard I/N` when the manifest records one).
+  started from another folder than this process's; without a record, or with one that is not a command the tool
+  writes (`resume_line.is_run_line`: a crafted directory's `tracejudge run c.yaml; rm -rf ~`), its shape with CONFIG to
+  fill in (with the shard's `--shard I/N` when the manifest records one), saying so.
 - `run_state(run_dir)`: a `RunState` (state word, standing results, resume command, holder).
 - `foreign_files(run_dir)`: the files a run writes that a folder no run made holds (no results, no run's manifest):
   a run there would overwrite them.
@@ -25,6 +26,7 @@ from typing import Any
 from tracejudge.core.destination import run_manifest
 from tracejudge.core.regular_file import open_regular
 from tracejudge.engine import store
+from tracejudge.engine.resume_line import PLACEHOLDER, PLACEHOLDER_NOT_SHOWN, is_run_line
 
 __all__ = ["RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
 
@@ -142,17 +144,25 @@ def resume_command(run_dir: Path) -> str:
         if not isinstance(line, str):
             raise TypeError(line)
     except (AttributeError, IndexError, KeyError, TypeError):
-        manifest = manifest if manifest is not None else (store.read_manifest(run_dir) or {})
-        shard = ((manifest.get("config") or {}).get("run") or {}).get("shard")
-        flag = f" --shard {shlex.quote(str(shard))}" if isinstance(shard, str) and shard else ""
-        return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))}{flag} (CONFIG: the config the run was started with)"
+        return _shape(run_dir, manifest, PLACEHOLDER)
     # (a line recorded before the command was masked where it is built (`redact_command`) is masked as it is read)
     from tracejudge.llm.redact_command import masked_line
 
     line = masked_line(line)
+    if not is_run_line(line):  # (a run directory is input: a line no `tracejudge run` wrote is not offered to be run)
+        return _shape(run_dir, manifest, PLACEHOLDER_NOT_SHOWN)
     if isinstance(cwd, str) and Path(cwd).resolve() != Path.cwd().resolve():
         return f"cd {shlex.quote(cwd)} && {line}"
     return str(line)
+
+
+def _shape(run_dir: Path, manifest: dict[str, Any] | None, end: str) -> str:
+    """`tracejudge run CONFIG --run-dir RUN_DIR` (with the shard the manifest records) then `end`, which says what CONFIG
+    is: the command rebuilt from what is known, every part shell-quoted."""
+    manifest = manifest if manifest is not None else (store.read_manifest(run_dir) or {})
+    shard = ((manifest.get("config") or {}).get("run") or {}).get("shard")
+    flag = f" --shard {shlex.quote(str(shard))}" if isinstance(shard, str) and shard else ""
+    return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))}{flag}{end}"
 
 
 @dataclass

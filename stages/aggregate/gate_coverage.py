@@ -78,10 +78,13 @@ def incomplete_detail(summary: dict[str, Any]) -> str:
 
 
 def shard_resume_commands(summary: dict[str, Any]) -> list[str]:
-    """The commands that resume the interrupted shards of a merge (merged or lying beside it), for the verdict line."""
+    """The commands that resume the interrupted shards of a merge (merged or lying beside it), for the verdict line; one
+    that is not a command the tool writes (the merge's `summary.json` is input as well) is `resume_line.NOT_SHOWN`."""
+    from tracejudge.engine.resume_line import checked_resume
+
     block = summary.get("shards") or {}
     found = [e.get("resume") for e in [*(block.get("interrupted") or []), *(block.get("beside") or [])] if isinstance(e, dict)]
-    return [str(c) for c in found if c]
+    return [checked_resume(str(c)) for c in found if c]
 
 
 def baseline_gaps(base: Path, dirs: list[Path], results: int) -> list[str]:
