@@ -47,7 +47,9 @@ class ManifestError(TracejudgeError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return f"{self.path}: manifest is not valid JSON ({self.problem}); {self._advice()}"
+        # (a FIFO, a device or a socket in its place (`regular_file.NotRegularFile`) was never JSON to be invalid)
+        what = self.problem if self.problem.startswith("not a regular file") else f"not valid JSON ({self.problem})"
+        return f"{self.path}: manifest is {what}; {self._advice()}"
 
     def for_command(self, command: str) -> ManifestError:
         """The same error, advising what `command` (`report`, `compare`, `export`; `run`) can do about it."""

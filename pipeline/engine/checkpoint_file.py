@@ -85,14 +85,14 @@ def recorded_config_hash(run_dir: Path) -> str | None:
     """
     run_dir = Path(run_dir)
     try:
-        cp = CheckpointFile.model_validate_json((run_dir / store.CHECKPOINT).read_bytes())
+        cp = CheckpointFile.model_validate_json(store.read_text(run_dir / store.CHECKPOINT))
         hashes = [s.get("config_hash") for s in cp.segments if isinstance(s.get("config_hash"), str)]
         if hashes:
             return hashes[-1]
     except (OSError, ValueError):
         pass
     try:
-        value = json.loads((run_dir / store.SUMMARY).read_text(encoding="utf-8")).get("config_hash")
+        value = json.loads(store.read_text(run_dir / store.SUMMARY)).get("config_hash")
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None

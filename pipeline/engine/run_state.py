@@ -54,7 +54,7 @@ def foreign_files(run_dir: Path) -> list[str]:
 def summary_of(run_dir: Path) -> dict[str, Any] | None:
     """`run_dir/summary.json` as a mapping, or None when it is missing or unreadable (a run killed before its end)."""
     try:
-        data = json.loads((Path(run_dir) / store.SUMMARY).read_text(encoding="utf-8"))
+        data = json.loads(store.read_text(Path(run_dir) / store.SUMMARY))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -102,7 +102,7 @@ def results_beyond_checkpoint(run_dir: Path) -> bool:
     A segment that ends writes a checkpoint claiming every result it wrote. A file edited within what the checkpoint
     claims (its CRC differs) is no unfinished segment (`report` names its damaged lines); without the figures, False."""
     try:
-        cp = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8"))
+        cp = json.loads(store.read_text(Path(run_dir) / store.CHECKPOINT))
         claimed, crc = cp.get("results_bytes"), cp.get("results_crc32")
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in (claimed, crc)):
             return False
@@ -138,7 +138,7 @@ def resume_command(run_dir: Path) -> str:
         segments = _segments(run_dir) or []
         recorded = segments[-1].get("command") if segments and isinstance(segments[-1], dict) else None
         if not isinstance(recorded, dict):
-            manifest = store.read_manifest(run_dir) or {}
+            manifest = _manifest(run_dir)
             recorded = manifest.get("command") or {}
         line, cwd = recorded["line"], recorded.get("cwd")
         if not isinstance(line, str):
@@ -159,10 +159,21 @@ def resume_command(run_dir: Path) -> str:
 def _shape(run_dir: Path, manifest: dict[str, Any] | None, end: str) -> str:
     """`tracejudge run CONFIG --run-dir RUN_DIR` (with the shard the manifest records) then `end`, which says what CONFIG
     is: the command rebuilt from what is known, every part shell-quoted."""
-    manifest = manifest if manifest is not None else (store.read_manifest(run_dir) or {})
+    manifest = manifest if manifest is not None else _manifest(run_dir)
     shard = ((manifest.get("config") or {}).get("run") or {}).get("shard")
     flag = f" --shard {shlex.quote(str(shard))}" if isinstance(shard, str) and shard else ""
     return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))}{flag}{end}"
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    """`manifest.json`, or {} when it is missing or cannot be read: not JSON, a FIFO in its place (`store.read_manifest`
+    raises for those; here it only names a command and a shard, and the viewer's Run page failed with a 500 on it)."""
+    from tracejudge.core.errors import ManifestError
+
+    try:
+        return store.read_manifest(run_dir) or {}
+    except (ManifestError, OSError):
+        return {}
 
 
 @dataclass

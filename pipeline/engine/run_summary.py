@@ -209,7 +209,7 @@ def _with_in_flight(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
     try:
-        block = json.loads((run_dir / "summary.json").read_text()).get(name)
+        block = json.loads(store.read_text(run_dir / store.SUMMARY)).get(name)
     except (OSError, ValueError, AttributeError):
         return None
     return block if isinstance(block, dict) else None

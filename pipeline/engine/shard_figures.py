@@ -32,7 +32,7 @@ def merged_run_figures(dirs: Iterable[Path], missing: list[str], readable: list[
     counted = 0
     for d, n in zip(dirs, readable, strict=True):
         try:
-            s = json.loads((Path(d) / store.SUMMARY).read_text(encoding="utf-8"))
+            s = json.loads(store.read_text(Path(d) / store.SUMMARY))
         except (OSError, ValueError):
             complete = False  # a shard that never wrote its summary did not finish
             counted += n

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tracejudge.core.errors import ManifestError
+from tracejudge.core.regular_file import NotRegularFile, open_regular
 from tracejudge.engine.manifest import ManifestMismatch
 
 # Reading results.jsonl lives in `result_lines`; its names stay importable from here, where every reader looks.
@@ -51,6 +52,7 @@ from tracejudge.engine.run_lock import LOCK, LockedError, RunLock
 
 __all__ = [
     "has_results",
+    "read_text",
     "error_place",
     "iter_results",
     "CHECKPOINT",
@@ -260,6 +262,15 @@ def has_results(run_dir: Path) -> bool:
         return False
 
 
+def read_text(path: Path) -> str:
+    """The UTF-8 text of a run directory's file `path` (`summary.json`, `checkpoint.json`, `manifest.json` …), opened
+    without waiting (`open_regular`): a FIFO in its place, as an unpacked artifact or a crafted directory may hold, hung
+    `report`, the viewer and a resume on a plain read. Raises `NotRegularFile` (an `OSError`) for a FIFO, a device or a
+    socket, what `open` raises for a missing or unreadable file, and `UnicodeDecodeError` (a `ValueError`)."""
+    with open_regular(path) as fh:
+        return fh.read().decode("utf-8")
+
+
 def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | None:
     """The manifest of a run directory, or `None` if it has none.
 
@@ -272,15 +283,15 @@ def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | Non
     if not p.exists():
         return None
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(read_text(p))
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         return cast(dict[str, Any], data)
-    except ValueError as exc:
+    except (ValueError, NotRegularFile) as exc:  # (a FIFO in its place is no manifest, as a file that is not JSON is none)
         if not strict:
             from tracejudge.core.log import get_logger
 
             get_logger("tracejudge.store").warning("manifest does not validate; checking the config against the checkpoint's hashes",
                                                    file=str(p), error=str(exc)[:200])
             return None
-        raise ManifestError(str(p), str(exc)) from None
+        raise ManifestError(str(p), exc.strerror if isinstance(exc, NotRegularFile) else str(exc)) from None

@@ -88,8 +88,10 @@ FIELDS = ("cases", "requests", "cache_hits", "repeats", "input_tokens", "output_
 def last_run_rate(run_dir: Path) -> float | None:
     """Repair and re-ask requests per first request in the last run of `run_dir` (its `summary.json`), or None without one,
     or when that run got no reply at all (a server that was not there measured no rate: 0 re-asks would be a guess)."""
+    from tracejudge.engine import store
+
     try:
-        judge = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("judge") or {}
+        judge = json.loads(store.read_text(run_dir / store.SUMMARY)).get("judge") or {}
         extra = sum(int(judge.get(k) or 0) for k in ("repairs", "parts_reasked_alone", "items_reasked_alone"))
         first = int(judge.get("requests") or 0) - extra
         answered = judge.get("answered")
@@ -110,7 +112,7 @@ def finished_keys(run_dir: Path) -> Callable[[int], bool] | None:
     from tracejudge.engine.keyset import KeySet, result_key
 
     try:
-        cp = json.loads((run_dir / store.CHECKPOINT).read_text(encoding="utf-8"))
+        cp = json.loads(store.read_text(run_dir / store.CHECKPOINT))
         start, provisional = int(cp["results_bytes"]), {int(k) for k in cp.get("provisional") or {}}
         data = (run_dir / store.INDEX).read_bytes()
         done = KeySet.from_index(data[: int(cp["results_lines"]) * 8])
@@ -143,7 +145,7 @@ def spent_so_far(run_dir: Path, price: Any) -> dict[str, Any] | None:
 
     spent = {"input_tokens": 0, "output_tokens": 0, "requests": 0, "answered": 0}
     try:
-        got = json.loads((run_dir / store.CHECKPOINT).read_text(encoding="utf-8")).get("judge_spent") or {}
+        got = json.loads(store.read_text(run_dir / store.CHECKPOINT)).get("judge_spent") or {}
         spent.update({k: int(got.get(k) or 0) for k in spent})
     except (OSError, ValueError, TypeError, AttributeError):
         pass

@@ -231,7 +231,7 @@ def _stopped_last(run_dir: Path, stopped: Any) -> bool:
     if not isinstance(stopped, dict) or stopped.get("segment") is None or results_beyond_checkpoint(run_dir):
         return False
     try:
-        segments = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
+        segments = json.loads(store.read_text(Path(run_dir) / store.CHECKPOINT)).get("segments") or []
         return isinstance(segments[-1], dict) and segments[-1].get("segment") == stopped["segment"]
     except (OSError, ValueError, AttributeError, IndexError):
         return False
@@ -317,7 +317,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         tally = add_judge_tally(tally, result)
     prev: dict[str, Any] = {}
     try:
-        prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        prev = json.loads(store.read_text(run_dir / store.SUMMARY))
     except (OSError, ValueError):
         prev = {}
     keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "elapsed_measured", "usage", "segments", "configs", "judge", "shards",
