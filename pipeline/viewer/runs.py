@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -257,13 +258,16 @@ class RunTable:
 
     def scan(self) -> int:
         """Add the run directories in the watched folders not served yet; returns how many. Blocking (a listing of each
-        folder and a stat or two per entry: about a millisecond for 150 runs); a folder that cannot be listed adds none."""
+        folder, and a stat or two per entry not served yet); a folder that cannot be listed adds none."""
         found = []
         for folder in self._folders:
             try:
-                found += [p for p in discover_runs(folder) if str(p) not in self._paths]
+                names = sorted(os.listdir(folder))
             except OSError:  # (the folder removed or unreadable meanwhile: the runs already served stay)
                 continue
+            # (an entry served already is known by its name, spelled as `discover_runs` spells it: only the others are
+            # looked at, so the cost is one listing however many runs the folder holds)
+            found += [p for name in names if str(p := folder / name) not in self._paths and _is_run(p)]
         added = 0
         with self._lock:
             for p in found:
