@@ -6,7 +6,8 @@ Routes (all GET; nothing writes to a run except its derived `view.idx`):
   folder it watches is listed, and served, as it appears: `RunTable`); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
   parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
   — Case page, side by side with run `vs` (`h=<hash>` instead of `id=` for an id too long for a URL:
-  `tracejudge.viewer.html.case_url`); `/diff?a=&b=` — Diff page;
+  `tracejudge.viewer.html.case_url`); `/run/{rid}/case/rest?id=&trial=&part=&from=` — the part of a long Case page
+  left to be fetched (`pages_case.rest_html`); `/diff?a=&b=` — Diff page;
 - `/api/run/{rid}/state` — `{"results": n, "complete": bool}` (and `"gone": why` once the run directory is
   deleted or moved), polled by the page script to follow a run still being written;
 - a run whose directory is gone answers every page with a 410 page saying so (`Run.gone`);
@@ -35,7 +36,7 @@ import anyio.to_thread
 from aiohttp import web
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
-from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
+from tracejudge.viewer.pages_case import CaseView, case_page, diff_page, rest_html
 from tracejudge.viewer.pages_cases import cases_page
 from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
 from tracejudge.viewer.runs import Run, RunTable, differs
@@ -224,14 +225,8 @@ async def _cases(request: web.Request) -> web.Response:
 
 async def _case(request: web.Request) -> web.Response:
     run = await _run(request)
-    case_id = request.query.get("id", "")
+    case_id = await _case_id(request, run)
     trial = _int(request.query.get("trial"), 0, "trial")
-    if "id" not in request.query and (h := request.query.get("h", "")):  # a long id, linked by its hash
-        await _refresh(request, run)
-        found = await anyio.to_thread.run_sync(run.index.case_by_hash, h.strip().lower())
-        if found is None:
-            raise web.HTTPNotFound(text=f"{run.name} has no case whose id hashes to {h[:64]!r}")
-        case_id = found
     vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
     other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
     if other is not None and other.gone() is not None:
@@ -263,6 +258,35 @@ async def _case(request: web.Request) -> web.Response:
         f"vs={asked[:40]}: " + ("that run's directory is gone" if asked in request.app[_RUNS] else "no run of that id is served here")
         + "; the case is shown alone.")
     return _html(case_page(case_id, trial, trials or [trial], main, side, list(request.app[_RUNS].values()), note))
+
+
+async def _case_id(request: web.Request, run: Run) -> str:
+    """The case a Case page's URL names: `id=`, or `h=` the hash of a long id (a 404 when no case of `run` has it)."""
+    if "id" not in request.query and (h := request.query.get("h", "")):  # a long id, linked by its hash
+        await _refresh(request, run)
+        found = await anyio.to_thread.run_sync(run.index.case_by_hash, h.strip().lower())
+        if found is None:
+            raise web.HTTPNotFound(text=f"{run.name} has no case whose id hashes to {h[:64]!r}")
+        return str(found)
+    return request.query.get("id", "")
+
+
+async def _case_rest(request: web.Request) -> web.Response:
+    """The part of a long Case page it left to be fetched (`pages_case.rest_html`: `part=transcript` or `align:KEY`,
+    `from=`), an HTML fragment; a 404 when the run has no such part."""
+    run = await _run(request)
+    case_id = await _case_id(request, run)
+    trial, start = _int(request.query.get("trial"), 0, "trial"), _int(request.query.get("from"), 0, "from")
+    await _refresh(request, run)
+
+    def work() -> str | None:
+        res = run.index.result(case_id, trial)
+        return rest_html(request.query.get("part", ""), start, run, res, run.source.get(case_id, trial)[0] if res is not None else None)
+
+    html = await anyio.to_thread.run_sync(work)
+    if html is None:
+        raise web.HTTPNotFound(text=f"{run.name} has no such part of case {case_id[:200]!r} trial {trial}")
+    return _html(html)
 
 
 async def _diff(request: web.Request) -> web.Response:
@@ -347,6 +371,7 @@ def make_app(runs: list[Run], baseline: Run | None = None, folders: list[Path] |
     app.router.add_get("/run/{rid}", _run_page)
     app.router.add_get("/run/{rid}/cases", _cases)
     app.router.add_get("/run/{rid}/case", _case)
+    app.router.add_get("/run/{rid}/case/rest", _case_rest)
     app.router.add_get("/diff", _diff)
     app.router.add_get("/api/run/{rid}/state", _state)
     app.router.add_get("/static/{name}", _static)

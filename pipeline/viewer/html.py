@@ -68,11 +68,12 @@ def id_hash(case_id: str) -> str:
     return hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def case_url(rid: str, case_id: str, **params: Any) -> str:
+def case_url(rid: str, case_id: str, *, path: str = "case", **params: Any) -> str:
     """The Case page of `case_id` in run `rid` (`url`): `?id=<id>`, or `?h=<id_hash>` for an id longer than `LONG_ID`
-    URL-encoded (a link by `id=` keeps working up to `app.MAX_LINE` bytes)."""
+    URL-encoded (a link by `id=` keeps working up to `app.MAX_LINE` bytes); `path="case/rest"`: the part of that page
+    it leaves to be fetched (`transcript.rest_placeholder`)."""
     ref = {"h": id_hash(case_id)} if len(quote(case_id, safe="")) > LONG_ID else {"id": case_id}
-    return url(f"/run/{rid}/case", **ref, **params)
+    return url(f"/run/{rid}/{path}", **ref, **params)
 
 
 def shown_id(case_id: Any) -> str:

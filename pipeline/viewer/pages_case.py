@@ -11,9 +11,9 @@ from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, t, url
 from tracejudge.viewer.labels import label_cell, labels_of
 from tracejudge.viewer.runs import Run, differs
-from tracejudge.viewer.transcript import call_html, transcript_html
+from tracejudge.viewer.transcript import FOLD_CALLS, call_html, rest_placeholder, steps_html, transcript_html
 
-__all__ = ["CaseView", "case_page", "diff_page"]
+__all__ = ["CaseView", "case_page", "diff_page", "rest_html"]
 
 
 class CaseView:
@@ -69,7 +69,9 @@ def closest_call(reason: str, expected_index: int) -> tuple[int, str] | None:
     return int(m.group(1)), rest[:cut].removesuffix(")")
 
 
-def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str = "") -> str:
+def _alignment_rows(details: dict[str, Any], case: Case | None, reason: str, start: int = 0, stop: int | None = None) -> list[str]:
+    """The rows `start` to `stop` of the expected-vs-actual table: matched pairs, missing expected calls, unexpected calls
+    (only those rows are rendered: a case of 5,000 calls has as many)."""
     expected = (case.expected_tool_calls or []) if case else []
     actual = {i: c for i, _, c in _calls(case)} if case else {}
 
@@ -83,17 +85,43 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str
         c = actual.get(j)
         return call_html(j, c, full=False) if c is not None else f"#{j}"
 
-    rows = [f'<tr class="pair"><td>{exp_cell(i)}</td><td class="ok">matched</td><td>{act_cell(j)}</td></tr>' for i, j in details.get("pairs") or []]
-    for i in details.get("missing") or []:
+    def missing(i: int) -> str:
         near = closest_call(reason, i)
         other = (f'<div class="closest"><span class="muted">closest:</span> {act_cell(near[0])}<div class="reason">differs: {t(near[1])}</div></div>'
                  if near else '<span class="muted">—</span>')
-        rows.append(f'<tr class="missing"><td>{exp_cell(i)}</td><td class="bad">missing</td><td>{other}</td></tr>')
-    rows += [f'<tr class="unexpected"><td class="muted">—</td><td class="bad">unexpected</td><td>{act_cell(j)}</td></tr>' for j in details.get("unexpected") or []]
+        return f'<tr class="missing"><td>{exp_cell(i)}</td><td class="bad">missing</td><td>{other}</td></tr>'
+
+    rows = [("pair", p) for p in details.get("pairs") or []] + [("missing", i) for i in details.get("missing") or []]
+    rows += [("unexpected", j) for j in details.get("unexpected") or []]
+    return [f'<tr class="pair"><td>{exp_cell(at[0])}</td><td class="ok">matched</td><td>{act_cell(at[1])}</td></tr>' if kind == "pair"
+            else missing(at) if kind == "missing"
+            else f'<tr class="unexpected"><td class="muted">—</td><td class="bad">unexpected</td><td>{act_cell(at)}</td></tr>'
+            for kind, at in rows[start:stop]]
+
+
+def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str = "", rest_url: str = "") -> str:
+    total = sum(len(details.get(k) or []) for k in ("pairs", "missing", "unexpected"))
+    fold = rest_url != "" and total > FOLD_CALLS
+    rows = _alignment_rows(details, case, reason, 0, FOLD_CALLS if fold else None)
+    if fold:  # (the other rows are fetched when asked for: `rest_html`)
+        part = url("", part=f"align:{key}", **{"from": FOLD_CALLS}).removeprefix("?")
+        rows.append(rest_placeholder(f"{rest_url}&amp;{part}", f"show the other {total - FOLD_CALLS:,} rows", row=3))
     figures = ", ".join(f"{k} {f3(details[k])}" for k in ("precision", "recall", "f1") if k in details)
     return (f'<div class="alignment" data-metric="{e(key)}"><h4>Expected vs actual calls: {e(key)}</h4>'
             f'<p class="muted small">{e(figures)}</p><table class="grid align"><colgroup><col class="w42"><col class="w16"><col class="w42"></colgroup>'
             f'<thead><tr><th>expected</th><th></th><th>actual</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def rest_html(part: str, start: int, run: Run, result: dict[str, Any] | None, case: Case | None) -> str | None:
+    """The part of a Case page it left to be fetched (`transcript.rest_placeholder`): `transcript`, its steps from `start`;
+    `align:KEY`, the rows of metric KEY's expected-vs-actual table from `start`. None when there is no such part."""
+    if part == "transcript":
+        return steps_html(case, run.rid, start) if case is not None else None
+    score = ((result or {}).get("scores") or {}).get(part.removeprefix("align:")) if part.startswith("align:") else None
+    details = score.get("details") if isinstance(score, dict) else None
+    if not isinstance(details, dict):
+        return None
+    return "".join(_alignment_rows(details, case, str(score.get("reason") or ""), start))
 
 
 _ABOUT = re.compile(r"(call|step) ([1-9][0-9]{0,5})")
@@ -133,13 +161,14 @@ def _judge_answers(key: str, details: dict[str, Any], case: Case | None = None, 
             f'<thead><tr><th>question</th><th>text</th><th>verdict</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def _side(view: CaseView) -> str:
+def _side(view: CaseView, case_id: str, trial: int) -> str:
     res = view.result
     rid = view.run.rid
+    rest = case_url(rid, case_id, path="case/rest", trial=trial, part="transcript")
     out = [f'<div class="side" data-run="{e(rid)}"><h2><a href="/run/{e(rid)}">{e(view.run.name)}</a></h2>']
     if res is None:
         out.append(_damaged(view) or '<p class="muted">This run has no result for this (case, trial).</p>')
-        return "".join(out) + transcript_html(view.case, view.note, rid) + "</div>"
+        return "".join(out) + transcript_html(view.case, view.note, rid, rest) + "</div>"
     out.append(_damaged(view))
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
@@ -167,12 +196,12 @@ def _side(view: CaseView) -> str:
                    + "</td></tr>")
         d = s.get("details")
         if isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d):
-            extras.append(_alignment(key, d, view.case, str(s.get("reason") or "")))
+            extras.append(_alignment(key, d, view.case, str(s.get("reason") or ""), rest.removesuffix("&amp;part=transcript")))
         if isinstance(d, dict) and isinstance(d.get("answers"), dict):
             extras.append(_judge_answers(key, d, view.case, rid))
     out.append("</tbody></table>")
     out += extras
-    out.append(transcript_html(view.case, view.note, rid))
+    out.append(transcript_html(view.case, view.note, rid, rest))
     return "".join(out) + "</div>"
 
 
@@ -188,9 +217,9 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
     head = (f'<h1>Case <code id="case-id">{shown_id(case_id)}</code></h1><p>{" · ".join(links)}'
             + (" — " + " · ".join(vs) if vs else "") + "</p>" + (f'<p class="bad filter-note" id="vs-note">{t(note)}</p>' if note else ""))
     if other is None:
-        body = head + f'<div class="sides one">{_side(main)}</div>'
+        body = head + f'<div class="sides one">{_side(main, case_id, trial)}</div>'
     else:
-        body = head + f'<div class="sides two">{_side(other)}{_side(main)}</div>'
+        body = head + f'<div class="sides two">{_side(other, case_id, trial)}{_side(main, case_id, trial)}</div>'
     short = visible(case_id) if len(case_id) <= 120 else visible(case_id[:119]) + "…"  # (the title and crumb of a long id: its start)
     return frame(f"{short} · {main.run.name}", body, live_run=None,
                  crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (short, case_url(rid, case_id, trial=trial))])

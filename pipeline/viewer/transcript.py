@@ -16,11 +16,14 @@ from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.judge.trace_text import user_calls
 from tracejudge.viewer.html import e, t
 
-__all__ = ["call_html", "render_value", "transcript_html"]
+__all__ = ["FOLD_CALLS", "call_html", "rest_placeholder", "render_value", "steps_html", "transcript_html"]
 
 PREVIEW_LINES = 12
 PREVIEW_CHARS = 1500
 _MAX_CHARS = 200_000  # beyond this a value is cut even under "show all": a page must stay loadable
+# Tool calls (and alignment rows) a Case page holds before the rest of its transcript (table) is fetched on demand: a case
+# of 5,000 calls was a 6-8 MB page taking seconds to render; what is left out is loaded by a button, or by a link into it.
+FOLD_CALLS = 200
 
 
 def _block(text: str, indent: str) -> str:
@@ -129,27 +132,59 @@ def call_html(idx: int, call: ToolCall, *, full: bool = True, anchor: str = "") 
     return "".join(out)
 
 
-def transcript_html(case: Case | None, note: str, anchor: str = "") -> str:
+def transcript_html(case: Case | None, note: str, anchor: str = "", rest_url: str = "") -> str:
     """The case as a conversation: `<section class="transcript">` with user turns (`.msg.user[data-user=k]`), steps
     (`.step[data-step=i]`: folded thought, tool calls with results, the assistant's message), the final output and the expected one.
 
     Steps and calls are numbered from 0 (`step 0`, `#0`), as ToolCalls' details and reasons number them; `anchor`
-    (a run id) gives step i the element id `<anchor>-step-<i>` and call j `<anchor>-call-<j>`."""
+    (a run id) gives step i the element id `<anchor>-step-<i>` and call j `<anchor>-call-<j>`. With `rest_url` (the
+    escaped URL of `steps_html` on this case, without `from=`), the steps after the first `FOLD_CALLS` calls are a
+    `rest_placeholder` that fetches them."""
     out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
     if case is None:
         return "".join(out) + "</section>"
-    users = case.trace.user_messages if case.trace else []
-    if case.input is not None and not users:
+    if case.input is not None and not (case.trace.user_messages if case.trace else []):
         out.append(f'<div class="msg user"><div class="label">user</div>{render_value(case.input, "said")}</div>')
-    # The user's turns between the agent's steps: turn k sits before the step that answered it.
+    said = _user_turns(case)
+    steps = case.trace.steps if case.trace else []
+    shown, stop = _steps(case, anchor, said, 0, FOLD_CALLS if rest_url else None)
+    out += shown
+    if stop is not None:
+        left = sum(len(step.tool_calls) for step in steps[stop:])
+        out.append(rest_placeholder(f"{rest_url}&amp;from={stop}", f"show the other {len(steps) - stop:,} steps ({left:,} tool calls)"))
+    out += said.get(len(steps), [])
+    failed = case.metadata.get("run_error")
+    if isinstance(failed, str) and failed:  # (what stopped the run, as the span readers and inspect record it: judges are told it too)
+        out.append(f'<div class="tool-result err run-error"><div class="label">the run ended in an error</div>{render_value(failed, "result err")}</div>')
+    if case.trace is None:
+        out.append('<p class="bad">the case has no trace</p>')
+    elif case.trace.output is not None:
+        out.append(f'<div class="msg agent final"><div class="label">final output</div>{render_value(case.trace.output, "said")}</div>')
+    if case.expected_output is not None:
+        out.append(f'<div class="msg expected"><div class="label">expected output</div>{render_value(case.expected_output, "said")}</div>')
+    return "".join(out) + "</section>"
+
+
+def _user_turns(case: Case) -> dict[int, list[str]]:
+    """The user's turns between the agent's steps, by the step each sits before (the step that answered it)."""
     said: dict[int, list[str]] = {}
-    for k, msg in enumerate(users, 1):
+    for k, msg in enumerate(case.trace.user_messages if case.trace else [], 1):
         said.setdefault(msg.step, []).append(
             f'<div class="msg user" data-user="{k}"><div class="label">user {k}</div>{render_value(msg.content, "said")}</div>')
-    idx = 0
+    return said
+
+
+def _steps(case: Case, anchor: str, said: dict[int, list[str]], start: int, fold: int | None) -> tuple[list[str], int | None]:
+    """The HTML of the steps from `start` (each after the user turns before it), numbered over the whole trace; with `fold`,
+    it stops before the first step that begins once `fold` calls are shown, and gives that step's index (else None)."""
     steps = case.trace.steps if case.trace else []
+    idx = first = sum(len(step.tool_calls) for step in steps[:start])
     by_user = user_calls(case)  # (τ²-bench's dual-control domains: calls the user made on their own device)
-    for si, step in enumerate(steps):
+    out: list[str] = []
+    for si in range(start, len(steps)):
+        if fold is not None and idx - first >= fold:
+            return out, si
+        step = steps[si]
         out += said.get(si, [])
         mine = range(idx, idx + len(step.tool_calls))
         who = "user (own tool calls)" if mine and all(c in by_user for c in mine) else "assistant"
@@ -166,14 +201,18 @@ def transcript_html(case: Case | None, note: str, anchor: str = "") -> str:
         if step.error is not None:
             out.append(f'<div class="tool-result err"><div class="label">step error</div>{render_value(step.error, "result err")}</div>')
         out.append("</div>")
-    out += said.get(len(steps), [])
-    failed = case.metadata.get("run_error")
-    if isinstance(failed, str) and failed:  # (what stopped the run, as the span readers and inspect record it: judges are told it too)
-        out.append(f'<div class="tool-result err run-error"><div class="label">the run ended in an error</div>{render_value(failed, "result err")}</div>')
-    if case.trace is None:
-        out.append('<p class="bad">the case has no trace</p>')
-    elif case.trace.output is not None:
-        out.append(f'<div class="msg agent final"><div class="label">final output</div>{render_value(case.trace.output, "said")}</div>')
-    if case.expected_output is not None:
-        out.append(f'<div class="msg expected"><div class="label">expected output</div>{render_value(case.expected_output, "said")}</div>')
-    return "".join(out) + "</section>"
+    return out, None
+
+
+def steps_html(case: Case, anchor: str, start: int) -> str:
+    """The steps of `case` from `start` on, as `transcript_html` shows them (what its `rest_placeholder` fetches)."""
+    return "".join(_steps(case, anchor, _user_turns(case), start, None)[0])
+
+
+def rest_placeholder(src: str, label: str, *, row: int = 0) -> str:
+    """What stands for the part of a page left to be fetched: a button that loads `src` (an escaped URL of an HTML fragment)
+    in its place (`static/view.js`); a table row of `row` columns when `row`."""
+    button = f'<button type="button" class="load-rest">{e(label)}</button>'
+    if row:
+        return f'<tr class="rest" data-src="{src}"><td colspan="{row}">{button}</td></tr>'
+    return f'<div class="rest" data-src="{src}">{button}</div>'

@@ -111,3 +111,42 @@ document.addEventListener('click', function (ev) {
     });
   } catch (e) { /* storage refused (a private window's quota): the link stays the plain list */ }
 })();
+// Case page: a long transcript or expected-vs-actual table shows its first part; the rest (`.rest[data-src]`, an HTML
+// fragment of the server's own escaped page) is fetched in its place when its button is pressed, or when a link points
+// into it (a judge's question about call 4,000, a URL with that #call): everything left out is fetched, then shown.
+(function () {
+  function load(el) {
+    if (el.getAttribute('data-loading')) return el.loading;
+    el.setAttribute('data-loading', '1');
+    el.loading = fetch(el.getAttribute('data-src')).then(function (r) {
+      if (!r.ok) throw new Error(String(r.status));
+      return r.text();
+    }).then(function (html) {
+      el.insertAdjacentHTML('beforebegin', html);
+      el.remove();
+    }).catch(function () {
+      el.removeAttribute('data-loading');
+      var b = el.querySelector('button');
+      if (b) b.textContent = 'the rest could not be loaded: press to try again';
+    });
+    return el.loading;
+  }
+  function reveal(id, followed) {
+    var rests = document.querySelectorAll('.rest[data-src]');
+    if (!id || document.getElementById(id) || !rests.length) return false;
+    Promise.all(Array.prototype.map.call(rests, load)).then(function () {
+      var el = document.getElementById(id);
+      if (!el) return;
+      // (a link followed now navigates to it, which marks it :target as any link does; the page's own URL, scrolled to)
+      if (followed) location.hash = id; else el.scrollIntoView();
+    });
+    return true;
+  }
+  document.addEventListener('click', function (ev) {
+    var btn = ev.target.closest ? ev.target.closest('.rest button.load-rest') : null;
+    if (btn) { load(btn.closest('.rest')); return; }
+    var a = ev.target.closest ? ev.target.closest('a[href^="#"]') : null;
+    if (a && reveal(decodeURIComponent(a.getAttribute('href').slice(1)), true)) ev.preventDefault();
+  });
+  if (location.hash) reveal(decodeURIComponent(location.hash.slice(1)), false);
+})();
