@@ -29,8 +29,9 @@ from tracejudge.stages.score.reasons import names_repr
 from tracejudge.stages.score.value_match import ABSENT, _dumps, _match_matcher, _matcher_key, match_arguments, match_value, render_call
 from tracejudge.stages.score.views import CaseViews
 
-settings.register_profile("fast-paths", max_examples=300, deadline=None)
-settings.load_profile("fast-paths")
+# Each test carries its settings: a profile loaded when this module is imported would become every later
+# module's default too (under xdist every worker imports every test module, so the last one loaded won).
+EXAMPLES = settings(max_examples=300, deadline=None)
 
 SCALARS = st.one_of(st.sampled_from(["x", "y", ""]), st.integers(-2, 2), st.sampled_from([0.0, 1.0, 2.5]), st.booleans(), st.none())
 MATCHERS = st.one_of(
@@ -72,12 +73,14 @@ def _outcome(fn, *args):  # type: ignore[no-untyped-def]
         return type(exc), str(exc)
 
 
+@EXAMPLES
 @given(VALUES, VALUES, st.sampled_from(["subset", "exact"]))
 def test_match_value_is_the_rules_written_out(expected, actual, mode):
     assert _outcome(match_value, expected, actual, mode) == _outcome(_reference, expected, actual, mode)
     assert _outcome(match_value, expected, expected, mode) == _outcome(_reference, expected, expected, mode)
 
 
+@EXAMPLES
 @given(MAPS, MAPS, st.sampled_from(["subset", "exact"]))
 def test_match_arguments_is_the_rules_written_out(expected, actual, mode):
     def whole(expected, actual, mode):  # type: ignore[no-untyped-def]
@@ -97,6 +100,7 @@ TOOL_CALLS = [ToolCalls(arguments=a, order=o, include_failed=f, exclude_tools=x)
               for f in (True, False) for x in ((), ("get_*", "think"))]
 
 
+@EXAMPLES
 @given(st.lists(CALL, max_size=5), st.lists(FAILED, max_size=6))
 def test_toolcalls_table_is_match_table(expected, actual):
     case = make_case(expected, actual)
@@ -124,6 +128,7 @@ def test_toolcalls_table_is_match_table(expected, actual):
                 assert seen == [p for p in tested if names[p[0]] == names[p[1]]]
 
 
+@EXAMPLES
 @given(st.lists(FAILED, max_size=8))
 def test_call_filter_is_by_name_over_the_calls_that_count(actual):
     case = make_case([], actual)
@@ -138,6 +143,7 @@ def test_call_filter_is_by_name_over_the_calls_that_count(actual):
 STEP_CALLS = st.lists(st.lists(st.sampled_from(["get_a", "set_b"]), max_size=3), max_size=8)
 
 
+@EXAMPLES
 @given(STEP_CALLS)
 def test_calls_and_the_step_of_a_call_are_what_the_trace_lists(per_step):
     from tracejudge.core.records import Case
@@ -170,6 +176,7 @@ def test_plain_text_check_is_the_escaping_pattern_for_every_code_point():
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
+@EXAMPLES
 @given(st.text(max_size=40), st.sampled_from([None, 0.0, 0.5, 1.0]), st.sampled_from([None, True, False]))
 def test_testcase_end_escapes_as_quoteattr(reason, value, passed):
     end = rendered.testcase_end(value, passed, reason)
@@ -208,6 +215,7 @@ def _outcome(fn, *args):  # type: ignore[no-untyped-def]
         return type(exc), str(exc)
 
 
+@EXAMPLES
 @given(arguments=ARGS, limit=st.sampled_from([120, 60, 1, 0, -2, 10_000]))
 def test_call_text_encoded_up_to_its_cut_is_json_dumps_of_the_whole_arguments_cut(arguments, limit):
     assert render_call("f", arguments, limit) == _render_call_in_full("f", arguments, limit)
@@ -224,6 +232,7 @@ def test_call_text_of_arguments_json_cannot_encode_as_json_dumps_gives_it():
 ODD_NAMES = st.sampled_from(["book_reservation", "it's", 'say "hi"', "a\\b", "tab\there", "\u2028", "é", "", "'", "\x7f"])
 
 
+@EXAMPLES
 @given(st.lists(st.one_of(st.text(max_size=12), ODD_NAMES), max_size=8))
 def test_names_text_is_repr_of_the_list(names):
     assert names_repr(names) == repr(names)

@@ -28,10 +28,12 @@ METRICS = [
     TrajectoryMatch(order="exact"),
 ]
 
-settings.register_profile("fast", max_examples=60, deadline=None)
-settings.load_profile("fast")
+# Each test carries its settings: a profile loaded when this module is imported would become every later
+# module's default too (under xdist every worker imports every test module, so the last one loaded won).
+EXAMPLES = settings(max_examples=60, deadline=None)
 
 
+@EXAMPLES
 @given(CALLS, CALLS)
 def test_scores_stay_in_unit_interval(expected, actual):
     case = make_case(expected, actual)
@@ -40,6 +42,7 @@ def test_scores_stay_in_unit_interval(expected, actual):
         assert value is not None and 0.0 <= value <= 1.0, (metric, value)
 
 
+@EXAMPLES
 @given(CALLS)
 def test_identical_sequences_score_one(calls):
     case = make_case(calls, calls)
@@ -47,6 +50,7 @@ def test_identical_sequences_score_one(calls):
         assert metric.evaluate(case).value == 1.0, metric
 
 
+@EXAMPLES
 @given(CALLS, CALLS, st.randoms(use_true_random=False))
 def test_any_order_invariant_under_permutation_of_either_side(expected, actual, rnd):
     shuffled_e, shuffled_a = expected[:], actual[:]
@@ -58,6 +62,7 @@ def test_any_order_invariant_under_permutation_of_either_side(expected, actual, 
         assert metric.evaluate(make_case(expected, shuffled_a)).value == base
 
 
+@EXAMPLES
 @given(CALLS, CALLS, st.randoms(use_true_random=False))
 def test_tool_calls_invariant_under_reordering_expected(expected, actual, rnd):
     shuffled = expected[:]
@@ -69,6 +74,7 @@ def test_tool_calls_invariant_under_reordering_expected(expected, actual, rnd):
         assert len(a.details["pairs"]) == len(b.details["pairs"])
 
 
+@EXAMPLES
 @given(CALLS, CALLS)
 def test_tool_calls_pairs_are_one_to_one_and_compatible(expected, actual):
     s = ToolCalls().evaluate(make_case(expected, actual))
@@ -88,6 +94,7 @@ def _lcs_reference(a, b):
     return table[-1][-1]
 
 
+@EXAMPLES
 @given(st.lists(NAMES, max_size=12), st.lists(NAMES, max_size=12))
 def test_bit_parallel_lcs_equals_the_textbook_table(a, b):
     from tracejudge.stages.score.trajectory import lcs_length
