@@ -74,3 +74,14 @@ def test_labels_that_name_a_folder_are_refused_as_a_folder_naming_where_the_path
         got = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), *extra], capture_output=True, text=True,
                              cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "300"})
         assert (got.returncode, got.stderr.strip()) == (2, said), got.stderr
+
+
+def test_labels_that_name_a_pipe_or_device_are_refused_as_such_not_as_missing(tmp_path: Path) -> None:
+    # `--labels <(grep … labels.csv)` or /dev/null said "no such file" of a path that is there.
+    cfg = _setup(tmp_path, "case_id,metric,label\nc0,TaskCompletion,true\n")
+    os.mkfifo(tmp_path / "labels.fifo")
+    why = "is not a regular file (a pipe or a device); the labels are read more than once: save them to a file and name it"
+    for path in ("labels.fifo", os.devnull):
+        got = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), "--labels", path], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "300"})
+        assert (got.returncode, got.stderr.strip()) == (2, f"error: --labels {path}: {why}"), got.stderr

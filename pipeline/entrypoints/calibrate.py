@@ -80,6 +80,17 @@ def _labels_config(args: argparse.Namespace, current: LabelsConfig | None) -> La
     return got.model_copy(update={"threshold": args.threshold}) if args.threshold is not None else got
 
 
+def _not_a_file(path: Path) -> str:
+    """Why `path`, which is no regular file, cannot be the labels file: a folder, a pipe or device, or nothing."""
+    if path.is_dir():
+        return "is a folder; labels are one JSONL or CSV file: name the file"
+    if path.exists():
+        # A pipe (`--labels <(grep … labels.csv)`) or a device is there, not missing: the labels are read more than
+        # once (to pick the cases to judge, then to match the verdicts), which a pipe cannot give.
+        return "is not a regular file (a pipe or a device); the labels are read more than once: save them to a file and name it"
+    return "no such file"
+
+
 def command(args: argparse.Namespace, err: Console) -> int:
     """Run `tracejudge calibrate`; returns the exit status (see the module doc)."""
     import anyio
@@ -101,7 +112,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if labels.path is not None and not Path(labels.path).is_file():
             # (A folder was "no such file"; and a path from the config is named as the config's key, not as --labels.)
             where = "--labels" if args.labels is not None else "judge.labels.path:"
-            why = "is a folder; labels are one JSONL or CSV file: name the file" if Path(labels.path).is_dir() else "no such file"
+            why = _not_a_file(Path(labels.path))
             raise ConfigError(f"{where} {labels.path}: {why}")
         config = config.model_copy(update={"judge": config.judge.model_copy(update={"labels": labels})})
         source, run_dir, ids = None, args.run_dir, None
