@@ -63,6 +63,18 @@ def test_a_server_cap_over_half_of_max_tokens_is_the_servers_by_its_own_count(si
     assert summary["judge"]["server_cut_replies"] == summary["judge"]["truncated_replies"] == 2
 
 
+def test_a_server_cap_over_max_tokens_cuts_the_reply_at_max_tokens(simulator, tmp_path):
+    # --max-reply-tokens 20 with judge.max_tokens 10: the reply came whole (a verdict parsed, counted as 10 completion tokens
+    # under finish_reason stop); the server cuts it at the 10 asked, and raising judge.max_tokens is what helps.
+    sim = simulator(max_reply_tokens=20)
+    summary = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1), judge={"max_tokens": 10})
+    (r,) = results(tmp_path)
+    assert r["status"] == "judge_error" and r["error"]["kind"] == "truncated", r
+    reason = r["scores"]["TaskCompletion"]["reason"]
+    assert "it was cut off at max_tokens=10" in reason and "server cut" not in reason, reason
+    assert summary["judge"]["server_cut_replies"] == 0 and summary["judge"]["truncated_replies"] == 2
+
+
 def test_a_reply_without_usage_keeps_the_under_half_rule(tmp_path):
     # Without usage the reply's tokens are our estimate (about 380 here): over half of the 512 asked is not taken as the
     # server's cut; the same reply with the server's own count under 512 is.

@@ -226,8 +226,10 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     # half, not as all of max_tokens (a cut at max_tokens holds all of them; this one is the server's own, far under).
     completions = [min(max_tokens, counter.text(text)) for _, text, _ in samples]
     cap = sim.config.max_reply_tokens
-    if cap is not None and cap < max_tokens:
-        samples, completions = _capped(samples, completions, counter, cap)
+    if cap is not None:
+        # The server's own cap cuts a longer reply; a request whose max_tokens is under that cap is cut at its max_tokens,
+        # as such a server does (a reply sent whole, counted as max_tokens under `finish_reason: stop`, was no server's).
+        samples, completions = _capped(samples, completions, counter, min(cap, max_tokens))
     completion = sum(completions)
     st.truncated += fault == "truncated"
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
