@@ -86,3 +86,16 @@ def test_a_fifo_as_the_summary_or_the_checkpoint_is_no_file(finished: Path, tmp_
     _returns(lambda: (last_segment_finished(run_dir), recorded_config_hash(run_dir)), fifo)
     proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0, 1) and "verdict:" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_fifo_as_the_results_is_refused_at_once(finished: Path, tmp_path: Path) -> None:
+    # report, compare and a resume read results.jsonl with a plain open, which waited for a writer forever.
+    from tracejudge.core.regular_file import NotRegularFile
+    from tracejudge.engine.result_lines import iter_result_lines
+
+    run_dir = _with_fifo(finished, tmp_path / "r", "results.jsonl")
+    fifo = run_dir / "results.jsonl"
+    with pytest.raises(NotRegularFile):
+        _returns(lambda: list(iter_result_lines(fifo)), fifo)
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {fifo}: not a regular file (a FIFO, a device or a socket)"), proc.stderr

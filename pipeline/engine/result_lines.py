@@ -14,6 +14,7 @@ from typing import Any
 
 import pydantic_core
 from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.regular_file import open_regular
 from tracejudge.engine.result_shape import json_line_problem, result_problem
 from tracejudge.engine.result_writer import RESULTS
 
@@ -29,7 +30,9 @@ def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
     """Every complete, non-blank line of a results file from byte `start`, as bytes."""
     if not path.exists():
         return
-    with open(path, "rb") as fh:
+    # (`open_regular`: a FIFO in its place, as a crafted or unpacked run directory may hold, waited for a writer forever
+    # and hung report and a resume; it raises `NotRegularFile`, an OSError, instead.)
+    with open_regular(path) as fh:
         fh.seek(start)
         for line in fh:
             if line.endswith(b"\n") and line.strip():
