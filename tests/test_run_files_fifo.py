@@ -99,3 +99,8 @@ def test_a_fifo_as_the_results_is_refused_at_once(finished: Path, tmp_path: Path
         _returns(lambda: list(iter_result_lines(fifo)), fifo)
     proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {fifo}: not a regular file (a FIFO, a device or a socket)"), proc.stderr
+    # export read it inside the writing of its CSV, whose error was then named as the CSV's own (an internal error, exit 3).
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "export", str(run_dir), "--to", "csv", str(tmp_path / "out.csv")],
+                          capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {fifo}: not a regular file (a FIFO, a device or a socket)"), proc.stderr
+    assert not (tmp_path / "out.csv").exists()

@@ -124,7 +124,8 @@ def replacing(path: Path) -> Iterator[Path]:
     taken for it) and the mode an existing `path` has; it is fsynced before the rename, so the file is the old
     or the new one after a crash. Whatever ends the block early (an error, a Ctrl-C) removes the temporary and
     leaves `path` as it was. An `OSError` (a missing folder, a directory, no permission, a full disk) is raised
-    again naming `path`, the file the user asked for.
+    again naming `path`, the file the user asked for; one the block raises naming another file (one it reads) is
+    raised as it is.
     """
     if _special(path):
         # A device or FIFO is written into as it is: replacing it would put a regular file in its place.
@@ -149,6 +150,10 @@ def replacing(path: Path) -> Iterator[Path]:
             with contextlib.suppress(OSError):
                 tmp.unlink()
         if not isinstance(exc, OSError):
+            raise
+        if tmp is not None and exc.filename is not None and str(exc.filename) not in (str(path), str(real), str(tmp)):
+            # Raised in the block about another file (a run's results.jsonl that is a FIFO, read while writing): it was
+            # named as the destination's. (Before the block, `tmp` unset, every error is the destination's.)
             raise
         # pyarrow's errors carry the code only in their text ("... Detail: [errno 2] No such file or directory").
         code = exc.errno or next((int(m.group(1)) for m in [re.search(r"\[errno (\d+)\]", str(exc))] if m), None)
