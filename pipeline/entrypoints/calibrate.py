@@ -85,8 +85,7 @@ def _not_a_file(path: Path) -> str:
     if path.is_dir():
         return "is a folder; labels are one JSONL or CSV file: name the file"
     if path.exists():
-        # A pipe (`--labels <(grep … labels.csv)`) or a device is there, not missing: the labels are read more than
-        # once (to pick the cases to judge, then to match the verdicts), which a pipe cannot give.
+        # A pipe (`<(grep …)`) or a device is there, not missing; the labels are read twice (cases, then verdicts).
         return "is not a regular file (a pipe or a device); the labels are read more than once: save them to a file and name it"
     return "no such file"
 
