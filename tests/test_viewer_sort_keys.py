@@ -57,3 +57,14 @@ def test_a_metric_named_as_a_column_sorts_under_its_own_key(tmp_path: Path) -> N
             page = get(url + html.unescape(link))[1]
             on = re.findall(r'<th class="[^"]*sorted" data-sort="([^"]+)"', page)
             assert on == [re.search(r"sort=([^&]+)", html.unescape(link)).group(1).replace("%3A", ":")], link
+
+
+def test_below_takes_a_metric_under_its_sort_key_too(tmp_path: Path) -> None:
+    # `sort=metric:status` names the metric `status`; `below=metric:status` said "this run has no metric metric:status".
+    idx = RunIndex(_run(tmp_path))
+    idx.refresh()
+    for below in ("status", "metric:status"):
+        q = CaseQuery(below=below, size=25)
+        assert [r["case_id"] for r in idx.query(q).rows] == ["c-0", "c-3", "c-6", "c-9"], below
+        assert q.below == "status" and q.notes == []
+    idx.close()

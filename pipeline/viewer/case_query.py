@@ -27,8 +27,8 @@ class CaseQuery:
     - `status`: a result status (`ok`, `invalid_input`, …), `failed` (any
       metric with `passed = false`, or a status other than `ok`) or `run_error` (the case's agent run ended in
       an error its trace records, `metadata.run_error`: scored, its status `ok`);
-    - `below`: a metric key; keeps results whose verdict on it is a fail (`*`: on any metric; a key the run
-      has no metric of: none, as no result is below that threshold);
+    - `below`: a metric key (or `metric:KEY`, as `sort` writes it); keeps results whose verdict on it is a fail
+      (`*`: on any metric; a key the run has no metric of: none, as no result is below that threshold);
     - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
       reasons, error, or the case's input, output and tool names;
     - `sort`: `case` (ids in natural order: `2-0` before `10-0`, `natural_key`), `trial`, `status`, `duration` or
@@ -81,6 +81,8 @@ def where_and_order(q: CaseQuery, metrics: list[str]) -> tuple[str, list[Any], s
     elif q.status:
         where.append("status = ?")
         args.append(q.status)
+    if q.below not in metrics and q.below.startswith(METRIC_SORT) and q.below[len(METRIC_SORT):] in metrics:
+        q.below = q.below[len(METRIC_SORT):]  # (`below=metric:KEY`, as `sort` names a metric: that metric)
     if q.below == "*":
         where.append("(" + " OR ".join(f"p{i} = 0" for i in range(len(metrics))) + ")" if metrics else "0")
     elif q.below:  # a metric not (yet) in the run filters everything out, never nothing: the page says why
