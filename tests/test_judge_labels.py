@@ -95,7 +95,7 @@ def test_calibrate_recovers_the_configured_agreement(truth: tuple[Path, dict[str
 
     run = Run("r", tmp_path / "again", "again")
     for res in results(tmp_path / "again"):
-        html = _side(CaseView(run, res, None, ""))
+        html = _side(CaseView(run, res, None, ""), res["case_id"], res.get("trial", 0))
         label = labels[res["case_id"]]
         assert f"label {'pass' if label else 'fail'}" in html
         assert ("≠ verdict" in html) == (res["case_id"] in wrong)
