@@ -104,3 +104,13 @@ def test_a_fifo_as_the_results_is_refused_at_once(finished: Path, tmp_path: Path
                           capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {fifo}: not a regular file (a FIFO, a device or a socket)"), proc.stderr
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_folder_in_a_files_place_is_a_folder_not_a_fifo(tmp_path: Path) -> None:
+    # `os.open` opens a folder read-only; it was then called "not a regular file (a FIFO, a device or a socket)".
+    from tracejudge.core.regular_file import open_regular
+
+    (tmp_path / "results.jsonl").mkdir()
+    with pytest.raises(IsADirectoryError) as got:
+        open_regular(tmp_path / "results.jsonl")
+    assert str(got.value) == f"[Errno 21] Is a directory: '{tmp_path / 'results.jsonl'}'"

@@ -25,7 +25,10 @@ def open_regular(path: str | Path, buffering: int = -1) -> BinaryIO:
     raises (`FileNotFoundError`, `PermissionError`, `IsADirectoryError` …) as `open` would."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # (no effect on a regular file's reads)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # (`os.open` opens a folder read-only where `open` refuses it: refused as `open` does)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
             raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, a device or a socket)", str(path))
         return os.fdopen(fd, "rb", buffering)
     except BaseException:
