@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.destination import run_manifest
-from tracejudge.core.regular_file import open_regular
 from tracejudge.engine import store
 from tracejudge.engine.resume_line import PLACEHOLDER, PLACEHOLDER_NOT_SHOWN, is_run_line
 
@@ -62,8 +61,7 @@ def summary_of(run_dir: Path) -> dict[str, Any] | None:
 
 def _segments(run_dir: Path) -> list[Any] | None:
     try:  # (opened without waiting: a FIFO in its place, as an unpacked artifact may hold, is no checkpoint)
-        with open_regular(Path(run_dir) / store.CHECKPOINT) as fh:
-            segments = json.loads(fh.read().decode("utf-8")).get("segments") or []
+        segments = json.loads(store.read_text(Path(run_dir) / store.CHECKPOINT)).get("segments") or []
     except (OSError, ValueError, AttributeError):
         return None
     return segments if isinstance(segments, list) else None
