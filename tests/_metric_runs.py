@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 IDS = ["ok-0", "bad-1", "ok-2", "bad-3"]
 
@@ -25,7 +26,7 @@ def write_metric_run(tmp_path: Path, checks: str, metrics: list[str], processes:
 
 def tj(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """`python -m tracejudge ARGS` in `cwd`, its output captured (text), at most 120 s."""
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def results(run_dir: Path) -> dict[str, dict]:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from helpers import extract_path
 from tracejudge.core.records import Case
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "agents-cancel"
 STOP = Path(__file__).parent / "data" / "openai-agents-stop"  # non-streamed Chat Completions stop runs
@@ -150,7 +151,7 @@ for path in sys.argv[2:]:
 def test_export_stop_reading_warns_that_it_may_be_a_cancel() -> None:
     # In a fresh process: the export's spans name no file, so it is said once per process.
     paths = [STOP / "export-stop_preamble.jsonl", DATA / "after_turn.export.jsonl", DATA / "stop.export.jsonl"]
-    run = subprocess.run([sys.executable, "-c", _EXPORT_WARNINGS.format(warned=WARNED), str(Path(__file__).parent), *map(str, paths)],
+    run = _forkserver.run([sys.executable, "-c", _EXPORT_WARNINGS.format(warned=WARNED), str(Path(__file__).parent), *map(str, paths)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr[-3000:]
     plain, lookalike, again = (json.loads(line) for line in run.stdout.splitlines())

@@ -11,6 +11,7 @@ from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import CaseResult, ErrorInfo, Score, Status
 from tracejudge.stages.aggregate.fold import Aggregator
 from tracejudge.stages.score import PassAtK
+import _forkserver
 
 
 def ok(cid: str, trial: int = 0, **scores: float | None) -> CaseResult:
@@ -217,13 +218,13 @@ def test_a_run_and_its_results_read_back_in_another_order_state_the_same_interva
                                              for i in range(300)])
     (tmp_path / "config.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\n"
                                           "aggregate: {reservoir_size: 20, group_reservoir_size: 10}\nrun: {dir: run}\n")
-    first = subprocess.run([str(tj), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    first = _forkserver.run([str(tj), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert first.returncode in (0, 1), first.stderr
     shutil.copytree(tmp_path / "run", tmp_path / "shuffled")
     lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines(keepends=True)
     random.Random(5).shuffle(lines)
     (tmp_path / "shuffled" / "results.jsonl").write_text("".join(lines))
-    again = subprocess.run([str(tj), "report", "shuffled"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    again = _forkserver.run([str(tj), "report", "shuffled"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode in (0, 1), again.stderr
 
     def intervals(run: str) -> list[object]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import _forkserver
 
 FRAMEWORKS = Path(__file__).resolve().parent / "frameworks"
 MODEL = "claude-sonnet-4-5"
@@ -418,7 +419,7 @@ def otel_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
         pytest.importorskip(INSTRUMENTATIONS[kind])
         if (kind, name) not in made:
             path = tmp_path_factory.mktemp("otel") / f"{kind}-{name}.jsonl"
-            done = subprocess.run([sys.executable, __file__, "record-otel", kind, str(path), name], capture_output=True, text=True, timeout=300)
+            done = _forkserver.run([sys.executable, __file__, "record-otel", kind, str(path), name], capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, done.stderr[-3000:]
             made[(kind, name)] = path
         return made[(kind, name)]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import tracejudge
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -36,9 +37,9 @@ def _figures(summary: dict[str, Any]) -> dict[str, Any]:
 
 def test_evaluate_and_cli_run_give_identical_results_on_200_tau_bench_runs(tmp_path, data_dir):
     cases_file = tmp_path / "cases.jsonl"
-    ext = subprocess.run([str(TRACEJUDGE), "extract", str(DEMO), "-o", str(cases_file)], capture_output=True, text=True)
+    ext = _forkserver.run([str(TRACEJUDGE), "extract", str(DEMO), "-o", str(cases_file)], capture_output=True, text=True)
     assert ext.returncode == 0, ext.stderr
-    run = subprocess.run([str(TRACEJUDGE), "run", str(DEMO), "--run-dir", str(tmp_path / "cli"), "--no-progress"], capture_output=True, text=True)
+    run = _forkserver.run([str(TRACEJUDGE), "run", str(DEMO), "--run-dir", str(tmp_path / "cli"), "--no-progress"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     cli = _results(tmp_path / "cli" / "results.jsonl")
     assert len(cli) == 200

@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -17,7 +18,7 @@ DEMO = REPO / "configs" / "demo.yaml"
 
 def bench(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, dict | None]:
     out = cwd / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", *args, "--json", str(out)], capture_output=True, text=True, cwd=cwd, timeout=300)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", *args, "--json", str(out)], capture_output=True, text=True, cwd=cwd, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, json.loads(out.read_text()) if out.exists() else None
 
@@ -92,7 +93,7 @@ def test_projection_of_the_demo_is_what_the_demo_then_costs(tmp_path, data_dir):
     proc, report = bench(str(DEMO), *cache, "--sample", "10", "--requests", "60", "--duration", "1", cwd=tmp_path)
     projected = report["projection"]
     assert "full sweep" in proc.stdout and projected["cases"] == 60  # 60 traces, each judged once (it was 120: one a metric)
-    run = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(DEMO), *cache, "--run-dir", str(tmp_path / "run"), "--no-progress"],
+    run = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(DEMO), *cache, "--run-dir", str(tmp_path / "run"), "--no-progress"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert run.returncode == 0, run.stderr
     judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
@@ -115,7 +116,7 @@ def test_nothing_answered_recommends_no_limits(tmp_path):
 
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", *synthetic(url, "--requests", "4", "--duration", "0.2"), "--json", str(out)],
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", *synthetic(url, "--requests", "4", "--duration", "0.2"), "--json", str(out)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode != 0 and "no request was answered" in proc.stderr
     assert "limits: none to recommend" in proc.stdout and "rpm: 1," not in proc.stdout
@@ -147,10 +148,10 @@ def test_dry_run_of_a_config_needs_no_api_key(tmp_path):
     cfg.write_text(json.dumps({"dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
                                "judge": {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "TRACEJUDGE_TEST_NO_SUCH_KEY"}}))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
                           timeout=120, env=env)
     assert proc.returncode == 0 and "nothing sent" in proc.stdout, proc.stderr
-    run = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--requests", "1"], capture_output=True, text=True, cwd=tmp_path,
+    run = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--requests", "1"], capture_output=True, text=True, cwd=tmp_path,
                          timeout=120, env=env)
     assert run.returncode == 2 and "TRACEJUDGE_TEST_NO_SUCH_KEY" in run.stdout + run.stderr  # a real bench does need it
 
@@ -185,7 +186,7 @@ def test_a_panel_is_benched_one_member_at_a_time(tmp_path):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
                                "judge": {"provider": "simulator", "models": ["simulator:gpt-4o"]}, "cache": {"dir": "cache"}}))
-    whole = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
+    whole = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
                            timeout=120)
     assert whole.returncode == 2 and "judge.models is a panel (simulator:gpt-4o)" in whole.stdout + whole.stderr, whole.stdout + whole.stderr
     _, report = bench(str(cfg), "--model", "simulator:gpt-4o", "--requests", "6", "--duration", "1", cwd=tmp_path)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from _runs import native_case, write_dataset
+import _forkserver
 
 
 def _config(tmp: Path, **judge: object) -> Path:
@@ -28,7 +29,7 @@ def test_the_simulators_faults_are_each_named_for_their_cause(simulator, tmp_pat
     # The faults `--error-rate` draws (`Sim.next_fault`: 500, timeout, truncated), staged in order so each surely occurs.
     sim = simulator(script=["truncated", "timeout", "500", "truncated"], hang_s=3)
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path)), "--provider", "openai", "--base-url",
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path)), "--provider", "openai", "--base-url",
                            sim.url + "/v1", "--requests", "16", "--duration", "0.5", "--json", str(out)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -53,7 +54,7 @@ def test_a_server_cap_over_half_of_max_tokens_is_named_as_the_run_names_it(simul
     # (`reply_notes.server_cut`, the run's rule); the bench's own "under half" count said "raise judge.max_tokens".
     sim = simulator(max_reply_tokens=20)
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path, max_tokens=30)), "--provider", "openai",
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path, max_tokens=30)), "--provider", "openai",
                            "--base-url", sim.url + "/v1", "--requests", "3", "--duration", "0.2", "--json", str(out)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     replies = json.loads(out.read_text())["replies"]
@@ -67,7 +68,7 @@ def test_a_slow_server_is_still_told_to_raise_timeout_s(simulator, tmp_path: Pat
     # Every request slower than the timeout: raising judge.timeout_s is the fix, and the bench still says so.
     sim = simulator(latency_ms=1500)
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path)), "--provider", "openai", "--base-url",
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(_config(tmp_path)), "--provider", "openai", "--base-url",
                            sim.url + "/v1", "--requests", "2", "--duration", "0.2", "--json", str(out)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # (nothing answered)

@@ -9,6 +9,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
 from tracejudge.stages.extract import extract_record
 from tracejudge.stages.score import Contains
+import _forkserver
 
 
 class _Dataset:
@@ -69,7 +70,7 @@ def test_a_question_file_without_its_answer_file_says_so(tmp_path: Path):
         (tmp_path / name).write_text(json.dumps({**q[0], "id": name.split("_v4_")[1].removesuffix(".json") + "_0"}) + "\n")
         cfg = tmp_path / "c.yaml"
         cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / name), "format": "bfcl"}, "metrics": [{"type": "ToolCalls"}]}))
-        done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"], capture_output=True,
+        done = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert done.stderr.count("BFCL answer file not found") == warned, (name, done.stderr)

@@ -12,6 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "examples" / "agents"))
 
 from bfcl_agent import tool_of  # noqa: E402
+import _forkserver
 
 
 def test_function_docs_are_sent_as_the_chat_api_takes_them() -> None:
@@ -32,7 +33,7 @@ def test_the_example_runs_against_a_chat_server_and_maps_names_back(tmp_path: Pa
     sim = simulator()
     run_dir = tmp_path / "run"
     env = {**os.environ, "BFCL_BASE_URL": f"{sim.url}/v1", "BFCL_TOOL_CHOICE": "required", "BFCL_API_KEY": "test"}
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(REPO / "examples/agents/bfcl.yaml"), "--no-progress",
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(REPO / "examples/agents/bfcl.yaml"), "--no-progress",
                            "--set", "dataset.limit=5", "--set", f"run.dir={run_dir}"], capture_output=True, text=True, env=env,
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0 and "5 results: ok 5" in done.stdout, done.stdout + done.stderr

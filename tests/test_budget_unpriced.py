@@ -14,6 +14,7 @@ from typing import Any
 from _runs import view_server
 from test_judge_batch_api import write_cases
 from tracejudge.simulator.server import SimulatorThread
+import _forkserver
 
 CLI = str(Path(sys.executable).with_name("tracejudge"))
 
@@ -27,7 +28,7 @@ def write_config(tmp: Path, judge: dict[str, Any], budget: dict[str, Any]) -> Pa
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+    return _forkserver.run([CLI, *args], capture_output=True, text=True, timeout=120)
 
 
 def test_a_dollar_cap_on_an_unpriced_model_is_a_config_error_and_nothing_is_sent(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from helpers import write_flight_cases
+import _forkserver
 
 RUBRIC = {"type": "Rubric", "name": "grade", "criteria": "How helpful was the agent?", "scale": [1, 5]}
 
@@ -39,7 +40,7 @@ def _config(tmp: Path, n: int = 6) -> Path:
 def _calibrate(tmp: Path, labels: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     out = tmp / "cal.json"
     out.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(_config(tmp)), "--labels", str(labels), "--json", str(out)],
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "calibrate", str(_config(tmp)), "--labels", str(labels), "--json", str(out)],
                           capture_output=True, text=True, cwd=tmp, timeout=300, env={**os.environ, "COLUMNS": "200"})
     return proc, json.loads(out.read_text()) if out.exists() else {}
 

@@ -24,13 +24,14 @@ import yaml
 from tracejudge.simulator.server import SimulatorThread
 
 from helpers import write_flight_cases
+import _forkserver
 
 N = 20
 LABELS = [0, 0.5, 0.75, 1]
 
 
 def tracejudge(*args: str, cwd: Path, columns: int = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
                           env={**os.environ, "COLUMNS": str(columns)})
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+import _forkserver
 
 
 def _setup(tmp: Path, labels: str, metrics: list[dict[str, Any]] | None = None) -> Path:
@@ -28,7 +29,7 @@ def _setup(tmp: Path, labels: str, metrics: list[dict[str, Any]] | None = None) 
 
 
 def _calibrate(tmp: Path, cfg: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    got = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), "--labels", "labels.csv", "--json", "out.json"],
+    got = _forkserver.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), "--labels", "labels.csv", "--json", "out.json"],
                          capture_output=True, text=True, cwd=tmp, timeout=300, env={**os.environ, "COLUMNS": "300"})
     return got, json.loads((tmp / "out.json").read_text())
 
@@ -71,7 +72,7 @@ def test_labels_that_name_a_folder_are_refused_as_a_folder_naming_where_the_path
     for extra, said in ((["--labels", "."], f"error: --labels .: {folder}"),
                         (["--labels", "nope.csv"], "error: --labels nope.csv: no such file"),
                         (["--set", "judge.labels.path=labels"], f"error: judge.labels.path: {tmp_path / 'labels'}: {folder}")):
-        got = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), *extra], capture_output=True, text=True,
+        got = _forkserver.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), *extra], capture_output=True, text=True,
                              cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "300"})
         assert (got.returncode, got.stderr.strip()) == (2, said), got.stderr
 
@@ -82,6 +83,6 @@ def test_labels_that_name_a_pipe_or_device_are_refused_as_such_not_as_missing(tm
     os.mkfifo(tmp_path / "labels.fifo")
     why = "is not a regular file (a pipe or a device); the labels are read more than once: save them to a file and name it"
     for path in ("labels.fifo", os.devnull):
-        got = subprocess.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), "--labels", path], capture_output=True,
+        got = _forkserver.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), "--labels", path], capture_output=True,
                              text=True, cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "300"})
         assert (got.returncode, got.stderr.strip()) == (2, f"error: --labels {path}: {why}"), got.stderr

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import tracejudge
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -72,7 +73,7 @@ def test_case_level_metrics_from_a_native_file_through_the_cli(tmp_path):
     (tmp_path / "run.yaml").write_text(
         "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: TrajectoryMatch, order: in_order, score: recall}\n  - {type: ToolCalls}\nrun: {dir: out}\n"
     )
-    proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+    proc = _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     cli = {}
     for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines():
@@ -98,7 +99,7 @@ def test_two_case_metrics_of_one_name_make_the_case_invalid(tmp_path):
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     for processes in (1, 2):  # scored in this process, and in worker processes
         (tmp_path / "run.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: out-{processes}, processes: {processes}}}\n")
-        proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+        proc = _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
         assert proc.returncode == 1, proc.stderr  # two invalid cases fail the gate; the run went on
         got = {r["case_id"]: r for r in map(json.loads, (tmp_path / f"out-{processes}" / "results.jsonl").read_text().splitlines())}
         assert got["twice"]["status"] == got["twice-named"]["status"] == "invalid_input"
@@ -117,7 +118,7 @@ def test_a_case_judge_metric_in_a_run_without_a_judge_says_the_run_has_none(tmp_
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     for processes in (1, 2):  # scored in this process, and in worker processes
         (tmp_path / "run.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: out-{processes}, processes: {processes}}}\n")
-        proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+        proc = _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         got = {r["case_id"]: r for r in map(json.loads, (tmp_path / f"out-{processes}" / "results.jsonl").read_text().splitlines())}
         rubric = got["judged"]["scores"]["Rubric"]

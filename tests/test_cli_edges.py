@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -43,7 +44,7 @@ def test_a_yaml_alias_bomb_is_refused_before_it_is_built(tmp_path):
     lines += [f"{n}: &{n} [{', '.join([f'*{prev}'] * 9)}]" for prev, n in zip(names, names[1:], strict=False)]
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    got = subprocess.run([str(TRACEJUDGE), "estimate", str(bomb)], capture_output=True, text=True,
+    got = _forkserver.run([str(TRACEJUDGE), "estimate", str(bomb)], capture_output=True, text=True,
                          timeout=60, preexec_fn=_limit_memory)
     assert got.returncode == 2, got.stderr
     assert str(bomb) in got.stderr and "aliases expand to more than 1,000,000 nodes" in got.stderr, got.stderr
@@ -67,7 +68,7 @@ metrics:
 
 
 def test_a_bad_shard_option_is_named_as_typed(tmp_path):
-    got = subprocess.run([str(TRACEJUDGE), "run", str(DEMO), "--shard", "3/2", "--set", f"run.dir={tmp_path / 'r'}"],
+    got = _forkserver.run([str(TRACEJUDGE), "run", str(DEMO), "--shard", "3/2", "--set", f"run.dir={tmp_path / 'r'}"],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 2, got.stderr
     assert "--shard 3/2: run.shard:" in got.stderr and "--set run.shard" not in got.stderr, got.stderr
@@ -75,19 +76,19 @@ def test_a_bad_shard_option_is_named_as_typed(tmp_path):
 
 
 def test_the_native_format_points_to_the_readme_not_a_missing_design_doc(tmp_path):
-    listed = subprocess.run([str(TRACEJUDGE), "list", "formats"], capture_output=True, text=True, timeout=60)
+    listed = _forkserver.run([str(TRACEJUDGE), "list", "formats"], capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and "DESIGN" not in listed.stdout, listed.stdout
     assert 'README, "Input formats"' in listed.stdout
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "## Input formats" in readme and "**`native`** — one case per JSONL line, in tracejudge's own record shape" in readme
-    made = subprocess.run([str(TRACEJUDGE), "init", "-o", str(tmp_path / "start.yaml")], capture_output=True, text=True, timeout=60)
+    made = _forkserver.run([str(TRACEJUDGE), "init", "-o", str(tmp_path / "start.yaml")], capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
     assert "DESIGN" not in (tmp_path / "start.yaml").read_text(encoding="utf-8")
 
 
 def test_init_for_a_format_without_model_output_says_it_needs_a_live_target(tmp_path):
     for fmt in ("tau-bench-tasks", "bfcl"):
-        got = subprocess.run([str(TRACEJUDGE), "init", "--format", fmt, "-o", str(tmp_path / f"{fmt}.yaml")],
+        got = _forkserver.run([str(TRACEJUDGE), "init", "--format", fmt, "-o", str(tmp_path / f"{fmt}.yaml")],
                              capture_output=True, text=True, timeout=60)
         assert got.returncode == 2, got.stderr
         assert "invalid choice" not in got.stderr and "no model output" in got.stderr and "live target" in got.stderr, got.stderr
@@ -101,12 +102,12 @@ def test_report_given_the_run_config_names_the_run_directory_it_writes(tmp_path:
     cfg = tmp_path / "nightly.yaml"
     cfg.write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: MaxToolCalls, max_calls: 3}]\n"
                    "run: {dir: runs/nightly}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(cfg)], capture_output=True, text=True, timeout=60)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(cfg)], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert f"a run config, not a run directory: its run.dir is {tmp_path / 'runs' / 'nightly'}" in done.stderr, done.stderr
     broken = tmp_path / "broken.yaml"
     broken.write_text("dataset: [\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(broken)], capture_output=True, text=True, timeout=60)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(broken)], capture_output=True, text=True, timeout=60)
     assert "a run config, not a run directory: give the directory its run.dir names" in done.stderr, done.stderr
 
 
@@ -115,10 +116,10 @@ def test_a_file_of_a_run_directory_given_for_it_names_the_directory(tmp_path: Pa
     (tmp_path / "cases.jsonl").write_text('{"id": "c1", "trace": {"steps": []}}\n')
     cfg = tmp_path / "nightly.yaml"
     cfg.write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: MaxToolCalls, max_calls: 3}]\nrun: {dir: runs/nightly}\n")
-    assert subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, timeout=120).returncode == 0
+    assert _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, timeout=120).returncode == 0
     run = tmp_path / "runs" / "nightly"
     for argv in (["report", str(run / "results.jsonl")], ["compare", str(run / "summary.json"), str(run)]):
-        done = subprocess.run([sys.executable, "-m", "tracejudge", *argv], capture_output=True, text=True, timeout=60)
+        done = _forkserver.run([sys.executable, "-m", "tracejudge", *argv], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and f"a file of the run directory {run}, not a run directory: give {run}" in done.stderr, done.stderr
-    gone = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run / "missing")], capture_output=True, text=True, timeout=60)
+    gone = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run / "missing")], capture_output=True, text=True, timeout=60)
     assert "no such run directory" in gone.stderr  # a path that is no file keeps its own message

@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 
 from _runs import native_case, planted_runs, write_config, write_dataset
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 FRAMEWORKS = Path(__file__).resolve().parent / "data" / "frameworks"
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return _forkserver.run([EXE, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def test_an_otel_folder_says_once_how_many_files_the_globs_skipped(tmp_path: Path) -> None:
@@ -47,7 +48,7 @@ def test_compare_into_a_closed_pipe_ends_quietly_with_141(tmp_path: Path) -> Non
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.run([EXE, "compare", "run-a", "run-b"], stdout=write, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=300)
+        proc = _forkserver.run([EXE, "compare", "run-a", "run-b"], stdout=write, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=300)
     finally:
         os.close(write)
     assert proc.returncode == 141 and proc.stderr == "", proc.stderr

@@ -10,12 +10,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, **kw)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, **kw)
 
 
 def test_demo_from_another_directory_scores_all_200_runs(tmp_path):
@@ -159,7 +160,7 @@ def _python(tmp_path, at_exit, code, *args, env=None):
     """`code` run by a fresh python in `tmp_path` (`args` its command line), after an atexit handler that writes the
     f-string `at_exit` to stderr; `gc`, `sys`, `threading` and `time` are imported for it."""
     prelude = f"import atexit, gc, sys, threading, time\natexit.register(lambda: sys.stderr.write(f{at_exit!r} + '\\n'))\n"
-    return subprocess.run([sys.executable, "-c", prelude + code, *args], capture_output=True, text=True, cwd=tmp_path,
+    return _forkserver.run([sys.executable, "-c", prelude + code, *args], capture_output=True, text=True, cwd=tmp_path,
                           timeout=300, env=env)
 
 

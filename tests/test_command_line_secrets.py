@@ -22,6 +22,7 @@ from tracejudge.llm.redact_command import MASKED_NOTE, masked_line
 from tracejudge.stages.aggregate.gate_judge import raised_command
 
 from _runs import native_case, sigkill_when, write_config, write_dataset
+import _forkserver
 
 KEY = "sk-proj-" + "CmdLine0042abcdEFGH5678ijkl"
 PASSWORD = "Hunt3r" + "CmdPass77"
@@ -30,7 +31,7 @@ N = 40
 
 
 def _tracejudge(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def _setup(tmp: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -33,11 +34,11 @@ def _run(root: Path, name: str, cases: list[dict[str, Any]], metrics: list[dict[
     (root / f"{name}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     cfg = {"dataset": {"path": f"{name}.jsonl", "format": "native"}, "metrics": metrics, "run": {"dir": f"runs/{name}"}, **sections}
     (root / f"{name}.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return subprocess.run([str(TJ), "run", f"{name}.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TJ), "run", f"{name}.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
 
 
 def _tj(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TJ), *args], cwd=root, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    return _forkserver.run([str(TJ), *args], cwd=root, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
 
 
 RAW = ("\x1b", "\x07", "\u202e", "\x9b")

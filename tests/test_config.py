@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tracejudge.core.config import load_config
 from tracejudge.core.errors import ConfigError
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -207,7 +208,7 @@ def test_invalid_yaml_and_missing_config(tmp_path):
 
 def test_cli_exits_2_on_config_error_before_any_work(tmp_path):
     cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nrun: {dir: out, speed: 11}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2
     assert "run.speed: unknown key" in proc.stderr
     assert not (tmp_path / "out").exists()

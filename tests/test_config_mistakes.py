@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 CASE = {"id": "c1", "input": "Book a flight", "trace": {"steps": [], "output": "done"}}
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120, env=dict(os.environ))
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120, env=dict(os.environ))
 
 
 def config_error(proc: subprocess.CompletedProcess) -> str:

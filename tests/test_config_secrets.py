@@ -20,6 +20,7 @@ import yaml
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.llm.redact import MASK
+import _forkserver
 
 FIRST = "First" + "Passw0rd"
 SECOND = "Second" + "Passw0rd"
@@ -58,7 +59,7 @@ def _manifest(config: RunConfig, salt: str | None = None, files: dict | None = N
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", *extra], capture_output=True,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", *extra], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
 
 
@@ -80,7 +81,7 @@ def test_the_hash_cannot_be_checked_with_a_sha256_a_guess(tmp_path: Path) -> Non
     code = ("import json, sys, yaml; from pathlib import Path; from tracejudge.core.config import RunConfig; "
             "from tracejudge.engine import manifest as m; c = RunConfig.model_validate(yaml.safe_load(open('c.yaml')), "
             "context={'base_dir': Path('.').resolve()}); print(m.manifest_for(c, salt=sys.argv[1])['config_hash'])")
-    other = subprocess.run([sys.executable, "-c", code, record["salt"]], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    other = _forkserver.run([sys.executable, "-c", code, record["salt"]], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert other.stdout.strip() == manifest["config_hash"], other.stderr
     assert _manifest(config)["config_hash"] != manifest["config_hash"]
     # A config without masked values is hashed as it always was (its run directories resume as they are).
@@ -170,5 +171,5 @@ def test_a_run_directory_of_the_previous_version_resumes_and_is_rewritten(tmp_pa
     assert now["config_hash"] != old and "config_secrets" in now
     assert [h["config_hash"] for h in now["history"]] == [now["config_hash"]]
     assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["config_hash"] == now["config_hash"]
-    report = subprocess.run([sys.executable, "-m", "tracejudge", "report", "run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    report = _forkserver.run([sys.executable, "-m", "tracejudge", "report", "run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert report.returncode in (0, 1) and "interrupted" not in report.stdout + report.stderr, report.stdout + report.stderr

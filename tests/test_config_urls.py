@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 CASE = {"id": "c1", "input": "Book a flight", "trace": {"steps": [{"tool_calls": [{"name": "a", "arguments": {}}]}], "output": "done"},
         "expected_tool_calls": [{"name": "a"}]}
@@ -22,7 +23,7 @@ WANTED = "Input should be an http:// or https:// URL{}, such as {}"
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
                           env={**os.environ, **(env or {})})
 
 
@@ -88,7 +89,7 @@ def test_a_bad_base_url_from_the_environment_names_the_variable(tmp_path: Path) 
 def test_a_url_naming_an_unset_variable_is_a_config_error_naming_the_key_and_the_variable(tmp_path: Path, body: str, key: str) -> None:
     # It passed the check and the run sent its requests to a host named `${tj_test_unset_host}`: a URL is never expanded.
     env = {k: v for k, v in os.environ.items() if k != "TJ_TEST_UNSET_HOST"}
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(write(tmp_path, body))], capture_output=True, text=True,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(write(tmp_path, body))], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120, env=env)
     err = " ".join(config_error(proc, tmp_path))
     assert f"{key}: Input should be an http:// or https:// URL without ${{TJ_TEST_UNSET_HOST}} (environment variable TJ_TEST_UNSET_HOST is not set" in err, err

@@ -15,6 +15,7 @@ import pytest
 import tracejudge
 from tracejudge import Case, Score, Trace
 from tracejudge.core.errors import ConfigError
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -273,7 +274,7 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
     )
     # No PYTHONPATH: the console script finds `mypkg` in the current directory, as `python -m` would.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
     # `explodes` raises on every case: the run goes on, and the gate fails on it (`assertions.max_metric_error_share`).
     assert proc.returncode == 1, proc.stderr
     assert "FAIL explodes max_metric_error_share: metric 'explodes' raised or timed out on 3 of 3 results" in proc.stdout
@@ -299,11 +300,11 @@ def test_report_rebuilds_a_custom_metrics_run_without_importing_its_module(tmp_p
     (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: mypkg.metrics:no_failed_tools, name: few}\n"
                                        "  - {type: mypkg.metrics:no_failed_tools}\n  - {type: ToolCalls}\nrun: {dir: out}\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     before = json.loads((tmp_path / "out" / "summary.json").read_text())
     (tmp_path / "imported.marker").unlink()
-    proc = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = _forkserver.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "imported.marker").exists()  # the module was not imported
     after = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -378,7 +379,7 @@ def test_a_score_valued_outside_0_1_or_nan_is_not_computed_and_run_and_report_ag
     (tmp_path / "c.yaml").write_text("dataset: {path: c.jsonl}\nmetrics: [{type: 'badscores:nan'}, {type: 'badscores:big'}, "
                                      f"{{type: 'badscores:Neg'}}, {{type: Contains, value: o}}]\nrun: {{dir: out, processes: {processes}}}\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    run = subprocess.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    run = _forkserver.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "verdict: FAIL" in run.stdout, run.stdout + run.stderr
     results = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert len(results) == 20
@@ -389,7 +390,7 @@ def test_a_score_valued_outside_0_1_or_nan_is_not_computed_and_run_and_report_ag
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["complete"] and summary["metrics"]["Contains"]["mean"] == 1.0 and summary["metrics"]["big"]["scored"] == 0
     assert summary["metrics"]["big"]["raised"] == 20
-    report = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert report.returncode == 1 and "verdict: FAIL" in report.stdout, report.stdout + report.stderr
 
 
@@ -485,7 +486,7 @@ def test_a_metric_whose_details_nest_too_deeply_costs_only_that_score(tmp_path: 
         f"  - {{type: 'nestedmetric:nested', name: one_more, levels: {deepest + 1}}}\n"
         "  - {type: 'nestedmetric:nested', name: far, levels: 5000}\n"
         f"run: {{dir: run, processes: {processes}}}\n")
-    out = subprocess.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = _forkserver.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     # The two that nest too deeply are their metric's failure (`raised`), which fails the gate: the run itself goes on.
     assert out.returncode == 1 and "one_more max_metric_error_share" in out.stdout, out.stdout + out.stderr
     line = CaseResult.model_validate_json((tmp_path / "run" / "results.jsonl").read_text())  # read back as written

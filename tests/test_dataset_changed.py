@@ -25,6 +25,7 @@ import os
 import time
 
 import tracejudge
+import _forkserver
 
 
 @tracejudge.metric
@@ -164,7 +165,7 @@ def test_the_refusal_of_a_changed_dataset_says_a_fixed_invalid_record_needs_fres
     data.write_text(good + '\n{"id": "b", "trace": {"steps": [], "bogus": 1}}\n')
     (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\nassertions: {max_invalid_share: 0.6}\n")
     tj = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"]
-    assert subprocess.run(tj, cwd=tmp_path, capture_output=True, timeout=120).returncode == 0
+    assert _forkserver.run(tj, cwd=tmp_path, capture_output=True, timeout=120).returncode == 0
     data.write_text(good + '\n{"id": "b", "trace": {"steps": []}}\n')
-    refused = subprocess.run(tj, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    refused = _forkserver.run(tj, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "an invalid_input one too: a record fixed since is read again only with --fresh" in refused.stderr, refused.stderr

@@ -16,6 +16,7 @@ from tracejudge.entrypoints.commands import failures
 GONE_UNDER_THE_COUNT = '''
 import dataclasses, errno, os, threading
 from tracejudge.core import registry
+import _forkserver
 
 counted = threading.Event()
 
@@ -42,7 +43,7 @@ def test_a_count_for_the_eta_that_cannot_open_the_dataset_does_not_end_the_run(t
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", **case}) + "\n" for i in range(3)))
     (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl, format: "gone:gone"}\nmetrics: [{type: ToolCalls}]\n'
                                      "run: {dir: run, processes: 1}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "No such file" not in proc.stderr
     assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 3

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from tracejudge.core.config import DatasetConfig
 from tracejudge.stages.extract.first_records import formats_that_read
+import _forkserver
 
 EXAMPLES = REPO / "examples" / "data"
 
@@ -34,7 +35,7 @@ def test_each_formats_typical_file_is_hinted_as_its_own_format(data_dir):
 def _run(tmp_path: Path, data: Path, fmt: str, *extra: str) -> subprocess.CompletedProcess[str]:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {data}, format: {fmt}}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: run, executor: inprocess}}\n")
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress", *extra], capture_output=True, text=True,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress", *extra], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
 
 
@@ -71,7 +72,7 @@ def test_a_tasks_files_warnings_are_said_once_with_or_without_fresh(tmp_path, ta
     (tmp_path / "c.yaml").write_text("dataset: {path: runs.json, format: tau-bench, tasks: tasks.json}\nmetrics: [{type: TrajectoryMatch}]\n"
                                      "run: {dir: run, executor: inprocess}\n")
     for _ in range(2 if fresh else 1):  # (the second `--fresh` starts over beside the first run)
-        done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", *(["--fresh"] if fresh else [])],
+        done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", *(["--fresh"] if fresh else [])],
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         said = [json.loads(line) for line in done.stderr.splitlines() if "unreadable task skipped" in line]

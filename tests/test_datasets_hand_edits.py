@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hand_edits import filed
+import _forkserver
 
 TAU2 = "tau2_bench/model_training_results/gpt-4.1_airline_default_gpt-4.1_1trials.json"
 
@@ -82,7 +83,7 @@ def test_a_tau2_bench_file_missing_its_last_brace_warns_and_reads_every_simulati
     path.write_text(text[:-1] + "\n")
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {path}, format: tau2-bench}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: run, executor: inprocess}}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     said = [json.loads(line) for line in done.stderr.splitlines() if "closing '}'" in line]
     assert [(s["event"], s["file"], s["line"]) for s in said] == [

@@ -14,6 +14,7 @@ import pytest
 from deepeval_table import ROWS
 from tracejudge.core.records import Case
 from tracejudge.core.registry import build_metric
+import _forkserver
 
 
 def _case(expected: list[Any], called: list[Any]) -> Case:
@@ -90,6 +91,6 @@ def test_a_partly_equal_nested_argument_scores_the_same_in_every_process():
             "e, a = json.loads(sys.argv[1]); m = build_metric({'type': 'DeepEvalToolCorrectness', 'evaluation_params': ['input_parameters']}); "
             "c = Case.model_validate({'id': 'c', 'expected_tool_calls': [{'name': 'f', 'arguments': e}], "
             "'trace': {'steps': [{'tool_calls': [{'name': 'f', 'arguments': a}]}]}}); s = m.evaluate(c); print(repr(s.value), s.passed)")
-    got = {subprocess.run([sys.executable, "-c", code, json.dumps([expected, called])], capture_output=True, text=True, check=True,
+    got = {_forkserver.run([sys.executable, "-c", code, json.dumps([expected, called])], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(1, 9)}
     assert len(got) == 1, got

@@ -12,6 +12,7 @@ import pytest
 from tracejudge.core import registry
 from tracejudge.entrypoints.cli import _parser, main
 from tracejudge.entrypoints.starter import FORMATS
+import _forkserver
 
 TRACE = {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": "flights"}}, {"name": "book", "arguments": {"id": 7}}]}], "output": "Booked."}
 EXPECTED = [{"name": "search", "arguments": {"q": "flights"}}, {"name": "book", "arguments": {"id": 7}}]
@@ -112,13 +113,13 @@ def test_init_without_a_dataset_writes_a_placeholder_and_says_so(tmp_path: Path,
 
 
 def test_list_metrics_and_formats_give_one_line_each(tmp_path: Path) -> None:
-    metrics = subprocess.run([sys.executable, "-m", "tracejudge", "list", "metrics"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    metrics = _forkserver.run([sys.executable, "-m", "tracejudge", "list", "metrics"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert metrics.returncode == 0
     lines = {line.split()[0]: line for line in metrics.stdout.splitlines() if line and not line.startswith("[judge]")}
     assert set(registry.metric_types()) == set(lines)
     assert "[judge] Does the final output do what the user asked?" in lines["TaskCompletion"]
     assert "[judge]" not in lines["ToolCalls"] and "Pair expected calls" in lines["ToolCalls"]
-    formats = subprocess.run([sys.executable, "-m", "tracejudge", "list", "formats"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    formats = _forkserver.run([sys.executable, "-m", "tracejudge", "list", "formats"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     rows = dict(line.split(None, 1) for line in formats.stdout.splitlines())
     # (This process's registry also holds user adapters other tests used, `module:attribute` names; a fresh one has none.)
     built_in = {name for name in registry.formats() if ":" not in name}
@@ -154,7 +155,7 @@ def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(t
 
     (tmp_path / "chats.jsonl").write_text('{"id": "c1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n')
     for argv in (["init", "--format", "openai-messages", "--dataset", "chats.jsonl", "-o", "configs/chats.yaml"], ["run", "configs/chats.yaml", "--no-progress"]):
-        proc = subprocess.run([sys.executable, "-m", "tracejudge", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        proc = _forkserver.run([sys.executable, "-m", "tracejudge", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert proc.returncode in (0, 1), proc.stderr
     assert "dir: ../runs/chats " in (tmp_path / "configs" / "chats.yaml").read_text()
     assert [p.name for p in viewer_paths([], tmp_path)] == ["chats"]  # `tracejudge view` in that folder serves it

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from _runs import native_case, write_dataset
 from tracejudge.viewer.index import RunIndex
+import _forkserver
 
 EDITS = {
     "NaN": ('"value": NaN', "scores.tc.value: NaN is not a number a score can hold (a score's value is a number from 0 to 1, or null)"),
@@ -35,7 +36,7 @@ REPORT_SAYS = {"trial": "trial: Input should be a valid integer, unable to parse
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

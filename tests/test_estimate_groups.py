@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 
 def _rows(tmp_path: Path, config: str) -> dict[str, list[str]]:
@@ -17,7 +18,7 @@ def _rows(tmp_path: Path, config: str) -> dict[str, list[str]]:
                                               for i in range(3)))
     cfg = tmp_path / "c.yaml"
     cfg.write_text("dataset: {path: c.jsonl}\n" + config)
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg)], capture_output=True, text=True, timeout=120,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg)], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stdout + done.stderr
     return {line.split()[0]: line.split()[1:3] for line in done.stdout.splitlines() if line.strip().startswith(("Task", "Tool", "Traj", "total"))}

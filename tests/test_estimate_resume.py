@@ -31,6 +31,7 @@ from tracejudge.stages.judge.estimate_range import finished_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_estimate_range_real import inside, write_cases  # noqa: E402
+import _forkserver
 
 N = 40
 _RANGE = re.compile(r"range: ([\d,]+)–([\d,]+) requests, ([\d,]+)–([\d,]+) input and ([\d,]+)–([\d,]+) output tokens, "
@@ -56,7 +57,7 @@ def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tj(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "COLUMNS": "200", "OPENAI_API_KEY": "sk-test"})
 
 

@@ -22,6 +22,7 @@ from tracejudge.engine.executors import CpuJob, open_executor
 from tracejudge.engine.executors import processes as processes_mod
 from tracejudge.engine.executors.inprocess import InProcessExecutor
 from tracejudge.engine.executors.processes import ProcessExecutor
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -124,7 +125,7 @@ def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(t
     assert proc.returncode == 130, proc.communicate()
     done_before = len(_results(tmp_path / "out"))
     assert done_before < 5
-    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    again = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     results = _results(tmp_path / "out")
     assert len(results) == 5, again.stderr
     score = results[("c0", 0)]["scores"]["Regex"]
@@ -143,7 +144,7 @@ def test_sigterm_kills_a_worker_stuck_in_a_c_call_and_resume_redoes_its_cases(tm
     results = tmp_path / "out" / "results.jsonl"
     assert not results.exists() or results.read_text() == ""  # the stuck cases were not written
     env["STUCK_METRIC"] = "0"
-    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    again = _forkserver.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     got = _results(tmp_path / "out")
     assert len(got) == 6 and all(r["scores"]["stuck"]["value"] == 1.0 for r in got.values())
@@ -208,10 +209,10 @@ def test_run_workers_is_deprecated_and_a_run_that_sets_it_says_what_to_set_inste
     _native(cases, 3, "done")
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {cases}, format: native}}\nmetrics: [{{type: Contains, value: done}}]\nrun: {{dir: {tmp_path / 'run'}}}\n")
-    plain = subprocess.run([str(TRACEJUDGE), "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
+    plain = _forkserver.run([str(TRACEJUDGE), "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
     assert plain.returncode == 0, plain.stderr
     assert "run.workers" not in plain.stderr
-    old = subprocess.run([str(TRACEJUDGE), "run", str(cfg), "--set", "run.workers=8", "--set", f"run.dir={tmp_path / 'run2'}"],
+    old = _forkserver.run([str(TRACEJUDGE), "run", str(cfg), "--set", "run.workers=8", "--set", f"run.dir={tmp_path / 'run2'}"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert old.returncode == 0, old.stderr  # accepted, inert
     assert WORKERS_DEPRECATED in old.stderr and "warning" in old.stderr
@@ -231,7 +232,7 @@ def _script_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
     _native(tmp_path / "cases.jsonl", 6, "done")
     (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Regex, pattern: 'do.e'}\nrun: {dir: out, processes: 2}\n")
     (tmp_path / "script.py").write_text(_SCRIPT_HEAD + textwrap.dedent(body))
-    return subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
 
 def test_a_script_that_starts_a_run_at_its_top_level_is_told_to_guard_it(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tracejudge.engine import runner
 from tracejudge.entrypoints.cli import main
+import _forkserver
 
 CASE = {"id": "c1", "trace": {"steps": [{"tool_calls": [{"name": "get"}]}]}, "expected_tool_calls": [{"name": "get"}]}
 
@@ -25,7 +26,7 @@ def _config(tmp_path: Path, called: str = "get") -> Path:
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_pass_is_0_and_fail_is_1(tmp_path: Path) -> None:
@@ -350,7 +351,7 @@ launch.console_main()
 
 @pytest.mark.parametrize("signalled", [True, False])
 def test_a_ctrl_c_a_library_turned_into_its_own_error_during_start_up_is_130_not_a_crash(tmp_path: Path, signalled: bool) -> None:
-    proc = subprocess.run([sys.executable, "-c", _WRAPPED_INTERRUPT.format(signalled=signalled)], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-c", _WRAPPED_INTERRUPT.format(signalled=signalled)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     if signalled:
         assert proc.returncode == 130 and proc.stderr.strip().splitlines()[-1] == "interrupted", proc.stderr

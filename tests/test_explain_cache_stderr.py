@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 from tracejudge.entrypoints.commands.cache_explained import MAX_REASONS, explain_lines
+import _forkserver
 
 
 def _tracejudge(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def _setup(tmp: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _runs import seven_and_three, write_config
+import _forkserver
 
 TRACEJUDGE = str(Path(sys.executable).with_name("tracejudge"))
 
@@ -18,12 +19,12 @@ TRACEJUDGE = str(Path(sys.executable).with_name("tracejudge"))
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     cfg = write_config(tmp_path / "cfg.yaml", seven_and_three(tmp_path / "cases.jsonl"), tmp_path / "run")
-    assert subprocess.run([TRACEJUDGE, "run", str(cfg), "--no-progress"], capture_output=True, timeout=120).returncode in (0, 1)
+    assert _forkserver.run([TRACEJUDGE, "run", str(cfg), "--no-progress"], capture_output=True, timeout=120).returncode in (0, 1)
     return tmp_path / "run"
 
 
 def export(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([TRACEJUDGE, "export", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return _forkserver.run([TRACEJUDGE, "export", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def test_a_file_of_a_run_being_read_is_refused_even_with_force(run_dir: Path) -> None:

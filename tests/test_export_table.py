@@ -12,6 +12,7 @@ import pytest
 from tracejudge.entrypoints.cli import main
 
 from _runs import seven_and_three, write_config
+import _forkserver
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -124,7 +125,7 @@ def test_a_destination_that_cannot_be_written_is_named_as_given_and_leaves_no_te
     run_dir = _run(tmp_path)
     (tmp_path / "a_folder").mkdir()
     for dest, why in ((tmp_path / "missing" / f"v.{kind}", "No such file or directory"), (tmp_path / "a_folder", "Is a directory")):
-        proc = subprocess.run([sys.executable, "-m", "tracejudge", "export", str(run_dir), "--to", kind, str(dest)],
+        proc = _forkserver.run([sys.executable, "-m", "tracejudge", "export", str(run_dir), "--to", kind, str(dest)],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip() == f"error: {dest}: {why}"  # the path given, not the writer's temporary beside it
@@ -156,7 +157,7 @@ def test_csv_text_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(tmp_p
     data.write_text("".join(json.dumps({"id": i, "trace": {"steps": [], "output": "done"}}) + "\n" for i in ids), encoding="utf-8")
     cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run", metrics=[{"type": "Contains", "value": "done"}])
     assert main(["run", str(cfg), "--no-progress"]) == 0
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "export", str(tmp_path / "run"), "--to", "csv", "-"],
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "export", str(tmp_path / "run"), "--to", "csv", "-"],
                           capture_output=True, timeout=120)  # bytes: text mode would read the `\r` as a line end
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(io.StringIO(proc.stdout.decode("utf-8"), newline="")))

@@ -32,6 +32,7 @@ from tasks import Reply, Task
 from fake_openai import FakeOpenAI
 from common import MODEL, otel_provider, write_jsonl, write_otlp
 import run_agents as RA
+import _forkserver
 
 T.TASKS["handoff"] = Task("handoff", ("Please route me to billing and check the weather in Paris.",),
     ((Reply(calls=(("transfer_to_billing", {}),)), Reply(calls=(("get_weather", {"city": "Paris"}),)),
@@ -91,7 +92,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for mode in MODES:
         folder = root / mode
-        done = subprocess.run([sys.executable, str(script), str(FRAMEWORKS), mode, str(folder)], capture_output=True, text=True, timeout=300)
+        done = _forkserver.run([sys.executable, str(script), str(FRAMEWORKS), mode, str(folder)], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         out[mode] = folder / "all.jsonl" if mode.startswith("export") else folder
     return out

@@ -28,6 +28,7 @@ from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.extract import extract_record
 from tracejudge.stages.judge.metrics import PlanQuality
+import _forkserver
 
 pytest.importorskip("openai")
 SCRIPT = Path(__file__).parent / "frameworks" / "record_conversation_faults.py"
@@ -46,7 +47,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Any:
         for module in NEEDS[scenario]:
             pytest.importorskip(module)
         if scenario not in done:
-            run = subprocess.run([sys.executable, str(SCRIPT), scenario, str(out)], capture_output=True, text=True, timeout=120)
+            run = _forkserver.run([sys.executable, str(SCRIPT), scenario, str(out)], capture_output=True, text=True, timeout=120)
             assert run.returncode == 0, run.stderr[-3000:]
             done.add(scenario)
         return out

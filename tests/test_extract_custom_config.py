@@ -13,6 +13,7 @@ from conftest import extract_lines
 from tracejudge.core.config import load_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case
+import _forkserver
 
 ADAPTER = textwrap.dedent('''
     def from_runs(record):
@@ -95,7 +96,7 @@ def test_cli_extract_writes_native_cases(tmp_path: Path):
     cfg.write_text("dataset: {path: chats.jsonl, format: openai-messages}\n")
     out = tmp_path / "cases.jsonl"
     exe = Path(sys.executable).with_name("tracejudge")
-    proc = subprocess.run([str(exe), "extract", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=60)
+    proc = _forkserver.run([str(exe), "extract", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr  # a record was invalid: the valid one is written, the status says so
     assert "chats.jsonl:2" in proc.stderr and "invalid JSON" in proc.stderr
     (line,) = out.read_text().splitlines()

@@ -19,12 +19,13 @@ import pytest
 import yaml
 from _runs import seven_and_three, write_config, write_dataset
 from helpers import DATA
+import _forkserver
 
 TRACEJUDGE = str(Path(sys.executable).with_name("tracejudge"))
 
 
 def extract(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([TRACEJUDGE, "extract", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return _forkserver.run([TRACEJUDGE, "extract", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -86,7 +87,7 @@ def test_tasks_and_a_dataset_folder_are_refused(tmp_path: Path) -> None:
 
 def test_a_path_in_a_run_directory_is_refused_even_with_force(work: Path) -> None:
     run = work / "run"
-    assert subprocess.run([TRACEJUDGE, "run", "cfg.yaml", "--no-progress"], capture_output=True, timeout=120, cwd=work).returncode in (0, 1)
+    assert _forkserver.run([TRACEJUDGE, "run", "cfg.yaml", "--no-progress"], capture_output=True, timeout=120, cwd=work).returncode in (0, 1)
     other = work / "other"
     shutil.copytree(run, other)  # a run directory of another config is protected too
     before = files(work)

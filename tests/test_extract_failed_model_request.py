@@ -32,6 +32,7 @@ import openai
 from common import otel_provider, write_otlp
 from fake_openai import FakeOpenAI
 import run_openai_loop as L
+import _forkserver
 
 which, fail, out = sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 if which == "openinference":
@@ -70,7 +71,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], 
     for which in ("openinference", "traceloop"):
         for fail in (0, 1):
             path = root / f"{which}-{fail}.jsonl"
-            done = subprocess.run([sys.executable, str(script), str(FRAMEWORKS), which, str(fail), str(path)],
+            done = _forkserver.run([sys.executable, str(script), str(FRAMEWORKS), which, str(fail), str(path)],
                                   capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, done.stderr[-3000:]
             out[(which, fail)] = path

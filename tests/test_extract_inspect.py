@@ -19,6 +19,7 @@ import pytest
 import yaml
 from framework_truth import extract
 from tracejudge.core.records import Case, ErrorInfo
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "inspect"
 RECORDER = Path(__file__).parent / "frameworks" / "record_inspect.py"
@@ -256,7 +257,7 @@ def test_without_zstandard_each_sample_says_what_to_install() -> None:
             f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             "from framework_truth import extract\n"
             f"print(json.dumps([r[1].message for r in extract({str(DATA / 'weather-react.eval')!r}, 'inspect')]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = _forkserver.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     (message,) = json.loads(done.stdout)
     assert message.startswith("samples/react_epoch_1.json: it is compressed with Zstandard") and "pip install zstandard" in message
@@ -272,7 +273,7 @@ def test_tracejudge_run_scores_a_folder_of_logs(tmp_path: Path) -> None:
         "metrics": [{"type": "ToolCorrectness", "name": "tools"}, {"type": "ToolCorrectness", "name": "tools_all", "include_failed": True},
                     {"type": "TrajectoryMatch", "name": "traj", "order": "in_order"}, {"type": "Contains", "name": "answer"}],
         "assertions": {"max_invalid_share": 0.2}, "run": {"dir": str(tmp_path / "run")}, "cache": {"dir": str(tmp_path / "cache")}}))
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     results = {r["case_id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
     value = {cid: {k: s["value"] for k, s in r["scores"].items()} for cid, r in results.items() if r["status"] == "ok"}
@@ -317,7 +318,7 @@ def _stable(case: Case) -> dict[str, Any]:
 def test_a_live_recording_keeps_its_shape_and_reads_the_same(tmp_path: Path) -> None:
     """Re-recorded with the installed inspect-ai: the same truth, files, members and message shapes, the same cases."""
     pytest.importorskip("inspect_ai")
-    done = subprocess.run([sys.executable, str(RECORDER), str(tmp_path)], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([sys.executable, str(RECORDER), str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((tmp_path / "truth.json").read_text()) == TRUTH
     assert _shape(tmp_path) == _shape(DATA), "inspect now writes logs of another shape"
@@ -424,6 +425,6 @@ def test_an_empty_folder_is_refused_by_run_as_by_extract(tmp_path: Path) -> None
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / "logs"), "format": "inspect"}, "metrics": [{"type": "includes"}],
                                    "run": {"dir": str(tmp_path / "run")}, "cache": {"dir": str(tmp_path / "cache")}}))
     for command in (["run", str(cfg), "--no-progress"], ["extract", str(cfg), "-o", str(tmp_path / "out.jsonl")]):
-        done = subprocess.run([sys.executable, "-m", "tracejudge", *command], capture_output=True, text=True, timeout=120)
+        done = _forkserver.run([sys.executable, "-m", "tracejudge", *command], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "no records in it" in done.stderr, (command[0], done.returncode, done.stderr[-2000:])
     assert not (tmp_path / "run").exists()

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 FAILED = {"content": [{"type": "text", "text": "permission denied: /etc/shadow"}], "isError": True}
@@ -25,7 +26,7 @@ def _extract(tmp: Path, fmt: str, records: list[dict]) -> list[dict]:
     cfg = tmp / "cfg.json"
     cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": fmt}, "metrics": [{"type": "ToolCorrectness"}], "run": {"dir": str(tmp / "run")}}))
     out = tmp / "cases.jsonl"
-    proc = subprocess.run([EXE, "extract", str(cfg), "-o", str(out), "--force"], capture_output=True, text=True, timeout=120)
+    proc = _forkserver.run([EXE, "extract", str(cfg), "-o", str(out), "--force"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in out.read_text().splitlines()]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from test_extract_otel_cases import export, one, run, span
 from tracejudge.core.records import Case
+import _forkserver
 
 
 def _oi_llm(sid: str, trace: str, start: int, inputs: list[tuple], outputs: list[tuple], parent: str | None = None) -> dict:
@@ -164,7 +165,7 @@ def test_extract_says_which_conventions_each_file_used(tmp_path: Path):
     data.write_text(json.dumps(export([*_plain_loop("a", "Weather in Paris?", "Paris"), noise])))
     config = tmp_path / "c.yaml"
     config.write_text(json.dumps({"dataset": {"path": str(data), "format": "otel"}, "metrics": [{"type": "MaxToolCalls", "max_calls": 5}]}))
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", str(tmp_path / "cases.jsonl")],
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", str(tmp_path / "cases.jsonl")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"{data}: spans by convention: openinference 2 used; 1 spans of no known convention ignored" in done.stderr

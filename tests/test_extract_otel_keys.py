@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from test_extract_otel_cases import OP, chat, export, run, span
 from tracejudge.core.records import Case
+import _forkserver
 
 KEY = "gen_ai.conversation.id"
 
@@ -107,7 +108,7 @@ def test_extract_names_the_field_of_a_refused_key_or_case_id_once(tmp_path: Path
     said = {}
     for name, fmt in (("mv.jsonl", "multivon"), ("agents_bool.jsonl", "openai-agents"), ("otel.jsonl", "otel")):
         (tmp_path / f"{fmt}.yaml").write_text(f"dataset: {{path: {name}, format: {fmt}}}\nmetrics: [{{type: MaxToolCalls, max_calls: 5}}]\n")
-        out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", f"{fmt}.yaml", "-o", f"{fmt}.out.jsonl"], cwd=tmp_path,
+        out = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", f"{fmt}.yaml", "-o", f"{fmt}.out.jsonl"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=120)
         said[fmt] = [x for x in out.stderr.splitlines() if x.startswith("invalid input") and ":2: " in x]
     assert said["multivon"] == [f"invalid input {tmp_path / 'mv.jsonl'}:2: case_id: expected the case's id as text (or a whole "

@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 
 from tracejudge.viewer.runs import load_runs
+import _forkserver
 
 CONFIG = "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, arguments: exact}]\nrun: {dir: run, executor: inprocess}\n"
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _dataset(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ray_procs import running  # noqa: E402
 from test_worker_faults import _children  # noqa: E402
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 2_500  # about 10 MB: above `INLINE_BYTES`, so the run goes to workers
@@ -79,7 +80,7 @@ def test_a_forked_worker_killed_from_outside_costs_nothing(tmp_path):
     assert "tried once more in a fresh worker" in err
     retried = [json.loads(x) for x in err.splitlines() if "tried once more in a fresh worker" in x]
     assert [(x["error"], x["pid"]) for x in retried] == [("killed by signal SIGKILL (9)", killed)], err  # how it died, not that a socket closed
-    one = subprocess.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    one = _forkserver.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert one.returncode == 0, one.stderr
     two, single = _lines(tmp_path / "two" / "results.jsonl"), _lines(tmp_path / "one" / "results.jsonl")
     assert len(two) == N and {r["status"] for r in two.values()} == {"ok"}
@@ -129,9 +130,9 @@ def test_a_signal_to_the_process_group_stops_cleanly_and_the_same_command_resume
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "died" not in err, err
     assert "fresh worker" not in err, err
     assert "INTERRUPTED" in out + err and "tracejudge run two.yaml" in out + err, out + err
-    again = subprocess.run([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    again = _forkserver.run([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0, again.stderr
-    one = subprocess.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    one = _forkserver.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert one.returncode == 0, one.stderr
     assert _lines(tmp_path / "two" / "results.jsonl") == _lines(tmp_path / "one" / "results.jsonl")
 

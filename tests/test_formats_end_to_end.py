@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from helpers import DATA
+import _forkserver
 
 AIRLINE = DATA / "tau2_bench" / "model_training_results" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"
 
@@ -23,7 +24,7 @@ def test_tau2_bench_run_scores_every_simulation(tmp_path):
         "  - {type: MaxModelRequests, max_requests: 30}\n"
         f"run: {{dir: {json.dumps(str(tmp_path / 'run'))}}}\n"
     )
-    proc = subprocess.run(
+    proc = _forkserver.run(
         [sys.executable, "-c", "import sys; from tracejudge.entrypoints.cli import main; sys.exit(main())", "run", str(config)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

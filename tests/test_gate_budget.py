@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from test_judge_batch_api import write_cases
+import _forkserver
 
 CLI = str(Path(sys.executable).with_name("tracejudge"))
 
@@ -26,7 +27,7 @@ def _config(tmp: Path, metrics: list[dict[str, Any]], budget: dict[str, Any] | N
 
 
 def _run(cfg: Path, *more: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, "run", str(cfg), "--no-progress", *more], capture_output=True, text=True, timeout=120)
+    return _forkserver.run([CLI, "run", str(cfg), "--no-progress", *more], capture_output=True, text=True, timeout=120)
 
 
 def _checks(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -51,7 +52,7 @@ def test_a_run_the_budget_left_unjudged_fails_and_says_how_to_finish_it(tmp_path
     assert not share["ok"] and "no result was judged (3 skipped for the judge budget)" in share["detail"], share
     assert 'name="judge budget"' in (tmp_path / "run" / "junit.xml").read_text()
     # `report` reads the same verdict from the run directory.
-    report = subprocess.run([CLI, "report", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([CLI, "report", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
     assert report.returncode == 1 and "FAIL judge budget" in report.stdout, report.stdout + report.stderr
 
     # A larger budget and the same command judge the skipped results: the run is complete and passes.
@@ -71,7 +72,7 @@ def test_a_judge_section_without_judge_metrics_claims_no_judge_error_share(tmp_p
 def test_the_summary_error_share_is_over_the_results_the_judge_answered_as_the_gate_takes_it(tmp_path: Path) -> None:
     # The demo's τ-bench runs: a judge that fails half its requests once each, and a budget that runs out part way.
     demo = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
-    got = subprocess.run([CLI, "run", str(demo), "--no-progress", "--run-dir", str(tmp_path / "run"), "--set", "dataset.limit=40",
+    got = _forkserver.run([CLI, "run", str(demo), "--no-progress", "--run-dir", str(tmp_path / "run"), "--set", "dataset.limit=40",
                           "--set", "metrics=[{type: TaskCompletion}]", "--set", "assertions={}", "--set", "cache.enabled=false", "--set", "judge.max_attempts=1",
                           "--set", "judge.simulator.error_rate=0.5", "--set", "judge.simulator.hang_s=0.2", "--set", "budget.max_judge_tokens=40000"],
                          capture_output=True, text=True, timeout=300)

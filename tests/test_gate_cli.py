@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
 from tracejudge.entrypoints.cli import main
 from tracejudge.stages.aggregate.gate import evaluate_gate
+import _forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
@@ -31,7 +32,7 @@ def test_seven_scored_three_errored_is_reported_as_seven_of_ten(tmp_path: Path) 
     data = seven_and_three(tmp_path / "cases.jsonl")
     run_dir = tmp_path / "run"
     cfg = write_config(tmp_path / "c.yaml", data, run_dir)
-    proc = subprocess.run([str(TRACEJUDGE), "run", str(cfg)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = _forkserver.run([str(TRACEJUDGE), "run", str(cfg)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "10 results: invalid_input 3, ok 7" in out
@@ -195,18 +196,18 @@ def test_a_baseline_verdict_is_never_written_into_the_run_it_reads(tmp_path: Pat
     cfgs = {}
     for name in ("base", "run"):
         cfgs[name] = write_config(tmp_path / f"{name}.yaml", data, tmp_path / name)
-        got = subprocess.run([str(TRACEJUDGE), "run", str(cfgs[name]), "--no-progress"], capture_output=True, text=True, timeout=120)
+        got = _forkserver.run([str(TRACEJUDGE), "run", str(cfgs[name]), "--no-progress"], capture_output=True, text=True, timeout=120)
         assert got.returncode == 0, got.stdout + got.stderr
     run_dir = tmp_path / "run"
     before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
-    got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base")],
+    got = _forkserver.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base")],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 0 and "tc regression" in got.stdout, got.stdout + got.stderr
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before  # nothing in the run changed
     assert "left as the run wrote them" in " ".join(got.stdout.split())
     checks = [c["name"] for c in json.loads((run_dir / "summary.json").read_text())["verdict"]["checks"]]
     assert checks == ["max_invalid_share"]  # what the run itself said
-    got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    got = _forkserver.run([str(TRACEJUDGE), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert got.returncode == 0 and "regression" not in got.stdout, got.stdout + got.stderr
 
 
@@ -214,7 +215,7 @@ def _cli_runs(tmp_path: Path, *names: str) -> None:
     """`tracejudge run` of the same ten cases into each of `tmp_path / name`."""
     data = seven_and_three(tmp_path / "cases.jsonl")
     for name in names:
-        got = subprocess.run([str(TRACEJUDGE), "run", str(write_config(tmp_path / f"{name}.yaml", data, tmp_path / name)), "--no-progress"],
+        got = _forkserver.run([str(TRACEJUDGE), "run", str(write_config(tmp_path / f"{name}.yaml", data, tmp_path / name)), "--no-progress"],
                              capture_output=True, text=True, timeout=120)
         assert got.returncode == 0, got.stdout + got.stderr
 
@@ -227,12 +228,12 @@ def test_an_out_that_is_a_file_or_lies_in_a_run_read_is_refused_in_one_line(tmp_
     before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
     for out, says in ((tmp_path / "afile", "is a file"), (run_dir / "sub", "lies in the run"), (run_dir, "lies in the run"),
                       (tmp_path / "base", "lies in the run")):
-        got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(out)],
+        got = _forkserver.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(out)],
                              capture_output=True, text=True, timeout=120)
         assert got.returncode == 2 and says in got.stderr and "--out" in got.stderr and "Traceback" not in got.stderr, got.stderr
     assert (tmp_path / "afile").read_text() == "mine"
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
-    got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cmp")],
+    got = _forkserver.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cmp")],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 0 and (tmp_path / "cmp" / "summary.json").exists(), got.stdout + got.stderr
 
@@ -244,12 +245,12 @@ def test_an_out_holding_files_of_the_users_own_is_refused_naming_them(tmp_path: 
     mine.mkdir()
     for name in ("notes.txt", "plot.png", "a.csv", "b.csv"):
         (mine / name).write_text("mine")
-    got = subprocess.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(mine)], capture_output=True, text=True, timeout=120)
+    got = _forkserver.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(mine)], capture_output=True, text=True, timeout=120)
     assert got.returncode == 2, got.stdout + got.stderr
     assert " ".join(got.stderr.split()) == (f"error: {mine}: already holds files that report did not write (a.csv, b.csv, notes.txt and 1 more); "
                                             "they are never overwritten: give --out a new or empty directory to write the reports to")
     assert sorted(p.name for p in mine.iterdir()) == ["a.csv", "b.csv", "notes.txt", "plot.png"]
-    got = subprocess.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(tmp_path / "other")], capture_output=True, text=True, timeout=120)
+    got = _forkserver.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(tmp_path / "other")], capture_output=True, text=True, timeout=120)
     assert got.returncode == 2 and "holds a run of its own (its manifest.json)" in " ".join(got.stderr.split()), got.stderr
     assert "shards" not in got.stderr
 
@@ -447,11 +448,11 @@ def test_star_limits_also_bind_a_metric_with_a_rule_of_its_own(tmp_path: Path) -
         del line["expected_tool_calls"]  # nothing to compare with: ToolCalls is not computed on these
     data = write_dataset(tmp_path / "cases.jsonl", lines)
     cfg = tmp_path / "tracejudge.yaml"
-    made = subprocess.run([str(TRACEJUDGE), "init", "--format", "native", "--dataset", str(data), "-o", str(cfg)],
+    made = _forkserver.run([str(TRACEJUDGE), "init", "--format", "native", "--dataset", str(data), "-o", str(cfg)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert made.returncode == 0 and '"*": {max_error_share: 0.05}' in cfg.read_text(), made.stderr
     for args in (["run", str(cfg), "--no-progress"], ["report", str(tmp_path / "runs" / "tracejudge")]):
-        got = subprocess.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        got = _forkserver.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
         out = " ".join(got.stdout.split())
         assert "ok ToolCalls min_mean" in out and "FAIL ToolCalls max_error_share: 2 of 4 results not scored" in out, out
         assert _verdict_word(out) == "FAIL" and got.returncode == 1, out

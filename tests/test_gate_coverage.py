@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from _runs import sigkill_when
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -30,7 +31,7 @@ def _cfg(tmp: Path, run_dir: str, *more: str) -> list[str]:
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return _forkserver.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
 def _killed(args: list[str], results: Path, cwd: Path, at_least: int = 8) -> int:
@@ -148,7 +149,7 @@ def test_an_interrupted_shard_is_named_with_its_resume_command(tmp_path: Path) -
     # The command given resumes shard 2; the sweep then passes.
     command = verdict.removeprefix("verdict: INTERRUPTED (resume with: ").removesuffix(")")
     env = {**os.environ, "PATH": f"{TRACEJUDGE.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    resumed = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    resumed = _forkserver.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     done = _tj("report", str(tmp_path / "sh"), cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip().endswith("verdict: PASS"), done.stdout + done.stderr

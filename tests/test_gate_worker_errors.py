@@ -14,6 +14,7 @@ TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 METRIC = """\
 import os
 import tracejudge
+import _forkserver
 
 @tracejudge.metric
 def dies_on(case, trace) -> bool:
@@ -25,7 +26,7 @@ def dies_on(case, trace) -> bool:
 
 def _run(tmp_path: Path, crash: bool) -> tuple[subprocess.CompletedProcess[str], dict]:
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "CRASH": "1" if crash else "0"}
-    got = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True,
+    got = _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=240)
     return got, json.loads((tmp_path / "out" / "summary.json").read_text())
 

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from _runs import view_server
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 CONFIG = ("dataset: {path: d.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0}\n"
@@ -31,7 +32,7 @@ CASES = [  # (tags, metadata, tool calls): only c0 scores 0
 
 
 def _run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
 
 
 def test_values_that_read_as_reserved_labels_get_groups_of_their_own(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import CaseResult, Score
 from tracejudge.stages.aggregate.fold import Aggregator
 from tracejudge.stages.aggregate.state import STATE_FORMAT
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 CONFIG = ("dataset: {path: d.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0}\n"
@@ -45,7 +46,7 @@ def test_a_text_and_a_number_written_alike_are_two_groups() -> None:
 
 
 def _run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
 
 
 def _write(root: Path, splits: list[object]) -> None:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.engine import runner
+import _forkserver
 
 pytestmark = pytest.mark.usefixtures("fresh_log")
 
@@ -156,9 +157,9 @@ def test_native_resume_fast_path_survives_hostile_lines(tmp_path: Path) -> None:
     config.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
                                   "run": {"dir": str(tmp_path / "run")}, "assertions": {"max_invalid_share": 0.4}}))  # 2 of 5 on purpose
     cmd = [sys.executable, "-m", "tracejudge", "run", str(config)]
-    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    first = _forkserver.run(cmd, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    again = _forkserver.run(cmd, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
     results = results_of(tmp_path / "run")
     assert len(results) == 5
@@ -225,7 +226,7 @@ def test_native_metadata_objects_at_the_limit_are_read_back_or_refused_never_wri
         cfg = folder / "c.yaml"
         cfg.write_text(json.dumps({"dataset": {"path": str(path), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
                                    "run": {"dir": str(folder / "run"), "processes": processes}}))
-        run = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+        run = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
         deep = results_of(folder / "run")[-1]
         if ok:
             assert run.returncode == 0 and deep["status"] == "ok", run.stdout + run.stderr
@@ -235,7 +236,7 @@ def test_native_metadata_objects_at_the_limit_are_read_back_or_refused_never_wri
             assert deep["error"]["message"].startswith("JSON nested too deeply"), deep["error"]
             # 201 levels of objects are not "more than 201": the model counts the value inside the innermost one.
             assert "more than 201" not in deep["error"]["message"] and "201 at most" in deep["error"]["message"], deep["error"]
-        report = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(folder / "run")], capture_output=True, text=True, timeout=120)
+        report = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(folder / "run")], capture_output=True, text=True, timeout=120)
         assert "not a valid result" not in report.stdout + report.stderr, report.stdout + report.stderr
         assert report.returncode == run.returncode, report.stdout + report.stderr
 
@@ -251,7 +252,7 @@ def test_deep_native_line_exits_as_any_invalid_input(tmp_path: Path) -> None:
         config = folder / "c.yaml"
         config.write_text(json.dumps({"dataset": {"path": str(path), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
                                       "run": {"dir": str(folder / "run")}}))
-        proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(config)], capture_output=True, text=True, timeout=120)
+        proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(config)], capture_output=True, text=True, timeout=120)
         assert "internal error" not in proc.stderr, proc.stderr
         assert [r["status"] for r in results_of(folder / "run")] == ["ok", "invalid_input"]
         exits[name] = proc.returncode
@@ -400,13 +401,13 @@ def test_a_utf16_line_appended_last_is_one_invalid_record_and_is_not_read_again(
     config = tmp_path / "c.yaml"
     config.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
                                   "run": {"dir": str(tmp_path / "run")}, "assertions": {"max_invalid_share": 0.5}}))
-    extract = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", "-"], capture_output=True, text=True, timeout=120)
+    extract = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", "-"], capture_output=True, text=True, timeout=120)
     assert len(extract.stdout.splitlines()) == 3 and "1 record was invalid" in extract.stderr and f"{data}:5" not in extract.stderr, extract.stderr
     cmd = [sys.executable, "-m", "tracejudge", "--log-level", "info", "run", str(config), "--no-progress"]
-    assert subprocess.run(cmd, capture_output=True, text=True, timeout=120).returncode == 0
+    assert _forkserver.run(cmd, capture_output=True, text=True, timeout=120).returncode == 0
     assert [r["status"] for r in results_of(tmp_path / "run")] == ["ok"] * 3 + ["invalid_input"]
     cursor = json.loads((tmp_path / "run" / "cursor.json").read_text())
     assert (cursor["records"], cursor["line"]) == (4, 4)
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    again = _forkserver.run(cmd, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and '"resuming from the dataset cursor"' in again.stderr and "(0 new results, 4 already finished)" in again.stdout, again.stdout
     assert len(results_of(tmp_path / "run")) == 4

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from _runs import planted_runs, seven_and_three, write_config
 from tracejudge.entrypoints.cli import main
+import _forkserver
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's `chromium` in .ci/run)")
@@ -20,7 +21,7 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not in
 def dump_dom(page: Path, fragment: str = "") -> str:
     """The DOM after the page's scripts ran, from a fresh headless Chromium profile."""
     with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.run(
+        proc = _forkserver.run(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
              "--dump-dom", page.resolve().as_uri() + fragment],

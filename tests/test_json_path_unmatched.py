@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 RECORDS = [
     {"meta": {"id": "r1"}, "q": "Cancel order 7", "steps": [{"calls": [{"name": "cancel", "arguments": {"id": 7}}]}],
@@ -26,7 +27,7 @@ def run(tmp_path: Path, *sets: str, command: str = "run") -> subprocess.Complete
                    "metrics: [{type: ToolCalls}]\n")
     out = ["-o", str(tmp_path / "cases.jsonl")] if command == "extract" else []
     args = [sys.executable, "-m", "tracejudge", command, str(cfg), *out, *(x for s in sets for x in ("--set", s))]
-    return subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120, env=dict(os.environ))
+    return _forkserver.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120, env=dict(os.environ))
 
 
 def warnings_about(proc: subprocess.CompletedProcess, option: str) -> list[dict]:

@@ -21,6 +21,7 @@ from tracejudge.core.records import Case
 from tracejudge.stages.judge.base import group_plans, grouped_plan
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.metrics import Faithfulness, StepFaithfulness, TaskCompletion, ToolArgumentAccuracy, ToolCallNecessity
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 
@@ -108,7 +109,7 @@ def test_a_run_scores_only_what_the_judge_saw_and_says_what_was_left_out(yes_ser
     cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "ToolCallNecessity"}],
                                "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1", "context_tokens": 4096},
                                "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}))
-    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     rows = {r["case_id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
     score = rows["long"]["scores"]["ToolCallNecessity"]
@@ -143,7 +144,7 @@ def test_asked_one_question_per_request_the_calls_that_cannot_be_shown_are_not_a
                                "metrics": [{"type": "ToolCallNecessity", "one_question_per_request": True}],
                                "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": yes_server.url + "/v1", "context_tokens": 4096},
                                "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}}))
-    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [row] = map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
     score = row["scores"]["ToolCallNecessity"]

@@ -27,6 +27,7 @@ from tracejudge.stages.judge.base import Plan
 from tracejudge.stages.judge.batch_runner import CHUNK_KEY
 from tracejudge.stages.judge.client import build_request, key_components
 from tracejudge.stages.judge.metrics import TaskCompletion
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -206,7 +207,7 @@ def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_
     intent, rec = [json.loads(line) for line in journal.read_text().splitlines()]
     assert (intent["event"], rec["event"]) == ("intent", "submitted") and len(rec["custom_ids"]) == 40
 
-    done = subprocess.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "1 re-attached" in done.stdout
     assert sim.stats.batches_created == 1 and sim.stats.batch_requests == 40 and sim.stats.files_uploaded == 1

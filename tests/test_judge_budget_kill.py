@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 TJ = Path(sys.executable).with_name("tracejudge")
@@ -43,7 +44,7 @@ def test_budget_holds_and_is_reported_after_a_kill(tmp_path: Path) -> None:
     killed_spent = _spent(run_dir)
     assert killed_spent > 0
 
-    second = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    second = _forkserver.run(args, capture_output=True, text=True, timeout=300)
     assert second.returncode in (0, 1), second.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     spent = _spent(run_dir)

@@ -24,6 +24,7 @@ from tracejudge.simulator.served import Weights
 from tracejudge.stages.judge.client import key_components
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.metrics import TaskCompletion
+import _forkserver
 
 HOME = "/home/alice/models"
 # `cases(...)`'s first case asked by TaskCompletion of gpt-4o-mini at https://api.openai.com/v1, as the judge keyed it
@@ -314,7 +315,7 @@ def test_the_simulate_command_presents_weights_and_slots_a_swap_then_misses_the_
     import subprocess
     import sys
 
-    bad = subprocess.run([sys.executable, "-m", "tracejudge", "simulate", "--serve-as", "gguf"], capture_output=True, text=True, timeout=60)
+    bad = _forkserver.run([sys.executable, "-m", "tracejudge", "simulate", "--serve-as", "gguf"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "SERVER:WEIGHTS" in bad.stderr
 
 

@@ -22,13 +22,14 @@ from _runs import view_server
 from test_judge_batch_api import write_cases
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
+import _forkserver
 
 CLI = str(Path(sys.executable).with_name("tracejudge"))
 UNPRICED = "my-local-model"
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return _forkserver.run([CLI, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def config(tmp: Path, name: str, judge: dict[str, Any], *, cache: bool = True) -> dict[str, Any]:

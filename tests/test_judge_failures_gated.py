@@ -19,12 +19,13 @@ from typing import Any
 
 import yaml
 from tracejudge.simulator.server import SimulatorThread
+import _forkserver
 
 N = 6
 
 
 def tracejudge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
                           env={**os.environ, "COLUMNS": "400"})
 
 

@@ -33,12 +33,13 @@ from tracejudge.llm.batch_api import find_batch
 from tracejudge.llm.providers import HttpReply, ProviderError, read_reply
 from tracejudge.llm.redact import redact
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no, strip_invisible
+import _forkserver
 
 CANARY = "tjcanary-5b1d7f3a9c2e"
 
 
 def _tj(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
 

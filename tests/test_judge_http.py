@@ -14,6 +14,7 @@ from tracejudge.engine import runner
 from tracejudge.llm.cache import cache_key
 from tracejudge.stages.judge.client import build_request, key_components
 from tracejudge.stages.judge.metrics import Rubric, TaskCompletion, ToolCallNecessity
+import _forkserver
 
 
 def write_cases(path: Path, n: int, calls: int = 1) -> Path:
@@ -182,7 +183,7 @@ def test_a_budget_cap_is_said_plainly_and_its_skips_are_counted_once_over_resume
     for r in (r for r in results(tmp_path) if r["status"] == "skipped_budget"):
         info = r["scores"]["TaskCompletion"]["judge"]
         assert (info["requests"], info["input_tokens"], info["output_tokens"]) == (0, 0, 0)
-    got = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "report", str(tmp_path / "run")],
+    got = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "report", str(tmp_path / "run")],
                          capture_output=True, text=True, timeout=120)
     text = " ".join(got.stdout.split())
     assert f"judge budget ran out (caps: budget.max_judge_tokens 2,000): {skipped} results (case, trial) were not judged" in text, text
@@ -193,7 +194,7 @@ def test_a_budget_cap_is_said_plainly_and_its_skips_are_counted_once_over_resume
                                "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1", **capped["judge"]},
                                "limits": capped["limits"], "budget": capped["budget"], "cache": {"dir": str(tmp_path / "cache")},
                                "run": {"dir": str(tmp_path / "run")}}))
-    resumed = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"],
+    resumed = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"],
                              capture_output=True, text=True, timeout=120)
     assert resumed.returncode in (0, 1), resumed.stderr
     assert f"(0 new results, {10 - skipped} already finished, {skipped} still skipped for the judge budget)" in " ".join(resumed.stdout.split())
@@ -323,7 +324,7 @@ def test_gate_failure_exits_1_from_the_cli(simulator, tmp_path):
                                "judge": {"provider": "openai", "base_url": sim.url + "/v1"}, "cache": {"dir": str(tmp_path / "cache")},
                                "run": {"dir": str(tmp_path / "run")}}))
     exe = os.path.join(os.path.dirname(sys.executable), "tracejudge")
-    proc = subprocess.run([exe, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=60)
+    proc = _forkserver.run([exe, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "judge max_error_share" in proc.stdout and "verdict: FAIL" in proc.stdout
 
 

@@ -17,6 +17,7 @@ from tracejudge.stages.judge.client import request_tokens
 from tracejudge.stages.judge.estimate import estimate
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.metrics import AgentMemoryEval, TaskCompletion
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 BIG = ("The ledger total is 42 because every row adds up; ")  # about 50 characters, repeated to the size wanted
@@ -41,7 +42,7 @@ def write_config(tmp: Path, url: str, cases: list[dict], context_tokens: int) ->
 def test_an_8mb_final_output_is_cut_with_a_marker_counted_and_said_on_the_terminal(simulator, tmp_path):
     sim = simulator()
     cfg = write_config(tmp_path, sim.url, [huge_output_case("huge", 8_000_000), huge_output_case("small", 200)], context_tokens=16_000)
-    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r["case_id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
     huge = rows["huge"]["scores"]["TaskCompletion"]
@@ -53,7 +54,7 @@ def test_an_8mb_final_output_is_cut_with_a_marker_counted_and_said_on_the_termin
     assert sim.stats.requests == 2 and sim.stats.input_tokens <= 2 * (16_000 - 512)
 
     # The estimate prices what the run sent: the fitted prompt, not the 1.6 million tokens of the uncut one.
-    est = subprocess.run([EXE, "estimate", str(cfg)], capture_output=True, text=True, timeout=300)
+    est = _forkserver.run([EXE, "estimate", str(cfg)], capture_output=True, text=True, timeout=300)
     assert est.returncode == 0, est.stderr
     assert "1 requests priced as fitted" in " ".join(est.stdout.split())
     config = validate_config(json.loads(cfg.read_text()))

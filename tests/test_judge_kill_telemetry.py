@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from _runs import sigkill_when
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -33,7 +34,7 @@ def _config(tmp: Path, name: str, url: str, n: int, only: str = "", metrics: tup
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(args, capture_output=True, text=True, timeout=180)
+    done = _forkserver.run(args, capture_output=True, text=True, timeout=180)
     assert done.returncode in (0, 1), done.stderr  # (1: the judge errors fail the gate)
     return done
 

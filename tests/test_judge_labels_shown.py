@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+import _forkserver
 
 N = 8
 
@@ -43,7 +44,7 @@ def write_config(tmp: Path, labels: Path | None) -> Path:
 
 
 def tracejudge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
                           env={**os.environ, "COLUMNS": "400"})
 
 

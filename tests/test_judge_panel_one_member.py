@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from _runs import native_case, write_dataset
+import _forkserver
 
 
 def _run(tmp: Path, models: list[str]) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -23,7 +24,7 @@ def _run(tmp: Path, models: list[str]) -> tuple[subprocess.CompletedProcess[str]
                    "  provider: simulator\n"
                    f"  models: {json.dumps(models)}\n"
                    f"run: {{dir: run{len(models)}}}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, cwd=tmp, timeout=300)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, cwd=tmp, timeout=300)
     return proc, cfg
 
 

@@ -24,6 +24,7 @@ import yaml
 from tracejudge.llm.redact import MASK
 from tracejudge.llm.reply_secrets import prompt_secrets, quoted_values
 from tracejudge.llm.wire.records import JudgeRequest
+import _forkserver
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 DB_PASSWORD = "hunter2" + "hunter2"
@@ -115,7 +116,7 @@ def test_a_judge_quoting_trace_credentials_bare_has_them_masked_everywhere(tmp_p
             "dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
             "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": proxy.url + "/v1", "api_key_env": None},
             "cache": {"dir": "cache"}, "run": {"dir": "run"}}))
-        got = subprocess.run([sys.executable, "-m", "tracejudge", "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+        got = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "run.yaml", "--no-progress"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=180)
         assert got.returncode in (0, 1), got.stderr
     finally:

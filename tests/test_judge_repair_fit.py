@@ -14,6 +14,7 @@ from _loopback import Loopback, completion, verdict
 from tracejudge.llm.providers import JudgeRequest
 from tracejudge.stages.judge.calls.repair import repair_request
 from tracejudge.stages.judge.fit import count_prompt
+import _forkserver
 
 RAMBLE = "Let me think about whether the agent did this right. " * 800  # about 10,000 tokens, no JSON
 NOTE = "left out to fit the context window"
@@ -50,7 +51,7 @@ def _run(tmp_path: Path, tau_paths, server: Loopback, context_tokens: int | None
     cfg.write_text(json.dumps({"dataset": {"path": str(trajectories), "format": "tau-bench", "tasks": str(tasks), "limit": 2},
                                "metrics": [{"type": "TaskCompletion"}], "judge": judge, "cache": {"enabled": False},
                                "run": {"dir": str(tmp_path / "run")}}))
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300,
                           env={"OPENAI_API_KEY": "test", **{k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"}})
     results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()] if (tmp_path / "run" / "results.jsonl").exists() else []
     return proc, results

@@ -22,6 +22,7 @@ from aiohttp import web
 from tracejudge.core.config import JudgeConfig, validate_config
 from tracejudge.engine import runner
 from tracejudge.simulator.server import free_port
+import _forkserver
 
 TWO = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]
 
@@ -50,7 +51,7 @@ def results(tmp: Path, run_name: str = "run") -> list[dict[str, Any]]:
 
 
 def tj(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -31,7 +32,7 @@ def _judge(run_dir: Path) -> dict:
 
 def test_an_answer_paid_before_a_kill_counts_after_the_resume(simulator, tmp_path):
     sim = simulator(hang_s=120)
-    clean = subprocess.run([str(TJ), "run", str(_config(tmp_path, "clean", sim.url)), "--no-progress"], capture_output=True, text=True, timeout=120)
+    clean = _forkserver.run([str(TJ), "run", str(_config(tmp_path, "clean", sim.url)), "--no-progress"], capture_output=True, text=True, timeout=120)
     assert clean.returncode in (0, 1), clean.stderr
 
     # The case's two judge requests: one is answered (paid, cached), the other hangs; the kill comes in between.
@@ -48,7 +49,7 @@ def test_an_answer_paid_before_a_kill_counts_after_the_resume(simulator, tmp_pat
     results = tmp_path / "killed" / "results.jsonl"
     assert not results.exists() or results.read_text().strip() == ""  # the case had no result line yet
 
-    resumed = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    resumed = _forkserver.run(args, capture_output=True, text=True, timeout=120)
     assert resumed.returncode in (0, 1), resumed.stderr
     want, got = _judge(tmp_path / "clean"), _judge(tmp_path / "killed")
     # The resume took the answer paid before the kill from the cache; it was paid all the same.

@@ -20,6 +20,7 @@ from _runs import sigkill_when
 from test_judge_samples_panel import write_cases
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
+import _forkserver
 
 TJ = [sys.executable, "-m", "tracejudge"]
 CASES = 8
@@ -38,7 +39,7 @@ def _lines(run: Path) -> int:
 
 
 def _run(config: Path) -> None:
-    done = subprocess.run([*TJ, "run", str(config), "--no-progress"], capture_output=True, text=True, timeout=180)
+    done = _forkserver.run([*TJ, "run", str(config), "--no-progress"], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -85,7 +86,7 @@ def _check(tmp: Path, judge: dict[str, Any], in_flight: int, stops: list[tuple[i
     assert [s["ended"] for s in summary["segments"]] == [("killed" if sig is signal.SIGKILL else "interrupted") for _, sig in stops] + ["finished"]
     assert _verdicts(stopped) == _verdicts(whole)  # the same verdicts: the figures must be the same
     assert _figures(summary["judge"]) == _figures(want), (summary["judge"], want)
-    report = subprocess.run([*TJ, "report", str(stopped)], capture_output=True, text=True, timeout=180)
+    report = _forkserver.run([*TJ, "report", str(stopped)], capture_output=True, text=True, timeout=180)
     assert report.returncode == 0, report.stderr[-2000:]
     assert _figures(json.loads((stopped / "summary.json").read_text())["judge"]) == _figures(want)
     return want

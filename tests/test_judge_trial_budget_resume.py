@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.stages.aggregate.gate_judge import raised_command
+import _forkserver
 
 CLI = str(Path(sys.executable).with_name("tracejudge"))
 
@@ -36,7 +37,7 @@ def _budget_detail(run_dir: Path) -> str:
 
 def test_the_suggested_command_drops_the_exhausted_cap_and_names_it_to_raise(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
-    got = subprocess.run([CLI, "run", str(cfg), "--no-progress", "--set", "budget.max_cost_usd=0.0001", "--set", "judge.max_attempts=2"],
+    got = _forkserver.run([CLI, "run", str(cfg), "--no-progress", "--set", "budget.max_cost_usd=0.0001", "--set", "judge.max_attempts=2"],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert got.returncode == 1 and "FAIL judge budget" in got.stdout, got.stdout + got.stderr
     detail = _budget_detail(tmp_path / "run")
@@ -49,16 +50,16 @@ def test_the_suggested_command_drops_the_exhausted_cap_and_names_it_to_raise(tmp
 
     # As suggested, the placeholder filled in: the skipped results are judged and the run passes.
     filled = [CLI if w == "tracejudge" else w.replace("<more than 0.0001>", "5") for w in words]
-    done = subprocess.run(filled, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = _forkserver.run(filled, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stdout + done.stderr
     # As suggested and not filled in, it is refused rather than met by the same cap again.
-    refused = subprocess.run([CLI if w == "tracejudge" else w for w in words], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    refused = _forkserver.run([CLI if w == "tracejudge" else w for w in words], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert refused.returncode == 2 and "budget.max_cost_usd" in refused.stderr, refused.stdout + refused.stderr
 
 
 def test_a_cap_from_the_config_file_is_named_to_raise_too(tmp_path: Path) -> None:
     cfg = _config(tmp_path, {"max_judge_tokens": 10})
-    got = subprocess.run([CLI, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    got = _forkserver.run([CLI, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert got.returncode == 1, got.stdout + got.stderr
     detail = _budget_detail(tmp_path / "run")
     assert f"resume with: tracejudge run {cfg} --no-progress --set 'budget.max_judge_tokens=<more than 10>'" in detail, detail

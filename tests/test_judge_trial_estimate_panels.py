@@ -20,6 +20,7 @@ from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.llm.prices import price_for
 from tracejudge.stages.judge.estimate import estimate
+import _forkserver
 
 METRICS = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]  # grouped: one request per case asks both
 
@@ -73,7 +74,7 @@ def test_a_member_without_a_price_makes_the_estimates_dollars_unknown_and_is_nam
     got = estimate(validate_config(json.loads(cfg.read_text())))
     assert not got["priced"] and got["unpriced"] == ["simulator:my-local-model"], got["unpriced"]
     assert got["models"]["simulator:gpt-4o-mini"]["priced"] and got["models"]["simulator:gpt-4o-mini"]["total"].cost_usd > 0
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg)], capture_output=True, text=True, timeout=120,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg)], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stdout + done.stderr
     text = " ".join(done.stdout.split())

@@ -21,6 +21,7 @@ from typing import Any
 
 from _loopback import Loopback, completion, verdict
 from test_judge_servers import cases, config, results, run, write
+import _forkserver
 
 ONE = [{"type": "TaskCompletion"}]
 
@@ -60,7 +61,7 @@ def test_a_200_with_fastapis_detail_reports_the_servers_detail(tmp_path: Path) -
 def _bench(tmp: Path, url: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     cfg = write(tmp, config(tmp, url, cases(tmp / "c.jsonl", 4)))
     out = tmp / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--sample", "2", "--requests", "20", "--duration", "0.3",
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--sample", "2", "--requests", "20", "--duration", "0.3",
                            "--json", str(out)], cwd=tmp, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"})
     return proc, json.loads(out.read_text()) if out.exists() else {}
 

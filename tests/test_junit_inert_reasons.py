@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from tracejudge.stages.reports.junit import JunitWriter
+import _forkserver
 
 HIDDEN = "\u202e\u200b\U000e0041\U000e0042"
 NAME = "lo\u202egin\u200bx\U000e0041\U000e0042"
@@ -34,7 +35,7 @@ def test_junit_reasons_show_invisible_characters(tmp_path):
             "trace": {"steps": [{"tool_calls": [{"name": NAME, "arguments": {}}]}], "output": "ok"}}
     (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
     (tmp_path / "eval.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
-    run = subprocess.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path, capture_output=True,
+    run = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     junit = (tmp_path / "run" / "junit.xml").read_text(encoding="utf-8")
@@ -43,7 +44,7 @@ def test_junit_reasons_show_invisible_characters(tmp_path):
     assert f"unexpected: #0 (step 0) {SHOWN}(" in reason, reason
     assert SHOWN in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")  # (as report.md shows it)
     # Rebuilt from results.jsonl, which keeps the reason as the metric wrote it: the same file.
-    report = subprocess.run([sys.executable, "-m", "tracejudge", "report", "run"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    report = _forkserver.run([sys.executable, "-m", "tracejudge", "report", "run"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stdout + report.stderr
     assert NAME in (tmp_path / "run" / "results.jsonl").read_text(encoding="utf-8")
     rebuilt = (tmp_path / "run" / "junit.xml").read_text(encoding="utf-8")

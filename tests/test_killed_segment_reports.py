@@ -27,6 +27,7 @@ from _runs import sigkill_when
 
 AGENT = '''
 import os, time
+import _forkserver
 
 def respond(request):
     if request.case_id == os.environ.get("HOLD"):  # held until the test lets it go
@@ -55,7 +56,7 @@ SAID = ("complete", "verdict", "stopped")  # what says how the run stands; every
 
 
 def _tj(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(cwd), **(env or {})})
 
 

@@ -26,12 +26,13 @@ import yaml
 from helpers import write_flight_cases
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
+import _forkserver
 
 RUBRIC = {"type": "Rubric", "name": "grade", "criteria": "How helpful was the agent?", "scale": [1, 5]}
 
 
 def tracejudge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300,
                           env={**os.environ, "COLUMNS": "200"})
 
 

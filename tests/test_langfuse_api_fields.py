@@ -28,6 +28,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.extract import extract_record
+import _forkserver
 
 pytest.importorskip("langfuse.api")
 sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
@@ -126,7 +127,7 @@ def test_an_otlp_file_given_as_langfuse_says_which_format_reads_it_and_names_its
     otlp.write_text('{"resourceSpans": []}\n{"id": "t2", "observations": "abc"}\n', encoding="utf-8")
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {otlp}, format: langfuse}}\nmetrics: [{{type: MaxToolCalls, max_calls: 5}}]\n", encoding="utf-8")
-    got = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(cfg), "-o", str(tmp_path / "out.jsonl")],
+    got = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", str(cfg), "-o", str(tmp_path / "out.jsonl")],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 1, got.stderr
     assert "observations: observations" not in got.stderr, got.stderr

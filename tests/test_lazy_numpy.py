@@ -16,6 +16,7 @@ CHILD = """
 import json, os, random, sys
 from tracejudge.core.lazy_numpy import single_blas_thread
 from tracejudge.stages.aggregate.stats import bootstrap_mean_ci
+import _forkserver
 if sys.argv[1:] == ["cli"]:
     single_blas_thread()
 bootstrap_mean_ci([0.0, 1.0] * 50, n_total=100, mean_total=0.5, rng=random.Random("x"), resamples=50)
@@ -25,7 +26,7 @@ print(json.dumps({"threads": len(os.listdir("/proc/self/task")), "var": os.envir
 
 def _child(extra_env: dict[str, str], cli: bool = True) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-c", CHILD, *(["cli"] if cli else [])], capture_output=True, text=True, env={**env, **extra_env}, check=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-c", CHILD, *(["cli"] if cli else [])], capture_output=True, text=True, env={**env, **extra_env}, check=True, timeout=120)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -64,5 +65,5 @@ t.join()
 
 
 def test_numpy_being_imported_on_another_thread_is_waited_for_not_returned_half_made():
-    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "numpy.random", done.stderr[-600:]

@@ -20,6 +20,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner, store
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.reports import rebuild
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 CASE = {"input": "x", "trace": {"steps": [], "output": "done"}}
@@ -65,7 +66,7 @@ def test_a_resume_names_the_cut_line_s_problem_not_pydantic_s_header(cut_run: tu
     (run_dir / store.CHECKPOINT).unlink()  # (the tail after a checkpoint is what a resume reads line by line)
     cfg = run_dir.parent / "c.json"
     cfg.write_text(json.dumps(config))
-    done = subprocess.run([str(TJ), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([str(TJ), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     [warned] = [json.loads(line) for line in done.stderr.splitlines() if "damaged result line" in line]
     assert (warned["line"], warned["error"]) == (2, SAID), warned  # it was "1 validation error for CaseResult"
@@ -77,7 +78,7 @@ def test_a_dataset_line_cut_short_is_named_by_its_column_only(tmp_path: Path, fm
     data.write_text('{"id": "a", "steps": [\n{"id": "b", "steps": [{"x": "y\n')
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {data}, format: {fmt}}}\nmetrics: [{{type: Regex, pattern: done}}]\nrun: {{dir: {tmp_path / 'run'}}}\n")
-    done = subprocess.run([str(TJ), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([str(TJ), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
     results = [json.loads(line) for line in (tmp_path / "run" / store.RESULTS).read_text().splitlines()]
     said = {r["case_id"].rpartition("/")[2]: r["error"]["message"] for r in results}  # (smolagents names the file alone)
     assert said == {"traces.jsonl:1": "invalid JSON: Expecting value at column 23; the line ends early (it looks truncated)",

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tracejudge.stages.load import read_json_array, read_jsonl
+import _forkserver
 
 
 def test_json_array_streams_same_records_as_json_load(tau_paths):
@@ -249,7 +250,7 @@ def test_a_compressed_file_or_archive_is_named_as_such(tmp_path):
     cfg = tmp_path / "o.yaml"
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / "c.jsonl.gz"), "format": "otel"},
                                    "metrics": [{"type": "MaxToolCalls", "max_calls": 3}], "run": {"dir": str(tmp_path / "run")}}))
-    done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"], capture_output=True, text=True,
+    done = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"], capture_output=True, text=True,
                           timeout=120)
     text = " ".join(done.stderr.split())
     assert done.returncode == 2 and "the mark of a gzip-compressed file: decompress it first (gunzip)" in text, text
@@ -273,10 +274,10 @@ def test_an_empty_folder_is_a_config_error_for_run_and_extract_alike(tmp_path, f
                                    "metrics": [{"type": "MaxToolCalls", "max_calls": 3}], "run": {"dir": str(tmp_path / "run")}}))
     exe = str(Path(sys.executable).with_name("tracejudge"))
     for args in (["run", str(cfg), "--no-progress"], ["run", str(cfg), "--fresh", "--no-progress"], ["extract", str(cfg), "-o", "-"]):
-        done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+        done = _forkserver.run([exe, *args], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "no records in it (no file in the folder holds one)" in done.stderr, (args, done.stderr)
         assert done.stderr.startswith("config error"), done.stderr
     assert not any(tmp_path.glob("run*")), list(tmp_path.iterdir())
     out = tmp_path / "cases.jsonl"  # (`extract -o FILE` made the file empty before it found nothing to write)
-    done = subprocess.run([exe, "extract", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([exe, "extract", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and not out.exists(), done.stderr

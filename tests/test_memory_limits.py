@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _runs import native_case, write_dataset
+import _forkserver
 
 TRACEJUDGE = str(Path(sys.executable).with_name("tracejudge"))
 LIMIT = 600 << 20  # a run of a few cases needs well under half of it
@@ -33,7 +34,7 @@ def config(tmp: Path, cases: int, **run: object) -> Path:
 
 
 def test_a_trial_count_beyond_the_bound_is_a_config_error(tmp_path: Path) -> None:
-    got = subprocess.run([TRACEJUDGE, "run", str(config(tmp_path, 3)), "--no-progress", "--set", "run.trials=100000000000"],
+    got = _forkserver.run([TRACEJUDGE, "run", str(config(tmp_path, 3)), "--no-progress", "--set", "run.trials=100000000000"],
                          capture_output=True, text=True, timeout=120, preexec_fn=_capped)
     assert got.returncode == 2, got.stderr[-2000:]
     assert "--set run.trials=100000000000: run.trials: at most 10,000 trials" in got.stderr and not (tmp_path / "run").exists()
@@ -65,7 +66,7 @@ def test_running_out_of_memory_is_exit_3_with_a_crash_log_not_a_gate_failure(tmp
         data = json.loads(cfg.read_text())
         data["dataset"]["format"], data["run"] = "hog:read", {"dir": str(tmp_path / executor), "executor": executor}
         cfg.write_text(json.dumps(data))
-        got = subprocess.run([TRACEJUDGE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=180, preexec_fn=_capped)
+        got = _forkserver.run([TRACEJUDGE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=180, preexec_fn=_capped)
         assert got.returncode == 3, (executor, got.returncode, got.stderr[-2000:])
         line = got.stderr.strip().splitlines()[-1]
         assert line == f"internal error: MemoryError: out of memory (traceback in {tmp_path / executor / 'crash.log'})", line

@@ -22,6 +22,7 @@ CHECKS = '''\
 import asyncio
 import json
 import tracejudge as tj
+import _forkserver
 
 
 def _bad(case):
@@ -69,7 +70,7 @@ def _run(tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict[str, dict], 
     specs = ", ".join(f'{{type: "checks:{m}"}}' for m in METRICS)
     (tmp_path / "eval.yaml").write_text(f"dataset: {{path: data.jsonl, format: native}}\nmetrics: [{specs}]\n"
                                         "run: {dir: runs/eval, processes: 1}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     run_dir = tmp_path / "runs" / "eval"
     results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}

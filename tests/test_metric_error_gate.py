@@ -25,6 +25,7 @@ from tracejudge.stages.aggregate.state import dump_state, restore
 
 CHECKS = '''\
 import tracejudge as tj
+import _forkserver
 
 
 @tj.metric
@@ -48,7 +49,7 @@ def _run(tmp_path: Path, ids: list[str], extra: str = "", processes: int = 1, ex
     (tmp_path / "eval.yaml").write_text("dataset: {path: data.jsonl, format: native}\n"
                                         'metrics: [{type: ToolCalls}, {type: "checks:broken"}]\n'
                                         f"run: {{dir: runs/eval, processes: {processes}}}\n" + extra)
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     summary = json.loads((tmp_path / "runs" / "eval" / "summary.json").read_text())
     return proc, summary

@@ -23,6 +23,7 @@ import pytest
 CHECKS = '''\
 import asyncio, sys, threading
 import tracejudge as tj
+import _forkserver
 
 
 class Weird:
@@ -113,7 +114,7 @@ def _run(tmp_path: Path, metrics: list[str], run: str, extra: str = "", more: tu
     specs = ", ".join(["{type: ToolCalls}", *(f'{{type: "checks:{m}"}}' for m in metrics), *more])
     (tmp_path / "eval.yaml").write_text(f"dataset: {{path: data.jsonl, format: native}}\nmetrics: [{specs}]\n"
                                         f"run: {{dir: runs/eval, {run}}}\n{extra}")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     return proc, tmp_path / "runs" / "eval"
 

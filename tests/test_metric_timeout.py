@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 300
@@ -51,7 +52,7 @@ def test_a_metric_that_never_returns_is_cut_and_the_run_goes_on(tmp_path, metric
         "assertions: {max_metric_error_share: 0.01}\n"
     )
     cmd = [str(TRACEJUDGE), "run", "run.yaml", "--no-progress"]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert {m: (summary["metrics"][m]["not_computed"], summary["metrics"][m].get("raised")) for m in metrics} == {m: (1, 1) for m in metrics}
@@ -66,5 +67,5 @@ def test_a_metric_that_never_returns_is_cut_and_the_run_goes_on(tmp_path, metric
     assert len(warned) == len(metrics) and all('"c7"' in w for w in warned), proc.stderr
     assert {m for m in metrics for w in warned if f'"{m}"' in w} == set(metrics), proc.stderr
     # The resume does not hang on the case either: it is finished.
-    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    again = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == N

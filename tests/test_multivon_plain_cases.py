@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from tracejudge.stages.extract.multivon import NO_AGENT_TRACE, adapt
+import _forkserver
 
 RECORDS = [
     {"id": "plain", "input": "capital of France?", "expected_tool_calls": ["search"], "actual_output": "Paris is the answer"},
@@ -30,7 +31,7 @@ def _run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, di
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"dataset: {{path: {json.dumps(str(data))}, format: multivon}}\n"
                    "metrics: [{type: ToolCallAccuracy}, {type: Contains, value: answer}]\nrun: {dir: run}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     return done, {x["case_id"]: x for x in lines}

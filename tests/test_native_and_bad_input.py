@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 from tracejudge.core.config import validate_config
 from tracejudge.engine.runner import run
+import _forkserver
 
 
 def good(i: int) -> dict:
@@ -344,7 +345,7 @@ def test_extract_names_the_field_holding_text_it_cannot_write(tmp_path):
             {"id": "b", "tags": ["fine"], "messages": [{"role": "user", "content": "bad\ud83d"}]}]
     (tmp_path / "chats.jsonl").write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
     (tmp_path / "c.yaml").write_text("dataset: {path: chats.jsonl, format: openai-messages}\nmetrics: [{type: ToolCalls}]\n")
-    out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
+    out = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr
     line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
@@ -360,7 +361,7 @@ def test_extract_names_an_unreadable_record_by_its_place_once(tmp_path):
 
     (tmp_path / "e.jsonl").write_text('{"id":"a","trace":{"steps":[]}}\n{bad\n')
     (tmp_path / "c.yaml").write_text("dataset: {path: e.jsonl}\n")
-    out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
+    out = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr
     line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
@@ -369,7 +370,7 @@ def test_extract_names_an_unreadable_record_by_its_place_once(tmp_path):
     # A message-list format names such a record by its file's name: that is its place too, named once.
     (tmp_path / "om.jsonl").write_text('{"id":"a","messages":[{"role":"user","content":"hi"}]}\n{bad\n')
     (tmp_path / "om.yaml").write_text("dataset: {path: om.jsonl, format: openai-messages}\n")
-    out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", "om.yaml", "-o", "om.out.jsonl"], cwd=tmp_path,
+    out = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", "om.yaml", "-o", "om.out.jsonl"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
     assert "(om.jsonl:2)" not in line and line.startswith(f"invalid input {tmp_path / 'om.jsonl'}:2: "), line

@@ -16,6 +16,7 @@ import pytest
 from _runs import view_process
 from tracejudge.engine import runner
 from tracejudge.entrypoints.cli import main
+import _forkserver
 
 CASE = {"id": "c1", "trace": {"steps": [{"tool_calls": [{"name": "get"}]}]}, "expected_tool_calls": [{"name": "get"}]}
 
@@ -29,7 +30,7 @@ def _config(tmp_path: Path) -> Path:
 
 def test_a_run_directory_named_with_a_byte_that_is_not_utf8_gets_its_reports(tmp_path: Path) -> None:
     run_dir = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")  # "café" as Latin-1 wrote it
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(_config(tmp_path)), "--run-dir", run_dir],
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(_config(tmp_path)), "--run-dir", run_dir],
                           cwd=tmp_path, capture_output=True, timeout=120)
     assert proc.returncode == 0 and b"verdict: PASS" in proc.stdout, proc.stderr.decode(errors="replace")[-2000:]
     assert b"Traceback" not in proc.stderr
@@ -65,7 +66,7 @@ def test_init_refuses_a_name_a_config_cannot_hold_in_one_line(tmp_path: Path) ->
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
     for args, flag in ((["--dataset", str(data), "-o", "eval.yaml"], "--dataset"),
                        (["--dataset", "cases.jsonl", "-o", os.fsdecode(b"caf\xe9.yaml")], "-o")):
-        proc = subprocess.run([sys.executable, "-m", "tracejudge", "init", *args], cwd=tmp_path, capture_output=True, timeout=120)
+        proc = _forkserver.run([sys.executable, "-m", "tracejudge", "init", *args], cwd=tmp_path, capture_output=True, timeout=120)
         err = proc.stderr.decode("utf-8")
         assert proc.returncode == 2 and err.startswith(f"error: {flag} ") and "not UTF-8" in err and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cases.jsonl", data.name])  # no config, not even an empty one

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers import extract_path
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "content-off"
 
@@ -32,7 +33,7 @@ def test_a_run_on_it_stops_and_says_why(tmp_path: Path) -> None:
     cfg.write_text(json.dumps({"dataset": {"path": str(DATA / "oi-content-off.jsonl"), "format": "otel"},
                                "metrics": [{"type": "MaxToolCalls", "max_calls": 1}, {"type": "MaxModelRequests", "max_requests": 1}],
                                "run": {"dir": str(tmp_path / "run")}}))
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
     # Every record of the file invalid: a config error naming the first (exit 2), not a format hint.
     said = " ".join(done.stderr.split())
     assert done.returncode == 2 and "carry no content" in said and "OTLP spans, this format's own" in said, done.stdout + done.stderr

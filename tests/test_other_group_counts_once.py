@@ -17,6 +17,7 @@ import pytest
 from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import CaseResult, Score
 from tracejudge.stages.aggregate.fold import Aggregator
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 CONFIG = "dataset: {path: d.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0}\naggregate: {max_groups: 1}\nrun: {dir: out}\n"
@@ -33,7 +34,7 @@ def _workspace(root: Path) -> Path:
 
 
 def _run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, capture_output=True, text=True, timeout=120)
 
 
 def test_other_counts_each_result_once_and_the_finished_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:

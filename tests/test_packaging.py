@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from _peer_plugins import peer_plugins_off
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -68,7 +69,7 @@ USER_TEST = textwrap.dedent(
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return _forkserver.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from tracejudge.stages.aggregate.fold import Aggregator
 from tracejudge.stages.aggregate.state import dump_state, restore
 from tracejudge.stages.score.pass_at_k import PassAtK, PassHatK
 from tracejudge.stages.score.recorded_reward import RecordedReward
+import _forkserver
 
 KS = (1, 2, 3, 4)
 HAT = [f"pass^{k}(RecordedReward)" for k in KS]
@@ -176,7 +177,7 @@ def test_a_run_killed_with_sigkill_and_resumed_gives_the_same_figures(tau_run, t
     done = len(results.read_bytes().splitlines())
     assert 60 <= done < 200, "the kill must land mid-run"
     assert (root / "kill" / "checkpoint.json").exists()  # the resume starts from the checkpoint's grouped counts
-    resume = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=root, capture_output=True, text=True)
+    resume = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=root, capture_output=True, text=True)
     assert resume.returncode == 0, resume.stderr
     assert "checkpoint not reused" not in resume.stderr  # (restored from its state, not rebuilt from results.jsonl)
     resumed = json.loads((root / "kill" / "summary.json").read_text())

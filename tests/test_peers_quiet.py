@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 # Found, not imported: the runs below are pytest processes of their own, and importing deepeval here cost every collecting worker seconds.
 if importlib.util.find_spec("deepeval") is None:
@@ -33,7 +34,7 @@ def _user_pytest(project: Path, addopts: str | None) -> str:
     # The user's environment, not this suite's: no xdist worker variables or addopts of ours.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     # Phoenix's client plugin (stores extra) is left out of both runs: its import alone costs ~13 s of CPU.
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:phoenix"], cwd=project, env=env,
+    done = _forkserver.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:phoenix"], cwd=project, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout + done.stderr

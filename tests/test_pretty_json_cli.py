@@ -21,6 +21,7 @@ from framework_truth import recordings
 from tracejudge.core.config import DatasetConfig
 
 from _runs import native_case
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -47,7 +48,7 @@ def _config(root: Path, data: Path, fmt: str, run_dir: str = "run", metrics: str
 
 
 def _tj(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TJ), *args], cwd=root, capture_output=True, text=True, timeout=300, env=env)
+    return _forkserver.run([str(TJ), *args], cwd=root, capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_extract_and_run_read_mlflows_pretty_json_as_one_trace(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from tracejudge.engine.executors.base import ChunkLeft, CpuJob, ExecutorBroken, 
 from tracejudge.engine.executors.exits import WorkerDied
 from tracejudge.engine.executors.pin import CULPRIT, budget_for
 from tracejudge.engine.executors.processes import PIECE_S, ProcessExecutor
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 40
@@ -43,7 +44,7 @@ def _run(root: Path, processes: int) -> tuple[subprocess.CompletedProcess[str], 
     (root / f"p{processes}.yaml").write_text(
         "dataset: {path: cases.jsonl}\nmetrics: [{type: 'slowmetric:Slow'}]\n"
         f"run: {{dir: out{processes}, processes: {processes}, executor: processes}}\n")
-    proc = subprocess.run([str(TRACEJUDGE), "run", f"p{processes}.yaml", "--no-progress"], cwd=root, capture_output=True, text=True,
+    proc = _forkserver.run([str(TRACEJUDGE), "run", f"p{processes}.yaml", "--no-progress"], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root)}, timeout=240)
     assert proc.returncode == 0, proc.stderr
     return proc, [json.loads(x) for x in (root / f"out{processes}" / "results.jsonl").read_text().splitlines()]

@@ -8,6 +8,7 @@ import json
 from rich.console import Console
 from tracejudge.core.records import CaseResult, JudgeInfo, Score, Status
 from tracejudge.engine.progress import LogProgress, RichProgress, make_progress
+import _forkserver
 
 
 def _results() -> list[CaseResult]:
@@ -62,10 +63,10 @@ def test_a_resume_that_redoes_judge_errors_counts_them_in_its_total(tmp_path) ->
                                      "judge: {provider: simulator, model: gpt-4o-mini}\ncache: {dir: cache}\nrun: {dir: run}\n")
     cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml"]
     # Every judge request times out (the simulator answers after 2 s, the client waits 0.3 s, one attempt).
-    first = subprocess.run([*cmd, "--no-progress", "--set", "judge.simulator.latency_ms=2000", "--set", "judge.timeout_s=0.3",
+    first = _forkserver.run([*cmd, "--no-progress", "--set", "judge.simulator.latency_ms=2000", "--set", "judge.timeout_s=0.3",
                             "--set", "judge.max_attempts=1"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert first.returncode == 1 and (tmp_path / "run" / "results.jsonl").read_text().count('"judge_error"') == 5, first.stdout
-    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)  # not a terminal: log lines
+    again = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)  # not a terminal: log lines
     assert again.returncode == 0, again.stdout + again.stderr
     done = [_json.loads(x) for x in again.stderr.splitlines() if '"progress_done"' in x]
     assert len(done) == 1 and done[0]["done"] == 5 and done[0]["total"] == 5, again.stderr

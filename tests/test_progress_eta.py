@@ -16,6 +16,7 @@ from _pty import run_in_pty
 from tracejudge.core.records import CaseResult, Score
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.progress import ProgressState
+import _forkserver
 
 CASES, RPM = 36, 30  # the limiter lets 30 requests through at once, then one every 2 s: 6 cases wait on it
 
@@ -44,7 +45,7 @@ def test_the_eta_takes_the_rate_limit_over_early_results() -> None:
 
 def test_log_lines_have_a_total_and_an_eta_from_the_limiter(tmp_path: Path, tau_paths) -> None:
     cfg = _config(tmp_path, tau_paths, n=CASES, rpm=RPM)
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     lines = [json.loads(x) for x in proc.stderr.splitlines() if x.startswith("{")]

@@ -17,6 +17,7 @@ from tracejudge.core.records import CaseResult, Score
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.progress import RichProgress
 from tracejudge.stages.reports.terminal import print_summary
+import _forkserver
 
 
 def test_a_stalled_run_says_what_it_waits_on_and_a_stop_shows_the_drain(tmp_path: Path, tau_paths) -> None:
@@ -149,7 +150,7 @@ def test_a_run_waiting_on_a_slow_agent_says_so(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "hi"}) + "\n" for i in range(2)))
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: MaxToolCalls, max_calls: 5}]\n"
                                      "target: {kind: python, callable: 'slow_agent:respond', pythonpath: ., concurrency: 2}\nrun: {dir: run}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     waits = [json.loads(x)["waiting_on"] for x in proc.stderr.splitlines() if x.startswith("{") and "waiting_on" in x]

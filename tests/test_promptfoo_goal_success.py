@@ -23,6 +23,7 @@ from tracejudge.core.config import validate_config
 from tracejudge.core.records import Case
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, build_metric
 from tracejudge.stages.judge.show_prompt import prompts_for
+import _forkserver
 
 GOAL = "Find the order status and tell the user whether it has shipped"
 BASE, NOT = "trajectory:goal-success", "not-trajectory:goal-success"
@@ -44,7 +45,7 @@ def run_cli(tmp_path: Path, metrics: list[dict[str, Any]], cases: list[dict[str,
                                    "judge": judge or {"provider": "simulator", "model": "gpt-4o-mini"},
                                    "assertions": {"max_invalid_share": 1.0},
                                    "run": {"dir": str(tmp_path / run)}, "cache": {"dir": str(tmp_path / "cache")}}), encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -22,6 +22,7 @@ from test_promptfoo_trajectory import refused, run_cli
 from tracejudge.core.records import Case
 from tracejudge.core.registry import build_metric
 from tracejudge.stages.score.promptfoo_js import js_regex, levenshtein, parse_comma_separated
+import _forkserver
 
 OK = "Assertion passed"
 
@@ -226,7 +227,7 @@ def test_patterns_match_as_javascript_matches_them() -> None:
 
     script = "const [ps, ts] = JSON.parse(require('fs').readFileSync(0, 'utf8'));" \
              "console.log(JSON.stringify(ps.map(p => ts.map(t => new RegExp(p).test(t)))))"
-    done = subprocess.run([NODE, "-e", script], input=json.dumps([PATTERNS, TEXTS]), capture_output=True, text=True, timeout=60)
+    done = _forkserver.run([NODE, "-e", script], input=json.dumps([PATTERNS, TEXTS]), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     expected = json.loads(done.stdout)
     from tracejudge.stages.score.promptfoo_js import utf16_units
@@ -241,7 +242,7 @@ def test_patterns_match_as_javascript_matches_them() -> None:
 def test_case_folding_is_javascripts_for_the_texts_python_knows() -> None:
     # Python 3.11's `lower` and Node's `toLowerCase` agree on every character of Unicode 14 (final sigma included).
     texts = ["İstanbul", "ΣΑΣ ΟΔΟΣ", "ǅ", "ẞ", "Ω", "K", "ÅNGSTRÖM", "ＡＢＣ"]
-    done = subprocess.run([NODE, "-e", "console.log(JSON.stringify(JSON.parse(require('fs').readFileSync(0,'utf8'))"
+    done = _forkserver.run([NODE, "-e", "console.log(JSON.stringify(JSON.parse(require('fs').readFileSync(0,'utf8'))"
                            ".map(t => t.toLowerCase())))"], input=json.dumps(texts), capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout) == [t.lower() for t in texts]
     assert graded("icontains", "i̇stanbul", "İSTANBUL")[1] is True
@@ -283,7 +284,7 @@ def test_is_json_without_a_schema_runs_in_a_run_and_in_worker_processes(tmp_path
             "dataset": {"path": "cases.jsonl", "format": "native"}, "cache": {"enabled": False},
             "metrics": [{"type": "is-json"}, {"type": "not-is-json", "name": "not_json"}],
             "run": {"dir": "run", "processes": processes}}), encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "cfg.yaml", "--no-progress"], cwd=run,
+        done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "cfg.yaml", "--no-progress"], cwd=run,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
         rows = {r["case_id"]: r["scores"] for r in map(json.loads, (run / "run" / "results.jsonl").read_text().splitlines())}

@@ -30,6 +30,7 @@ from tracejudge.stages.score.promptfoo_steps import (
     matches_pattern,
     trajectory_steps,
 )
+import _forkserver
 
 ORDERS = {"order_id": "123", "include_history": False}
 REPLY = {"tone": "friendly", "citations": ["doc_1", "doc_2"]}
@@ -448,7 +449,7 @@ def run_cli(tmp_path: Path, metrics: list[dict[str, Any]], cases: list[dict[str,
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(data), "format": "native"}, "metrics": metrics,
                                    "run": {"dir": str(tmp_path / "run")}, "cache": {"enabled": False}}), encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 ray = pytest.importorskip("ray")
 REPO = Path(__file__).resolve().parent.parent
@@ -42,7 +43,7 @@ def test_ray_notices_are_dropped_and_its_warnings_kept() -> None:
 
 
 def test_a_ray_run_prints_no_ray_notice(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(REPO / "configs" / "demo.yaml"), "--set", "run.executor=ray",
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(REPO / "configs" / "demo.yaml"), "--set", "run.executor=ray",
                            "--set", "dataset.limit=4", "--set", f"run.dir={tmp_path / 'run'}", "--set", f"cache.dir={tmp_path / 'cache'}",
                            "--no-progress"], capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]

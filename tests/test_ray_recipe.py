@@ -23,6 +23,7 @@ if not Path("/proc").is_dir():
 
 import ray_procs  # noqa: E402
 from ray_helpers import native_dataset, results_by_key  # noqa: E402
+import _forkserver
 
 TESTS = Path(__file__).resolve().parent
 
@@ -36,7 +37,7 @@ def _config(tmp: Path, n: int = 40, metrics: str = "[{type: ToolCalls}, {type: T
 
 def _tracejudge(cfg: Path, run_dir: Path, address: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """README's command: `tracejudge run CONFIG --set run.executor=ray --set run.ray_address=HEAD:PORT`."""
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--set", "run.executor=ray", "--set", f"run.ray_address={address}",
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--set", "run.executor=ray", "--set", f"run.ray_address={address}",
                            "--run-dir", str(run_dir), "--no-progress"], env=env, capture_output=True, text=True, timeout=timeout)
 
 

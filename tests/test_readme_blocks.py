@@ -24,6 +24,7 @@ import pytest
 
 from helpers import DATA
 from readme_blocks import PORT, Block, copy_layout, mismatch, parse
+import _forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCKS = parse((REPO / "README.md").read_text(encoding="utf-8"))
@@ -96,7 +97,7 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
                     _wait_listening(int(ports[port]), proc, block.where)
                 continue
             began = time.monotonic()
-            done = subprocess.run(["bash", "-c", script], cwd=root, env=env, stdout=subprocess.PIPE,
+            done = _forkserver.run(["bash", "-c", script], cwd=root, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=BLOCK_TIMEOUT_S)
             printed = done.stdout
             print(f"{block.where}: {time.monotonic() - began:.1f} s")  # with -s: where the test's time goes

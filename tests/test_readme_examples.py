@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+import _forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 TJ = Path(sys.executable).with_name("tracejudge")
@@ -56,7 +57,7 @@ def test_readme_example_runs_as_written(path: str, tmp_path: Path) -> None:
     if shared:
         pytest.skip(f"data not found beside the repository: {shared[0]}")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-    proc = subprocess.run([str(TJ), "run", str(REPO / path), "--run-dir", str(tmp_path / "run"), "--no-progress"],
+    proc = _forkserver.run([str(TJ), "run", str(REPO / path), "--run-dir", str(tmp_path / "run"), "--no-progress"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "verdict: PASS" in proc.stdout and "invalid_input" not in proc.stdout

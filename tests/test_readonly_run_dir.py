@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _runs import native_case, view_process, write_dataset  # noqa: E402
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 CONFIG = "dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\nrun: {dir: runs/main}\n"
@@ -27,7 +28,7 @@ CONFIG = "dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCor
 def _namespaces_work(tmp: Path) -> bool:
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c", f"mount --bind {tmp} {tmp}"],
+    probe = _forkserver.run(["unshare", "--map-root-user", "--mount", "sh", "-c", f"mount --bind {tmp} {tmp}"],
                            capture_output=True, timeout=30)
     return probe.returncode == 0
 
@@ -42,7 +43,7 @@ def _read_only(target: Path, argv: list[str]) -> list[str]:
 def _run_read_only(root: Path, target: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`tracejudge ARGS` (default: run the config again) in `root` with `target` read-only."""
     argv = [str(TJ), *(args or ("run", "config.yaml", "--no-progress", "--force"))]
-    return subprocess.run(_read_only(target, argv), cwd=root, capture_output=True, text=True, timeout=300)
+    return _forkserver.run(_read_only(target, argv), cwd=root, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("what", ["run directory", "results file"])
@@ -51,7 +52,7 @@ def test_a_read_only_run_directory_or_results_file_is_one_line_and_exit_2(tmp_pa
         pytest.skip("no unprivileged mount namespaces here (unshare --map-root-user --mount)")
     write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["a"], ["a"]) for i in range(3)])
     (tmp_path / "config.yaml").write_text(CONFIG)
-    first = subprocess.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    first = _forkserver.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     with open(tmp_path / "cases.jsonl", "a", encoding="utf-8") as fh:  # a new case: the resume has a result to write (--force)
         fh.write('{"id": "c9", "trace": {"steps": []}}\n')
@@ -82,7 +83,7 @@ def test_a_finished_run_on_read_only_media_is_read_by_report_compare_and_view(tm
     write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["a"], ["a"] if i else ["b"]) for i in range(3)])
     (tmp_path / "config.yaml").write_text(CONFIG + "assertions: {metrics: {ToolCorrectness: {min_mean: 0.9}}}\n")
     for run_dir in ("runs/main", "runs/other"):
-        subprocess.run([str(TJ), "run", "config.yaml", "--no-progress", "--set", f"run.dir={run_dir}"], cwd=tmp_path, capture_output=True, timeout=300)
+        _forkserver.run([str(TJ), "run", "config.yaml", "--no-progress", "--set", f"run.dir={run_dir}"], cwd=tmp_path, capture_output=True, timeout=300)
     run_dir = tmp_path / "runs" / "main"
     (run_dir / "summary.json").write_text((run_dir / "summary.json").read_text().replace('"verdict"', '"verdict_before"'))  # report would rewrite it
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}

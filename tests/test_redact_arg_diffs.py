@@ -25,6 +25,7 @@ from tracejudge.stages.target import Attempt
 from tracejudge.stages.target.scrub import scrub
 from tracejudge.viewer.masking import shown_case
 from tracejudge.viewer.pages_case import closest_call
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -89,7 +90,7 @@ def _run(tmp_path: Path) -> Path:
     cfg = tmp_path / "t.yaml"
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(data), "format": "native"}, "metrics": metrics,
                                    "run": {"dir": str(tmp_path / "run")}, "cache": {"dir": str(tmp_path / "cache")}}), encoding="utf-8")
-    got = subprocess.run([str(TRACEJUDGE), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    got = _forkserver.run([str(TRACEJUDGE), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert got.returncode == 0, got.stderr
     assert not [c for c in CANARIES if c in got.stdout + got.stderr]
     return tmp_path / "run"

@@ -18,6 +18,7 @@ import yaml
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.llm.redact import MASK, redact_config
+import _forkserver
 
 PASSWORD = "Cfg" + "Passw0rd!x"
 PIN = "4829" + "13"
@@ -40,7 +41,7 @@ def _config(tmp_path: Path, password: str = PASSWORD) -> Path:
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", *extra], capture_output=True,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", *extra], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
 
 
@@ -67,7 +68,7 @@ def test_the_recorded_config_masks_credentials_and_resume_still_compares_the_rea
 
     same = _run(tmp_path)
     assert same.returncode in (0, 1) and "cannot resume" not in same.stderr, same.stderr
-    report = subprocess.run([sys.executable, "-m", "tracejudge", "report", "run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    report = _forkserver.run([sys.executable, "-m", "tracejudge", "report", "run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert report.returncode in (0, 1), report.stdout + report.stderr  # (the masked config still reads as a config)
     # Another password in the same place: the masked configs read the same, the hashes do not.
     _config(tmp_path, "Another" + "Passw0rd")

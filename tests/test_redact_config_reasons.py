@@ -19,6 +19,7 @@ from tracejudge.stages.score.inspect_scorers import InspectPattern
 from tracejudge.stages.score.output import Contains, Regex
 from tracejudge.stages.score.tool_correctness import ToolCorrectness
 from tracejudge.stages.score.trajectory import TrajectoryMatch
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -70,7 +71,7 @@ def test_a_run_writes_no_configured_credential_in_results_reports_or_junit(tmp_p
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(data), "format": "native"},
                                    "metrics": [{"type": "Regex", "pattern": OTHER}, {"type": "Contains", "value": KEY}],
                                    "run": {"dir": str(tmp_path / "run")}}), encoding="utf-8")
-    got = subprocess.run([str(TRACEJUDGE), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    got = _forkserver.run([str(TRACEJUDGE), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert got.returncode in (0, 1), got.stderr
     written = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "run").iterdir() if p.suffix in (".jsonl", ".md", ".xml", ".html", ".json")}
     assert {"results.jsonl", "report.md", "junit.xml", "report.html"} <= set(written)

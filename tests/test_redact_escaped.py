@@ -20,6 +20,7 @@ import yaml
 from _redact_timing import redaction_seconds
 from _runs import view_server
 from tracejudge.llm.redact import MASK, redact, redact_details, redact_quoted
+import _forkserver
 
 PASSWORD = "S3cret" + "Passw0rd99xyz"
 GOOGLE_TOKEN = "ya29" + ".A0ARrdaM-abcdefghijklmnop1234567890"
@@ -163,7 +164,7 @@ def args_raise(case: tj.Case, trace: tj.Trace) -> float:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def _leaks(run_dir: Path) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ from tracejudge.llm.reply_secrets import quoted_values
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import _floor_rules as floor  # noqa: E402
+import _forkserver
 
 TAIL = "secret" + "TAIL42"  # what must never be left in clear
 TOKEN = "Zx81qWe" + "rtyUiop4455"  # token-shaped (16+ characters, letters and digits)
@@ -287,7 +288,7 @@ def test_a_custom_metrics_repr_of_arguments_reaches_no_output(tmp_path: Path) ->
     config = {"dataset": {"path": "data.jsonl", "format": "native"}, "metrics": [{"type": "mymetrics:args_repr"}],
               "run": {"dir": str(run_dir)}, "cache": {"dir": str(tmp_path / "cache")}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    got = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], capture_output=True, text=True,
+    got = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], capture_output=True, text=True,
                          timeout=120, cwd=tmp_path)
     assert got.returncode in (0, 1), got.stderr
     secrets = ["TAIL42", "482193", _BODY20]

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from tracejudge.llm.redact import MASK, redact, redact_quoted
 from tracejudge.stages.score.value_match import render_call, short_json, short_pair
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -43,7 +44,7 @@ def _run(tmp_path: Path, name: str, lines: list[dict], fmt: str, metrics: list[d
     cfg = tmp_path / f"{name}.yaml"
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(data), "format": fmt}, "metrics": metrics,
                                    "run": {"dir": str(tmp_path / name)}, "cache": {"dir": str(tmp_path / "cache")}}), encoding="utf-8")
-    got = subprocess.run([str(TRACEJUDGE), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    got = _forkserver.run([str(TRACEJUDGE), "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert got.returncode == code, got.stderr
     assert not any(f in got.stdout + got.stderr for f in FRAGMENTS)
     return tmp_path / name
@@ -51,7 +52,7 @@ def _run(tmp_path: Path, name: str, lines: list[dict], fmt: str, metrics: list[d
 
 def _export_csv(tmp_path: Path, run_dir: Path) -> str:
     csv = tmp_path / f"{run_dir.name}.csv"
-    got = subprocess.run([str(TRACEJUDGE), "export", str(run_dir), "--to", "csv", str(csv)], capture_output=True, text=True, timeout=120)
+    got = _forkserver.run([str(TRACEJUDGE), "export", str(run_dir), "--to", "csv", str(csv)], capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr
     return csv.read_text(encoding="utf-8")
 

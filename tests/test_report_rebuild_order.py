@@ -6,10 +6,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_report_then_resume_keep_the_summary_keys_where_the_run_put_them(tmp_path: Path) -> None:

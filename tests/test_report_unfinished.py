@@ -25,6 +25,7 @@ from _runs import sigkill_when
 
 AGENT = '''
 import os, time
+import _forkserver
 
 HELD = "c2"
 
@@ -38,7 +39,7 @@ def respond(request):
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _start_held(tmp_path: Path, held: str) -> subprocess.Popen[str]:

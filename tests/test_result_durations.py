@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 SLEEP_S = 2.0
@@ -26,7 +27,7 @@ def test_an_unreadable_line_behind_a_slow_case_is_not_timed_by_it(tmp_path: Path
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
                                      "target: {kind: python, callable: slow_agent:respond, concurrency: 1}\n"
                                      "metrics: [{type: Contains, value: done}]\nrun: {dir: run}\n")
-    proc = subprocess.run([EXE, "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # (the unreadable line fails the default invalid-share gate)
     rows = {r["case_id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
     bad = next(r for cid, r in rows.items() if cid.endswith("cases.jsonl:2"))

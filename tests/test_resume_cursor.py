@@ -46,6 +46,7 @@ import os
 import time
 
 import tracejudge
+import _forkserver
 
 
 @tracejudge.metric
@@ -72,7 +73,7 @@ def _cmd(*args: str) -> list[str]:
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_cmd(*args), cwd=root, capture_output=True, text=True, timeout=300)
+    return _forkserver.run(_cmd(*args), cwd=root, capture_output=True, text=True, timeout=300)
 
 
 def _events(stderr: str, name: str) -> list[dict]:

@@ -20,6 +20,7 @@ import pytest
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner, store
 from tracejudge.simulator.server import SimulatorThread
+import _forkserver
 
 pytestmark = pytest.mark.usefixtures("fresh_log")
 
@@ -55,7 +56,7 @@ def test_transient_failures_are_retried_by_the_same_command(simulator: Callable[
     first = _run(config)
     assert first.summary["status"] == {"invalid_input": 1, "judge_error": 3, "ok": 1}
     (tmp_path / "c.yaml").write_text(json.dumps(config))
-    again = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+    again = _forkserver.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "3 new results, 2 already finished, 3 retried after a transient failure" in again.stdout
     run_dir = tmp_path / "run"
@@ -63,7 +64,7 @@ def test_transient_failures_are_retried_by_the_same_command(simulator: Callable[
     assert sorted(_standing(run_dir).values()) == ["invalid_input", "ok", "ok", "ok", "ok"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == {"invalid_input": 1, "ok": 4} and summary["judge"]["judge_error_results"] == 0
-    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and json.loads((run_dir / "summary.json").read_text())["status"] == summary["status"]
     # The 3 retried cases ask the same judge prompt at once: single flight sends it once.
     assert sim.stats.requests == 4 + 1
@@ -98,7 +99,7 @@ def test_raising_max_resume_retries_retries_the_failures_it_had_left_final(simul
 
 
 def _tj_run(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TJ), "run", str(config_path), "--no-progress", *extra], capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TJ), "run", str(config_path), "--no-progress", *extra], capture_output=True, text=True, timeout=120)
 
 
 # The judge block's counts of standing results: a run whose timeouts a resume retried away has the figures of one never timed out.
@@ -143,7 +144,7 @@ def test_failures_past_max_resume_retries_are_named_with_the_command_that_retrie
     assert command[:2] == ["tracejudge", "run"] and "run.max_resume_retries=2" in command
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["retries_spent"] == {"results": 4, "max_resume_retries": 1}
-    forced = subprocess.run([str(TJ), *command[1:]], capture_output=True, text=True, timeout=120)  # the judge answers now
+    forced = _forkserver.run([str(TJ), *command[1:]], capture_output=True, text=True, timeout=120)  # the judge answers now
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "4 retried after a transient failure" in forced.stdout and "not retried" not in forced.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -183,7 +184,7 @@ def test_kill_storm_summary_equals_the_unkilled_run(tmp_path: Path) -> None:
         return [str(TJ), "run", str(REPO / "configs" / "demo.yaml"), "--no-progress", "--set", f"run.dir={run_dir}",
                 "--set", "cache.enabled=false", "--set", "dataset.limit=60", "--set", "run.flush_every=4"]
 
-    ref = subprocess.run(args(tmp_path / "ref"), capture_output=True, text=True, timeout=120)
+    ref = _forkserver.run(args(tmp_path / "ref"), capture_output=True, text=True, timeout=120)
     assert ref.returncode in (0, 1), ref.stderr
     storm = tmp_path / "storm"
     results = storm / store.RESULTS
@@ -198,7 +199,7 @@ def test_kill_storm_summary_equals_the_unkilled_run(tmp_path: Path) -> None:
             kills += 1
         proc.wait(timeout=30)
     assert kills >= 2
-    final = subprocess.run(args(storm), capture_output=True, text=True, timeout=120)
+    final = _forkserver.run(args(storm), capture_output=True, text=True, timeout=120)
     assert final.returncode == ref.returncode, final.stderr
     a = json.loads((tmp_path / "ref" / "summary.json").read_text())
     b = json.loads((storm / "summary.json").read_text())

@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 from tracejudge.simulator.server import SimConfig, SimulatorThread
+import _forkserver
 
 FLAGS = ["--set", "dataset.limit=2", "--explain-cache", "--no-progress", "--progress-every", "3"]
 
 
 def _tracejudge(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def _free_port() -> int:
@@ -82,7 +83,7 @@ def test_a_fresh_run_stopped_by_an_unreachable_judge_names_the_command_that_resu
 
     # Run as printed once the judge is up, it finishes that run: no other directory is started.
     with SimulatorThread(SimConfig(), port=port):
-        again = subprocess.run([sys.executable, "-m", "tracejudge", *words[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        again = _forkserver.run([sys.executable, "-m", "tracejudge", *words[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "fresh run directory" not in again.stderr
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["eval", "eval-2"]

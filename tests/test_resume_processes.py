@@ -24,6 +24,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import validate_config
 from tracejudge.core.records import Case
 from tracejudge.stages.extract import extract_record
+import _forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "tau_bench"
@@ -85,7 +86,7 @@ def _cmd(*args: str) -> list[str]:
 
 
 def _run(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_cmd(*args), cwd=root, capture_output=True, text=True, timeout=timeout)
+    return _forkserver.run(_cmd(*args), cwd=root, capture_output=True, text=True, timeout=timeout)
 
 
 def _start(root: Path, *args: str) -> subprocess.Popen[str]:
@@ -222,7 +223,7 @@ def test_kill_one_second_after_start_loses_nothing(workspace: Path) -> None:
     data = results.read_bytes()
     kept = data[: data.rfind(b"\n") + 1]  # the complete lines the first segment finished
     assert kept.count(b"\n") >= 200
-    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 130 and "verdict: INTERRUPTED" in report.stdout, report.stdout  # killed: never PASS on part of a run
     (run_dir / "summary.json").unlink()  # (what the killed segment left: `report` wrote one)
 
@@ -274,7 +275,7 @@ def test_signal_stops_cleanly_and_prints_the_resume_command(workspace: Path, sig
 
     argv = shlex.split(expected)
     argv[0] = str(TJ)
-    resumed = subprocess.run(argv, cwd=workspace, capture_output=True, text=True, timeout=120)
+    resumed = _forkserver.run(argv, cwd=workspace, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert f"({n - written} new results, {written} already finished)" in resumed.stdout
     _assert_same_as_reference(workspace, run_dir, limit=n)
@@ -336,7 +337,7 @@ def test_manifest_mismatch_names_what_changed_and_force_and_fresh(workspace: Pat
 def test_stale_lock_is_taken_over(workspace: Path, tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text(CONFIG)
     (tmp_path / "cases.jsonl").write_text("".join((workspace / "cases.jsonl").read_text().splitlines(keepends=True)[:50]))
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = _forkserver.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)
     run_dir = tmp_path / "runs" / "main"
     run_dir.mkdir(parents=True)

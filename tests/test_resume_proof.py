@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 300
@@ -15,7 +16,7 @@ CONFIG = "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ExactMatch%s}\nrun:
 
 
 def _tj(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TRACEJUDGE), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _workspace(root: Path, extra: str = "") -> Path:

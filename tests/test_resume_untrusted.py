@@ -16,6 +16,7 @@ from tracejudge.engine.resume_line import NOT_SHOWN, checked_resume, is_run_line
 from tracejudge.entrypoints.cli import _parser, main
 from tracejudge.entrypoints.commands.run import resume_command
 from tracejudge.stages.aggregate.gate_coverage import shard_resume_commands
+import _forkserver
 
 EVIL = ["tracejudge run c.yaml; rm -rf ~", "tracejudge run c.yaml && rm -rf ~", "tracejudge run c.yaml $(rm -rf ~)",
         "tracejudge run c.yaml `rm -rf ~`", "tracejudge run c.yaml\nrm -rf ~", "rm -rf ~", "tracejudge run c.yaml | sh",
@@ -42,7 +43,7 @@ def _interrupted(finished: Path, where: Path, line: str, cwd: str | None = None)
 
 
 def _report(run_dir: Path) -> str:
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=300)
     return proc.stdout + proc.stderr
 
 

@@ -27,6 +27,7 @@ from _runs import sigkill_when
 
 AGENT = '''
 import os, time
+import _forkserver
 
 def respond(request):
     if request.case_id == os.environ.get("HELD", "c5"):  # held until the test lets it go (or the run is stopped)
@@ -38,7 +39,7 @@ def respond(request):
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _junit(run_dir: Path) -> ET.Element:

@@ -22,6 +22,7 @@ from tracejudge.core.errors import ManifestError
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import recorded_config_hash
 from tracejudge.engine.run_state import last_segment_finished, resume_command, results_beyond_checkpoint, summary_of
+import _forkserver
 
 
 def _with_fifo(finished: Path, where: Path, name: str, *, interrupted: bool = False) -> Path:
@@ -68,7 +69,7 @@ def test_a_fifo_as_the_manifest_is_refused_at_once(finished: Path, tmp_path: Pat
         _returns(lambda: store.read_manifest(run_dir), fifo)
     assert _returns(lambda: store.read_manifest(run_dir, strict=False), fifo) is None
     assert _returns(lambda: resume_command(run_dir), fifo).startswith(f"tracejudge run CONFIG --run-dir {run_dir}")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "manifest.json: manifest is not a regular file (a FIFO, a device or a socket)" in proc.stderr, proc.stderr
     with view_server(str(run_dir)) as url:  # (its state looks for the resume command in the manifest)
         for path in ("/run/m", "/?list"):
@@ -84,7 +85,7 @@ def test_a_fifo_as_the_summary_or_the_checkpoint_is_no_file(finished: Path, tmp_
     assert summary is None if name == "summary.json" else summary["complete"] is True
     assert _returns(lambda: results_beyond_checkpoint(run_dir), fifo) is False
     _returns(lambda: (last_segment_finished(run_dir), recorded_config_hash(run_dir)), fifo)
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0, 1) and "verdict:" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -97,10 +98,10 @@ def test_a_fifo_as_the_results_is_refused_at_once(finished: Path, tmp_path: Path
     fifo = run_dir / "results.jsonl"
     with pytest.raises(NotRegularFile):
         _returns(lambda: list(iter_result_lines(fifo)), fifo)
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=60)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {fifo}: not a regular file (a FIFO, a device or a socket)"), proc.stderr
     # export read it inside the writing of its CSV, whose error was then named as the CSV's own (an internal error, exit 3).
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "export", str(run_dir), "--to", "csv", str(tmp_path / "out.csv")],
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "export", str(run_dir), "--to", "csv", str(tmp_path / "out.csv")],
                           capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr.strip()) == (2, f"error: {fifo}: not a regular file (a FIFO, a device or a socket)"), proc.stderr
     assert not (tmp_path / "out.csv").exists()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import yaml
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -19,7 +20,7 @@ def _run(tmp_path: Path, lines: list[dict], **sections: object) -> tuple[Path, s
            "run": {"dir": str(tmp_path / "run")}, "cache": {"dir": str(tmp_path / "cache")},
            "assertions": {"max_invalid_share": 1.0}, **sections}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    got = subprocess.run([str(TRACEJUDGE), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+    got = _forkserver.run([str(TRACEJUDGE), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr
     return tmp_path / "run", got
 

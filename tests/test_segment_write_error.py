@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from _runs import native_case, write_config, write_dataset
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 
@@ -30,7 +31,7 @@ def test_a_segment_stopped_by_a_failed_write_ends_error_with_the_cause(tmp_path:
     n = 3000
     data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:05d}", ["a", "b"], ["a", "b"]) for i in range(n)])
     cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run")
-    first = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(200_000))
+    first = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(200_000))
     assert first.returncode == 3 and "file size limit" in first.stderr, first.stderr
     results = tmp_path / "run" / "results.jsonl"
     written = len(results.read_text().splitlines())
@@ -38,7 +39,7 @@ def test_a_segment_stopped_by_a_failed_write_ends_error_with_the_cause(tmp_path:
     (seg,) = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["segments"]
     assert seg["ended"] == "error" and seg["error"] == "OSError: [Errno 27] File too large" and seg["lines_at_end"] == written
 
-    again = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    again = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     segments = json.loads((tmp_path / "run" / "summary.json").read_text())["segments"]
     assert [s["ended"] for s in segments] == ["error", "finished"]

@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 300
 
 
 def _tj(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TRACEJUDGE), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 from tracejudge.core.config import load_config
 from tracejudge.engine import runner
 from tracejudge.engine.shards import parse_shard, shard_index
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -25,7 +26,7 @@ TIMING = {"elapsed_s_total", "segments", "usage", "latency_p50_s", "latency_p95_
 
 
 def _tj(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=300)
+    return _forkserver.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=300)
 
 
 def _untimed(value: Any) -> Any:

@@ -17,6 +17,7 @@ import pytest
 from _loopback import Loopback, completion, verdict
 from tracejudge.core.config import load_config
 from tracejudge.stages.judge.show_prompt import prompts_for
+import _forkserver
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 
@@ -54,7 +55,7 @@ def _config(tmp_path: Path, url: str, group: str) -> Path:
 @pytest.mark.parametrize("group", ["case", "none"])
 def test_the_requests_shown_for_each_case_are_the_requests_the_run_sent(yes_server, tmp_path: Path, group: str):
     cfg = _config(tmp_path, yes_server.url, group)
-    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     sent = sorted(json.dumps(body["messages"]) for _, body in yes_server.requests)
     config = load_config(cfg)
@@ -68,7 +69,7 @@ def test_the_requests_shown_for_each_case_are_the_requests_the_run_sent(yes_serv
 
 def test_the_command_prints_each_message_whole_and_names_near_ids_for_an_unknown_one(yes_server, tmp_path: Path):
     cfg = _config(tmp_path, yes_server.url, "case")
-    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "long"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "long"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [req] = [s.req for s in prompts_for(load_config(cfg), "long") if s.req is not None]
     out = proc.stdout
@@ -81,15 +82,15 @@ def test_the_command_prints_each_message_whole_and_names_near_ids_for_an_unknown
     assert ":smile: [bold]x[/bold]\\x1b[2J\\x1b]8;;http://x\\x07y\n\tz\\x9b" in out
     assert not any(c in out for c in "\x1b\x07\r\x9b") and "control characters shown as \\xNN" in out
     # --json: each request's body is the JSON the run POSTs.
-    got = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "long", "--json"], capture_output=True, text=True, timeout=300)
+    got = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "long", "--json"], capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr
     [line] = [json.loads(x) for x in got.stdout.splitlines() if json.loads(x)["sent"]]
     assert yes_server.requests == []  # nothing was sent by either
-    run = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    run = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert run.returncode in (0, 1), run.stderr
     [body] = [b for _, b in yes_server.requests if "long-row1" in json.dumps(b)]
     assert line["body"] == body and line["metric"] == "TaskCompletion+ToolCallNecessity"
-    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "lnog"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "lnog"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: --show-prompt: no case with id 'lnog'")
     assert "(3 readable cases); did you mean long?" in proc.stderr
@@ -102,7 +103,7 @@ def test_a_group_that_cannot_fit_is_shown_and_estimated_as_the_run_asks_it_metri
             "{type: Rubric, criteria: 'Was the agent polite?'}]", "assertions={}", "cache.enabled=false",
             f"judge={{provider: openai, model: gpt-4o-mini, base_url: '{yes_server.url}/v1', context_tokens: 2500}}"]
     args = [a for s in sets for a in ("--set", s)]
-    proc = subprocess.run([EXE, "run", str(demo), "--run-dir", str(tmp_path / "run"), "--no-progress", *args],
+    proc = _forkserver.run([EXE, "run", str(demo), "--run-dir", str(tmp_path / "run"), "--no-progress", *args],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
@@ -133,7 +134,7 @@ def _shown(server, tmp_path: Path, output: str) -> tuple[Path, str]:
     cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
                                "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": server.url + "/v1"},
                                "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}}))
-    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c"], capture_output=True, timeout=300)
+    proc = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "c"], capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return cfg, proc.stdout.decode("utf-8")
 
@@ -148,7 +149,7 @@ def test_a_real_control_character_and_its_escape_written_as_text_are_shown_apart
     assert ("text \\\\x1b, real \\x1b, text \\\\\\\\x07, real after a backslash \\\\\\x07, text \\X9B, plain \\n \\d"
             in out)
     assert "; control characters shown as \\xNN; a backslash before xNN, u{…} or a control or invisible character shown doubled" in out
-    got = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c", "--json"], capture_output=True, timeout=300)
+    got = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "c", "--json"], capture_output=True, timeout=300)
     [line] = [json.loads(x) for x in got.stdout.decode("utf-8").splitlines() if json.loads(x)["sent"]]
     assert any(odd in m["content"] for m in line["body"]["messages"])  # --json: exact
 
@@ -170,7 +171,7 @@ def test_invisible_characters_are_shown_and_their_escapes_written_as_text_apart(
 def test_an_id_that_starts_others_names_them_first(tmp_path: Path, data_dir: Path) -> None:
     # τ-bench ids are `<task>-<trial>`: `--show-prompt 0` suggested `9-0, 8-0, 7-0`, as near by edits as `0-0`.
     repo = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([EXE, "estimate", str(repo / "configs" / "demo.yaml"), "--show-prompt", "0", "--set", f"cache.dir={tmp_path}"],
+    proc = _forkserver.run([EXE, "estimate", str(repo / "configs" / "demo.yaml"), "--show-prompt", "0", "--set", f"cache.dir={tmp_path}"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2 and "did you mean 0-0, 0-1, 0-2?" in proc.stderr, proc.stderr
 
@@ -183,10 +184,10 @@ def test_a_sampled_judges_request_is_shown_with_the_prefix_cache_hint_the_run_se
     data = json.loads(cfg.read_text())
     data["judge"].update(samples=2, temperature=0.7)
     cfg.write_text(json.dumps(data))
-    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     sent = {json.dumps(body, sort_keys=True) for _, body in yes_server.requests if "question about short" in json.dumps(body)}
-    shown = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "short", "--json"], capture_output=True, text=True, timeout=120)
+    shown = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "short", "--json"], capture_output=True, text=True, timeout=120)
     bodies = [json.loads(line)["body"] for line in shown.stdout.splitlines()]
     assert len(bodies) == 1 and "prompt_cache_key" in bodies[0] and {json.dumps(bodies[0], sort_keys=True)} == sent, (bodies, sent)
 
@@ -197,12 +198,12 @@ def test_a_panels_requests_are_shown_one_per_member_as_each_is_sent(yes_server, 
     data = json.loads(cfg.read_text())
     data["judge"]["models"] = ["openai:gpt-4o-mini", {"model": "openai:gpt-4o"}]
     cfg.write_text(json.dumps(data))
-    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     sent = sorted(json.dumps(body, sort_keys=True) for _, body in yes_server.requests if "question about short" in json.dumps(body))
-    shown = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "short", "--json"], capture_output=True, text=True, timeout=120)
+    shown = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "short", "--json"], capture_output=True, text=True, timeout=120)
     lines = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [(x["member"], x["body"]["model"]) for x in lines] == [("openai:gpt-4o-mini", "gpt-4o-mini"), ("openai:gpt-4o", "gpt-4o")], lines
     assert sorted(json.dumps(x["body"], sort_keys=True) for x in lines) == sent
-    text = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "short"], capture_output=True, text=True, timeout=120).stdout
+    text = _forkserver.run([EXE, "estimate", str(cfg), "--show-prompt", "short"], capture_output=True, text=True, timeout=120).stdout
     assert "=== request 2 of 2 to panel member openai:gpt-4o: " in text and "\nmodel gpt-4o, max_tokens" in text, text

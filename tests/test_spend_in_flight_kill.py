@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from _runs import sigkill_when
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 IN_FLIGHT = 4  # limits.max_in_flight of the runs
@@ -78,7 +79,7 @@ def _summary(tmp: Path) -> dict[str, Any]:
 
 
 def _check(tmp: Path, sim: Any, args: list[str], received: int, replied: int) -> None:
-    resumed = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    resumed = _forkserver.run(args, capture_output=True, text=True, timeout=300)
     assert resumed.returncode in (0, 1), resumed.stderr
     summary = _summary(tmp)
     j = summary["judge"]
@@ -111,7 +112,7 @@ def test_requests_in_flight_at_a_kill_count_after_the_resume(simulator, tmp_path
     # A finished run resumed again sends nothing, writes nothing to the journal and changes no figure.
     journal = tmp_path / "run" / "judge_spend.jsonl"
     before, summary = journal.read_bytes(), (tmp_path / "run" / "summary.json").read_bytes()
-    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    again = _forkserver.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode in (0, 1), again.stderr
     assert journal.read_bytes() == before and (tmp_path / "run" / "summary.json").read_bytes() == summary
 

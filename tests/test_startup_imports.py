@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from tracejudge.core import registry
+import _forkserver
 
 CASE = {"id": "c1", "expected_tool_calls": [{"name": "search"}], "trace": {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": "x"}}]}]}}
 METRICS = "metrics:\n  - {type: TrajectoryMatch, order: in_order}\n  - {type: ToolCorrectness}\n  - {type: MaxToolCalls, max_calls: 5}\n"
@@ -59,7 +60,7 @@ def _modules_after(code: str, tmp_path: Path) -> dict[str, list[str]]:
         "    _snaps[label] = sorted(sys.modules)\n"
         f"    open({str(out)!r}, 'w').write(json.dumps(_snaps))\n"
     )
-    done = subprocess.run([sys.executable, "-c", prelude + code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = _forkserver.run([sys.executable, "-c", prelude + code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(out.read_text())
 
@@ -264,7 +265,7 @@ def test_metric_classes_a_config_does_not_name_build_no_validator_until_used(tmp
             "unused = (output.ExactMatch, output.Regex, output.JsonSchema, base.InvalidSpec)\n"
             "print(sorted(m.__name__ for m in unused if m.__pydantic_complete__))\n"
             "print(registry.build_metric({'type': 'ExactMatch', 'expected': 'a'}).expected, output.ExactMatch.__pydantic_complete__)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.split("\n")[:2] == ["[]", "a True"]
 
 
@@ -273,5 +274,5 @@ def test_output_metrics_leave_regex_unimported_until_a_regex_metric_is_built():
             "registry.build_metric({'type': 'Contains', 'value': 'x'}); registry.build_metric({'type': 'ExactMatch'})\n"
             "print('regex' in sys.modules)\n"
             "registry.build_metric({'type': 'Regex', 'pattern': 'a+'}); print('regex' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.split() == ["False", "True"]

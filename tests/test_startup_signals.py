@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 # Both ways in: the console script and `python -m tracejudge`, which went past the script's start-up handling.
@@ -142,7 +143,7 @@ def test_a_ctrl_c_an_import_callback_swallowed_still_stops_the_run(workspace, tm
     )
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # (as from a terminal: see above)
     try:
-        proc = subprocess.run([*COMMANDS[way], "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+        proc = _forkserver.run([*COMMANDS[way], "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
                               timeout=300)
     finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 AGENT = """\
 import os, time
+import _forkserver
 
 def agent(request):
     if request.case_id not in ("c0", "c1"):
@@ -37,7 +38,7 @@ def _setup(tmp: Path) -> None:
         "run: {dir: runs/eval, flush_every: 1}\n", encoding="utf-8")
     # A first run, so that `--fresh` starts beside it (`runs/eval-2`), as a CI job re-running its command does.
     (tmp / "release").touch()
-    first = subprocess.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp, capture_output=True,
+    first = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp, capture_output=True,
                            text=True, timeout=300)
     assert first.returncode in (0, 1), first.stderr
     (tmp / "release").unlink()
@@ -99,11 +100,11 @@ def test_a_fresh_run_stopped_by_sigterm_saves_the_command_that_resumes_it(tmp_pa
     assert "SIGTERM: no new cases" in stderr
     _check_saved(run_dir, resume, "stopped")
     # `report` on it rebuilds the same; the resume as printed (and saved) finishes that run, in that directory.
-    report = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], cwd=tmp_path, capture_output=True, text=True,
+    report = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run_dir)], cwd=tmp_path, capture_output=True, text=True,
                             timeout=300)
     assert report.returncode == 130, report.stdout + report.stderr
     _check_saved(run_dir, resume, "stopped")
-    again = subprocess.run([sys.executable, "-m", "tracejudge", *shlex.split(resume)[1:]], cwd=tmp_path, capture_output=True, text=True,
+    again = _forkserver.run([sys.executable, "-m", "tracejudge", *shlex.split(resume)[1:]], cwd=tmp_path, capture_output=True, text=True,
                            timeout=300)
     assert again.returncode in (0, 1), again.stdout + again.stderr
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -24,6 +24,7 @@ import pytest
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner, store
 from tracejudge.engine.manifest import ManifestMismatch
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 N = 300
@@ -77,7 +78,7 @@ def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> No
     victim = json.loads(original)["case_id"]
     (tmp_path / "c.yaml").write_text(json.dumps(config))
 
-    again = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+    again = _forkserver.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "damaged result line" in again.stderr and '"line": 150' in again.stderr.replace('"line":150', '"line": 150')
     assert "1 new results" in again.stdout
@@ -85,7 +86,7 @@ def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> No
     assert json.loads((run_dir / "summary.json").read_text())["results"] == N
     assert all(n == 1 for n in _keys(run_dir).values()) and len(_keys(run_dir)) == N
 
-    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
     assert f"{results}:150: not a valid result" in report.stderr
     # What is wrong with it, not pydantic's header ("1 validation error for CaseResult"), which says nothing of it.
@@ -100,13 +101,13 @@ def test_report_fails_the_gate_while_a_damaged_line_holds_a_counted_result(tmp_p
     config, results, _ = _run_and_damage(tmp_path, 9, lambda line: line[:30] + b"\n")  # cut short by a disk error
     run_dir = results.parent
     for _ in range(2):  # a rebuilt summary remembers what the run had counted
-        report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+        report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
         assert report.returncode == 1, report.stdout + report.stderr
         assert f"FAIL results readable: 1 of the {N} results the run counted are missing from 1 damaged line(s)" in report.stdout
         assert "results.jsonl:10:" in report.stdout
         assert json.loads((run_dir / "summary.json").read_text())["lost_results"]["lost"] == 1
     assert _run(config).new_results == 1  # the same config redoes the case
-    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
 
 
@@ -115,7 +116,7 @@ def test_report_tells_a_deleted_result_from_a_damaged_line(tmp_path: Path) -> No
     _, results, _ = _run_and_damage(tmp_path, 9, lambda line: line[:30] + b"\n")
     lines = results.read_bytes().splitlines(keepends=True)
     results.write_bytes(b"".join(lines[:20] + lines[21:]))
-    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 1, report.stdout + report.stderr
     assert (f"FAIL results readable: 2 of the {N} results the run counted are missing from results.jsonl (1 in damaged line(s), "
             "the other 1 cut short or deleted)") in " ".join(report.stdout.split()), report.stdout
@@ -125,7 +126,7 @@ def test_report_names_a_last_line_cut_off_mid_write(tmp_path: Path) -> None:
     # A kill mid-write leaves the last line without its line break: report said the result was "cut short or deleted"
     # and named no line, while it named every other damaged line. It names it, as compare does.
     config, results, _ = _run_and_damage(tmp_path, N - 1, lambda line: line[: len(line) // 2])
-    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 1, report.stdout + report.stderr
     out = " ".join(report.stdout.split())
     assert f"FAIL results readable: 1 of the {N} results the run counted are missing from 1 damaged line(s) of results.jsonl" in out, out
@@ -140,11 +141,11 @@ def test_report_fails_the_gate_on_a_results_file_cut_short(tmp_path: Path) -> No
     data = results.read_bytes()
     results.write_bytes(data[: data.index(b"\n", len(data) // 2) + 1])  # and the second half of the file gone
     for _ in range(2):
-        report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+        report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
         assert report.returncode == 1, report.stdout + report.stderr
         assert "results the run counted are missing from results.jsonl (cut short or edited)" in report.stdout
     assert _run(config).new_results > 0  # the same config redoes what is missing
-    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
 
 
@@ -153,7 +154,7 @@ def test_report_on_an_emptied_results_file_says_they_are_lost_not_that_the_datas
     # It printed "the run has no results: the dataset is empty or nothing was read" beside the lost results' check.
     _, results, _ = _run_and_damage(tmp_path, 0, lambda line: line)
     results.write_bytes(b"")
-    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 1, report.stdout + report.stderr
     assert "results the run counted are missing from results.jsonl" in report.stdout, report.stdout
     assert "dataset is empty" not in report.stdout and "no readable results" in report.stdout, report.stdout
@@ -164,7 +165,7 @@ def test_report_counts_a_case_edited_into_a_repeat_once_and_fails(tmp_path: Path
         return json.dumps({**json.loads(line), "case_id": first["case_id"], "trial": first["trial"]}).encode() + b"\n"
 
     _, results, _ = _run_and_damage(tmp_path, 99, repeat_the_first)
-    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 1, report.stdout + report.stderr
     assert "results.jsonl:100: (case" in report.stdout and "repeats an earlier line" in report.stdout
     assert json.loads((results.parent / "summary.json").read_text())["results"] == N - 1
@@ -175,7 +176,7 @@ def test_report_names_every_unreadable_line_and_never_crashes(tmp_path: Path) ->
     _run(_config(tmp_path, run_dir))
     with open(run_dir / store.RESULTS, "ab") as fh:
         fh.write(b"\xff\xfe not utf-8\n[]\n{\"case_id\": 5}\n" + b"[" * 50_000 + b"\n")
-    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
     named = [line for line in report.stderr.splitlines() if "not a valid result" in line]
     assert [line.split(": not a valid")[0].rsplit(":", 1)[1] for line in named] == [str(N + k) for k in (1, 2, 3, 4)]
@@ -223,14 +224,14 @@ def test_disk_full_by_file_size_limit_ends_with_one_line(tmp_path: Path) -> None
     def limit() -> None:  # in the child only: results.jsonl hits EFBIG mid-group
         resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
 
-    proc = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    proc = _forkserver.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120, preexec_fn=limit)
     _assert_disk_full_then_resume(proc, run_dir, config)
 
 
 def test_disk_full_on_a_real_small_filesystem(tmp_path: Path) -> None:
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", f"tj-{uuid.uuid4().hex[:8]}", str(mnt)],
+    if os.geteuid() != 0 or _forkserver.run(["mount", "-t", "tmpfs", "-o", "size=256k", f"tj-{uuid.uuid4().hex[:8]}", str(mnt)],
                                            capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
@@ -240,9 +241,9 @@ def test_disk_full_on_a_real_small_filesystem(tmp_path: Path) -> None:
         filler = mnt / "filler"
         filler.write_bytes(b"\0" * (256 * 1024 - 48 * 1024))  # leave ~48 KiB: the run fills it
         (tmp_path / "c.yaml").write_text(json.dumps(config))
-        proc = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+        proc = _forkserver.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
         filler.unlink()  # space is freed: the resume finishes
-        subprocess.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
+        _forkserver.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
         _assert_disk_full_then_resume(proc, run_dir, config)
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        _forkserver.run(["umount", "-l", str(mnt)], check=False)

@@ -21,6 +21,7 @@ pytest.importorskip("mlflow")
 pytest.importorskip("openai")
 from stores.fault_proxy import FaultProxy  # noqa: E402
 from stores.servers import FlakyJudge, free_port, run_loader, sweep_config  # noqa: E402
+import _forkserver
 
 LOADER = Path(__file__).resolve().parent / "stores" / "load_mlflow.py"
 TASKS = ["sequence", "failing", "parallel"]
@@ -197,7 +198,7 @@ def test_a_server_error_while_listing_ends_the_run_in_seconds(server, tmp_path):
     with FaultProxy(url) as proxy:
         proxy.set(match="traces/search", mode="500")
         began = time.monotonic()
-        out = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(_config(tmp_path, proxy.url)), "--no-progress"],
+        out = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(_config(tmp_path, proxy.url)), "--no-progress"],
                              capture_output=True, text=True, timeout=120, env=env)
         took = time.monotonic() - began
     assert out.returncode == 3, out.stderr

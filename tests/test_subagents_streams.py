@@ -29,6 +29,7 @@ from helpers import calls, extract_path, layout
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 from tracejudge.stages.score import TokenUsage
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "subagents-streams"
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C", "Zürich": "bewölkt, 12 °C"}
@@ -258,7 +259,7 @@ def test_the_judge_prompt_labels_the_sub_agents_steps_with_the_call_that_ran_the
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {DATA / 'lg-supervisor-oi.jsonl'}, format: otel}}\n"
                    "metrics: [{type: ToolCallNecessity}]\njudge: {provider: simulator, model: sim}\n")
-    shown = subprocess.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg), "--show-prompt", case_id],
+    shown = _forkserver.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg), "--show-prompt", case_id],
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     lines = [line.strip() for line in shown.stdout.splitlines()]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from _pty import run_in_pty
 from _runs import result_line
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 NAMES = ["ToolCorrectness", "ToolCallNecessity", "DeepEvalToolCorrectness", "writes_exact"]
@@ -60,7 +61,7 @@ def test_compare_at_80_columns_keeps_names_and_figures_whole(tmp_path: Path) -> 
 def test_compare_piped_prints_100_columns(tmp_path: Path) -> None:
     a, b = _runs(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "compare", str(a), str(b)], capture_output=True, text=True, env=env, timeout=120)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "compare", str(a), str(b)], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     _check(proc.stdout, 100)
     assert any(len(line.rstrip()) > 80 for line in proc.stdout.splitlines())  # it uses the 100 columns

@@ -13,6 +13,7 @@ from live_support import by_key, live_config, read_jsonl
 from ray_procs import running
 from tracejudge.core.errors import ConfigError
 from tracejudge.engine.runner import run
+import _forkserver
 
 SECRET = "s3cret-token-value"
 
@@ -120,7 +121,7 @@ def test_an_http_target_nobody_listens_on_stops_the_run_with_exit_3_and_resumes_
                                    "target": {"kind": "http", "url": f"http://127.0.0.1:{port}/agent", "retries": 1, "backoff_s": 0},
                                    "run": {"dir": str(tmp_path / "run")}}))
     tj = [str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"]
-    got = subprocess.run(tj, capture_output=True, text=True, timeout=120)
+    got = _forkserver.run(tj, capture_output=True, text=True, timeout=120)
     assert got.returncode == 3, got.stdout + got.stderr
     lines = [line for line in got.stderr.splitlines() if line.startswith("error")]
     assert len(lines) == 1 and f"cannot reach the http target at http://127.0.0.1:{port}/agent after 2 attempts" in lines[0], got.stderr
@@ -143,7 +144,7 @@ def test_an_http_target_nobody_listens_on_stops_the_run_with_exit_3_and_resumes_
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        got = subprocess.run(tj, capture_output=True, text=True, timeout=120)
+        got = _forkserver.run(tj, capture_output=True, text=True, timeout=120)
     finally:
         server.shutdown()
         server.server_close()

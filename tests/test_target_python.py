@@ -8,6 +8,7 @@ import live_agents
 import pytest
 from live_support import TESTS, by_key, live_config, read_jsonl, run_live
 from tracejudge.core.errors import ConfigError
+import _forkserver
 
 
 def py_target(name: str, **extra):
@@ -176,7 +177,7 @@ def test_an_agent_that_raises_is_named_as_a_bug_and_retried_by_the_same_command(
                      "    return 1 / 0\n")
 
     def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+        return _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
 
     first = run()
@@ -190,7 +191,7 @@ def test_an_agent_that_raises_is_named_as_a_bug_and_retried_by_the_same_command(
     assert "after a transient failure" not in again.stdout and "ended in a transient failure" not in again.stderr
 
     (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "flaky", "input": "y"}\n')
-    mixed = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", "--fresh"], cwd=tmp_path,
+    mixed = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", "--fresh"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120)
     err = " ".join(mixed.stderr.split())
     assert "1 results ended in a transient failure (judge, target or provider); 1 results ended because the agent raised" in err
@@ -212,7 +213,7 @@ def test_an_agent_raising_inside_a_task_group_is_named_by_what_failed_and_a_drop
                      "        raise ValueError('no such flight')\n"
                      "    async with anyio.create_task_group() as tg:\n"
                      "        tg.start_soon(tool)\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     err = " ".join(done.stderr.split())
     assert "1 results ended in a transient failure (judge, target or provider); 1 results ended because the agent raised ValueError: no such flight" in err, err
@@ -234,7 +235,7 @@ def test_an_agent_whose_reply_cannot_be_read_is_named_as_a_bug_not_a_transient_f
                      "    if request.case_id == 'flaky':\n"
                      "        raise TransientTargetError('503 from the model gateway')\n"
                      "    return 42 if request.case_id == 'a' else {'output': 'half \\ud800'}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     err = " ".join(done.stderr.split())
     # (Which reply is named first depends on which finished first.)

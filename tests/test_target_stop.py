@@ -19,6 +19,7 @@ import pytest
 AGENT = '''
 import os, time
 from pathlib import Path
+import _forkserver
 
 def respond(request):
     with open("calls.log", "a") as fh:
@@ -83,7 +84,7 @@ def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Pa
     written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert sorted(written) == ["c0", "c1"]
     # The same command finishes the other eight, and no agent call is made twice.
-    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(_calls(tmp_path)) == [f"c{i}" for i in range(10)]
     written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
@@ -96,7 +97,7 @@ def test_a_resume_takes_what_the_agent_answered_from_traces_jsonl_not_from_a_sec
     _config(tmp_path, judged=False)
     (tmp_path / "go").touch()
     cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"]
-    first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    first = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     run = tmp_path / "run"
     before = {json.loads(x)["case_id"]: json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()}
@@ -107,7 +108,7 @@ def test_a_resume_takes_what_the_agent_answered_from_traces_jsonl_not_from_a_sec
     cases = (tmp_path / "cases.jsonl").read_text().splitlines(keepends=True)
     cases[9] = json.dumps({"id": "c9", "input": "hello"}) + "\n"
     (tmp_path / "cases.jsonl").write_text("".join(cases))
-    again = subprocess.run([*cmd, "--force"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    again = _forkserver.run([*cmd, "--force"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert sorted(_calls(tmp_path)) == sorted([f"c{i}" for i in range(10)] + ["c9"])  # only the edited case twice
     after = {json.loads(x)["case_id"]: json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()}
@@ -145,6 +146,6 @@ def test_a_retry_the_agent_asked_for_is_not_made_after_a_stop(tmp_path: Path) ->
     written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert written == ["c0"]
     (tmp_path / "flaky").unlink()
-    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(_calls(tmp_path)) == sorted([f"c{i}" for i in range(10)] + ["c1"])

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hand_edits import filed
 from helpers import DATA
+import _forkserver
 
 SOURCE = DATA / "tau2_bench" / "model_training_results" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"
 pytestmark = pytest.mark.skipif(not SOURCE.exists(), reason="the tau2-bench developer files are not beside the repository")
@@ -125,7 +126,7 @@ def test_the_commas_warnings_are_said_once_by_a_run(tmp_path, results):
     path.write_text(text, encoding="utf-8")
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {path}, format: tau2-bench}}\nmetrics: [{{type: TrajectoryMatch}}]\nrun: {{dir: run, executor: inprocess}}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, timeout=300)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     said = [json.loads(line) for line in done.stderr.splitlines() if '"tau2-bench: a comma' in line]
     assert [(s["event"], s["line"]) for s in said] == [

@@ -9,6 +9,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
 from tracejudge.stages.extract import extract_record
 from tracejudge.stages.score import ToolCalls
+import _forkserver
 
 
 class _Dataset:
@@ -51,7 +52,7 @@ def test_the_renumbering_warning_is_said_once_a_run_with_a_progress_bar_too(tmp_
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump({"dataset": {"path": str(_renumbered(tmp_path)), "format": "tau2-bench"},
                                    "metrics": [{"type": "ToolCalls"}], "run": {"dir": str(tmp_path / "run")}}))
-    done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg)], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr.count("scored against the task their own action checks name") == 1, done.stderr
 

@@ -12,6 +12,7 @@ from test_tau2_checked_task import _action, _Dataset, _sim
 from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
 from tracejudge.stages.extract import extract_record
+import _forkserver
 
 
 def _dir_layout(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -70,7 +71,7 @@ def test_extract_takes_the_folder_as_dataset_path(tmp_path: Path):
     folder = _dir_layout(tmp_path, SIMS)
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {folder}, format: tau2-bench}}\nmetrics: [{{type: ToolCalls}}]\n")
-    done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"],
+    done = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["3-0", "7-0"]
@@ -108,15 +109,15 @@ def test_a_simulation_file_changed_before_a_resume_is_named_whichever_path_the_c
         cfg = tmp_path / f"{run_dir}.yaml"
         cfg.write_text(f"dataset: {{path: {path}, format: tau2-bench}}\nmetrics: [{{type: ToolCalls}}]\n"
                        f"run: {{dir: {tmp_path / run_dir}, processes: 1}}\n")
-        first = subprocess.run([tj, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+        first = _forkserver.run([tj, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
         assert first.returncode in (0, 1), first.stderr[-3000:]
-        same = subprocess.run([tj, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+        same = _forkserver.run([tj, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
         assert same.returncode in (0, 1) and "cannot resume" not in same.stderr, same.stderr[-3000:]
     edited = json.loads(SIMS["sim-7.json"])
     edited["messages"] = edited["messages"][:1]
     (folder / "simulations" / "sim-7.json").write_text(json.dumps(edited, indent=2))
     for run_dir in ("by-file", "by-folder"):
-        refused = subprocess.run([tj, "run", str(tmp_path / f"{run_dir}.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+        refused = _forkserver.run([tj, "run", str(tmp_path / f"{run_dir}.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
         assert refused.returncode == 2 and "cannot resume" in refused.stderr, refused.stderr[-3000:]
         assert "sim-7.json changed" in refused.stderr and "sim-3.json" not in refused.stderr, refused.stderr[-3000:]
 

@@ -12,6 +12,7 @@ from tracejudge.stages.extract import extract_record
 from tracejudge.stages.extract.tau_bench import adapt, load_tasks
 from tracejudge.stages.load import read_json_array
 from tracejudge.stages.score import ToolCalls
+import _forkserver
 
 READ_ONLY = ["get_*", "search_*", "list_*", "calculate", "think", "transfer_*"]
 
@@ -154,7 +155,7 @@ def _run_cli(tmp_path, dataset: str) -> tuple[int, str]:
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {dataset}\nmetrics: [{{type: TrajectoryMatch}}]\nrun: {{dir: run, executor: inprocess}}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     return done.returncode, done.stderr
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hand_edits import filed
+import _forkserver
 
 CUT = "the file ends here, before the array's ']': the file ends early (it looks truncated), and records after the cut are not in it"
 REST = "; the rest of the file is not read"
@@ -155,7 +156,7 @@ def test_the_commas_warnings_are_said_once_by_a_run(tmp_path, tau_paths, runs):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {path}, format: tau-bench, tasks: {tau_paths[1]}}}\nmetrics: [{{type: TrajectoryMatch}}]\n"
                    "run: {dir: run, executor: inprocess}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, timeout=300)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     said = [json.loads(line) for line in done.stderr.splitlines() if '"JSON array: ' in line]
     lines = [text.count("\n", 0, text.index(s)) + 1 for s in (parts[2], "},,", "},\n]")]
@@ -196,7 +197,7 @@ def test_a_run_pasted_twice_on_one_line_is_a_duplicate_not_scored_twice(tmp_path
     cfg.write_text(f"dataset: {{path: {path}, format: tau-bench, tasks: {tau_paths[1]}}}\nmetrics: [{{type: TrajectoryMatch}}]\n"
                    f"run: {{dir: run, executor: {executor}}}\n")
     for _ in range(2):  # and the resume finds them all written
-        done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True,
+        done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 1 and "verdict: FAIL" in done.stdout, done.stderr  # (invalid input fails the gate)
         lines = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]

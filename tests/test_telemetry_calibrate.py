@@ -13,6 +13,7 @@ import pytest
 import yaml
 from helpers import DATA
 from readme_blocks import copy_layout, mismatch, parse
+import _forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 TJ = Path(sys.executable).with_name("tracejudge")
@@ -34,7 +35,7 @@ def test_readme_calibrate_example_prints_what_readme_shows(tmp_path: Path) -> No
     blocks = [b for b in parse((REPO / "README.md").read_text(encoding="utf-8")) if b.script.strip() == EXAMPLE]
     assert len(blocks) == 1 and blocks[0].kind == "run" and blocks[0].expected, "README shows the calibrate example as a block"
     root = copy_layout(REPO, DATA, tmp_path)
-    done = subprocess.run(["bash", "-c", "set -eo pipefail\n" + blocks[0].script], cwd=root, env=_env(None), capture_output=True,
+    done = _forkserver.run(["bash", "-c", "set -eo pipefail\n" + blocks[0].script], cwd=root, env=_env(None), capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     wrong = mismatch(blocks[0].expected, done.stdout + done.stderr)
@@ -56,7 +57,7 @@ def test_a_long_metric_name_keeps_the_figures_whole_and_aligned_at_80_columns(tm
            "cache": {"dir": str(tmp_path / "cache")}}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    done = subprocess.run([str(TJ), "calibrate", str(path), "--labels-field", f"{LONG}=metadata.reward", "--labels-field",
+    done = _forkserver.run([str(TJ), "calibrate", str(path), "--labels-field", f"{LONG}=metadata.reward", "--labels-field",
                            "TaskCompletion=metadata.reward"], env=_env(80), capture_output=True, text=True, timeout=300)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     lines = done.stdout.splitlines()

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from _runs import sigkill_when
 from tracejudge.simulator.server import SimConfig, SimulatorThread
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 pytestmark = pytest.mark.xdist_group("telemetry_kill_resume")  # (one worker: the tests share one killed run)
@@ -43,7 +44,7 @@ def _config(tmp: Path, name: str, url: str, cache: str, metrics: tuple[str, ...]
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    done = _forkserver.run(args, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
@@ -151,7 +152,7 @@ def test_report_without_summary_rebuilds_the_judges_spending_from_the_spend_jour
     sent, paid = [x for x in lines if "sent" in x], [x for x in lines if "sent" not in x]
     settled = {x["settles"] for x in paid}
     flying = [x for x in sent if x["sent"] not in settled]  # (one segment: its numbers name its attempts)
-    done = subprocess.run([str(TJ), "report", str(copy)], capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([str(TJ), "report", str(copy)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 130, done.stdout + done.stderr  # (interrupted: the resume command is given)
     judge = json.loads((copy / "summary.json").read_text())["judge"]
     assert judge["requests"] == len(sent)

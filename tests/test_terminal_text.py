@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from tracejudge import RunReport
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 NAME = "[/x] :100: [bold]m"  # a closing tag with no opener raised MarkupError; ':100:' became an emoji
@@ -21,7 +22,7 @@ def test_ids_file_names_and_metric_names_with_markup_print_as_written(tmp_path: 
             fh.write(json.dumps({"id": cid, "trace": {"steps": [{"tool_calls": [{"name": "t", "arguments": {}}]}], "output": "ok"}}) + "\n")
     (tmp_path / "c.yaml").write_text(f'dataset: {{path: "f[red].jsonl"}}\nmetrics:\n  - {{type: MaxToolCalls, max_calls: 3, name: "{NAME}"}}\nrun: {{dir: out}}\n')
     for cmd in (["run", "c.yaml", "--no-progress"], ["report", "out"]):
-        proc = subprocess.run([str(TJ), *cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        proc = _forkserver.run([str(TJ), *cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 1, proc.stdout + proc.stderr  # FAIL (the repeated id), not exit 3
         assert "MarkupError" not in proc.stderr and "internal error" not in proc.stderr
         assert NAME in proc.stdout  # the summary table's metric column
@@ -30,7 +31,7 @@ def test_ids_file_names_and_metric_names_with_markup_print_as_written(tmp_path: 
     lines = bad.read_bytes().splitlines(keepends=True)
     lines[99] = b"{not json\n"
     bad.write_bytes(b"".join(lines))
-    proc = subprocess.run([str(TJ), "report", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = _forkserver.run([str(TJ), "report", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "results.jsonl:100:" in proc.stdout and "results.jsonl:100: not a valid result" in proc.stderr
 
 
@@ -50,7 +51,7 @@ def test_report_md_escapes_html_from_ids_and_metric_names(tmp_path: Path) -> Non
             fh.write(json.dumps({"id": cid, "trace": {"steps": [{"tool_calls": [{"name": "t", "arguments": {}}]}], "output": "ok"}}) + "\n")
     (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0, name: "<svg onload=alert(3)>"}\n'
                                      "run: {dir: out}\n")
-    subprocess.run([str(TJ), "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    _forkserver.run([str(TJ), "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     md = (tmp_path / "out" / "report.md").read_text()
     assert "<script>" not in md and "<svg" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "&lt;svg onload=alert(3)&gt;" in md

@@ -13,6 +13,7 @@ import tiktoken_ext
 
 PROBE = """
 import json, socket
+import _forkserver
 def refuse(*a, **k):
     raise AssertionError("network attempted")
 socket.socket.connect = refuse
@@ -28,7 +29,7 @@ print(json.dumps(out))
 
 def probe(cache_dir: Path) -> dict:
     env = {"TIKTOKEN_CACHE_DIR": str(cache_dir), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60, check=True)
+    out = _forkserver.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 
 

@@ -16,13 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "otel-loop-faults"
 EMPTY = "no records in it (an empty file, only blank lines or an empty array)"
 
 
 def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _config(tmp_path: Path, data: str) -> Path:

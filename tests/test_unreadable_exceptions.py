@@ -10,6 +10,7 @@ from pathlib import Path
 
 USER_CODE = '''
 import tracejudge
+import _forkserver
 
 class Unprintable(Exception):
     def __str__(self):
@@ -41,7 +42,7 @@ UNREADABLE = "Unprintable: (its message could not be read: its __str__ raised Ru
 
 def _run(tmp_path: Path, name: str, config: str) -> dict:
     (tmp_path / f"{name}.yaml").write_text(config + f"run: {{dir: {name}}}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", f"{name}.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", f"{name}.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr  # a verdict (the gate fails on the null score or the failed case), not a crash
     assert "the text broke" not in proc.stderr + proc.stdout and "internal error" not in proc.stderr, proc.stderr
@@ -73,7 +74,7 @@ def test_a_crash_on_such_an_exception_is_still_one_line_and_a_crash_log(tmp_path
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
     (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl, format: "usercode:reader"}\nmetrics: [{type: ToolCalls}]\n'
                                      "run: {dir: run}\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
     crash = tmp_path / "run" / "crash.log"

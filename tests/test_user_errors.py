@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from conftest import extract_lines
+import _forkserver
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+    return _forkserver.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
                           env={**os.environ, **(env or {})})
 
 
@@ -44,7 +45,7 @@ def test_simulate_on_a_port_out_of_range_or_in_use(tmp_path: Path) -> None:
 # `_name.py` files are the benchmarks' shared helpers and peer programs, not benchmarks.
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "benchmarks").glob("*.py") if not p.name.startswith("_")))
 def test_every_benchmark_answers_help(script: str, tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    proc = _forkserver.run([sys.executable, str(REPO / "benchmarks" / script), "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: ") and "Traceback" not in proc.stderr
 
@@ -56,7 +57,7 @@ def test_a_config_error_prints_no_progress_line(tmp_path: Path, tau_paths) -> No
                    "metrics: [{type: TaskCompletion}]\n"
                    "judge: {provider: openai, model: gpt-4o-mini, api_key_env: TRACEJUDGE_TEST_UNSET_KEY}\nrun: {dir: run}\n")
     env = {k: v for k, v in os.environ.items() if k != "TRACEJUDGE_TEST_UNSET_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    proc = _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
     assert proc.returncode == 2, proc.stderr
     assert "TRACEJUDGE_TEST_UNSET_KEY" in proc.stderr
     assert "progress" not in proc.stderr and "{" not in proc.stderr  # no JSON progress line around the error

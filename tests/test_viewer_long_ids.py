@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from _runs import view_process
+import _forkserver
 
 IDS = ["short", "x" * 9000, "案" * 2800, "\u202eRTL", "zw\u200bsp"]
 
@@ -33,7 +34,7 @@ def test_every_case_page_opens_whatever_its_id(tmp_path: Path) -> None:
         for cid in IDS:
             fh.write(json.dumps({"id": cid, "input": "x", "trace": {"steps": [], "output": "o"}, "expected_output": "o"}) + "\n")
     (tmp_path / "eval.yaml").write_text("dataset: {path: data.jsonl, format: native}\nmetrics: [{type: ExactMatch}]\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     with view_process(str(tmp_path / "runs" / "eval")) as (base, proc):
         status, page = _get(f"{base}/run/eval/cases")

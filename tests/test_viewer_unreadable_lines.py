@@ -20,6 +20,7 @@ from typing import Any
 
 from _runs import native_case, view_process, view_server, write_config, write_dataset
 from tracejudge.entrypoints.cli import main
+import _forkserver
 
 
 def _page(url: str) -> str:
@@ -268,5 +269,5 @@ def test_a_fifo_in_place_of_the_run_lock_is_not_waited_on(tmp_path: Path) -> Non
     finally:
         proc.kill()
         proc.communicate(timeout=30)
-    report = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(run)], capture_output=True, text=True, timeout=120)
+    report = _forkserver.run([sys.executable, "-m", "tracejudge", "report", str(run)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr[-2000:]

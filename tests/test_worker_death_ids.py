@@ -15,6 +15,7 @@ import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
@@ -42,7 +43,7 @@ def _workspace(root: Path) -> None:
 
 def _run(root: Path, crash: bool) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(root), "CRASH": "1" if crash else "0"}
-    return subprocess.run([str(TRACEJUDGE), "run", "w.yaml", "--no-progress"], cwd=root, env=env,
+    return _forkserver.run([str(TRACEJUDGE), "run", "w.yaml", "--no-progress"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=240)
 
 
@@ -127,6 +128,6 @@ def test_a_resume_sets_aside_a_dead_workers_result_filed_by_an_earlier_version_u
     assert again.returncode == 0 and "retried" not in again.stdout and "not reused" not in again.stderr, again.stdout + again.stderr[-2000:]
     assert _current(crashed) == want[0] and _state(crashed)[1:] == want[1:]
     assert pending_retries(crashed / "out") == 0  # (what `tracejudge report` over shards reads)
-    report = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=crashed, capture_output=True, text=True, timeout=240)
+    report = _forkserver.run([str(TRACEJUDGE), "report", "out"], cwd=crashed, capture_output=True, text=True, timeout=240)
     assert report.returncode == 0, report.stderr[-2000:]
     assert _current(crashed) == want[0] and _state(crashed)[1:] == want[1:]

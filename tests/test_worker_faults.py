@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ray_procs import running  # noqa: E402
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 600
@@ -59,7 +60,7 @@ def _workspace(root: Path, n: int = N) -> None:
 
 
 def _run(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, env={**os.environ, **env},
+    return _forkserver.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, env={**os.environ, **env},
                           capture_output=True, text=True, timeout=240)
 
 
@@ -90,7 +91,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _report(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=root, capture_output=True, text=True, timeout=120)
+    return _forkserver.run([str(TRACEJUDGE), "report", "out"], cwd=root, capture_output=True, text=True, timeout=120)
 
 
 def test_a_worker_killed_from_outside_costs_nothing(tmp_path):

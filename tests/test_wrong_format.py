@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 
 def _run(tmp_path: Path, data: Path, fmt: str) -> subprocess.CompletedProcess[str]:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {data}, format: {fmt}}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: run, executor: inprocess}}\n")
-    return subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    return _forkserver.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
 
 
 def _case(i: int) -> dict:
@@ -101,7 +102,7 @@ def test_a_whole_file_format_refuses_a_file_of_bad_records_only_and_runs_one_wit
     data = _results_file(tmp_path / "mixed.json", [*bad, good])
     (tmp_path / "c.yaml").write_text(f"dataset: {{path: {data}, format: tau2-bench, limit: 2}}\nmetrics: [{{type: ToolCalls}}]\n"
                                      "run: {dir: run, executor: inprocess}\n")
-    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], capture_output=True, text=True, timeout=300,
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]

@@ -24,6 +24,7 @@ pytest.importorskip("mlflow")
 pytest.importorskip("openai")
 from stores.fault_proxy import AuthProxy, FaultProxy  # noqa: E402
 from stores.servers import run_loader, sweep_config  # noqa: E402
+import _forkserver
 
 LOADER = Path(__file__).resolve().parent / "load_mlflow.py"
 ENV = "import os; os.environ.update({'MLFLOW_ENABLE_ASYNC_TRACE_LOGGING': 'false', 'MLFLOW_DISABLE_TELEMETRY': 'true'})\n"
@@ -61,7 +62,7 @@ def _load(url: str, *tasks: str, experiment: str) -> list[str]:
 
 
 def _script(code: str, *args: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=180, check=True)
+    out = _forkserver.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=180, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
