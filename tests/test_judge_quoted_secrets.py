@@ -101,6 +101,20 @@ def test_prompt_secrets_are_the_credentials_the_prompt_quotes() -> None:
     assert quoted_values("no credential here: the password field is required") == ()
 
 
+def test_the_data_fence_is_no_credential_hint() -> None:
+    """Every judge prompt holds the data fence's `BEGIN` (the system prompt names it too), which the credential
+    pre-check took for a PEM block's `-----BEGIN`: each request then ran the whole credential search over its prompt
+    (about 3 ms for a short trace, more for a long one) to find nothing. A PEM block is still found and masked."""
+    from tracejudge.llm.redact import redact
+    from tracejudge.llm.redact_patterns import _HINT
+    from tracejudge.stages.judge.base import SYSTEM
+
+    fenced = f"{SYSTEM}\n==== DATA 7306a6320faf BEGIN ====\n## Trace\nStep 1:\n call 1: search({{day:0}})\n==== DATA 7306a6320faf END ===="
+    assert _HINT.search(fenced) is None and quoted_values(fenced) == ()
+    pem = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq2\n-----END RSA PRIVATE KEY-----"
+    assert _HINT.search(pem) is not None and "MIIEpAIBAAKCAQEA" not in redact(f"{fenced}\n{pem}")
+
+
 @pytest.mark.parametrize("refuse", [False, True], ids=["reasons", "refusal"])
 def test_a_judge_quoting_trace_credentials_bare_has_them_masked_everywhere(tmp_path: Path, simulator: Any, refuse: bool) -> None:
     sim = simulator()

@@ -210,7 +210,7 @@ _HINT = re.compile(
     rf"|z(?:[Aa][Tt][Ii][Oo][Nn]|a(?<=AIza))|Z[Aa][Tt][Ii][Oo][Nn]|w(?:[Oo][Rr])?[Dd](?:[Ss]|[-_]?[Cc][Oo][Nn][Ff][Ii][Rr][Mm](?:[Aa][Tt][Ii][Oo][Nn])?)?{_SET}|W(?:[Oo][Rr])?[Dd](?:[Ss]|[-_]?[Cc][Oo][Nn][Ff][Ii][Rr][Mm](?:[Aa][Tt][Ii][Oo][Nn])?)?{_SET}"
     rf"|c(?:[Rr][Ee][Tt][Ss]?{_SET}|Hlw(?<=AgEIcHlw))|C(?:[Rr][Ee][Tt][Ss]?{_SET}|CA)|p(?:[Hh][Rr][Aa][Ss][Ee][Ss]?{_SET}|[Ii][Nn]{_PIN_SET}"
     rf"|(?<=np)m_|(?<=glp)(?:at|tt)-)|P(?:[Hh][Rr][Aa][Ss][Ee][Ss]?{_SET}|[Ii][Nn]{_PIN_SET})"
-    rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN|IA)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_)|_session=(?<=_gitlab_session=))"
+    rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN(?<=-----BEGIN)|IA)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_)|_session=(?<=_gitlab_session=))"
     rf"|S(?:IA|G\.)|x(?:ox|app-)|h(?:f_|(?<=gh)[pousr]_|(?<=sh)p(?:at|ca|pa|ss)_)|J(?<=eyJ)|/(?<=://)"
     rf"|gl(?:dt|rtr?|cbt|ft|imt|agent|oas|soat|ffct|wt)-|GR1348941|v1_(?<=do[opr]_v1_)|ya29\."
     r"|\\u00[2-7]"  # (a key spelled with `\u` escapes: `redact._unescaped_keys`)
