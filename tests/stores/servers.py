@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-import _forkserver
 
 
 def phoenix_installed() -> bool:
@@ -68,7 +67,7 @@ _preloaded_lock = threading.Lock()
 
 
 def run_loader(script: Path, *args: str, timeout: float = 180) -> str:
-    """`_forkserver.run([python, script, *args], capture_output=True, text=True, timeout=timeout, check=True).stdout`, run
+    """`subprocess.run([python, script, *args], capture_output=True, text=True, timeout=timeout, check=True).stdout`, run
     in a process forked from one that imported the script's modules once (`preloaded.py`; one per script and test process)."""
     import tempfile
 
