@@ -1,5 +1,5 @@
-"""`run`: `subprocess.run` for the suite's `tracejudge` commands, each one a real process forked from an interpreter that
-has already imported tracejudge.
+"""`run` and `popen`: `subprocess.run` and `subprocess.Popen` for the suite's `tracejudge` commands, each one a real
+process forked from an interpreter that has already imported tracejudge.
 
 The suite runs about 1,300 `tracejudge` commands as processes. A fresh interpreter spends most of a short command's CPU
 importing (about 0.5 of the 0.7 CPU-s a three-case `run` costs); forked from a server that imported every module once,
@@ -7,7 +7,7 @@ the same command costs what its work costs. The command is still a process of it
 working folder, environment, signals, exit status and exit handlers, entered as the console script or `python -m
 tracejudge` enters it (`runpy`, so `sys.argv`, `sys.path[0]` and `__main__` are what a fresh interpreter has).
 
-What a fork cannot reproduce goes to `subprocess.run` unchanged: a command that is not `tracejudge` (or is another
+What a fork cannot reproduce goes to `subprocess` unchanged: a command that is not `tracejudge` (or is another
 interpreter's), an environment whose interpreter settings differ from the server's (`PYTHON*`, the locale: a fresh
 interpreter reads them before any code runs), and options this module does not implement. Tests about a command's
 start-up itself (Ctrl-C while importing, the import time) use `subprocess` directly.
@@ -19,6 +19,7 @@ it exits on its own when the process that started it ends (its stdin reaches end
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import os
 import selectors
@@ -32,13 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run"]
+__all__ = ["popen", "run"]
 
 _SCRIPT = Path(sys.executable).with_name("tracejudge")
 # Read by a fresh interpreter before any code runs: a command asking for other values than the server's gets a fresh one.
 _STARTUP_VARS = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
-_RUN_OPTIONS = {"capture_output", "text", "universal_newlines", "cwd", "env", "timeout", "input", "check", "stdin", "stdout", "stderr",
-                "encoding", "errors"}
+_POPEN_OPTIONS = {"text", "universal_newlines", "cwd", "env", "stdin", "stdout", "stderr", "encoding", "errors", "start_new_session"}
+_RUN_OPTIONS = _POPEN_OPTIONS | {"capture_output", "timeout", "input", "check"}
 _MAX_MESSAGE = 1 << 20
 
 
@@ -50,17 +51,31 @@ def run(args: Any, **options: Any) -> subprocess.CompletedProcess[Any]:
     newlines); raises `subprocess.TimeoutExpired` (the process killed) and `subprocess.CalledProcessError` (`check`) as
     `subprocess.run` does.
     """
-    entry = _entry(args)
-    if entry is None or set(options) - _RUN_OPTIONS:
+    started = _start(args, options, _RUN_OPTIONS)
+    if started is None:
         return subprocess.run(args, **options)
-    try:
-        server = _server()
-    except OSError:
-        return subprocess.run(args, **options)
-    env = options.get("env")
-    if not _same_startup(os.environ if env is None else env):
-        return subprocess.run(args, **options)
-    return _run_forked(server, args, entry, options)
+    proc = ForkedProcess(args, *started, options)
+    with proc:
+        try:
+            out, err = proc.communicate(options.get("input"), options.get("timeout"))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    if options.get("check"):
+        done.check_returncode()
+    return done
+
+
+def popen(args: Any, **options: Any) -> Any:
+    """As `subprocess.Popen(args, **options)`; a `tracejudge` command runs forked from the server (`ForkedProcess`, with
+    Popen's `pid`, `returncode`, `stdin`/`stdout`/`stderr`, `poll`, `wait`, `communicate`, `send_signal`, `terminate`,
+    `kill` and its use as a context manager) when nothing in `options` needs a fresh interpreter."""
+    started = _start(args, options, _POPEN_OPTIONS)
+    if started is None:
+        return subprocess.Popen(args, **options)
+    return ForkedProcess(args, *started, options)
 
 
 def _entry(args: Any) -> tuple[str, str] | None:
@@ -117,80 +132,63 @@ def _stop(proc: subprocess.Popen[bytes], folder: str) -> None:
         os.rmdir(folder)
 
 
-def _run_forked(path: str, args: Any, entry: tuple[str, str], options: dict[str, Any]) -> subprocess.CompletedProcess[Any]:
-    text = bool(options.get("text") or options.get("universal_newlines") or options.get("encoding") or options.get("errors"))
-    capture = options.get("capture_output", False)
-    stdout_opt = subprocess.PIPE if capture else options.get("stdout")
-    stderr_opt = subprocess.PIPE if capture else options.get("stderr")
-    data = options.get("input")
-    stdin_opt = subprocess.PIPE if data is not None else options.get("stdin")
-    if isinstance(data, str):
-        data = data.encode(options.get("encoding") or _encoding(), options.get("errors") or "strict")
-    timeout = options.get("timeout")
-    deadline = None if timeout is None else time.monotonic() + timeout
-
-    mine: list[int] = []  # this side's ends, read or written here
-    theirs: list[int] = []  # the child's stdin, stdout, stderr (closed here once sent)
-    opened: list[int] = []
-    ends: dict[str, int] = {}
+def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socket.socket, int, dict[str, int]] | None:
+    """Ask the server to fork the command: (connection, pid, this side's pipe ends by stream name), or None where a fork
+    cannot stand for a fresh process (see the module docstring)."""
+    entry = _entry(args)
+    if entry is None or set(options) - allowed:
+        return None
     try:
-        for name, opt, fd in (("stdin", stdin_opt, 0), ("stdout", stdout_opt, 1), ("stderr", stderr_opt, 2)):
+        path = _server()
+    except OSError:
+        return None
+    env = dict(os.environ if options.get("env") is None else options["env"])
+    if not _same_startup(env):
+        return None
+    capture = options.get("capture_output", False)
+    wanted = {"stdin": subprocess.PIPE if options.get("input") is not None else options.get("stdin"),
+              "stdout": subprocess.PIPE if capture else options.get("stdout"),
+              "stderr": subprocess.PIPE if capture else options.get("stderr")}
+    theirs: list[int] = []  # the child's stdin, stdout, stderr
+    opened: list[int] = []  # of those, the ones opened here (closed once sent)
+    ends: dict[str, int] = {}  # this side's pipe ends
+    try:
+        for fd, (name, opt) in enumerate(wanted.items()):
             if opt is None:
                 theirs.append(fd)
             elif opt == subprocess.PIPE:
                 r, w = os.pipe()
-                child, here = (r, w) if name == "stdin" else (w, r)
+                child, ends[name] = (r, w) if name == "stdin" else (w, r)
                 theirs.append(child)
                 opened.append(child)
-                ends[name] = here
-                mine.append(here)
             elif opt == subprocess.DEVNULL:
-                dn = os.open(os.devnull, os.O_RDWR)
-                theirs.append(dn)
-                opened.append(dn)
+                theirs.append(os.open(os.devnull, os.O_RDWR))
+                opened.append(theirs[-1])
             elif opt == subprocess.STDOUT and name == "stderr":
                 theirs.append(theirs[1])
-            elif isinstance(opt, int):
-                theirs.append(opt)
             else:
-                theirs.append(opt.fileno())
-        env = dict(os.environ if options.get("env") is None else options["env"])
-        request = {"entry": entry, "argv": [os.fspath(a) for a in args], "cwd": os.path.abspath(os.fspath(options.get("cwd") or os.getcwd())), "env": env}
+                theirs.append(opt if isinstance(opt, int) else opt.fileno())
+        request = {"entry": entry, "argv": [os.fspath(a) for a in args], "env": env, "session": bool(options.get("start_new_session")),
+                   "cwd": os.path.abspath(os.fspath(options.get("cwd") or os.getcwd()))}
         payload = json.dumps(request).encode()
-        if len(payload) > _MAX_MESSAGE:
-            raise _Fallback()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
+            if len(payload) > _MAX_MESSAGE:
+                raise OSError("too long")
             conn.connect(path)
             socket.send_fds(conn, [payload], theirs)
-        except OSError:
-            conn.close()
-            raise _Fallback() from None
-        for fd in opened:
-            os.close(fd)
-        opened.clear()
-        reply = json.loads(conn.recv(4096) or b"{}")
+            reply = json.loads(conn.recv(4096) or b"{}")
+        except (OSError, ValueError):
+            reply = {}
         if "pid" not in reply:
             conn.close()
-            raise _Fallback()
-        pid = reply["pid"]
-        out, err, code = _communicate(conn, pid, ends, data, deadline, args, timeout, text, options)
-    except _Fallback:
-        for fd in opened + mine:
+            for fd in ends.values():
+                os.close(fd)
+            return None
+        return conn, reply["pid"], ends
+    finally:
+        for fd in opened:
             os.close(fd)
-        return subprocess.run(args, **options)
-    if text:
-        enc, errs = options.get("encoding") or _encoding(), options.get("errors") or "strict"
-        out = None if out is None else out.decode(enc, errs).replace("\r\n", "\n").replace("\r", "\n")
-        err = None if err is None else err.decode(enc, errs).replace("\r\n", "\n").replace("\r", "\n")
-    done = subprocess.CompletedProcess(args, code, out, err)
-    if options.get("check"):
-        done.check_returncode()
-    return done
-
-
-class _Fallback(Exception):
-    """The server cannot take this command: run it as a fresh process."""
 
 
 def _encoding() -> str:
@@ -199,68 +197,133 @@ def _encoding() -> str:
     return locale.getpreferredencoding(False)
 
 
-def _communicate(conn: socket.socket, pid: int, ends: dict[str, int], data: bytes | None, deadline: float | None, args: Any,
-                 timeout: float | None, text: bool, options: dict[str, Any]) -> tuple[bytes | None, bytes | None, int]:
-    """Feed stdin, read stdout/stderr to their end and the exit status from the server, as `Popen.communicate` does."""
-    chunks: dict[str, list[bytes]] = {name: [] for name in ("stdout", "stderr") if name in ends}
-    sel = selectors.DefaultSelector()
-    pending = memoryview(data or b"")
-    if "stdin" in ends:
-        if pending:
-            os.set_blocking(ends["stdin"], False)
-            sel.register(ends["stdin"], selectors.EVENT_WRITE, "stdin")
-        else:
-            os.close(ends.pop("stdin"))
-    for name in chunks:
-        sel.register(ends[name], selectors.EVENT_READ, name)
-    sel.register(conn, selectors.EVENT_READ, "status")
-    code: int | None = None
-    try:
-        while sel.get_map():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                _kill(pid)
-                out = b"".join(chunks["stdout"]) if "stdout" in chunks else None
-                err = b"".join(chunks["stderr"]) if "stderr" in chunks else None
-                if text:
-                    out = None if out is None else out.decode(errors="replace")
-                    err = None if err is None else err.decode(errors="replace")
-                raise subprocess.TimeoutExpired(args, timeout, out, err)
-            for key, _ in sel.select(left):
-                name = key.data
-                if name == "stdin":
-                    try:
-                        sent = os.write(ends["stdin"], pending[:65536])
-                    except BrokenPipeError:
-                        sent = len(pending)
-                    pending = pending[sent:]
-                    if not pending:
-                        sel.unregister(ends["stdin"])
-                        os.close(ends.pop("stdin"))
-                elif name == "status":
-                    msg = conn.recv(4096)
-                    sel.unregister(conn)
-                    code = json.loads(msg)["status"] if msg else -signal.SIGKILL
-                else:
-                    block = os.read(ends[name], 65536)
-                    if block:
-                        chunks[name].append(block)
+class ForkedProcess:
+    """A command forked by the server, used as a `subprocess.Popen` is (the subset the suite uses).
+
+    `returncode` is the exit status as Popen gives it (a negative signal number for a death by signal), learned from the
+    server, which reaped the process; `stdin`/`stdout`/`stderr` are file objects over the pipes asked for, text or
+    bytes as Popen opens them.
+    """
+
+    def __init__(self, args: Any, conn: socket.socket, pid: int, ends: dict[str, int], options: dict[str, Any]) -> None:
+        self.args, self.pid, self.returncode = args, pid, None
+        self._conn = conn
+        self._text = bool(options.get("text") or options.get("universal_newlines") or options.get("encoding") or options.get("errors"))
+        self._encoding, self._errors = options.get("encoding") or _encoding(), options.get("errors") or "strict"
+        streams = {}
+        for name, fd in ends.items():
+            mode = "wb" if name == "stdin" else "rb"
+            streams[name] = open(fd, mode)
+            if self._text:  # (as Popen wraps its pipes: stdin written through, universal newlines read)
+                streams[name] = io.TextIOWrapper(streams[name], encoding=self._encoding, errors=self._errors, write_through=name == "stdin")
+        self.stdin, self.stdout, self.stderr = streams.get("stdin"), streams.get("stdout"), streams.get("stderr")
+
+    def poll(self) -> int | None:
+        """The exit status if the process has ended, else None."""
+        if self.returncode is None:
+            self._conn.setblocking(False)
+            try:
+                self._status(self._conn.recv(4096))
+            except BlockingIOError:
+                pass
+            finally:
+                self._conn.setblocking(True)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the process to end; raises `subprocess.TimeoutExpired` after `timeout` seconds."""
+        if self.returncode is None:
+            ready = selectors.DefaultSelector()
+            ready.register(self._conn, selectors.EVENT_READ)
+            try:
+                if not ready.select(timeout):
+                    raise subprocess.TimeoutExpired(self.args, timeout)
+            finally:
+                ready.close()
+            self._status(self._conn.recv(4096))
+        assert self.returncode is not None
+        return self.returncode
+
+    def _status(self, message: bytes) -> None:
+        # (an empty message: the server ended before the process did; it is killed, as the pytest worker ends)
+        self.returncode = json.loads(message)["status"] if message else -signal.SIGKILL
+        self._conn.close()
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:
+        """Send `input`, read stdout and stderr to their end, wait for the exit: as `Popen.communicate`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        chunks: dict[str, list[bytes]] = {}
+        sel = selectors.DefaultSelector()
+        pending = memoryview(b"")
+        if self.stdin is not None:
+            if input:
+                pending = memoryview(input.encode(self._encoding, self._errors) if isinstance(input, str) else input)
+                self.stdin.flush()
+                os.set_blocking(self.stdin.fileno(), False)
+                sel.register(self.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+            else:
+                self._close("stdin")
+        for name in ("stdout", "stderr"):
+            if getattr(self, name) is not None and not getattr(self, name).closed:
+                chunks[name] = []
+                sel.register(getattr(self, name).fileno(), selectors.EVENT_READ, name)
+        try:
+            while sel.get_map():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    out, err = (self._decoded(b"".join(chunks[n])) if n in chunks else None for n in ("stdout", "stderr"))
+                    raise subprocess.TimeoutExpired(self.args, timeout, out, err)
+                for key, _ in sel.select(left):
+                    if key.data == "stdin":
+                        try:
+                            pending = pending[os.write(key.fd, pending[:65536]):]
+                        except BrokenPipeError:
+                            pending = pending[:0]
+                        if not pending:
+                            sel.unregister(key.fd)
+                            self._close("stdin")
                     else:
-                        sel.unregister(ends[name])
-                        os.close(ends.pop(name))
-    finally:
-        sel.close()
-        for fd in ends.values():
-            os.close(fd)
-        conn.close()
-        if code is None:
-            _kill(pid)
-    assert code is not None
-    return (b"".join(chunks["stdout"]) if "stdout" in chunks else None, b"".join(chunks["stderr"]) if "stderr" in chunks else None, code)
+                        block = os.read(key.fd, 65536)
+                        chunks[key.data].append(block)
+                        if not block:
+                            sel.unregister(key.fd)
+                            self._close(key.data)
+        finally:
+            sel.close()
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return tuple(self._decoded(b"".join(chunks[n])) if n in chunks else None for n in ("stdout", "stderr"))  # type: ignore[return-value]
 
+    def _decoded(self, data: bytes) -> Any:
+        if not self._text:
+            return data
+        return data.decode(self._encoding, self._errors).replace("\r\n", "\n").replace("\r", "\n")
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    def _close(self, name: str) -> None:
+        stream = getattr(self, name)
+        if stream is not None and not stream.closed:
+            try:
+                stream.close()
+            except BrokenPipeError:
+                pass
+
+    def send_signal(self, sig: int) -> None:
+        """Send `sig` to the process, unless it is known to have ended."""
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self) -> ForkedProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in ("stdout", "stderr", "stdin"):
+            self._close(name)
+        self.wait()

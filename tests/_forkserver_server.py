@@ -113,6 +113,8 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, 1 << 16)  # as `subprocess` does (close_fds): the server's socket and other requests' descriptors
+        if request.get("session"):
+            os.setsid()  # (`start_new_session=True`)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import termios
 from pathlib import Path
+import _forkserver
 
 
 def run_in_pty(argv: list[str], cwd: Path, *, columns: int = 80, env: dict[str, str] | None = None) -> tuple[str, int]:
@@ -18,7 +19,7 @@ def run_in_pty(argv: list[str], cwd: Path, *, columns: int = 80, env: dict[str, 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env={**base, "TERM": "xterm", **(env or {})})
+    proc = _forkserver.popen(argv, cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env={**base, "TERM": "xterm", **(env or {})})
     os.close(slave)
     out = b""
     try:

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
+import _forkserver
 
 
 def native_case(cid: str, expected: list[str], called: list[str], *, tags: list[str] | None = None, metadata: dict | None = None) -> dict[str, Any]:
@@ -118,7 +119,7 @@ def view_process(*args: str, wrap: Any = None) -> Iterator[tuple[str, subprocess
     `wrap(argv)` gives the command line that runs it (one that ends by exec'ing `argv`), e.g. inside a mount namespace.
     """
     argv = [sys.executable, "-m", "tracejudge", "view", *args, "--port", "0"]
-    proc = subprocess.Popen(wrap(argv) if wrap is not None else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen(wrap(argv) if wrap is not None else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")

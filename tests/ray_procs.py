@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+import _forkserver
 
 PROC = Path("/proc")
 
@@ -140,7 +141,7 @@ def ray_head(num_cpus: int = 2, pythonpath: Path | None = None) -> Iterator[Head
                "--temp-dir", str(root / "ray"), "--num-cpus", str(num_cpus), "--include-dashboard", "false", "--disable-usage-stats",
                *[item for pair in ports.items() for item in pair]]
     env = clean_env(home, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {}))
-    started = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started = _forkserver.popen(command, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     raylets: list[int] = []
     try:
         out, _ = started.communicate(timeout=300)

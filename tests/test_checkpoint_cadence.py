@@ -15,6 +15,7 @@ from tracejudge.core.records import CaseResult, Score
 from tracejudge.engine import journal_checkpoint, store
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.stages.aggregate.fold import Aggregator
+import _forkserver
 
 CHILD = """
 import sys, time
@@ -70,7 +71,7 @@ def test_a_trickle_is_checkpointed_by_time_alone(tmp_path: Path, monkeypatch: py
 
 
 def test_sigkill_between_checkpoints_loses_nothing_results_jsonl_holds(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)])
+    proc = _forkserver.popen([sys.executable, "-c", CHILD, str(tmp_path)])
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -19,7 +19,7 @@ def _crash_logs() -> set[Path]:
 
 def test_a_reader_that_closes_stdout_ends_the_command_quietly_with_141():
     before = _crash_logs()
-    proc = subprocess.Popen([str(TRACEJUDGE), "extract", str(DEMO), "-o", "-"],
+    proc = _forkserver.popen([str(TRACEJUDGE), "extract", str(DEMO), "-o", "-"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()

@@ -74,7 +74,7 @@ def test_sigint_stops_cleanly_and_the_same_command_resumes(tmp_path):
             fh.write(json.dumps(one) + "\n")
     cfg = tmp_path / "big.yaml"
     cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}, {type: TrajectoryMatch}]\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = tmp_path / "run" / "results.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not results.exists() or results.stat().st_size < 20_000):
@@ -101,7 +101,7 @@ def test_sigint_stops_cleanly_and_the_same_command_resumes(tmp_path):
 def test_second_process_on_the_same_run_dir_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    holder = subprocess.Popen(
+    holder = _forkserver.popen(
         [sys.executable, "-c", "import sys, time; from tracejudge.engine.store import RunLock; from pathlib import Path; "
          "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(run_dir)],
         stdout=subprocess.PIPE, text=True, cwd=REPO,

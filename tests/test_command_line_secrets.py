@@ -53,7 +53,7 @@ def test_a_stopped_runs_resume_command_masks_what_its_set_options_held(tmp_path:
     argv = [sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress", "--set", f"judge.api_key_env={KEY}",
             "--set", f"judge.base_url=http://ann:{PASSWORD}@127.0.0.1:9/v1", "--set", "dataset.limit=30"]
     with open(tmp_path / "out.txt", "w") as out_fh, open(tmp_path / "err.txt", "w") as err_fh:
-        proc = subprocess.Popen(argv, cwd=tmp_path, stdout=out_fh, stderr=err_fh, text=True)
+        proc = _forkserver.popen(argv, cwd=tmp_path, stdout=out_fh, stderr=err_fh, text=True)
         results = run_dir / "results.jsonl"
         sigkill_when(proc, lambda: results.exists() and results.read_bytes().count(b"\n") >= 1, "a first result", sig=signal.SIGINT)
     out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _runs import native_case, write_dataset  # noqa: E402
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 N = 3000
@@ -25,7 +26,6 @@ import os
 import time
 
 import tracejudge
-import _forkserver
 
 
 @tracejudge.metric
@@ -52,7 +52,7 @@ def test_a_dataset_cut_short_during_the_run_is_named_with_what_was_read(tmp_path
         "dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: ToolCorrectness}\n  - {type: 'holdmetric:hold'}\n"
         "run: {dir: out, processes: 1, queue_size: 8}\n")
     go = tmp_path / "go"
-    proc = subprocess.Popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE,
+    proc = _forkserver.popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "TJ_TEST_GO": str(go)})
     # Cut at a line boundary a third of the way in, once the run is held at its first case (so reading has begun).
     deadline = time.monotonic() + 120

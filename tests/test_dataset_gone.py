@@ -10,13 +10,13 @@ from pathlib import Path
 
 from rich.console import Console
 from tracejudge.entrypoints.commands import failures
+import _forkserver
 
 # The run reads the file it opened; the count for the ETA opens the path again, after the file is gone. `read` waits for
 # the count to have failed, so the run is still going when it does (the read runs in a thread: `engine.read_ahead`).
 GONE_UNDER_THE_COUNT = '''
 import dataclasses, errno, os, threading
 from tracejudge.core import registry
-import _forkserver
 
 counted = threading.Event()
 

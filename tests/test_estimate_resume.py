@@ -102,7 +102,7 @@ def test_an_interrupted_run_is_priced_for_what_its_resume_does(simulator: Any, t
     cfg = _config(tmp_path, sim.url, "eval", limits={"max_in_flight": 2})
     whole, _ = _estimate(cfg, capsys)
     assert whole["requests"][0] == N  # nothing finished yet: every case priced
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", cfg.name, "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", cfg.name, "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
     results = tmp_path / "run" / store.RESULTS
     try:

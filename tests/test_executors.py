@@ -96,7 +96,7 @@ def _native(path: Path, n: int, output: str) -> None:
 
 
 def _sigterm_after(cmd: list[str], cwd: Path, env: dict[str, str], ready: Path | None, settle_s: float) -> tuple[subprocess.Popen, float]:
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while ready is not None and not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)

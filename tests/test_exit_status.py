@@ -110,7 +110,7 @@ def test_a_run_stopped_before_its_first_result_says_so(simulator, tmp_path: Path
     cfg = tmp_path / "c.yaml"
     cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: TaskCompletion}]\nrun: {dir: run}\n"
                    f"judge: {{provider: openai, model: gpt-4o-mini, base_url: '{sim.url}/v1', stop_grace_s: 0.2}}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and sim.stats.requests == 0:
@@ -302,7 +302,7 @@ def test_a_run_stopped_with_every_result_written_is_finished_by_the_resume_it_as
     cfg = _config(tmp_path)
     cfg.write_text(cfg.read_text().replace("{type: ToolCorrectness}", '{type: "slowmetric:slow"}').replace(
         "assertions: {metrics: {ToolCorrectness: {min_mean: 0.5}}}\n", "run: {dir: run, processes: 1}\n").replace("run: {dir: run}\n", "", 1))
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (tmp_path / "scoring").exists():

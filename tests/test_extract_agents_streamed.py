@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from framework_truth import extract
+import _forkserver
 
 pytest.importorskip("agents")
 pytest.importorskip("openinference.instrumentation.openai_agents")
@@ -32,7 +33,6 @@ from tasks import Reply, Task
 from fake_openai import FakeOpenAI
 from common import MODEL, otel_provider, write_jsonl, write_otlp
 import run_agents as RA
-import _forkserver
 
 T.TASKS["handoff"] = Task("handoff", ("Please route me to billing and check the weather in Paris.",),
     ((Reply(calls=(("transfer_to_billing", {}),)), Reply(calls=(("get_weather", {"city": "Paris"}),)),

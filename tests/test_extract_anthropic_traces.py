@@ -25,6 +25,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.extract import extract_record
+import _forkserver
 
 FRAMEWORKS = Path(__file__).parent / "data" / "anthropic-instrumentations"
 ANTHROPIC = [(folder, run) for folder in ("openinference-anthropic", "traceloop-anthropic") for run in ("tools", "tools-stream")]
@@ -112,7 +113,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
         if all(installed(m) for m in mods):
             runs = [p.name.removesuffix(".truth.json") for p in sorted((FRAMEWORKS / folder).glob("*.truth.json"))]
             names.setdefault(script, []).extend(f"{folder}/{r}" for r in runs)
-    return out, {script: subprocess.Popen([sys.executable, str(RECORDERS / script), str(out), *runs], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return out, {script: _forkserver.popen([sys.executable, str(RECORDERS / script), str(out), *runs], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True) for script, runs in names.items()}
 
 

@@ -18,6 +18,7 @@ import pytest
 from framework_truth import only_case
 from tracejudge.core.records import Case, Step, Trace
 from tracejudge.stages.judge.trace_text import render_steps
+import _forkserver
 
 pytest.importorskip("openinference.instrumentation.openai")
 pytest.importorskip("opentelemetry.instrumentation.openai")
@@ -32,7 +33,6 @@ import openai
 from common import otel_provider, write_otlp
 from fake_openai import FakeOpenAI
 import run_openai_loop as L
-import _forkserver
 
 which, fail, out = sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 if which == "openinference":

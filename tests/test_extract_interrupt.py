@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers import DATA  # noqa: E402
+import _forkserver
 
 
 def _dataset(path: Path, n: int) -> None:
@@ -48,7 +49,7 @@ def _config(tmp_path: Path) -> Path:
 
 def _interrupted(args: list[str], size: Callable[[], int], **popen: Any) -> tuple[int, str]:
     """Run `tracejudge extract ARGS`, Ctrl-C it once `size()` passes 2 MB (about 250 cases written); exit status, stderr."""
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "extract", *args], stderr=subprocess.PIPE, text=True, **popen)
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "extract", *args], stderr=subprocess.PIPE, text=True, **popen)
     try:
         deadline = time.monotonic() + 120
         # Well into the loop, where most of the time goes to writing cases.

@@ -26,6 +26,7 @@ from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.extract import extract_record
 from tracejudge.stages.extract.otel.conventions import group_views
+import _forkserver
 
 RECORD = Path(__file__).parent / "frameworks" / "record_oi_faults.py"
 NEEDS = {
@@ -45,7 +46,7 @@ NEEDS = {
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Popen[str]]:
     """Every installed scenario's recording, started at once: scenario -> its process (writing `<dir>/<scenario>.jsonl`)."""
     out = tmp_path_factory.mktemp("oi-faults")
-    return {name: subprocess.Popen([sys.executable, str(RECORD), name, str(out / f"{name}.jsonl")], stdout=subprocess.PIPE,
+    return {name: _forkserver.popen([sys.executable, str(RECORD), name, str(out / f"{name}.jsonl")], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
             for name, mods in NEEDS.items() if all(installed(m) for m in mods)}
 

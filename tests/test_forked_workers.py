@@ -55,7 +55,7 @@ def _lines(path: Path) -> dict[str, dict]:
 def test_a_forked_worker_killed_from_outside_costs_nothing(tmp_path):
     _workspace(tmp_path, 2, "two")
     _workspace(tmp_path, 1, "one")
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     deadline = time.monotonic() + 120
@@ -89,7 +89,7 @@ def test_a_forked_worker_killed_from_outside_costs_nothing(tmp_path):
 
 def test_forked_workers_end_when_their_head_is_killed(tmp_path):
     _workspace(tmp_path, 2, "two")
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     workers: list[int] = []
@@ -118,7 +118,7 @@ def test_a_signal_to_the_process_group_stops_cleanly_and_the_same_command_resume
     # SIGTERM were warned of as dead and their chunks retried in fresh workers while the run stopped.
     _workspace(tmp_path, 2, "two")
     _workspace(tmp_path, 1, "one")
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while len(_children(proc.pid)) < 2 and time.monotonic() < deadline and proc.poll() is None:
@@ -141,7 +141,7 @@ def test_a_killed_forked_worker_is_replaced_by_one_worker_not_added_to(tmp_path)
     # `run.processes: 2`: after one of the two forked workers is killed, its share goes to one spawned
     # worker, so at most two workers are alive at any moment of the rest of the run (never three).
     _workspace(tmp_path, 2, "two")
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     most: list[int] = []

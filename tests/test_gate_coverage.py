@@ -37,7 +37,7 @@ def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def _killed(args: list[str], results: Path, cwd: Path, at_least: int = 8) -> int:
     """Start `tracejudge run ARGS` with a slow judge, SIGKILL it once `results` holds `at_least` lines; its line count."""
     slow = ["--set", "judge.simulator={latency_ms: 400}", "--set", "limits.max_in_flight=2"]
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", *args, *slow, "--no-progress"], cwd=cwd,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", *args, *slow, "--no-progress"], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sigkill_when(proc, lambda: results.exists() and len(results.read_bytes().splitlines()) >= at_least, "the run wrote no results")
     return len(results.read_bytes().splitlines())

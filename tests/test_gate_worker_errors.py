@@ -8,13 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 
 METRIC = """\
 import os
 import tracejudge
-import _forkserver
 
 @tracejudge.metric
 def dies_on(case, trace) -> bool:

@@ -189,7 +189,7 @@ def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_
     write_cases(tmp_path / "cases.jsonl", 40)
     (tmp_path / "config.yaml").write_text(CONFIG.format(url=sim.url))
     journal = tmp_path / "runs" / "main" / "batches.jsonl"
-    proc = subprocess.Popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _forkserver.popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while not (journal.exists() and '"submitted"' in journal.read_text()):

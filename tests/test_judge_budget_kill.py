@@ -32,7 +32,7 @@ def test_budget_holds_and_is_reported_after_a_kill(tmp_path: Path) -> None:
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
     args = [str(TJ), "run", str(REPO / "configs" / "demo.yaml"), "--no-progress", "--set", f"run.dir={run_dir}",
             "--set", f"cache.dir={cache}", "--set", f"budget.max_judge_tokens={BUDGET}"]
-    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = _forkserver.popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = run_dir / "results.jsonl"
     deadline = time.monotonic() + 60
     # Killed once a result holds judge spend: the cases skipped for the budget (while earlier requests hold it) finish

@@ -282,7 +282,7 @@ def _simulate(port: int, *flags: str) -> Any:
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "simulate", "--port", str(port), *flags],
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "simulate", "--port", str(port), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline() if proc.stdout is not None else ""
     assert "listening on" in line, (line, proc.stderr.read() if proc.stderr is not None else "")

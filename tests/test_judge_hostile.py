@@ -374,7 +374,7 @@ def test_sigterm_with_a_hung_judge_exits_within_the_grace_and_resume_redoes_the_
     with Loopback(respond) as server:
         cfg = _write(tmp_path, _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 6), metrics=metrics,
                                          judge={"timeout_s": 600, "stop_grace_s": 1}))
-        proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+        proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
@@ -409,7 +409,7 @@ def test_a_stop_sends_no_request_that_was_still_waiting_for_admission(tmp_path):
 
     with Loopback(respond) as server:
         cfg = _write(tmp_path, _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 30), limits={"max_in_flight": 1}))
-        proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+        proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60

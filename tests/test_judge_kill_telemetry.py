@@ -43,7 +43,7 @@ def _killed_and_resumed(tmp: Path, url: str, n: int, at: int, **judge: Any) -> t
     """Run `n` cases, SIGKILL the run once `at` results are written, run the same command again; (the resume, its summary)."""
     args = [str(TJ), "run", str(_config(tmp, "killed", url, n, **judge)), "--no-progress"]
     results = tmp / "killed" / "results.jsonl"
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sigkill_when(proc, lambda: results.exists() and results.read_bytes().count(b"\n") >= at, f"{at} results")
     resumed = _run(args)
     return resumed, json.loads((tmp / "killed" / "summary.json").read_text())

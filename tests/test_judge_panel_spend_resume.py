@@ -30,6 +30,7 @@ from test_judge_samples_panel import write_cases
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.stages.reports import rebuild
+import _forkserver
 
 TJ = [sys.executable, "-m", "tracejudge"]
 CASES = 8
@@ -85,7 +86,7 @@ def test_each_models_spending_after_a_kill_counts_what_the_killed_segment_spent(
     _run(_config(tmp_path, "whole", PRICED))
     config = _config(tmp_path, "killed", PRICED)
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([*TJ, "run", str(config), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen([*TJ, "run", str(config), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sigkill_when(proc, lambda: _lines(killed) >= 3, "3 results")
     assert _lines(killed) < CASES, "the run ended before it was killed"
     shutil.copytree(killed, tmp_path / "killed-report")  # (for `report` below)

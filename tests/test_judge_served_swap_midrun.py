@@ -28,6 +28,7 @@ from tracejudge.llm.cache import DiskJudgeCache, cache_key
 from tracejudge.stages.judge.client import key_components
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.metrics import TaskCompletion
+import _forkserver
 
 # A simulator presenting itself as llama-server serving `served`, on PORT (0: a free one); prints its URL when it listens.
 _SERVE = """
@@ -51,7 +52,7 @@ CASES = 10
 
 
 def _serve(weights: dict[str, Any], port: int = 0, **options: Any) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", _SERVE, json.dumps({"served": weights, **options}), str(port)],
+    proc = _forkserver.popen([sys.executable, "-c", _SERVE, json.dumps({"served": weights, **options}), str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()

@@ -38,7 +38,7 @@ def test_an_answer_paid_before_a_kill_counts_after_the_resume(simulator, tmp_pat
     # The case's two judge requests: one is answered (paid, cached), the other hangs; the kill comes in between.
     sim.set_script(["ok", "timeout"])
     args = [str(TJ), "run", str(_config(tmp_path, "killed", sim.url)), "--no-progress"]
-    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = _forkserver.popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     journal = tmp_path / "killed" / "judge_spend.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (journal.exists() and journal.read_bytes().count(b'"settles"') >= 1):

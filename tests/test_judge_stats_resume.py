@@ -48,7 +48,7 @@ def _stopped(config: Path, run: Path, at: int, sig: signal.Signals) -> None:
     SIGINT: the run stops as Ctrl-C stops it). (A killed segment before it may have left `at` results already: the signal
     then reached the resume in its start-up, which ends it before it is a segment.)"""
     at = max(at, _lines(run) + 1)
-    proc = subprocess.Popen([*TJ, "run", str(config), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen([*TJ, "run", str(config), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sigkill_when(proc, lambda: _lines(run) >= at, f"{at} results", sig=sig)
 
 

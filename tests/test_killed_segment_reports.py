@@ -24,10 +24,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from _runs import sigkill_when
+import _forkserver
 
 AGENT = '''
 import os, time
-import _forkserver
 
 def respond(request):
     if request.case_id == os.environ.get("HOLD"):  # held until the test lets it go
@@ -149,7 +149,7 @@ def _finishes(tmp_path: Path, run_dir: Path) -> None:
 def test_a_resume_killed_with_sigkill_after_new_results_leaves_no_pass(tmp_path: Path) -> None:
     run_dir, before = _finished_pass(tmp_path, "{dir: run, flush_every: 1}")
     results = run_dir / "results.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--force", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--force", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(tmp_path), "HOLD": "c6"})
     try:

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 # Runs a summary's bootstrap in a fresh interpreter, then reports the process's threads and the variable.
 CHILD = """
 import json, os, random, sys
 from tracejudge.core.lazy_numpy import single_blas_thread
 from tracejudge.stages.aggregate.stats import bootstrap_mean_ci
-import _forkserver
 if sys.argv[1:] == ["cli"]:
     single_blas_thread()
 bootstrap_mean_ci([0.0, 1.0] * 50, n_total=100, mean_total=0.5, rng=random.Random("x"), resamples=50)

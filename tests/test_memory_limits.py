@@ -44,7 +44,7 @@ def test_a_trial_count_beyond_the_bound_is_a_config_error(tmp_path: Path) -> Non
 def test_trials_are_made_as_taken_so_results_come_at_once_in_flat_memory(tmp_path: Path) -> None:
     # 256 cases × 10,000 trials: all of a chunk's trials built at once took more than the limit before any was
     # written (the process died of MemoryError). Made as taken, results are written at once; the run is stopped then.
-    proc = subprocess.Popen([TRACEJUDGE, "run", str(config(tmp_path, 256, trials=10_000)), "--no-progress"],
+    proc = _forkserver.popen([TRACEJUDGE, "run", str(config(tmp_path, 256, trials=10_000)), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_capped)
     results = tmp_path / "run" / "results.jsonl"
     deadline = time.monotonic() + 120

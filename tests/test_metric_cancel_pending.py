@@ -17,12 +17,12 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+import _forkserver
 
 CHECKS = '''\
 import asyncio
 import json
 import tracejudge as tj
-import _forkserver
 
 
 def _bad(case):

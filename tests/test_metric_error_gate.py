@@ -22,10 +22,10 @@ from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.rendered import Finished, render
 from tracejudge.stages.aggregate.fold import Aggregator
 from tracejudge.stages.aggregate.state import dump_state, restore
+import _forkserver
 
 CHECKS = '''\
 import tracejudge as tj
-import _forkserver
 
 
 @tj.metric
@@ -170,7 +170,7 @@ while True:
 
 
 def test_a_resume_after_sigkill_keeps_the_count(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)])
+    proc = _forkserver.popen([sys.executable, "-c", CHILD, str(tmp_path)])
     checkpoint = tmp_path / store.CHECKPOINT
     try:
         deadline = time.monotonic() + 60

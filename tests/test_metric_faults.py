@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 CHECKS = '''\
 import asyncio, sys, threading
 import tracejudge as tj
-import _forkserver
 
 
 class Weird:

@@ -28,6 +28,7 @@ import pytest
 from _metric_runs import IDS, write_metric_run
 from _metric_runs import results as _results
 from _metric_runs import tj as _tj
+import _forkserver
 
 CHECKS = '''\
 import asyncio, math, os
@@ -166,7 +167,7 @@ def test_a_base_exception_a_metric_raises_is_a_metric_that_raised(tmp_path: Path
 def test_a_stop_while_an_async_metric_is_awaited_is_still_a_stop(tmp_path: Path) -> None:
     # The run's own cancellation of an awaited metric is no metric failure: the run stops as interrupted.
     _write(tmp_path, ["waits"], 1)
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

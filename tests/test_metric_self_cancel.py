@@ -36,6 +36,7 @@ from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.stages.aggregate.fold import Aggregator
 from tracejudge.stages.score import ascore_case
+import _forkserver
 
 CHECKS = '''\
 import asyncio
@@ -163,7 +164,7 @@ def test_a_sync_metric_that_cancels_its_own_task_alone_is_a_metric_that_raised(t
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_while_an_async_metric_is_awaited_still_stops_the_run(tmp_path: Path, stop: signal.Signals) -> None:
     _write(tmp_path, ["self_cancel", "waits"], 1)
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

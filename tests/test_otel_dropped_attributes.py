@@ -35,6 +35,7 @@ from tracejudge.core.records import Case
 from tracejudge.stages.extract.otel.jaeger import from_jaeger
 from tracejudge.stages.extract.otel.spans import Collector
 from tracejudge.stages.score import MaxToolCalls, TokenUsage
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "dropped-attributes"
 RECORD = Path(__file__).parent / "frameworks" / "record_dropped_attributes.py"
@@ -139,7 +140,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
     env = {**os.environ, "RECORD_IN_PROCESS": "1"}  # the scenario runs in this process of its own (`common.record_each_in_subprocess`)
     if not all(installed(m) for m in NEEDS):
         return out, {}
-    return out, {name: subprocess.Popen([sys.executable, str(RECORD), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    return out, {name: _forkserver.popen([sys.executable, str(RECORD), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
                  for name in LIVE}
 
 

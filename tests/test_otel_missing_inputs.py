@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from helpers import extract_path, installed, recorded
 from tracejudge.core.records import Case
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "missing-inputs"
 RECORD = Path(__file__).parent / "frameworks" / "record_missing_inputs.py"
@@ -144,7 +145,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
     if not all(installed(m) for m in NEEDS):
         return out, {}
     env = {**os.environ, "RECORD_IN_PROCESS": "1"}  # the scenario runs in this process of its own (`common.record_each_in_subprocess`)
-    return out, {"tl-image": subprocess.Popen([sys.executable, str(RECORD), str(out), "tl-image"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    return out, {"tl-image": _forkserver.popen([sys.executable, str(RECORD), str(out), "tl-image"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                               text=True, env=env)}
 
 

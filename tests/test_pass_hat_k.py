@@ -164,7 +164,7 @@ def test_a_run_killed_with_sigkill_and_resumed_gives_the_same_figures(tau_run, t
     (root / "slowmetric.py").write_text(SLOW_METRIC)
     cfg = _config(root / "kill.yaml", tau_paths[0], root / "kill", metrics=[{"type": "slowmetric:slow"}], run={"flush_every": 1})
     results = root / "kill" / "results.jsonl"
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from tracejudge.entrypoints.cli import main; sys.exit(main(sys.argv[1:]))",
+    proc = _forkserver.popen([sys.executable, "-c", "import sys; from tracejudge.entrypoints.cli import main; sys.exit(main(sys.argv[1:]))",
                              "run", str(cfg), "--no-progress"], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (results.exists() and len(results.read_bytes().splitlines()) >= 60):

@@ -122,7 +122,7 @@ def test_a_run_over_a_pretty_printed_native_dataset_killed_and_resumed_scores_ev
     reference = _tj(tmp_path, "run", str(cfg), "--no-progress", "--run-dir", "runs/reference", env=env)
     assert reference.returncode == 1, reference.stderr  # (the invalid record fails the gate: it fails it the same after a resume)
 
-    proc = subprocess.Popen([str(TJ), "run", str(cfg), "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = _forkserver.popen([str(TJ), "run", str(cfg), "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**env, "TJ_TEST_HOLD_FROM": f"case-{HOLD_FROM:04d}"})
     results = tmp_path / "runs" / "main" / "results.jsonl"
     deadline = time.monotonic() + 120

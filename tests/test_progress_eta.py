@@ -70,7 +70,7 @@ def test_the_bar_in_a_terminal_shows_the_limiter_eta(tmp_path: Path, tau_paths) 
 def test_after_ctrl_c_in_flight_counts_cases_in_a_stages_hands(tmp_path: Path, tau_paths) -> None:
     # 40 cases, 8 judge workers on slow replies: the rest queue between stages and are dropped at once on a stop.
     cfg = _config(tmp_path, tau_paths, n=40, max_in_flight=4, latency_ms=3000)
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[str] = []
     try:

@@ -30,7 +30,7 @@ def test_a_stalled_run_says_what_it_waits_on_and_a_stop_shows_the_drain(tmp_path
         "metrics: [{type: TaskCompletion}]\n"
         "judge: {provider: simulator, model: gpt-4o-mini, stop_grace_s: 5, simulator: {latency_ms: 4000, rpm: 1}}\n"
         "cache: {enabled: false}\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[dict] = []
     text: list[str] = []
@@ -74,7 +74,7 @@ def test_requests_held_by_the_in_flight_cap_are_not_said_to_wait_at_the_rate_lim
         "metrics: [{type: TaskCompletion}]\nlimits: {max_in_flight: 1}\n"
         "judge: {provider: simulator, model: gpt-4o-mini, stop_grace_s: 1, simulator: {latency_ms: 4000}}\n"
         "cache: {enabled: false}\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     text: list[str] = []
     waiting = None
@@ -203,7 +203,7 @@ def test_requests_held_while_the_judge_is_unreachable_say_so_from_the_gate_as_it
         "metrics: [{type: TaskCompletion}]\n"
         f"judge: {{provider: openai, model: gpt-4o-mini, base_url: 'http://127.0.0.1:{port}/v1', max_retry_wait_s: 6}}\n"
         "cache: {enabled: false}\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
     try:
         out, err = proc.communicate(timeout=120)

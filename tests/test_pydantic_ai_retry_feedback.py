@@ -33,6 +33,7 @@ from framework_truth import only_case
 from helpers import installed, recorded
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.metrics import TaskCompletion
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "pydantic-ai-retry"
 RECORD = Path(__file__).parent / "frameworks" / "record_pydantic_ai_retry.py"
@@ -223,7 +224,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
     """Every installed recording made again at once into a temporary folder: (folder, recording -> its process)."""
     out = tmp_path_factory.mktemp("pydantic-ai-retry-live")
     env = {**os.environ, "RECORD_IN_PROCESS": "1"}  # the recording runs in this process of its own (`common.record_each_in_subprocess`)
-    return out, {name: subprocess.Popen([sys.executable, str(RECORD), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    return out, {name: _forkserver.popen([sys.executable, str(RECORD), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
                  for name in LIVE if all(installed(m) for m in NEEDS[name.split("-")[1]])}
 
 

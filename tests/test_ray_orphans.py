@@ -17,6 +17,7 @@ if not Path("/proc").is_dir():
     pytest.skip("the Ray process tests read Linux's /proc", allow_module_level=True)
 
 import ray_procs  # noqa: E402
+import _forkserver
 
 TESTS = Path(__file__).resolve().parent
 
@@ -31,7 +32,7 @@ def test_a_sigkilled_head_takes_its_local_ray_cluster_along(tmp_path):
                    f"run: {{dir: {tmp_path / 'run'}, chunk_size: 4, executor: ray}}\ncache: {{dir: {tmp_path / 'cache'}}}\n")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(TESTS)}  # the cluster's workers import ray_helpers
     env.pop("RAY_ADDRESS", None)
-    head = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], env=env, start_new_session=True,
+    head = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     results, tree = tmp_path / "run" / "results.jsonl", []
     try:

@@ -96,7 +96,7 @@ def test_the_actors_of_a_killed_head_end_with_its_job_and_the_cluster_stays(tmp_
     cfg = _config(tmp_path, n=2000, metrics="[{type: 'ray_helpers:SlowLength', sleep_ms: 50}]")
     results = tmp_path / "run" / "results.jsonl"
     env = ray_procs.clean_env(head.home, PYTHONPATH=str(TESTS))  # the head imports ray_helpers too (the cluster has it: `head`)
-    driver = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--set", "run.executor=ray", "--set", f"run.ray_address={head.address}",
+    driver = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--set", "run.executor=ray", "--set", f"run.ray_address={head.address}",
                                "--run-dir", str(tmp_path / "run"), "--no-progress"], env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     actors: list[int] = []

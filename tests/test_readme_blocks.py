@@ -90,7 +90,7 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
             script = "set -eo pipefail\n" + localise(block.script)
             if block.kind == "background":
                 with open(tmp_path / f"background-{block.line}.log", "wb") as log:  # the child keeps its own descriptor
-                    proc = subprocess.Popen(["bash", "-c", script], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                    proc = _forkserver.popen(["bash", "-c", script], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
                 background.append(proc)
                 for port in PORT.findall(block.script):

@@ -21,6 +21,7 @@ import pytest
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.simulator.server import free_port
+import _forkserver
 
 # Each case costs the CPU-bound model tens of seconds per request; two show what five did: real verdicts, parsed or classified.
 CASES = 2
@@ -60,7 +61,7 @@ def test_a_real_small_model_judges_two_tau_bench_cases(tmp_path, tau_paths):
     trajectories, tasks = tau_paths
     port = free_port()
     log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+    proc = _forkserver.popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
                              "--n_ctx", "2048",
                              # One thread: beside the suite's other worker, a second one spin-waits at every barrier for a busy core.
                              "--n_threads", "1", "--n_threads_batch", "1"], stdout=log, stderr=subprocess.STDOUT)

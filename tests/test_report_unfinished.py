@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 from _runs import sigkill_when
+import _forkserver
 
 AGENT = '''
 import os, time
-import _forkserver
 
 HELD = "c2"
 
@@ -50,7 +50,7 @@ def _start_held(tmp_path: Path, held: str) -> subprocess.Popen[str]:
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
                                      "target: {kind: python, callable: held_agent:respond, concurrency: 1}\n"
                                      "metrics: [{type: ToolCalls}]\nrun: {dir: run, flush_every: 1}\n")
-    return subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+    return _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -167,7 +167,7 @@ def test_a_copy_of_a_killed_run_gives_the_command_that_resumes_the_run(held_run:
 
 def _view_stderr(run_dir: Path) -> str:
     """The stderr of `tracejudge view RUN`, started until it serves, then stopped."""
-    view = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", str(run_dir), "--port", "0"], cwd=run_dir.parent,
+    view = _forkserver.popen([sys.executable, "-m", "tracejudge", "view", str(run_dir), "--port", "0"], cwd=run_dir.parent,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert view.stdout is not None and view.stdout.readline().startswith("tracejudge view: http://127.0.0.1:")
@@ -268,7 +268,7 @@ def _killed_judged_run(tmp_path: Path, tau_paths, once: str) -> None:
         f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 4}}\n"
         "metrics: [{type: TaskCompletion}]\n"
         "judge: {provider: simulator, model: gpt-4o-mini, simulator: {latency_ms: 30000}}\ncache: {enabled: false}\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "j.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "j.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

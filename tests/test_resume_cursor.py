@@ -23,6 +23,7 @@ import pytest
 from tracejudge.stages.extract.native import peek_id
 
 from _runs import native_case, write_dataset
+import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
 N = 2400
@@ -46,7 +47,6 @@ import os
 import time
 
 import tracejudge
-import _forkserver
 
 
 @tracejudge.metric
@@ -95,7 +95,7 @@ def _by_key(run_dir: Path, moved: tuple[str, str] = ("", "")) -> dict[tuple[str,
 
 def _killed(root: Path, run_dir: str, *args: str, records: int = KILL_AT, results: int = 0) -> dict:
     """Start a run, SIGKILL it once its cursor is past `records` records and `results` results are written; the cursor it left."""
-    proc = subprocess.Popen(_cmd("--run-dir", run_dir, *args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = _forkserver.popen(_cmd("--run-dir", run_dir, *args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TJ_TEST_HOLD_FROM": f"{HOLD_FROM:05d}"})
     where = root / run_dir
     deadline = time.monotonic() + 120

@@ -190,7 +190,7 @@ def test_kill_storm_summary_equals_the_unkilled_run(tmp_path: Path) -> None:
     results = storm / store.RESULTS
     kills = 0
     for at_least in (8, 24, 40):
-        proc = subprocess.Popen(args(storm), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = _forkserver.popen(args(storm), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline and (not results.exists() or results.read_bytes().count(b"\n") < at_least):
             time.sleep(0.005)

@@ -90,7 +90,7 @@ def _run(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedPr
 
 
 def _start(root: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(_cmd(*args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return _forkserver.popen(_cmd(*args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _results(run_dir: Path) -> list[dict]:
@@ -353,7 +353,7 @@ def test_live_lock_refuses_at_once(workspace: Path, tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text("".join((workspace / "cases.jsonl").read_text().splitlines(keepends=True)[:50]))
     run_dir = tmp_path / "runs" / "main"
     run_dir.mkdir(parents=True)
-    holder = subprocess.Popen(
+    holder = _forkserver.popen(
         [sys.executable, "-c", "import sys, time; from tracejudge.engine.store import RunLock; RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(run_dir)],
         stdout=subprocess.PIPE, text=True,
     )

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 from _runs import sigkill_when
+import _forkserver
 
 AGENT = '''
 import os, time
-import _forkserver
 
 def respond(request):
     if request.case_id == os.environ.get("HELD", "c5"):  # held until the test lets it go (or the run is stopped)
@@ -81,7 +81,7 @@ def _agent_run(tmp_path: Path) -> Path:
 
 def _start_forced(tmp_path: Path, held: str = "c5") -> subprocess.Popen[str]:
     """`tracejudge run c.yaml --force` (the grown dataset), once the agent holds case `held`."""
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--force", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--force", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HELD": held})
     deadline = time.monotonic() + 60
     while not (tmp_path / "holding").exists():

@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 
 from tracejudge.llm.tokens import counter_for
+import _forkserver
 
 SCHEMA = {
     "type": "object",
@@ -127,7 +128,7 @@ def test_scripted_faults(simulator):
 
 def test_cli_simulate_serves_until_signalled(tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "tracejudge")
-    proc = subprocess.Popen([exe, "simulate", "--port", "0", "--latency-ms", "1"], stdout=subprocess.PIPE, text=True)
+    proc = _forkserver.popen([exe, "simulate", "--port", "0", "--latency-ms", "1"], stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)

@@ -66,7 +66,7 @@ def _kill_with_requests_held(tmp: Path, sim: Any, unanswered: int) -> tuple[list
         return (st.requests - st.answered - st.server_errors == IN_FLIGHT and st.answered == ANSWERED
                 and _paid_lines(journal) == ANSWERED)
 
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sigkill_when(proc, held, f"{IN_FLIGHT} requests held by the simulator after {ANSWERED} answered")
     received, replied = st.requests, st.answered + st.server_errors
     assert received - replied == IN_FLIGHT and received == ANSWERED + unanswered + IN_FLIGHT

@@ -65,7 +65,7 @@ def test_a_double_sigint_during_start_up_ends_the_run(workspace, tmp_path, way, 
     # command rightly leaves an inherited SIG_IGN alone until its run installs its own handling.
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        proc = subprocess.Popen([*COMMANDS[way], "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env,
+        proc = _forkserver.popen([*COMMANDS[way], "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finally:
         signal.signal(signal.SIGINT, inherited)
@@ -95,7 +95,7 @@ def test_python_m_tracejudge_interrupted_as_the_cli_imports_begin_exits_130_in_o
                                        f"run: {{dir: {tmp_path / 'out'}}}\n")
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # (as from a terminal: see above)
     try:
-        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "tracejudge", "run", "run.yaml", "--no-progress"],
+        proc = _forkserver.popen([sys.executable, "-X", "importtime", "-m", "tracejudge", "run", "run.yaml", "--no-progress"],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finally:
         signal.signal(signal.SIGINT, inherited)

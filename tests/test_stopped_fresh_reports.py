@@ -15,10 +15,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+import _forkserver
 
 AGENT = """\
 import os, time
-import _forkserver
 
 def agent(request):
     if request.case_id not in ("c0", "c1"):
@@ -57,7 +57,7 @@ def _stopped_run(tmp: Path, aborted: bool) -> tuple[Path, str, str]:
     _setup(tmp)
     err_path = tmp / "stderr.txt"
     with open(err_path, "w") as err, open(tmp / "stdout.txt", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--fresh", "--no-progress"], cwd=tmp,
+        proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "run", "eval.yaml", "--fresh", "--no-progress"], cwd=tmp,
                                 stdout=out, stderr=err)
     run_dir = (tmp / "runs" / "eval-2").resolve()
     results = run_dir / "results.jsonl"

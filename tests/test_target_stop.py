@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+import _forkserver
 
 AGENT = '''
 import os, time
 from pathlib import Path
-import _forkserver
 
 def respond(request):
     with open("calls.log", "a") as fh:
@@ -46,7 +46,7 @@ def _calls(tmp: Path) -> list[str]:
 
 def _stop_while_c1_is_held(tmp: Path, cmd: list[str]) -> None:
     """Run `cmd`; once c1 is at the agent, send SIGINT, wait for the run to say it is stopping, then let c1 go (exit 130)."""
-    proc = subprocess.Popen(cmd, cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = _forkserver.popen(cmd, cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     stopping = threading.Event()
     lines: list[str] = []
 

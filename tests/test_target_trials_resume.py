@@ -13,6 +13,7 @@ import live_agents
 import yaml
 from live_support import REPO, TESTS, by_key, live_config, pass_at_k, pass_at_k_from_results, read_jsonl, run_live
 from tracejudge.entrypoints.cli import main as cli_main
+import _forkserver
 
 
 def py_target(**extra):
@@ -72,7 +73,7 @@ def test_resume_after_sigkill_does_not_rerun_finished_trials(tmp_path, monkeypat
     results_path = tmp_path / "run" / "results.jsonl"
     log1 = tmp_path / "calls1.jsonl"
     env = {**os.environ, "LIVE_AGENT_LOG": str(log1), "LIVE_AGENT_DELAY": "0.1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
+    proc = _forkserver.popen(
         [sys.executable, "-c", "import sys; from tracejudge.entrypoints.cli import main; sys.exit(main(sys.argv[1:]))", "run", str(config_path), "--no-progress"],
         env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

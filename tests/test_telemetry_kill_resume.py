@@ -82,7 +82,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, sim: Any) -> dict[str, Any]:
     args = [str(TJ), "run", str(_config(tmp, "killed", sim.url, "cache-killed")), "--no-progress"]
     run_dir = tmp / "killed"
     results = run_dir / "results.jsonl"
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _forkserver.popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict[str, float] = {}
 
     def ready() -> bool:

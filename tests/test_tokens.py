@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import tiktoken_ext
+import _forkserver
 
 PROBE = """
 import json, socket
-import _forkserver
 def refuse(*a, **k):
     raise AssertionError("network attempted")
 socket.socket.connect = refuse

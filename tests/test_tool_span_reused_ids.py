@@ -29,6 +29,7 @@ import pytest
 from helpers import extract_path, installed, recorded
 from tracejudge.core.records import Case
 from tracejudge.stages.score import MaxToolCalls
+import _forkserver
 
 DATA = Path(__file__).parent / "data" / "tool-span-ids"
 RECORD = Path(__file__).parent / "frameworks" / "record_tool_span_ids.py"
@@ -128,7 +129,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
     """Every installed scenario of `LIVE` re-recorded at once into a temporary folder: (folder, scenario -> its process)."""
     out = tmp_path_factory.mktemp("tool-span-ids-live")
     env = {**os.environ, "RECORD_IN_PROCESS": "1"}  # the scenario runs in this process of its own (`common.record_each_in_subprocess`)
-    return out, {name: subprocess.Popen([sys.executable, str(RECORD), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    return out, {name: _forkserver.popen([sys.executable, str(RECORD), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
                  for name, mods in NEEDS.items() if name in LIVE and all(installed(m) for m in mods)}
 
 

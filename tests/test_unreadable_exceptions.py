@@ -7,10 +7,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+import _forkserver
 
 USER_CODE = '''
 import tracejudge
-import _forkserver
 
 class Unprintable(Exception):
     def __str__(self):

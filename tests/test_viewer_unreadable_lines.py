@@ -258,7 +258,7 @@ def test_a_fifo_in_place_of_the_run_lock_is_not_waited_on(tmp_path: Path) -> Non
     run = _finished(tmp_path, 2)
     (run / ".lock").unlink(missing_ok=True)
     os.mkfifo(run / ".lock")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", str(run), "--port", "0"], stdout=subprocess.PIPE,
+    proc = _forkserver.popen([sys.executable, "-m", "tracejudge", "view", str(run), "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 60)

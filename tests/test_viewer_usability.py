@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from _runs import native_case, view_server, write_config, write_dataset
 from tracejudge.entrypoints.cli import main
+import _forkserver
 
 SECRET = "sk-proj-" + "Q7wErTy8uIoP1aSdFgH2jKlZ3xCvBnM4qWeRtY5uIoPaSdF6"
 TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
@@ -273,7 +274,7 @@ def test_a_killed_run_reads_interrupted_and_a_held_one_in_progress(tmp_path: Pat
     cfg = write_config(tmp_path / "slow.yaml", data, tmp_path / "killed", metrics=[{"type": "TaskCompletion"}],
                        judge={"provider": "simulator", "model": "sim", "simulator": {"latency_ms": 300}}, limits={"max_in_flight": 2},
                        run={"dir": str(tmp_path / "killed"), "flush_every": 1})
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     results = tmp_path / "killed" / "results.jsonl"
     sigkill_when(proc, lambda: results.exists() and results.read_bytes().count(b"\n") >= 2, "the run wrote no results")

@@ -96,7 +96,7 @@ def _report(root: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
     _workspace(tmp_path)
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
                             env={**os.environ, "SLOW_S": "0.01"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     deadline = time.monotonic() + 120
@@ -176,7 +176,7 @@ def test_a_worker_dying_on_every_record_costs_a_bounded_number_of_workers(tmp_pa
 
 def test_workers_end_when_their_head_is_killed(tmp_path):
     _workspace(tmp_path)
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
                             env={**os.environ, "SLOW_S": "0.05"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     workers: list[int] = []
@@ -200,7 +200,7 @@ def test_ctrl_c_while_spawned_workers_start_prints_no_traceback(tmp_path):
     # process group; one that lands while the workers are still starting (before their first chunk) must be
     # ignored by them as by a worker at work: the head stops the run, nothing prints a traceback.
     _workspace(tmp_path)
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.05"})
     deadline = time.monotonic() + 120
     started: list[int] = []
@@ -231,7 +231,7 @@ def test_a_worker_dying_while_the_run_stops_leaves_its_chunk_to_the_resume(tmp_p
     # warned about as a death, and the resume redoes it. Here the workers die once the head has said it stops.
     _workspace(tmp_path)
     flag = tmp_path / "die-now"
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02", "DIE_WHEN": str(flag)})
     _wait_for_a_result(tmp_path, proc)
     os.kill(proc.pid, signal.SIGINT)
@@ -255,7 +255,7 @@ def test_the_stop_message_counts_the_records_workers_are_computing(tmp_path):
     # Slow chunks in two spawned workers and nothing after the executor: at a Ctrl-C no case is in a stage's
     # hands, but whole chunks are in the workers'. The stop message must say so, not "the 0 in flight".
     _workspace(tmp_path)
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+    proc = _forkserver.popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02"})
     _wait_for_a_result(tmp_path, proc)
     os.kill(proc.pid, signal.SIGINT)

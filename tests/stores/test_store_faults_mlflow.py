@@ -85,7 +85,7 @@ def _ours(url: str, trace_id: str, name: str | None = None) -> list:
 
 def test_a_trace_in_progress_is_skipped_then_read_once_finished(url, tmp_path, capsys):
     first = _load(url, "sequence", experiment="longrun")
-    long = subprocess.Popen([sys.executable, "-c", LONG_TRACE, url, "longrun"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    long = _forkserver.popen([sys.executable, "-c", LONG_TRACE, url, "longrun"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         long_id = json.loads(long.stdout.readline())
         cfg = sweep_config(tmp_path, "mlflow-server", {"tracking_uri": url, "experiment": "longrun", "start": "last_run"}, max_calls=3)
