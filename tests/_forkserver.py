@@ -221,13 +221,10 @@ class ForkedProcess:
     def poll(self) -> int | None:
         """The exit status if the process has ended, else None."""
         if self.returncode is None:
-            self._conn.setblocking(False)
             try:
-                self._status(self._conn.recv(4096))
+                self._status(self._conn.recv(4096, socket.MSG_DONTWAIT))
             except BlockingIOError:
                 pass
-            finally:
-                self._conn.setblocking(True)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:

@@ -24,12 +24,6 @@ from typing import Any
 _MAX_MESSAGE = 1 << 20
 
 
-def _encoding() -> str:
-    import locale
-
-    return locale.getpreferredencoding(False)
-
-
 def _preload() -> None:
     """Import what commands import, as a command would (one BLAS thread before numpy), and nothing that starts a thread."""
     import importlib
@@ -170,12 +164,14 @@ def _exit_code(call: Any) -> int:
 
 
 def _standard_streams() -> None:
-    """sys.stdin/stdout/stderr over descriptors 0-2 as a fresh interpreter opens them (this environment's settings)."""
+    """sys.stdin/stdout/stderr over descriptors 0-2 as a fresh interpreter opens them: the encoding and error handlers
+    the server's own streams got (its interpreter settings are the command's: `_forkserver._same_startup`), buffering by
+    what each descriptor is."""
     import io
 
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
-    encoding = os.environ.get("PYTHONIOENCODING", "").split(":")[0] or _encoding()
-    for fd, name, mode, errors in ((0, "stdin", "rb", "strict"), (1, "stdout", "wb", "strict"), (2, "stderr", "wb", "backslashreplace")):
+    for fd, name, mode in ((0, "stdin", "rb"), (1, "stdout", "wb"), (2, "stderr", "wb")):
+        model = getattr(sys, f"__{name}__")
         try:
             os.fstat(fd)
         except OSError:
@@ -189,7 +185,8 @@ def _standard_streams() -> None:
             buffered = raw
         else:
             buffered = io.BufferedWriter(raw)
-        stream = io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=(fd != 0 and tty) or fd == 2,
+        # (stderr is line-buffered whatever it is, since Python 3.9)
+        stream = io.TextIOWrapper(buffered, encoding=model.encoding, errors=model.errors, line_buffering=(fd != 0 and tty) or fd == 2,
                                   write_through=unbuffered and fd != 0)
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
