@@ -96,6 +96,9 @@ def _same_startup(env: Any) -> bool:
 
 
 _SERVER_ENV: dict[str, str] = {}
+# The environment the test process had when its test modules were imported: the server starts with it, not with what a
+# test running at that moment set (a test setting PYTHONPATH would otherwise send every later command to a fresh process).
+_BASELINE_ENV = dict(os.environ)
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
@@ -104,10 +107,13 @@ def _server() -> str:
     """The socket path of this process's server, started on first use."""
     with _LOCK:
         if _STATE.get("pid") == os.getpid():
-            return _STATE["path"]
+            if _STATE["proc"].poll() is None:
+                return _STATE["path"]
+            _fresh(["(server)"], f"the server had ended ({_STATE['proc'].returncode}): started again")
+            _stop(_STATE["proc"], _STATE["folder"])
         folder = tempfile.mkdtemp(prefix="tj-forkserver-")
         path = os.path.join(folder, "s")
-        env = dict(os.environ)
+        env = dict(_BASELINE_ENV)
         proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_forkserver_server.py")), path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=folder)
         assert proc.stdout is not None
         ready = proc.stdout.readline()
@@ -136,15 +142,18 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
     """Ask the server to fork the command: (connection, pid, this side's pipe ends by stream name), or None where a fork
     cannot stand for a fresh process (see the module docstring)."""
     entry = _entry(args)
-    if entry is None or set(options) - allowed:
+    if entry is None:
         return None
+    if set(options) - allowed:
+        return _fresh(args, f"options {sorted(set(options) - allowed)}")
     try:
         path = _server()
-    except OSError:
-        return None
+    except OSError as exc:
+        return _fresh(args, f"no server: {exc}")
     env = dict(os.environ if options.get("env") is None else options["env"])
     if not _same_startup(env):
-        return None
+        differ = sorted(k for k in {*env, *_SERVER_ENV} if (k.startswith("PYTHON") or k in _STARTUP_VARS) and env.get(k) != _SERVER_ENV.get(k))
+        return _fresh(args, f"environment {differ}")
     capture = options.get("capture_output", False)
     wanted = {"stdin": subprocess.PIPE if options.get("input") is not None else options.get("stdin"),
               "stdout": subprocess.PIPE if capture else options.get("stdout"),
@@ -181,6 +190,7 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
         except (OSError, ValueError):
             reply = {}
         if "pid" not in reply:
+            _fresh(args, f"the server did not fork it: {reply}")
             conn.close()
             for fd in ends.values():
                 os.close(fd)
@@ -189,6 +199,16 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _fresh(args: Any, why: str) -> None:
+    """None: `args` runs as a fresh process; `why` is appended to the file `TJ_FORKSERVER_LOG` names, if set (to see
+    which commands of a suite run pay a fresh interpreter, and why)."""
+    log = _BASELINE_ENV.get("TJ_FORKSERVER_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}\t{why}\t{[os.fspath(a) for a in args][:4]}\n")
+    return None
 
 
 def _encoding() -> str:

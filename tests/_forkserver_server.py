@@ -68,36 +68,53 @@ def _serve(path: str) -> None:
             if kind == "parent":
                 if not os.read(sys.stdin.fileno(), 4096):
                     return  # the test process ended
-            elif kind == "accept":
-                client, _ = listener.accept()
-                try:
-                    payload, fds, _flags, _addr = socket.recv_fds(client, _MAX_MESSAGE, 3)
-                except OSError:
-                    client.close()
-                    continue
-                if len(fds) != 3 or not payload:
-                    for fd in fds:
-                        os.close(fd)
-                    client.close()
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    _child(json.loads(payload), fds)
-                for fd in fds:
-                    os.close(fd)
-                pidfd = os.pidfd_open(pid)
-                sel.register(pidfd, selectors.EVENT_READ, ("exit", (client, pid)))
-                client.send(json.dumps({"pid": pid}).encode())
-            elif kind == "exit":
-                client, pid = conn
-                sel.unregister(key.fd)
-                os.close(key.fd)
-                _, status = os.waitpid(pid, 0)
-                try:
-                    client.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
-                except OSError:
-                    pass
-                client.close()
+                continue
+            try:
+                if kind == "accept":
+                    _fork(listener, sel)
+                else:
+                    _reap(sel, key.fd, *conn)
+            except Exception:  # one request gone wrong (its client gone, a fork refused) is no reason to stop serving
+                import traceback
+
+                traceback.print_exc()
+
+
+def _fork(listener: socket.socket, sel: selectors.BaseSelector) -> None:
+    """Take one request: fork its command, answer the pid and watch for the command's exit."""
+    client, _ = listener.accept()
+    try:
+        payload, fds, _flags, _addr = socket.recv_fds(client, _MAX_MESSAGE, 3)
+    except OSError:
+        client.close()
+        return
+    try:
+        if len(fds) != 3 or not payload:
+            client.close()
+            return
+        pid = os.fork()
+        if pid == 0:
+            _child(json.loads(payload), fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    sel.register(os.pidfd_open(pid), selectors.EVENT_READ, ("exit", (client, pid)))
+    try:
+        client.send(json.dumps({"pid": pid}).encode())
+    except OSError:
+        pass  # (the client went away: the command runs to its end all the same, as a process whose parent died would)
+
+
+def _reap(sel: selectors.BaseSelector, pidfd: int, client: socket.socket, pid: int) -> None:
+    """A command ended: reap it and send its exit status to its client."""
+    sel.unregister(pidfd)
+    os.close(pidfd)
+    _, status = os.waitpid(pid, 0)
+    try:
+        client.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+    except OSError:
+        pass
+    client.close()
 
 
 def _child(request: dict[str, Any], fds: list[int]) -> None:
