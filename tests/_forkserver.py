@@ -8,9 +8,9 @@ working folder, environment, signals, exit status and exit handlers, entered as 
 tracejudge` enters it (`runpy`, so `sys.argv`, `sys.path[0]` and `__main__` are what a fresh interpreter has).
 
 What a fork cannot reproduce goes to `subprocess` unchanged: a command that is not `tracejudge` (or is another
-interpreter's), an environment whose interpreter settings differ from the server's (`PYTHON*`, the locale: a fresh
-interpreter reads them before any code runs), and options this module does not implement. Tests about a command's
-start-up itself (Ctrl-C while importing, the import time) use `subprocess` directly.
+interpreter's), an environment whose interpreter settings differ from the server's (`PYTHONPATH` and the other
+variables a fresh interpreter reads as it starts, the locale), and options this module does not implement. Tests about
+a command's start-up itself (Ctrl-C while importing, the import time) use `subprocess` directly.
 
 One server per test process (a pytest-xdist worker; `_forkserver_server.py`), started on first use and ended with it;
 it exits on its own when the process that started it ends (its stdin reaches end of file).
@@ -36,8 +36,16 @@ from typing import Any
 __all__ = ["popen", "run"]
 
 _SCRIPT = Path(sys.executable).with_name("tracejudge")
-# Read by a fresh interpreter before any code runs: a command asking for other values than the server's gets a fresh one.
-_STARTUP_VARS = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
+# Read by a fresh interpreter as it starts (Python's documented environment variables, less those read when used, such
+# as PYTHONBREAKPOINT, which Ray's driver sets, and PYTHONASYNCIODEBUG), and the locale: a command asking for other
+# values than the server's gets a fresh interpreter.
+_STARTUP_VARS = frozenset({
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONPLATLIBDIR", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONEXECUTABLE",
+    "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONLEGACYWINDOWSSTDIO", "PYTHONWARNINGS", "PYTHONDEVMODE",
+    "PYTHONFAULTHANDLER", "PYTHONMALLOC", "PYTHONMALLOCSTATS", "PYTHONTRACEMALLOC", "PYTHONOPTIMIZE", "PYTHONDEBUG",
+    "PYTHONVERBOSE", "PYTHONINSPECT", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
+    "PYTHONPROFILEIMPORTTIME", "PYTHONINTMAXSTRDIGITS", "PYTHONWARNDEFAULTENCODING", "PYTHONNODEBUGRANGES", "PYTHONSTARTUP",
+    "PYTHONCOERCECLOCALE", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE"})
 _POPEN_OPTIONS = {"text", "universal_newlines", "cwd", "env", "stdin", "stdout", "stderr", "encoding", "errors", "start_new_session"}
 _RUN_OPTIONS = _POPEN_OPTIONS | {"capture_output", "timeout", "input", "check"}
 _MAX_MESSAGE = 1 << 20
@@ -91,8 +99,7 @@ def _entry(args: Any) -> tuple[str, str] | None:
 
 
 def _same_startup(env: Any) -> bool:
-    names = {k for k in env if k.startswith("PYTHON") or k in _STARTUP_VARS} | {k for k in _SERVER_ENV if k.startswith("PYTHON") or k in _STARTUP_VARS}
-    return all(env.get(k) == _SERVER_ENV.get(k) for k in names)
+    return all(env.get(k) == _SERVER_ENV.get(k) for k in _STARTUP_VARS)
 
 
 _SERVER_ENV: dict[str, str] = {}
@@ -152,7 +159,7 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
         return _fresh(args, f"no server: {exc}")
     env = dict(os.environ if options.get("env") is None else options["env"])
     if not _same_startup(env):
-        differ = sorted(k for k in {*env, *_SERVER_ENV} if (k.startswith("PYTHON") or k in _STARTUP_VARS) and env.get(k) != _SERVER_ENV.get(k))
+        differ = sorted(k for k in _STARTUP_VARS if env.get(k) != _SERVER_ENV.get(k))
         return _fresh(args, f"environment {differ}")
     capture = options.get("capture_output", False)
     wanted = {"stdin": subprocess.PIPE if options.get("input") is not None else options.get("stdin"),
