@@ -53,6 +53,21 @@ def _preload() -> None:
 
 
 def _serve(path: str) -> None:
+    # A Ctrl-C in the terminal reaches the whole foreground group, this server too: the commands it forked take it
+    # (each child sets its own handler), the server serves on; it ends with the test process.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _listen(path)
+    finally:
+        # (the test process removes the folder too, unless it was killed: then only this leaves no folder behind)
+        for gone in (lambda: os.unlink(path), lambda: os.rmdir(os.path.dirname(path))):
+            try:
+                gone()
+            except OSError:
+                pass
+
+
+def _listen(path: str) -> None:
     _preload()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
@@ -127,6 +142,8 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         if request.get("session"):
             os.setsid()  # (`start_new_session=True`)
         os.chdir(request["cwd"])
+        if request.get("umask") is not None:
+            os.umask(request["umask"])  # (the test process's: the server's is the one it had when the server started)
         os.environ.clear()
         os.environ.update(request["env"])
         time.tzset()
