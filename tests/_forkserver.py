@@ -149,7 +149,7 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
     """Ask the server to fork the command: (connection, pid, this side's pipe ends by stream name), or None where a fork
     cannot stand for a fresh process (see the module docstring)."""
     entry = _entry(args)
-    if entry is None:
+    if entry is None or _conflicting(options):
         return None
     if set(options) - allowed:
         return _fresh(args, f"options {sorted(set(options) - allowed)}")
@@ -161,6 +161,9 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
     if not _same_startup(env):
         differ = sorted(k for k in _STARTUP_VARS if env.get(k) != _SERVER_ENV.get(k))
         return _fresh(args, f"environment {differ}")
+    cwd = os.path.abspath(os.fspath(options.get("cwd") or os.getcwd()))
+    if not os.path.isdir(cwd):  # (`subprocess` raises the error a test may expect: FileNotFoundError, NotADirectoryError)
+        return _fresh(args, f"cwd {cwd} is no folder")
     capture = options.get("capture_output", False)
     wanted = {"stdin": subprocess.PIPE if options.get("input") is not None else options.get("stdin"),
               "stdout": subprocess.PIPE if capture else options.get("stdout"),
@@ -185,7 +188,7 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
             else:
                 theirs.append(opt if isinstance(opt, int) else opt.fileno())
         request = {"entry": entry, "argv": [os.fspath(a) for a in args], "env": env, "session": bool(options.get("start_new_session")),
-                   "cwd": os.path.abspath(os.fspath(options.get("cwd") or os.getcwd()))}
+                   "cwd": cwd, "umask": _umask()}
         payload = json.dumps(request).encode()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -206,6 +209,21 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _conflicting(options: dict[str, Any]) -> bool:
+    """True for the combinations `subprocess.run` refuses with a ValueError (it is left to raise it)."""
+    given = {k for k, v in options.items() if v is not None}
+    return ("input" in given and "stdin" in given) or (bool(options.get("capture_output")) and bool(given & {"stdout", "stderr"}))
+
+
+def _umask() -> int | None:
+    """This process's umask, which a command it starts inherits (read, not set and restored: other threads create files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return next((int(line.split()[1], 8) for line in fh if line.startswith("Umask:")), None)
+    except OSError:
+        return None
 
 
 def _fresh(args: Any, why: str) -> None:
@@ -235,6 +253,8 @@ class ForkedProcess:
     def __init__(self, args: Any, conn: socket.socket, pid: int, ends: dict[str, int], options: dict[str, Any]) -> None:
         self.args, self.pid, self.returncode = args, pid, None
         self._conn = conn
+        self._chunks: dict[str, list[bytes]] | None = None  # what `communicate` read, kept across a TimeoutExpired
+        self._input = memoryview(b"")  # the part of communicate's input not yet written
         self._text = bool(options.get("text") or options.get("universal_newlines") or options.get("encoding") or options.get("errors"))
         self._encoding, self._errors = options.get("encoding") or _encoding(), options.get("errors") or "strict"
         streams = {}
@@ -274,36 +294,43 @@ class ForkedProcess:
         self._conn.close()
 
     def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:
-        """Send `input`, read stdout and stderr to their end, wait for the exit: as `Popen.communicate`."""
+        """Send `input`, read stdout and stderr to their end, wait for the exit: as `Popen.communicate` (its one-stream
+        case reads the stream object, what a test already read into its buffer included; after a `TimeoutExpired`,
+        whose output is the bytes read so far, a later call goes on and returns all of it)."""
+        if self._chunks is None and timeout is None and [self.stdin, self.stdout, self.stderr].count(None) >= 2:
+            return self._communicate_one(input)
+        if self._chunks is not None and input:
+            raise ValueError("Cannot send input after starting communication")
         deadline = None if timeout is None else time.monotonic() + timeout
-        chunks: dict[str, list[bytes]] = {}
-        sel = selectors.DefaultSelector()
-        pending = memoryview(b"")
-        if self.stdin is not None:
-            if input:
-                pending = memoryview(input.encode(self._encoding, self._errors) if isinstance(input, str) else input)
+        if self._chunks is None:
+            self._chunks = {n: [] for n in ("stdout", "stderr") if getattr(self, n) is not None}
+            if self.stdin is not None:
                 self.stdin.flush()
-                os.set_blocking(self.stdin.fileno(), False)
-                sel.register(self.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
-            else:
-                self._close("stdin")
-        for name in ("stdout", "stderr"):
-            if getattr(self, name) is not None and not getattr(self, name).closed:
-                chunks[name] = []
+                if input:
+                    self._input = memoryview(input.encode(self._encoding, self._errors) if isinstance(input, str) else input)
+                else:
+                    self._close("stdin")
+        chunks = self._chunks
+        sel = selectors.DefaultSelector()
+        if self.stdin is not None and not self.stdin.closed and self._input:
+            os.set_blocking(self.stdin.fileno(), False)
+            sel.register(self.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+        for name in chunks:
+            if not getattr(self, name).closed:
                 sel.register(getattr(self, name).fileno(), selectors.EVENT_READ, name)
         try:
             while sel.get_map():
                 left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    out, err = (self._decoded(b"".join(chunks[n])) if n in chunks else None for n in ("stdout", "stderr"))
+                if left is not None and left <= 0:  # (Popen's: the bytes read so far, undecoded; None for nothing)
+                    out, err = (b"".join(chunks[n]) if chunks.get(n) else None for n in ("stdout", "stderr"))
                     raise subprocess.TimeoutExpired(self.args, timeout, out, err)
                 for key, _ in sel.select(left):
                     if key.data == "stdin":
                         try:
-                            pending = pending[os.write(key.fd, pending[:65536]):]
+                            self._input = self._input[os.write(key.fd, self._input[:65536]):]
                         except BrokenPipeError:
-                            pending = pending[:0]
-                        if not pending:
+                            self._input = self._input[:0]
+                        if not self._input:
                             sel.unregister(key.fd)
                             self._close("stdin")
                     else:
@@ -316,6 +343,24 @@ class ForkedProcess:
             sel.close()
         self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return tuple(self._decoded(b"".join(chunks[n])) if n in chunks else None for n in ("stdout", "stderr"))  # type: ignore[return-value]
+
+    def _communicate_one(self, input: Any) -> tuple[Any, Any]:
+        out = err = None
+        if self.stdin is not None:
+            try:
+                if input:
+                    self.stdin.write(input)
+            except BrokenPipeError:
+                pass
+            self._close("stdin")
+        elif self.stdout is not None:
+            out = self.stdout.read()
+            self._close("stdout")
+        elif self.stderr is not None:
+            err = self.stderr.read()
+            self._close("stderr")
+        self.wait()
+        return out, err
 
     def _decoded(self, data: bytes) -> Any:
         if not self._text:
