@@ -142,6 +142,8 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         if request.get("session"):
             os.setsid()  # (`start_new_session=True`)
         os.chdir(request["cwd"])
+        if "numpy" in sys.modules:  # (a fresh interpreter seeds numpy's global generator from the OS; `random` reseeds at fork)
+            sys.modules["numpy"].random.seed()
         if request.get("umask") is not None:
             os.umask(request["umask"])  # (the test process's: the server's is the one it had when the server started)
         os.environ.clear()
