@@ -98,8 +98,9 @@ def _entry(args: Any) -> tuple[str, str] | None:
     return None
 
 
-def _same_startup(env: Any) -> bool:
-    return all(env.get(k) == _SERVER_ENV.get(k) for k in _STARTUP_VARS)
+def _startup_differences(env: Any) -> list[str]:
+    """The start-up variables (`_STARTUP_VARS`) whose values in `env` are not the server's."""
+    return sorted(k for k in _STARTUP_VARS if env.get(k) != _SERVER_ENV.get(k))
 
 
 _SERVER_ENV: dict[str, str] = {}
@@ -158,8 +159,7 @@ def _start(args: Any, options: dict[str, Any], allowed: set[str]) -> tuple[socke
     except OSError as exc:
         return _fresh(args, f"no server: {exc}")
     env = dict(os.environ if options.get("env") is None else options["env"])
-    if not _same_startup(env):
-        differ = sorted(k for k in _STARTUP_VARS if env.get(k) != _SERVER_ENV.get(k))
+    if differ := _startup_differences(env):
         return _fresh(args, f"environment {differ}")
     cwd = os.path.abspath(os.fspath(options.get("cwd") or os.getcwd()))
     if not os.path.isdir(cwd):  # (`subprocess` raises the error a test may expect: FileNotFoundError, NotADirectoryError)

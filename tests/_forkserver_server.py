@@ -201,7 +201,7 @@ def _exit_code(call: Any) -> int:
 
 def _standard_streams() -> None:
     """sys.stdin/stdout/stderr over descriptors 0-2 as a fresh interpreter opens them: the encoding and error handlers
-    the server's own streams got (its interpreter settings are the command's: `_forkserver._same_startup`), buffering by
+    the server's own streams got (its interpreter settings are the command's: `_forkserver._startup_differences`), buffering by
     what each descriptor is."""
     import io
 
