@@ -202,30 +202,48 @@ def discover_runs(root: Path) -> list[Path]:
 
 
 def load_runs(paths: list[Path]) -> list[Run]:
-    """A `Run` per directory, with URL-safe unique ids from the directory names.
+    """A `Run` per directory, with URL-safe unique ids from the directory names as given (a symlink's own name).
 
-    Raises `ValueError` naming a path that is not a run directory.
+    A directory given twice (two spellings, or a symlink and the directory it points to) is served once: under its own
+    name when that is given too, else under the first name given. Raises `ValueError` naming a path that is not a run
+    directory.
     """
-    runs: list[Run] = []
-    seen: set[str] = set()
+    paths = [Path(p) for p in paths]
     for p in paths:
-        p = Path(p)
         if not _is_run(p):
             raise ValueError(f"{p}: not a run directory (no results.jsonl or manifest.json)")
-        if any(r.path.resolve() == p.resolve() for r in runs):
+    seen: set[str] = set()
+    return [_new_run(p, seen) for p in _one_per_run(paths, set())]
+
+
+def _one_per_run(paths: list[Path], served: set[str]) -> list[Path]:
+    """`paths` (run directories) less the second names of a run: one whose resolved path is in `served` or comes earlier,
+    and a symlink to a directory also in `paths` under a name of its own (`latest` beside the run it points to: the link
+    may point at another run tomorrow, the directory stays that run)."""
+    direct = {str(p.resolve()) for p in paths if not p.is_symlink()}
+    out, seen = [], set(served)
+    for p in paths:
+        real = str(p.resolve())
+        if real in seen or (p.is_symlink() and real in direct):
             continue
-        runs.append(_new_run(p, seen))
-    return runs
+        seen.add(real)
+        out.append(p)
+    return out
 
 
 def _new_run(path: Path, seen: set[str]) -> Run:
-    """A `Run` of `path` whose id is its folder's name made URL-safe, suffixed `-2`, `-3` … past the ids in `seen` (added)."""
-    base = re.sub(r"[^A-Za-z0-9._-]+", "-", path.resolve().name).strip("-") or "run"
+    """A `Run` of `path` whose id is its folder's name made URL-safe, suffixed `-2`, `-3` … past the ids in `seen` (added).
+
+    The name is the one the user sees, not its target's: `runs/nightly`, a symlink to `store/run-0042`, is `nightly`
+    (its pages `/run/nightly`, as the folder listing reads). Made absolute without following links, so `.` or `..` given
+    on the command line names the folder they stand for."""
+    name = Path(os.path.abspath(path)).name
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
     rid, n = base, 2
     while rid in seen:
         rid, n = f"{base}-{n}", n + 1
     seen.add(rid)
-    return Run(rid, path, path.resolve().name)
+    return Run(rid, path, name)
 
 
 class RunTable:
@@ -270,10 +288,9 @@ class RunTable:
             found += [p for name in names if str(p := folder / name) not in self._paths and _is_run(p)]
         added = 0
         with self._lock:
-            for p in found:
-                # (resolved only when new by its spelling: a second name of a run served, a symlink, is not served twice)
-                if str(p) in self._paths or str(p.resolve()) in self._paths:
-                    continue
+            # (resolved only when new by its spelling: a second name of a run served, a symlink, is not served twice;
+            # a symlink written beside the run it points to leaves that run its own name)
+            for p in _one_per_run([p for p in found if str(p) not in self._paths], self._paths):
                 run = _new_run(p, set(self._runs))
                 self._runs[run.rid] = run
                 self._paths |= {str(p), str(p.resolve())}
