@@ -163,8 +163,7 @@ async def _runs(request: web.Request) -> web.Response:
 async def _run_page(request: web.Request) -> web.Response:
     run = await _run(request)
     counts = await _refresh(request, run)
-    await anyio.to_thread.run_sync(request.app[_RUNS].scan)  # (its "Diff vs" links name the runs written since too)
-    others = [r for r in request.app[_RUNS].values() if r.rid != run.rid and r.gone() is None]
+    others = [r for r in await anyio.to_thread.run_sync(request.app[_RUNS].present) if r.rid != run.rid]  # (written since too)
     baseline = request.app[_BASELINE]
     others.sort(key=lambda r: r.rid != baseline)
 
@@ -228,6 +227,8 @@ async def _case(request: web.Request) -> web.Response:
     case_id = await _case_id(request, run)
     trial = _int(request.query.get("trial"), 0, "trial")
     vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
+    # (its `vs=` choices, and the run `vs=` names, include a run written since the viewer started and not one removed)
+    choices = await anyio.to_thread.run_sync(request.app[_RUNS].present)
     other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
     if other is not None and other.gone() is not None:
         other = None  # a baseline deleted meanwhile: the case alone
@@ -257,7 +258,7 @@ async def _case(request: web.Request) -> web.Response:
     note = "" if not asked or asked in ("-", run.rid) or other is not None else (
         f"vs={asked[:40]}: " + ("that run's directory is gone" if asked in request.app[_RUNS] else "no run of that id is served here")
         + "; the case is shown alone.")
-    return _html(case_page(case_id, trial, trials or [trial], main, side, list(request.app[_RUNS].values()), note))
+    return _html(case_page(case_id, trial, trials or [trial], main, side, choices, note))
 
 
 async def _case_id(request: web.Request, run: Run) -> str:
@@ -290,13 +291,13 @@ async def _case_rest(request: web.Request) -> web.Response:
 
 
 async def _diff(request: web.Request) -> web.Response:
-    runs = request.app[_RUNS]
     a, b = await _run(request, "a", query=True), await _run(request, "b", query=True)
+    runs = await anyio.to_thread.run_sync(request.app[_RUNS].present)  # (the runs to pick from as the Case page's)
     if differs(a, b) is not None:  # different datasets: the page says what differs, nothing is paired
-        return _html(diff_page(a, b, None, list(runs.values())))
+        return _html(diff_page(a, b, None, runs))
     for r in (a, b):
         await _refresh(request, r)  # (a results.jsonl that cannot be read: its 503 page, not a failed comparison)
-    return _html(diff_page(a, b, await _comparison(request.app, a, b), list(runs.values())))
+    return _html(diff_page(a, b, await _comparison(request.app, a, b), runs))
 
 
 async def _comparison(app: web.Application, a: Run, b: Run) -> Comparison:

@@ -297,6 +297,13 @@ class RunTable:
                 added += 1
         return added
 
+    def present(self) -> list[Run]:
+        """The runs a page offers to open or compare with: every run served whose directory is there, the watched folders
+        listed again first (`scan`), so a run written since the viewer started is among them and one removed is not.
+        Blocking (a listing per folder and a stat or two per run)."""
+        self.scan()
+        return [r for r in self.values() if r.gone() is None]
+
     def close(self) -> None:
         """Close every run's index."""
         for run in self.values():
