@@ -62,6 +62,27 @@ def test_anthropic_forced_tool_gets_tool_use_block(simulator):
     assert reply["stop_reason"] == "tool_use" and reply["usage"]["input_tokens"] > 0
 
 
+def test_a_reply_longer_than_max_tokens_is_cut_there_without_a_server_cap(simulator):
+    # Without --max-reply-tokens the whole verdict came back under `finish_reason: stop`, billed as max_tokens: no
+    # OpenAI-style server sends more than the max_tokens asked.
+    sim = simulator()
+    enc = counter_for("gpt-4o-mini").encoding
+    url = sim.url + "/v1/chat/completions"
+    whole = post(url, {**openai_body(max_tokens=100), "n": 2})[2]
+    cut = post(url, {**openai_body(max_tokens=3), "n": 2})[2]
+    for full, short in zip(whole["choices"], cut["choices"], strict=True):
+        assert full["finish_reason"] == "stop" and short["finish_reason"] == "length"
+        assert short["message"]["content"] == enc.decode(enc.encode(full["message"]["content"])[:3])
+    assert cut["usage"]["completion_tokens"] == 2 * 3
+    body = {"model": "claude-3-5-haiku", "max_tokens": 3, "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"name": "verdict", "input_schema": SCHEMA}], "tool_choice": {"type": "tool", "name": "verdict"}}
+    reply = post(sim.url + "/v1/messages", body)[2]
+    assert reply["stop_reason"] == "max_tokens" and reply["usage"]["output_tokens"] == 3
+    assert reply["content"][0]["type"] == "text"  # a tool call cut short is text, not a `tool_use` block
+    # A reply under max_tokens is sent whole.
+    assert post(url, openai_body(max_tokens=100))[2]["choices"][0]["finish_reason"] == "stop"
+
+
 def test_rpm_window_answers_429_with_provider_headers(simulator):
     sim = simulator(rpm=2)
     assert post(sim.url + "/v1/chat/completions", openai_body())[0] == 200

@@ -90,7 +90,10 @@ answered from the schema in every mode. `tokenizer_factor` F counts prompt
 tokens as tiktoken's count × F (rounded up) in `usage` and in the limits, as a
 model whose tokenizer counts more does. `context_tokens` N refuses, with a 400
 naming the context length, a request whose prompt tokens plus `max_tokens`
-exceed N (a local server's window). `max_reply_tokens` N cuts every reply at
+exceed N (a local server's window). A reply longer than the request's
+`max_tokens` is cut at it (`finish_reason: length` / `stop_reason:
+max_tokens`, that many completion tokens), as the providers do; a request
+that asks none is not cut. `max_reply_tokens` N cuts every reply at
 N tokens (`finish_reason: length`, N completion tokens) whatever its
 `max_tokens` asks, as a server's own output cap does (llama.cpp's
 `--n-predict`). A request without `response_format` gets a

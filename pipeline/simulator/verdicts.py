@@ -186,9 +186,9 @@ def _sample(sim: Sim, body: dict[str, Any], schema: dict[str, Any] | None, name:
 
 
 def _capped(samples: list[tuple[Any, str, str]], completions: list[int], counter: Any, cap: int) -> tuple[list[tuple[Any, str, str]], list[int]]:
-    """`samples` and their `completions` as a server whose own output cap (`SimConfig.max_reply_tokens`, llama.cpp's
-    `--n-predict`) is `cap` tokens, under the request's `max_tokens`, makes them: a reply longer than that is cut at
-    `cap` tokens, `finish_reason` `length`, `cap` completion tokens, as that server reports it."""
+    """`samples` and their `completions` cut at `cap` tokens, as a server makes them: the request's `max_tokens`, or the
+    server's own output cap (`SimConfig.max_reply_tokens`, llama.cpp's `--n-predict`) when that is lower. A reply
+    longer than `cap` is cut there, `finish_reason` `length`, `cap` completion tokens, as the server reports it."""
     out, counts = [], []
     for (verdict, text, finish), n in zip(samples, completions, strict=True):
         tokens = encode(counter.encoding, text)
@@ -215,7 +215,8 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     prompt = prompt or prompt_text(body)
     st = sim.stats
     model = str(body["model"])
-    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+    # Only a `max_tokens` the request asks cuts a reply (a request without one gets what the model says, as from OpenAI).
+    asked = body.get("max_tokens") or body.get("max_completion_tokens")
     schema, name = _response_schema(body, anthropic, prompt)
     forced = forced_tool(body, anthropic)
     if forced is not None:
@@ -224,12 +225,12 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     counter = counter_for(model)
     # The tokens each sample holds, as a server reports what it sent: the `truncated` fault's half a verdict is counted as
     # half, not as all of max_tokens (a cut at max_tokens holds all of them; this one is the server's own, far under).
-    completions = [min(max_tokens, counter.text(text)) for _, text, _ in samples]
-    cap = sim.config.max_reply_tokens
-    if cap is not None:
-        # The server's own cap cuts a longer reply; a request whose max_tokens is under that cap is cut at its max_tokens,
-        # as such a server does (a reply sent whole, counted as max_tokens under `finish_reason: stop`, was no server's).
-        samples, completions = _capped(samples, completions, counter, min(cap, max_tokens))
+    completions = [counter.text(text) for _, text, _ in samples]
+    limits = [int(n) for n in (asked, sim.config.max_reply_tokens) if n]
+    if limits:
+        # A reply longer than the request's max_tokens (or the server's own, lower cap) is cut there, `finish_reason:
+        # length`, as an OpenAI-style server does: one sent whole, counted as max_tokens under `stop`, was no server's.
+        samples, completions = _capped(samples, completions, counter, min(limits))
     completion = sum(completions)
     st.truncated += fault == "truncated"
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
