@@ -104,6 +104,22 @@ def test_a_metric_named_the_wildcard_or_with_a_control_character_is_refused_at_i
     load_config(write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, name: 'tool*'}, {type: Contains, name: 'é 😀'}]\n"))
 
 
+def test_a_metric_name_holding_an_invisible_character_is_refused_at_its_line(tmp_path):
+    # `ca<U+200B>lls` beside `calls` was accepted: two metrics that read alike in the file, results.jsonl and report.html,
+    # and a gate on `calls` held for only one of them. YAML takes such characters unescaped, unseen.
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, name: calls}\n"
+                          "  - {type: ToolCalls, name: ca\u200blls}\n  - {type: Contains, name: \"\\ufeff\"}\n"
+                          "  - {type: ExactMatch, name: \"soft\\u00adhyphen\"}\n")
+    key = "a metric name is a key of results and report rows: it cannot hold an invisible character"
+    assert _refused(cfg) == [
+        f"{cfg}:4: metrics.1.name: ToolCalls: {key} (U+200B at character 3 of 'ca\\u200blls'; did you mean 'calls'?)",
+        f"{cfg}:5: metrics.2.name: Contains: {key} (U+FEFF at character 1 of '\\ufeff')",
+        f"{cfg}:6: metrics.3.name: ExactMatch: {key} (U+00AD at character 5 of 'soft\\xadhyphen'; did you mean 'softhyphen'?)"]
+    # the joiners stay: emoji sequences and Persian words are written with them
+    load_config(write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, name: \"\U0001f468\u200d\U0001f4bb\"},"
+                                " {type: Contains, name: \"\u0645\u06cc\u200c\u062e\"}]\n"))
+
+
 def test_a_metric_name_that_is_empty_blank_or_padded_is_refused_at_its_line(tmp_path):
     # `name: ""` fell back to the type unsaid; `" "` and `"ToolCalls "` were accepted and printed as no name, or as
     # ToolCalls, in every report, and a gate on them had to repeat the spaces.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tracejudge.core.errors import ParameterError
+from tracejudge.core.inert_text import INVISIBLE
 from tracejudge.core.memo import Memo
 from tracejudge.core.spec_messages import param_problems
 from tracejudge.core.records import Case, Score, ToolCall
@@ -58,8 +59,8 @@ def make_score(value: float | None, passed: bool | None, reason: str, details: d
 
 
 # What a metric's name may not hold (`Metric._usable_name`): what breaks a line or a table's column (line and paragraph
-# separators, tabs). Other controls and invisible characters are shown inert wherever a name is printed (`inert_text`)
-# and keep names apart (`m\x01`, `m\x02`), as they are in case ids.
+# separators, tabs). Other controls are shown inert wherever a name is printed (`inert_text`) and keep names apart
+# (`m\x01`, `m\x02`), as they are in case ids: YAML takes them only escaped, so the config shows them too.
 _UNPRINTED = re.compile("[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]")
 
 
@@ -103,6 +104,14 @@ class Metric(NoBoolNumbers):
         if name is not None and (bad := _UNPRINTED.search(name)) is not None:
             raise ValueError(f"a metric name is a key of results and report rows: it cannot hold a line break or tab "
                              f"({bad.group()!r} at character {bad.start() + 1} of {name!r})")
+        # An invisible format character (a zero-width space, a BOM, a soft hyphen: `inert_text.INVISIBLE`) is written
+        # as it is in a YAML file, unseen there, in results.jsonl and in a browser: `calls` and `ca\u200blls` are two
+        # metrics that read alike, and a gate naming `calls` holds for the one it was not meant for.
+        if name is not None and (bad := INVISIBLE.search(name)) is not None:
+            seen = INVISIBLE.sub("", name).strip()
+            raise ValueError(f"a metric name is a key of results and report rows: it cannot hold an invisible character "
+                             f"(U+{ord(bad.group()):04X} at character {bad.start() + 1} of {name!r}"
+                             f"{f'; did you mean {seen!r}?' if seen else ''})")
         # An empty name fell back to the type's unsaid; a blank one, or one with a space at an end, printed as no name
         # or as another metric's (`ToolCalls ` beside `ToolCalls`) in every table, and a gate had to repeat the space.
         if name == "":
