@@ -250,3 +250,26 @@ def test_set_addresses_a_metric_name_holding_a_dot_in_brackets_and_refuses_the_s
                               "write its name in brackets, --set 'assertions.metrics[\"tool.acc\"].min_mean=…'")
     with pytest.raises(ConfigError, match=r"a '\[' with no '\]' after it"):
         load_config(cfg, ["assertions.metrics[tool.acc.min_mean=0.25"])
+
+
+def test_an_error_on_a_gate_of_a_metric_name_holding_a_dot_shows_the_name_in_brackets(tmp_path):
+    # `assertions.metrics.tool.acc.min_mean: …` read as a key `acc` of a metric `tool`: the errors name the key as
+    # `--set` takes it, as the split refusal above tells the user to write it.
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, name: tool.acc}]\n"
+                          "assertions: {metrics: {tool.acc: {min_mean: 2, max_eror_share: 0.1}}}\n")
+    assert _refused(cfg) == [
+        f'{cfg}:3: assertions.metrics["tool.acc"].min_mean: Input should be less than or equal to 1 (got 2)',
+        f'{cfg}:3: assertions.metrics["tool.acc"].max_eror_share: unknown key; did you mean max_error_share?']
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg, ['assertions.metrics["tool.acc"].min_mean=abc'])
+    assert str(err.value).startswith('--set assertions.metrics["tool.acc"].min_mean=abc: assertions.metrics["tool.acc"].min_mean: '
+                                     "Input should be a valid number")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg, ['assertions.metrics["tool.acc"].min_mean.x=1'])
+    assert str(err.value).endswith(': assertions.metrics["tool.acc"].min_mean is not a mapping')
+    # A key without a dot reads as before; every shown path parses back to its keys.
+    from tracejudge.core.field_paths import key_path, parse_path
+
+    assert key_path(("metrics", 0, "name")) == "metrics.0.name"
+    for keys in (("assertions", "metrics", "tool.acc", "min_mean"), ("judge", "prices", "gpt-4.1"), ("a", "", " b", "c[d]")):
+        assert [k for k, _ in parse_path(key_path(keys))] == list(keys)

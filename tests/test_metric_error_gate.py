@@ -97,6 +97,16 @@ def test_an_allowed_share_passes(tmp_path: Path, extra: str, where: str) -> None
     assert proc.stdout.splitlines()[-1] == "verdict: PASS"
 
 
+def test_the_limit_of_a_metric_named_with_a_dot_is_named_in_brackets() -> None:
+    # `(assertions.metrics.broken.v2.max_metric_error_share)` read as a key `v2` of a metric `broken`.
+    from tracejudge.core.evalconfig import AssertionsConfig
+    from tracejudge.stages.aggregate.gate_metric_error import metric_error_checks
+
+    assertions = AssertionsConfig.model_validate({"metrics": {"broken.v2": {"max_metric_error_share": 0.5}}})
+    (check,) = metric_error_checks(assertions, {"metrics": {"broken.v2": {"results": 3, "raised": 1}}}, None)
+    assert check.ok and check.detail.endswith('allowed <= 50.0% (assertions.metrics["broken.v2"].max_metric_error_share)'), check
+
+
 def test_a_metric_own_limit_overrides_the_assertions_one(tmp_path: Path) -> None:
     proc, _ = _run(tmp_path, IDS, "assertions: {max_metric_error_share: 1.0, metrics: {broken: {max_metric_error_share: 0.5}}}\n")
     assert proc.returncode == 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.field_paths import key_path
 from tracejudge.core.yaml_checks import MAX_EXPANDED_NODES, cycle, duplicate_key, expanded_size
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
     # `overridden`: key path → the `--set KEY=VALUE` that gave it, so an error in a value from the
     # command line names that option, not a line of a file the user did not change.
     key = tuple(str(p) for p in loc)
-    dotted = ".".join(key) or "(top level)"
+    # (a metric named `tool.acc` is shown as `--set` takes it, `assertions.metrics["tool.acc"]`, not as keys `tool`, `acc`)
+    dotted = key_path(key) or "(top level)"
     for o, item in overridden.items():
         if key[: len(o)] == o:
             return f"{item}: {dotted}: {msg}"
@@ -157,11 +159,11 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
         nxt = parts[i + 1]
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(f"--set {dotted}: {'.'.join(parts[: i + 1])} is not an index of the list")
+                raise ConfigError(f"--set {dotted}: {key_path(parts[: i + 1])} is not an index of the list")
             node = node[int(part)]
             continue
         if not isinstance(node, dict):
-            raise ConfigError(f"--set {dotted}: {'.'.join(parts[:i])} is not a mapping")
+            raise ConfigError(f"--set {dotted}: {key_path(parts[:i])} is not a mapping")
         if part not in node or node[part] is None:
             node[part] = [] if nxt.isdigit() else {}
         node = node[part]
@@ -176,7 +178,7 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
     elif isinstance(node, dict):
         node[last] = value
     else:
-        raise ConfigError(f"--set {dotted}: {'.'.join(parts[:-1])} is not a mapping")
+        raise ConfigError(f"--set {dotted}: {key_path(parts[:-1])} is not a mapping")
     return tuple(parts)
 
 
@@ -333,7 +335,7 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
                               f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
         if (dup := duplicate_key(root)) is not None:
             key, line, first = dup
-            raise ConfigError(f"{source}:{line}: {'.'.join(key)}: duplicate key (first on line {first}); "
+            raise ConfigError(f"{source}:{line}: {key_path(key)}: duplicate key (first on line {first}); "
                               "YAML would keep only this one and drop the first silently: merge them into one")
         data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
@@ -348,7 +350,7 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
     lines = _line_index(root)
     if (looped := cycle(data, ())) is not None:
-        dotted = ".".join(looped)
+        dotted = key_path(looped)
         where = f"{source}:{lines[looped]}" if looped in lines else source
         raise ConfigError(f"{where}: {dotted}: a YAML alias refers to a mapping or list that contains it; "
                           "a config must not recurse")

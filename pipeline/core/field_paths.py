@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["dig", "parse_path"]
+__all__ = ["dig", "key_path", "parse_path"]
 
 _MISSING: Any = object()
 
@@ -80,6 +81,19 @@ def _bracket(path: str, i: int) -> tuple[str, int]:
     if not key:
         raise ValueError(f"{path!r} at character {i + 1}: an empty key in brackets")
     return key, close + 1
+
+
+def key_path(keys: Iterable[object]) -> str:
+    """`keys` (a config key's path, list indices as ints or digits) written as `parse_path` and `--set` read them: joined
+    by `.`, a key that holds a `.` or a bracket, or that is empty or padded, in brackets as a JSON string
+    (`assertions.metrics["tool.acc"].min_mean`), so a metric named `tool.acc` does not read as a key `acc` of `tool`."""
+    out = ""
+    for key in map(str, keys):
+        if key and key == key.strip() and not any(c in key for c in ".[]"):
+            out += f".{key}" if out else key
+        else:
+            out += f"[{json.dumps(key, ensure_ascii=False)}]"
+    return out
 
 
 def dig(record: Any, path: str) -> Any:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.evalconfig import AssertionsConfig
+from tracejudge.core.field_paths import key_path
 from tracejudge.engine.rendered import METRIC_ERRORS
 from tracejudge.stages.aggregate.gate import Check, metric_rule
 from tracejudge.stages.aggregate.gate_figures import figure, limit as limit_shown
@@ -44,7 +45,8 @@ def metric_error_checks(assertions: AssertionsConfig, summary: dict[str, Any], r
         share = raised / carrying
         ok = share <= allowed + 1e-12
         mine = assertions.metrics.get(key)
-        where = (f"assertions.{_KNOB}" if own is None else f"assertions.metrics.{key}.{_KNOB}"
+        # (a metric named `a.b` as `--set` takes it, `assertions.metrics["a.b"]`, not as a key `b` of a metric `a`)
+        where = (f"assertions.{_KNOB}" if own is None else key_path(("assertions", "metrics", key, _KNOB))
                  if mine is not None and mine.max_metric_error_share is not None else f'assertions.metrics."*".{_KNOB}')
         reasons = "" if ok or run_dir is None else "".join(f"\n      {r}" for r in metric_error_reasons(run_dir, key))
         shown = figure(share, allowed, ok, at_least=False, places=1, percent=True)
