@@ -130,6 +130,25 @@ def test_manifest_diff_names_a_metric_moved_in_the_list_in_one_line(tmp_path: Pa
     ]
 
 
+def test_manifest_diff_names_a_metric_moved_and_changed_in_one_line(tmp_path: Path) -> None:
+    # Moved and given other parameters, ToolCalls was told as one metric removed and another added.
+    calls, most = {"type": "ToolCalls", "arguments": "exact"}, {"type": "MaxToolCalls", "max_calls": 5}
+    old = mf.manifest_for(validate_config(_config(tmp_path, metrics=[calls, most])))
+    edited = mf.manifest_for(validate_config(_config(tmp_path, metrics=[most, {**calls, "arguments": "subset", "score": "recall"}])))
+    assert mf.diff(old, edited) == [
+        'config metrics.0 → metrics.1: {"type": "ToolCalls", "exclude_tools": [], "include_faile... moved, and changed: '
+        'arguments: "exact" → "subset"; score: "f1" → "recall"',
+        'config metrics.1 → metrics.0: {"type": "MaxToolCalls", "exclude_tools": [], "include_fa... moved, the same metric at another position',
+    ]
+    # Told by its name when it has one: a named metric keeps it, another of its type is another metric.
+    named = mf.manifest_for(validate_config(_config(tmp_path, metrics=[{**calls, "name": "w"}, most])))
+    renamed = mf.manifest_for(validate_config(_config(tmp_path, metrics=[most, {**calls, "name": "w", "arguments": "subset"}])))
+    assert mf.diff(named, renamed)[0].endswith('moved, and changed: arguments: "exact" → "subset"')
+    other = mf.manifest_for(validate_config(_config(tmp_path, metrics=[most, {**calls, "name": "v", "arguments": "subset"}])))
+    assert [line.split(": ")[0] for line in mf.diff(named, other)] == [
+        "config metrics.1 → metrics.0", "config metrics.0", "config metrics.1"]  # moved; w removed; v added
+
+
 def test_manifest_check_refuses_unless_forced(tmp_path: Path) -> None:
     old = mf.manifest_for(validate_config(_config(tmp_path)))
     new = mf.manifest_for(validate_config(_config(tmp_path, run__trials=2)))

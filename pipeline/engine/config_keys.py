@@ -60,14 +60,31 @@ def type_first(value: Any) -> Any:
     return value
 
 
+def _identity(item: Any) -> Any:
+    """What results key a metric by: its `name`, else its `type` (None for an item that is not a metric)."""
+    if not isinstance(item, dict):
+        return None
+    return ("name", item["name"]) if item.get("name") else ("type", item.get("type"))
+
+
+def _changes(old: Any, new: Any) -> str:
+    """The parameters that differ between two items, `key: old → new` each, `; `-joined (`arguments: "exact" → "subset"`)."""
+    a, b = flatten(old, "", {}), flatten(new, "", {})
+    return "; ".join(f"{k}: {show(a.get(k, MISSING))} → {show(b.get(k, MISSING))}"
+                     for k in sorted(set(a) | set(b)) if a.get(k, MISSING) != b.get(k, MISSING))
+
+
 def moved_items(old: Any, new: Any, key: str) -> tuple[list[str], set[int], set[int]]:
-    """The lines for list `key` (`metrics`) when an item of `old` is in `new` unchanged at another position:
-    `(lines, old indices, new indices)`, the indices those lines tell of; `([], set(), set())` when none moved.
+    """The lines for list `key` (`metrics`) when an item of `old` is in `new` at another position: `(lines, old indices,
+    new indices)`, the indices those lines tell of; `([], set(), set())` when none moved.
 
     A moved item is one line (`config metrics.0 → metrics.1: {"type": "ToolCalls", …} moved, the same metric at
     another position`), not one per parameter that differs between the two items now at each position; so is an
-    item on one side only (added or removed), as `whole` gives it. An item changed in place (both sides have an item
-    at that index, neither found elsewhere) is left out, for its keys to be compared one by one.
+    item on one side only (added or removed), as `whole` gives it. An item moved and changed, told by what results
+    key it by (its `name`, else its `type`, the only one of the list so named on either side), is one line too,
+    naming what changed (`… moved, and changed: arguments: "exact" → "subset"`), not one removed and one added. An
+    item changed in place (both sides have an item at that index, neither found elsewhere) is left out, for its keys
+    to be compared one by one.
     """
     if not (isinstance(old, list) and isinstance(new, list)):
         return [], set(), set()
@@ -79,10 +96,22 @@ def moved_items(old: Any, new: Any, key: str) -> tuple[list[str], set[int], set[
         if j is not None:
             pairs[i] = j
             free.remove(j)
+    # Then an item left on each side that results key alike, at another position: the same metric, moved and changed.
+    left = [i for i in range(len(old)) if i not in pairs]
+    for i in left:
+        ident = _identity(old[i])
+        same = [j for j in free if ident is not None and _identity(new[j]) == ident]
+        if len(same) == 1 and same[0] != i and sum(_identity(old[k]) == ident for k in left) == 1:
+            pairs[i] = same[0]
+            free.remove(same[0])
     if all(i == j for i, j in pairs.items()):
         return [], set(), set()
-    lines = [f"config {key}.{i} → {key}.{j}: {show(type_first(old[i]))} moved, the same metric at another position"
-             for i, j in pairs.items() if i != j]
+    lines = []
+    for i, j in sorted(pairs.items()):
+        if i == j:
+            continue
+        head = f"config {key}.{i} → {key}.{j}: {show(type_first(old[i]))} moved"
+        lines.append(f"{head}, the same metric at another position" if old[i] == new[j] else f"{head}, and changed: {_changes(old[i], new[j])}")
     removed = [i for i in range(len(old)) if i not in pairs and i not in free]
     added = [j for j in free if j >= len(old) or j in pairs]
     lines += [f"config {key}.{i}: {show(type_first(old[i]))} → (absent)" for i in removed]

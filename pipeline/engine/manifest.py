@@ -247,7 +247,8 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     tree_a = hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {})))
     tree_b = hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {})))
     a, b = flatten(tree_a, "", {}), flatten(tree_b, "", {})
-    # A metric moved in the list is one line, not one per parameter of the two metrics now at each position.
+    # A metric moved in the list is one line (moved and changed too), not one per parameter of the two metrics now at
+    # each position.
     moves, told_a, told_b = moved_items(tree_a.get("metrics"), tree_b.get("metrics"), "metrics")
     for flat, told in ((a, told_a), (b, told_b)):
         items = {f"metrics.{i}" for i in told}
