@@ -126,6 +126,27 @@ def test_a_result_line_naming_no_request_is_billed_as_one_left_without_a_result(
     assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_naming_its_request_whose_answer_is_not_an_object_is_billed_then_resubmitted(
+        simulator: Callable[..., SimulatorThread], tmp_path: Path, provider: str) -> None:
+    """A `succeeded` Anthropic result whose `message` is not a JSON object (an OpenAI output line whose `response.body` is
+    not) was an error, billed nothing, though the provider answered and billed it: it is an unread answer, billed at
+    its estimated prompt (its usage cannot be read), as a line that is not JSON is, and its request resubmitted."""
+    sim = simulator(batch_completion_s=0.1, batch_script=[{"odd_answer": 2}])
+    summary = run(tmp_path, batch_judge(sim.url, provider, max_requests=6, flush_after_s=3.0), 6)
+    assert summary["status"] == {"ok": 6}
+    j = summary["judge"]
+    assert sim.stats.batch_requests == 8 and (j["batch_request_errors"], j["batch_resubmits"], j["batch_unread_billed"]) == (2, 2, 2)
+    per_request = sim.stats.input_tokens / 8
+    assert j["input_tokens"] == pytest.approx(sim.stats.input_tokens, rel=0.1) and j["input_tokens"] > sim.stats.input_tokens - per_request
+    scored = [r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path / "run")]
+    assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]
+    from tracejudge.llm.spend_journal import spend_totals
+
+    spent = spend_totals(tmp_path / "run")  # (what a resume after a kill would count)
+    assert spent is not None and spent["input_tokens"] == j["input_tokens"]
+
+
 def test_result_lines_naming_no_request_are_told_apart_from_failures() -> None:
     from tracejudge.llm.batch_api import _lines
 

@@ -19,7 +19,8 @@ Results are joined by `custom_id`, never by position. Each becomes a
 `unread`: a line that is not JSON but names its `custom_id` in a file of
 answered requests (OpenAI's output file, Anthropic's `succeeded` results),
 which the provider billed though its usage cannot be read (so is an OpenAI
-line naming its request whose `response` is not an object). A line of such a
+line naming its request whose `response` or `response.body` is not an object,
+and an Anthropic `succeeded` result whose `message` is not). A line of such a
 file naming no request (its `custom_id` missing or cut off, or JSON that is
 not an object at all: `[1]`, `"x"`) was billed too:
 `fetch_results` lists it apart (`nameless`), and the batch runner bills it
@@ -253,6 +254,8 @@ def _openai_result(rec: dict[str, Any], answered: bool = True) -> BatchResult:
         return BatchResult(cid, "error", message=f"its result line holds no readable response: {json.dumps(resp)[:200]}")
     if status != 200:
         return BatchResult(cid, "error", message=f"HTTP {status} {json.dumps(resp.get('body'))[:300]}")
+    if answered and not isinstance(resp.get("body"), dict):  # (run and billed: an answer whose usage cannot be read)
+        return _unread(cid, "its response body is not a JSON object")
     try:
         reply = read_reply("openai", HttpReply(200, {}, resp.get("body"), 0.0), 0.0)
     except ProviderError as exc:
@@ -267,6 +270,8 @@ def _anthropic_result(rec: dict[str, Any]) -> BatchResult:
         return BatchResult(cid, "error", message=f"its result line holds no result object: {json.dumps(result)[:200]}")
     kind = result.get("type")
     if kind == "succeeded":
+        if not isinstance(result.get("message"), dict):  # (Anthropic billed it: an answer whose usage cannot be read)
+            return _unread(cid, "its message is not a JSON object")
         try:
             return BatchResult(cid, "ok", read_reply("anthropic", HttpReply(200, {}, result.get("message"), 0.0), 0.0))
         except ProviderError as exc:
