@@ -9,6 +9,11 @@ case:
   `reward` (the upstream reward), `source` (the last actor) and
   `step_limit: true` when the run hit its step limit (upstream then has no
   `reward_info` and the reward is 0.0);
+- a run whose agent raised (`run.py` records it as `info: {"error",
+  "traceback"}` with `traj: []` and reward 0.0) keeps `info.error` as
+  `metadata.run_error`: it is scored as recorded (upstream's pass^k counts
+  it as a failure) and counted among the run's `run_errors`, not taken for
+  an agent that chose to do nothing;
 - `input` is the user's first message; `expected_tool_calls` are the task's
   `actions` (`{name, kwargs}` → `{name, arguments}`), taken from the tasks
   file when given, else from the task embedded in the run;
@@ -217,6 +222,10 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     if "reward_info" in info and info["reward_info"] is None:
         # Upstream leaves reward_info empty when the run hit its step limit.
         metadata["step_limit"] = True
+    if info.get("error") is not None:
+        # `run.py` catches what the agent or the user simulator raised and writes the run with an empty traj: without
+        # this its case reads as an agent that said and called nothing, and the run's `run_errors` misses it.
+        metadata["run_error"] = str(info["error"]) or "the run raised an exception (info.error is empty)"
     if task.get("outputs"):  # (most tasks have none: their metadata stays as it was)
         metadata["outputs"] = task["outputs"]
     users = turns.users
