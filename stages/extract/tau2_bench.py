@@ -9,6 +9,11 @@ than its `task_id` names (a submission that renumbered its simulations), it
 is scored against that task, named in `metadata.checked_task_id`, with one
 warning per file:
 
+- a simulation τ²-bench ended with `termination_reason: infrastructure_error`
+  never ran (no messages, no reward: its retries ran out); upstream leaves it
+  out of its average reward and pass^k, so it is one `invalid_input` naming
+  the field and its `info.error`, not a case scored as an agent that did
+  nothing (which would count it as a failed trial in pass^k);
 - `id` is `"{task_id}-{trial}"`; `metadata` keeps `task_id`, `trial`,
   `simulation_id`, `domain`, `reward`, `termination_reason`, the upstream
   per-action verdicts as `action_checks` (`[{"action_id", "action_match"}]`)
@@ -72,6 +77,10 @@ log = get_logger("tracejudge.extract.tau2_bench")
 
 # The file of a dir-layout folder `path` that holds the tasks and info, beside its `simulations/` folder.
 RESULTS = "results.json"
+# The `termination_reason` of a simulation that never ran (its retries exhausted, its worker lost): `run_with_retry` in
+# sierra-research/tau2-bench `src/tau2/runner/batch.py` writes it with no messages and no reward, and
+# `src/tau2/metrics/agent_metrics.py` (`get_metrics_df`, `compute_metrics`) leaves it out of every figure.
+INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
@@ -196,6 +205,16 @@ def _checked_task(sim: Any, task: dict[str, Any] | None, by_actions: dict[str, l
     return found[0] if len(found) == 1 else None
 
 
+def _never_ran(sim: dict[str, Any], where: str) -> str:
+    """Why a simulation τ²-bench ended with `infrastructure_error` is no case: what its `info.error` says, and what upstream does with it."""
+    info = sim.get("info")
+    said = info.get("error") if isinstance(info, dict) else None
+    why = f" ({str(said)[:200]})" if said else ""
+    return (f"{where}.termination_reason: infrastructure_error: the simulation never ran{why}; τ²-bench leaves such a "
+            "simulation out of every metric (its average reward and pass^k count only the others) and runs it again when "
+            "the run is resumed, so it is no case to score")
+
+
 def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
     """One τ²-bench expected action → `{name, arguments}`, honouring `compare_args`."""
     args = action.get("arguments") or {}
@@ -227,6 +246,8 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
         raise AdapterError(f"{where}.trial: expected a non-negative integer, got {trial!r}", field=f"{where}.trial", case_id=f"{task_id}-?")
     case_id = f"{task_id}-{trial}"
+    if sim.get("termination_reason") == INFRASTRUCTURE_ERROR:
+        raise AdapterError(_never_ran(sim, where), field=f"{where}.termination_reason", case_id=case_id)
     messages = sim.get("messages")
     if not isinstance(messages, list):
         ticks = sim.get("ticks")

@@ -126,7 +126,8 @@ class PassHatK(PassAtK):
     trial numbers in the run); the tasks' values are summed exactly (`math.fsum`) when grouped, so
     the figure does not depend on the order trials arrive in — it equals upstream's running float
     sum wherever that sum is exact (the airline file's pass^1..4 are); an errored trial counts as a
-    failure (τ²-bench drops its infrastructure errors from n).
+    failure. τ²-bench drops its infrastructure errors from n: the `tau2-bench` format reads such a
+    simulation as an `invalid_input`, which has no `task_id` and so is left out here as well.
     """
 
     estimator: ClassVar[str] = "pass^k"
