@@ -85,7 +85,7 @@ def read(span: Span) -> View | None:
                 v.error, v.call_id = error, v.call_id or cid
         v.result = result if present(result) else MISSING
     if v.role in ("tool", "model", "agent"):
-        v.error = span_error(span) or v.error
+        v.error = (tool_error(span) if v.role == "tool" else span_error(span)) or v.error
     inputs, outputs = messages(span)
     if v.role == "agent":
         v.request = last_user_text(inputs) if inputs else None
@@ -130,6 +130,24 @@ def span_error(span: Span) -> str | None:
     if etype and message:
         return typed(str(etype), str(message))
     return message or (str(etype) if etype else "error")
+
+
+# The value semantic conventions give `error.type` when the instrumentation names no type of its own (`error.type`,
+# "_OTHER: A fallback error value to be used when the instrumentation doesn't define a custom value").
+OTHER_ERROR = "_OTHER"
+
+
+def tool_error(span: Span) -> str | None:
+    """`span_error` of a tool span, its type `_OTHER` when neither `error.type` nor an `exception` event names one.
+
+    A tool span whose status is ERROR failed whatever its attributes say; the text then starts with the conventions'
+    fallback type, so every failed call's error reads `"<type>: <message>"` (agentevals' truth files give such a call
+    `error_type: "_OTHER"`: `tests/fixtures/otlp/hand/tool_error_no_error_type.truth.json`).
+    """
+    error = span_error(span)
+    if error is None or span.attrs.get("error.type") or any(name == "exception" and ev.get("exception.type") for name, ev in span.events):
+        return error
+    return OTHER_ERROR if error == "error" else typed(OTHER_ERROR, error)
 
 
 def typed(etype: str, message: str) -> str:
