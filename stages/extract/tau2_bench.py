@@ -35,8 +35,13 @@ warning per file:
 - every user message with text is one of `trace.user_messages`, placed
   before the step that answered it (a user message that only calls tools
   is a step, not a turn);
-- tool results pair with their call by `id`; a result with `"error": true`
-  marks the call failed (`error` holds the result text);
+- tool results pair with their call by `id`, the earliest unanswered call
+  with that id first: τ²-bench writes a message's results right after it in
+  the order of its calls, and the id is the provider's (`""` when it gave
+  none; some servers repeat one id in a response or across responses), so
+  among calls sharing an id the order decides (`pairing.Pending`; an empty
+  id counts as none). A result with `"error": true` marks the call failed
+  (`error` holds the result text);
 - `usage`: input/output tokens and requests summed over the agent's model
   calls (assistant messages that carry `usage`; the scripted greeting has
   none), `cost_usd` = `agent_cost`, `latency_s` = `duration`;
@@ -66,6 +71,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json
+from tracejudge.stages.extract.pairing import Pending
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
 from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
@@ -263,7 +269,10 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     actions = (task.get("evaluation_criteria") or {}).get("actions")
     expected = None if actions is None else [expected_from_action(a) for a in actions]
 
-    results = {m.get("id"): m for m in messages if m.get("role") == "tool" and m.get("id") is not None}
+    # A dict of results by id gave every call sharing an id (repeated, or empty: `ToolCall.id` defaults to "") the
+    # last result with it; upstream pairs by position (`Environment.set_state` in sierra-research/tau2-bench
+    # `src/tau2/environment/environment.py` only checks the ids are equal), which `Pending` keeps among equal ids.
+    pending = Pending()
     steps: list[dict[str, Any]] = []
     user_calls: list[int] = []
     n_calls = 0
@@ -274,6 +283,15 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         role = msg.get("role")
         if role == "user" and msg.get("content"):
             users.append({"step": len(steps), "content": msg["content"]})
+        if role == "tool":
+            # (Keyed by a stand-in holding the id, so the call keeps the id it was recorded with, `""` included.)
+            waiting = pending.answer(msg.get("id") or None)
+            if waiting is not None:
+                content = msg.get("content")
+                waiting["call"]["result"] = maybe_json(content)
+                if msg.get("error"):
+                    waiting["call"]["error"] = content or "error"
+            continue
         if role not in ("assistant", "user"):
             continue
         if role == "assistant" and msg.get("usage"):
@@ -284,18 +302,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         for j, tc in enumerate(msg.get("tool_calls") or []):
             if not tc.get("name"):
                 raise AdapterError("tool call has no name", field=f"{where}.messages[{k}].tool_calls[{j}].name", case_id=case_id)
-            res = results.get(tc.get("id"))
-            content = None if res is None else res.get("content")
-            failed = res is not None and bool(res.get("error"))
-            calls.append(
-                {
-                    "id": tc.get("id"),
-                    "name": tc["name"],
-                    "arguments": tc.get("arguments"),
-                    "result": maybe_json(content),
-                    "error": (content or "error") if failed else None,
-                }
-            )
+            call = {"id": tc.get("id"), "name": tc["name"], "arguments": tc.get("arguments"), "result": None, "error": None}
+            pending.add({"id": tc.get("id") or None, "call": call})
+            calls.append(call)
         text = msg.get("content")
         if calls:
             if role == "user":
