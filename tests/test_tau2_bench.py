@@ -92,6 +92,28 @@ def test_shallow_arguments_with_reuse_reproduce_upstream_action_checks(all_cases
     assert (agree, total) == (557, 557), wrong
 
 
+def test_json_text_argument_values_compare_as_text_as_upstream_compares_them():
+    # banking_knowledge's discoverable tools take their own arguments as JSON text (task_015's expected action below).
+    # τ²-bench compares action arguments with plain `==` (`Action.compare_with_tool_call`, sierra-research/tau2-bench
+    # `src/tau2/data_model/tasks.py`, as of v1.0.1), so the same JSON spelled with other spaces or key order is no
+    # match there; `_normalize_action_arg_value`, which would decode such text first, is only proposed (pull request
+    # #401, not merged). Reproducing `action_match` means comparing the text as recorded.
+    inner = '{"user_id": "890389b165", "card_name": "Platinum Rewards Card"}'
+    action = {"action_id": "015_1", "requestor": "user", "name": "call_discoverable_user_tool",
+              "arguments": {"discoverable_tool_name": "get_referral_link", "arguments": inner}, "compare_args": None}
+    metric = ToolCalls(arguments="shallow", pairing="reuse", score="recall")
+
+    def matched(text: str) -> float:
+        call = {"name": action["name"], "arguments": {"discoverable_tool_name": "get_referral_link", "arguments": text}}
+        case = Case.model_validate({"id": "015-0", "expected_tool_calls": [expected_from_action(action)],
+                                    "trace": {"steps": [{"tool_calls": [call]}]}})
+        return metric.evaluate(case).value
+
+    assert matched(inner) == 1.0
+    assert matched('{"user_id":"890389b165","card_name":"Platinum Rewards Card"}') == 0.0  # spaces
+    assert matched('{"card_name": "Platinum Rewards Card", "user_id": "890389b165"}') == 0.0  # key order
+
+
 def test_one_to_one_pairing_differs_only_where_one_call_meets_two_expected_actions(all_cases):
     agree, total, wrong = _agreement(all_cases, ToolCalls(arguments="subset"))
     assert (agree, total) == (553, 557)
