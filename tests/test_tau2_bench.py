@@ -9,8 +9,8 @@ from helpers import DATA
 from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
 from tracejudge.stages.extract import extract_record
-from tracejudge.stages.extract.tau2_bench import expected_from_action
-from tracejudge.stages.score import MaxToolCalls, ToolCalls
+from tracejudge.stages.extract.tau2_bench import adapt, expected_from_action
+from tracejudge.stages.score import MaxToolCalls, RecordedReward, ToolCalls
 
 FILES = sorted((DATA / "tau2_bench").glob("**/*_1trials.json"))
 pytestmark = pytest.mark.skipif(not FILES, reason="the tau2-bench developer files are not beside the repository")
@@ -112,6 +112,29 @@ def test_json_text_argument_values_compare_as_text_as_upstream_compares_them():
     assert matched(inner) == 1.0
     assert matched('{"user_id":"890389b165","card_name":"Platinum Rewards Card"}') == 0.0  # spaces
     assert matched('{"card_name": "Platinum Rewards Card", "user_id": "890389b165"}') == 0.0  # key order
+
+
+@pytest.mark.parametrize("reason", ["max_steps", "too_many_errors", "timeout", "agent_error", "user_error"])
+def test_a_simulation_ended_early_is_a_failed_case_with_no_upstream_action_checks(reason):
+    # `evaluate_simulation` (sierra-research/tau2-bench `src/tau2/evaluator/evaluator.py`) gives any ending but
+    # agent_stop / user_stop reward 0 with a note and checks no action (v0.x: max_steps and too_many_errors, the only
+    # others then); the metrics count it as a failed trial. Only infrastructure_error is left out (an invalid_input).
+    action = {"action_id": "0_0", "requestor": "assistant", "name": "get_user_details", "arguments": {"user_id": "u1"},
+              "compare_args": None}
+    sim = {"id": "s", "task_id": "0", "trial": 0, "termination_reason": reason,
+           "reward_info": {"reward": 0.0, "reward_basis": None,
+                           "info": {"note": f"Simulation terminated prematurely. Termination reason: {reason}"}},
+           "messages": [{"role": "assistant", "content": "Hi! How can I help you today?"},
+                        {"role": "user", "content": "I am u1."},
+                        {"role": "assistant", "content": None, "tool_calls": [
+                            {"id": "call_1", "name": "get_user_details", "arguments": {"user_id": "u1"}, "requestor": "assistant"}]},
+                        {"role": "tool", "id": "call_1", "content": "{}", "requestor": "assistant", "error": False}]}
+    task = {"id": "0", "evaluation_criteria": {"actions": [action], "reward_basis": ["DB"]}}
+    case = adapt({"index": 0, "simulation": sim, "task": task, "domain": "airline"})
+    assert case.metadata["termination_reason"] == reason and case.metadata["action_checks"] == []
+    assert RecordedReward().evaluate(case).passed is False
+    # The calls are still scored: upstream has no verdict here to reproduce, and `termination_reason` tells such cases apart.
+    assert ToolCalls(arguments="shallow", pairing="reuse", score="recall").evaluate(case).value == 1.0
 
 
 def test_one_to_one_pairing_differs_only_where_one_call_meets_two_expected_actions(all_cases):
