@@ -9,7 +9,6 @@ GenAI semantic conventions.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections import defaultdict
 from collections.abc import Iterator
@@ -24,65 +23,13 @@ from tracejudge.stages.extract.otel.keys import split_trace
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.once import once
+from tracejudge.stages.extract.otel.values import any_value, attributes  # (where they were: callers import them from here)
 from tracejudge.stages.extract.otel.view import whole_text
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "hung_trace", "iter_exports", "once_spans"]
 
 log = get_logger("tracejudge.extract.otel")
-
-
-def any_value(value: Any) -> Any:
-    """Decode an OTLP/JSON `AnyValue` (`{"stringValue": ...}`, `{"intValue": "42"}`, arrays, kvlists).
-
-    `intValue` arrives as a string in OTLP/JSON and becomes an `int`;
-    `doubleValue` may too. An empty value is `None`. Raises `ValueError`
-    for an integer or double that does not parse. A lone surrogate in a
-    string becomes U+FFFD (`whole_text`).
-    """
-    if not isinstance(value, dict) or not value:
-        return None
-    if "stringValue" in value:
-        return whole_text(value["stringValue"])
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "boolValue" in value:
-        v = value["boolValue"]
-        return v if isinstance(v, bool) else str(v).lower() == "true"
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "arrayValue" in value:
-        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", []) or []]
-    if "kvlistValue" in value:
-        return attributes((value["kvlistValue"] or {}).get("values", []) or [])
-    if "bytesValue" in value:
-        return base64.b64decode(value["bytesValue"]).hex() if isinstance(value["bytesValue"], str) else None
-    return None
-
-
-def attributes(items: Any, mended: list[str] | None = None, bad: list[str] | None = None) -> dict[str, Any]:
-    """Decode an OTLP key/value list into a dict (later keys win).
-
-    `mended` (when given) gets the key of each string attribute whose lone surrogates were replaced.
-    `bad` (when given) gets, for each attribute whose value does not decode (`{"intValue": "notanint"}`), its key,
-    the value and why, and the attribute is left out; without it such a value raises `ValueError` (`any_value`).
-    """
-    out: dict[str, Any] = {}
-    for item in items or []:
-        if isinstance(item, dict) and isinstance(item.get("key"), str):
-            raw = item.get("value")
-            try:
-                value = any_value(raw)
-            except (TypeError, ValueError) as exc:
-                if bad is None:
-                    raise
-                shown = json.dumps(raw, ensure_ascii=False, default=str)
-                bad.append(f"{item['key']} ({shown[:80]}{'…' if len(shown) > 80 else ''}: {exc})")
-                continue
-            out[item["key"]] = value
-            if mended is not None and isinstance(raw, dict) and isinstance(raw.get("stringValue"), str) and value is not raw["stringValue"]:
-                mended.append(item["key"])
-    return out
 
 
 def _nanos(value: Any) -> int:
@@ -269,6 +216,9 @@ class Collector:
                 scope_name = scope.get("name") if isinstance(scope, dict) and isinstance(scope.get("name"), str) else None
                 for k, raw in enumerate(_items(ss, "spans", f"{where}.scopeSpans[{j}].spans")):
                     _shape(raw, dict, f"{where}.scopeSpans[{j}].spans[{k}]")
+                    if not isinstance(raw.get("attributes"), (list, dict, type(None))):  # (a list of key/values, or an object: `values`)
+                        raise ValueError(f"{where}.scopeSpans[{j}].spans[{k}].attributes must be a list of {{key, value}} or an object, "
+                                         f"got {type(raw['attributes']).__name__}")
                     span = _span(raw, service, file, line, scope_name)
                     if not span.trace_id:
                         orphans.append((file, line, f"span {span.span_id or '?'} has no traceId"))
