@@ -19,6 +19,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.dropped import dropped_count
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
+from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, nanos, otlp_id, span_kind
 from tracejudge.stages.extract.otel.keys import split_trace
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
@@ -30,14 +31,6 @@ from tracejudge.stages.load import RawRecord
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "hung_trace", "iter_exports", "once_spans"]
 
 log = get_logger("tracejudge.extract.otel")
-
-
-def _nanos(value: Any) -> int:
-    if value is None or value == "":
-        return 0
-    if isinstance(value, bool):
-        raise ValueError(f"not a timestamp: {value!r}")
-    return int(value)
 
 
 @dataclass(slots=True)
@@ -115,10 +108,10 @@ def _status(raw: Any) -> tuple[bool, str | None]:
 
 
 def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope: str | None = None) -> Span:
-    span_id = str(raw.get("spanId") or "")
+    span_id = otlp_id(raw.get("spanId"), SPAN_ID)
     problem = None
     try:
-        start, end = _nanos(raw.get("startTimeUnixNano")), _nanos(raw.get("endTimeUnixNano"))
+        start, end = nanos(raw.get("startTimeUnixNano")), nanos(raw.get("endTimeUnixNano"))
     except (TypeError, ValueError):
         start = end = 0
         problem = f"span {span_id}: startTimeUnixNano/endTimeUnixNano must be integers (got {raw.get('startTimeUnixNano')!r}, {raw.get('endTimeUnixNano')!r})"
@@ -136,10 +129,6 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
             bad.extend(f"event {name!r} attribute {what}" for what in lost)
     if not span_id:
         problem = problem or "a span has no spanId"
-    try:
-        kind = int(raw.get("kind") or 0)
-    except (TypeError, ValueError):
-        kind = 0  # span kind names ("SPAN_KIND_CLIENT") carry nothing we use
     if bad:
         log.warning(f"otel: {file}:{line}: span {span_id}: {'; '.join(bad)}: {'this value does' if len(bad) == 1 else 'these values do'} not decode, so the span is read without {'it' if len(bad) == 1 else 'them'}")
     if mended:
@@ -147,11 +136,11 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
                     "(half of a character, as an exporter cutting text mid-emoji writes): read with U+FFFD in its place")
     error, message = _status(raw.get("status"))
     return Span(
-        trace_id=str(raw.get("traceId") or ""),
+        trace_id=otlp_id(raw.get("traceId"), TRACE_ID),
         span_id=span_id,
-        parent_id=raw.get("parentSpanId") or None,
+        parent_id=otlp_id(raw.get("parentSpanId"), SPAN_ID) or None,
         name=str(raw.get("name") or ""),
-        kind=kind,
+        kind=span_kind(raw.get("kind")),
         start=start,
         end=end,
         attrs=attrs,
@@ -221,27 +210,31 @@ class Collector:
                                          f"got {type(raw['attributes']).__name__}")
                     span = _span(raw, service, file, line, scope_name)
                     if not span.trace_id:
-                        orphans.append((file, line, f"span {span.span_id or '?'} has no traceId"))
+                        orphans.append((file, line, f"span {span.span_id or '?'} has no traceId" + (" (zeros only)" if raw.get("traceId") else "")))
                         continue
                     spans.append(span)
         logs: list[tuple[str, LogEvent]] = []
         for i, rl in enumerate(_items(doc, "resourceLogs", "resourceLogs")):
             _shape(rl, dict, f"resourceLogs[{i}]")
-            for j, sl in enumerate(_items(rl, "scopeLogs", f"resourceLogs[{i}].scopeLogs")):
-                _shape(sl, dict, f"resourceLogs[{i}].scopeLogs[{j}]")
-                for rec in _items(sl, "logRecords", f"resourceLogs[{i}].scopeLogs[{j}].logRecords"):
-                    if not isinstance(rec, dict) or not (rec.get("spanId") or rec.get("traceId")):
+            scopes = "scopeLogs" if rl.get("scopeLogs") or "instrumentationLibraryLogs" not in rl else "instrumentationLibraryLogs"  # (OTLP before 0.15)
+            for j, sl in enumerate(_items(rl, scopes, f"resourceLogs[{i}].{scopes}")):
+                _shape(sl, dict, f"resourceLogs[{i}].{scopes}[{j}]")
+                for rec in _items(sl, "logRecords", f"resourceLogs[{i}].{scopes}[{j}].logRecords"):
+                    if not isinstance(rec, dict):
+                        continue
+                    span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
+                    if not (span_id or trace_id):
                         continue  # a GenAI event outside any trace has nothing to attach to
                     try:
                         attrs = attributes(rec.get("attributes"))
                         body = any_value(rec.get("body"))
-                        when = _nanos(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
+                        when = nanos(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
                     except (TypeError, ValueError, AttributeError):
                         continue
                     # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
                     name = rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or ""
                     # keyed by span id, or `trace:<id>` for a record that knows only its trace (see `links.lone_request`)
-                    logs.append((str(rec.get("spanId") or f"trace:{rec['traceId']}"), LogEvent(str(name), body, attrs, when)))
+                    logs.append((span_id or f"trace:{trace_id}", LogEvent(str(name), body, attrs, when)))
         for span in spans:
             self.spans[span.trace_id].append(span)
         for span_id, event in logs:

@@ -1,0 +1,71 @@
+"""A span's ids, kind and times as OTLP/JSON writers spell them, read as one value each (what agentevals' loader accepts).
+
+- Ids are hex in OTLP/JSON: 32 digits for a trace, 16 for a span. Hex in capitals is the same id in small letters, and
+  an id in base64 (protobuf's JSON mapping, `MessageToDict`, writes them so) is its bytes in hex, so that the spans
+  of one trace are one trace however each export spelled its ids. An id of zeros only is no id: a root whose
+  `parentSpanId` is `0000000000000000` has no parent (it was hung from a stand-in for a lost parent, with a warning).
+  Any other id (`t1`, a 64-bit Jaeger trace id) is kept as it is.
+- `kind` may be the enum's name (`SPAN_KIND_CLIENT`), as the status code may (`STATUS_CODE_ERROR`, `spans._status`).
+- A time may be a JSON number, or text of a decimal number (`"1.7e18"`), besides the integer text OTLP/JSON writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import string
+from typing import Any
+
+__all__ = ["SPAN_ID", "TRACE_ID", "nanos", "otlp_id", "span_kind"]
+
+TRACE_ID, SPAN_ID = 16, 8  # bytes
+_HEX = frozenset(string.hexdigits)
+_KINDS = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4,
+          "SPAN_KIND_CONSUMER": 5}
+
+
+def otlp_id(raw: Any, size: int) -> str:
+    """The id `raw` of `size` bytes as text (module docstring); `""` when there is none (absent, blank, zeros only)."""
+    if raw is None or raw == "" or isinstance(raw, bool):
+        return ""
+    if not isinstance(raw, str):
+        return str(raw)
+    text = raw.strip()
+    if len(text) == 2 * size and set(text) <= _HEX:
+        return "" if set(text) == {"0"} else text.lower()
+    if len(text) == 4 * math.ceil(size / 3):  # base64 of `size` bytes: 24 characters for a trace id, 12 for a span id
+        try:
+            decoded = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            decoded = b""
+        if len(decoded) == size:
+            return decoded.hex() if any(decoded) else ""
+    return raw
+
+
+def span_kind(raw: Any) -> int:
+    """The span kind's number: `raw` itself, its text, or the enum's name; 0 (unspecified) for anything else."""
+    if isinstance(raw, str) and raw in _KINDS:
+        return _KINDS[raw]
+    try:
+        return int(raw or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def nanos(value: Any) -> int:
+    """A time in Unix nanoseconds; 0 when absent. Raises `ValueError` for a value that is no number (`true`, `"soon"`)."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, bool):
+        raise ValueError(f"not a timestamp: {value!r}")
+    try:
+        try:
+            return int(value)
+        except ValueError:
+            if isinstance(value, str):
+                return int(float(value))  # "1.7e18"
+            raise
+    except OverflowError as exc:  # inf
+        raise ValueError(f"not a timestamp: {value!r}") from exc
