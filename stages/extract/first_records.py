@@ -219,7 +219,7 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     if fmt.name != "native" and others in ([], [_ANY_OBJECT]) and _looks_native(head):
         hint = ("they are tracejudge's own records (format 'native': keys such as id, input, trace), but not one reads there "
                 "either: set dataset.format: native, then mend the records where its errors say")
-    elif fmt.name == "otel" and (b'"resourceSpans"' in head or b'"resource_spans"' in head):
+    elif fmt.name == "otel" and any(k in head for k in (b'"resourceSpans"', b'"resource_spans"', b'"spanId"')):  # (bare spans too)
         hint = "the records are OTLP spans, this format's own: each error says why its trace cannot be scored"
     elif others == [_ANY_OBJECT]:
         hint = (f"no format knows these records; format {_ANY_OBJECT!r} reads any JSON object: set dataset.format: {_ANY_OBJECT} "

@@ -3,7 +3,10 @@
 Framing: `dataset.path` is one OTLP/JSON export file (a single document, or
 JSON Lines of exports as the collector's file exporter writes them; Grafana
 Tempo's `{"batches": …}` and `{"trace": …}` answers and Jaeger's JSON export
-too, see `otlp_document`) or a
+too, see `otlp_document`; bare spans, one a line, alone or in a JSON array, among
+export lines or not, see `export_files.bare_spans`; attributes as a JSON object, flat or
+nested, see `values`; ids in base64 or capitals, see `fields`: every shape agentevals'
+loader reads) or a
 directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
 minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
 log-event mode; a record naming only its trace belongs to the trace's one
@@ -172,7 +175,7 @@ from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_sdk import unanswered_usage
 from tracejudge.stages.extract.otel.conventions.langfuse_cost import langfuse_cost
 from tracejudge.stages.extract.otel.dropped import warn_lost
-from tracejudge.stages.extract.otel.export_files import export_files, otlp_document, warn_blank
+from tracejudge.stages.extract.otel.export_files import export_files, not_an_export, otlp_document, warn_blank
 from tracejudge.stages.extract.otel.item_ids import link_item_ids
 from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, unread_requests, warn_unread
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
@@ -227,12 +230,11 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 blank.pop()  # the file holds something (a document or an error)
             if error is not None:
                 yield RawRecord(str(path), line, error=error)
-            elif (doc := otlp_document(doc)) is None:
-                yield RawRecord(str(path), line, error="not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level "
-                                "(or Grafana Tempo's `batches`, or either under `trace`, or Jaeger's `data`)")
+            elif (export := otlp_document(doc)) is None:
+                yield RawRecord(str(path), line, error=not_an_export(doc))
             else:
                 try:
-                    collector.add(doc, str(path), line)
+                    collector.add(export, str(path), line)
                 except RecursionError:  # attribute values nested past the stack: this export only
                     yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
                 except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only

@@ -1,6 +1,6 @@
 """Format `otel`'s files: which files of a folder are read (`export_files`), the folder's files that held nothing
 (`warn_blank`), and an export document in the one OTLP/JSON shape the reader knows (`otlp_document`: Tempo's and
-Jaeger's shapes renamed or converted)."""
+Jaeger's shapes renamed or converted, bare spans wrapped in an export), or why a document is none (`not_an_export`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.said_once import first_time
 
-__all__ = ["export_files", "otlp_document", "warn_blank"]
+__all__ = ["bare_spans", "export_files", "is_span", "not_an_export", "otlp_document", "warn_blank"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -75,22 +75,62 @@ def otlp_document(doc: Any) -> dict[str, Any] | None:
     `scopeSpans`, and Tempo v2 puts the export under `{"trace": {...}}`.
     Those are renamed here (shallow copies; `doc` is not changed), so the
     rest of the reader sees one shape. A Jaeger JSON export is converted
-    (`jaeger.from_jaeger`).
+    (`jaeger.from_jaeger`). A bare span, or a JSON array of them (`bare_spans`), is an export of
+    those spans with no resource or scope.
     """
     if is_jaeger(doc):
         return from_jaeger(doc)
     if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and not ("resourceSpans" in doc or "resourceLogs" in doc):
         doc = doc["trace"]
+    if (spans := bare_spans(doc)) is not None:
+        return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
     if not isinstance(doc, dict):
         return None
-    if "resourceSpans" not in doc and "batches" in doc:
+    if not doc.get("resourceSpans") and "batches" in doc:  # (an empty `resourceSpans` beside them too, as agentevals reads it)
         doc = {**doc, "resourceSpans": doc["batches"]}
     if not ("resourceSpans" in doc or "resourceLogs" in doc):
         return None
     resources = doc.get("resourceSpans")
-    if isinstance(resources, list) and any(isinstance(r, dict) and "scopeSpans" not in r and "instrumentationLibrarySpans" in r for r in resources):
-        doc = {**doc, "resourceSpans": [
-            {**r, "scopeSpans": r["instrumentationLibrarySpans"]} if isinstance(r, dict) and "scopeSpans" not in r and "instrumentationLibrarySpans" in r else r
-            for r in resources
-        ]}
+    if isinstance(resources, list) and any(_old_scopes(r) for r in resources):
+        doc = {**doc, "resourceSpans": [{**r, "scopeSpans": r["instrumentationLibrarySpans"]} if _old_scopes(r) else r for r in resources]}
     return doc
+
+
+def _old_scopes(resource: Any) -> bool:
+    """Whether a resource holds its spans under OTLP's old `instrumentationLibrarySpans` (and none under `scopeSpans`)."""
+    return isinstance(resource, dict) and not resource.get("scopeSpans") and "instrumentationLibrarySpans" in resource
+
+
+def is_span(value: Any) -> bool:
+    """Whether `value` is a bare OTLP span: an object with a `spanId`.
+
+    agentevals takes an object with a `traceId` or a `spanId` for a span, and drops unread one that lacks either id.
+    Here one with a `traceId` alone is no span: its error says what a span needs, where read as a broken span it would
+    say that a span has no `spanId`, which misleads about a Langfuse observation (`traceId`, `id`) given to this format.
+    """
+    return isinstance(value, dict) and "spanId" in value
+
+
+def bare_spans(doc: Any) -> list[Any] | None:
+    """The spans of `doc` when it is bare spans with no export around them, else `None`.
+
+    agentevals' loader reads them, and streaming writers write them: one span a line (JSON Lines, each line its own
+    document here, so a trace over many lines is still one trace: spans group by trace id whatever line they are on),
+    one span alone, or a JSON array of spans (an empty array: no span). An export document is never a bare span.
+    """
+    if isinstance(doc, list):
+        return doc if all(is_span(item) for item in doc) else None
+    if is_span(doc) and not any(k in doc for k in ("resourceSpans", "resourceLogs", "batches")):
+        return [doc]
+    return None
+
+
+def not_an_export(doc: Any) -> str:
+    """Why `doc` (the document at one line of a file) is no export: the error of its `invalid_input`."""
+    what = ("not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level (or Grafana Tempo's `batches`, "
+            "or either under `trace`, or Jaeger's `data`), or OTLP spans (objects with `traceId` and `spanId`: one a line, or a "
+            "JSON array of them)")
+    if isinstance(doc, list) and any(is_span(item) for item in doc):
+        index = next(i for i, item in enumerate(doc) if not is_span(item))
+        return f"{what}: this JSON array holds spans, but its item [{index}] is not one (no `spanId`)"
+    return what
