@@ -6,22 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from _otel_truth import assert_truth, extract
 from conftest import DATA
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
-from tracejudge.stages.extract.otel import turn_calls
 
 OTEL = DATA / "otel_genai"
 TRUTHS = sorted(OTEL.rglob("*.truth.json")) if OTEL.exists() else []
 
-
-def _extract(path: Path, **options) -> list[Case]:
-    fmt = registry.format_for("otel")
-    ds = DatasetConfig(path=path, format="otel", options=options)
-    ctx = fmt.prepare(ds)
-    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+_extract = extract  # (the name this file's tests call it by)
 
 
 def test_every_truth_file_is_found():
@@ -35,35 +27,7 @@ def test_truth_reproduced(truth_path: Path):
     assert len(cases) == 1, "one conversation per fixture"
     case = cases[0]
     assert isinstance(case, Case), case
-    turns = case.metadata["otel"]["turns"]
-    assert len(turns) == len(truth["turns"])
-    for got, want, calls in zip(turns, truth["turns"], turn_calls(case)):
-        assert got["user_text"] == want["user_text"]
-        assert got["final_text"] == want["final_text"]
-        assert got["intermediate_texts"] == want["intermediate_texts"]
-        assert got["agents"] == want["agents"]
-        assert {"input": got["usage"]["input_tokens"], "output": got["usage"]["output_tokens"]} == want["tokens"]
-        if "llm_calls" in want:
-            assert got["usage"]["requests"] == want["llm_calls"]
-        actual = [
-            {
-                "name": c.name,
-                "args": None if c.arguments_missing else c.arguments,
-                "result": c.result,
-                "is_error": c.failed,
-                "error_type": c.error.split(":", 1)[0] if c.error else None,
-            }
-            for c in calls
-        ]
-        expected = [{k: tc[k] for k in ("name", "args", "result", "is_error", "error_type")} for tc in want["tool_calls"]]
-        assert actual == expected
-    assert case.trace.usage.input_tokens == truth["tokens"]["input"]
-    assert case.trace.usage.output_tokens == truth["tokens"]["output"]
-    assert case.input == truth["turns"][0]["user_text"]
-    assert case.turns == [t["user_text"] for t in truth["turns"][1:]]
-    assert case.trace.output == truth["turns"][-1]["final_text"]
-    if "session_key" in truth:
-        assert case.id == truth["session_key"]["value"]
+    assert_truth(case, truth)
 
 
 def test_multi_trace_conversation_grouped_or_split():

@@ -1,0 +1,57 @@
+"""Format `otel` against a `.truth.json` of the developer set (`otel_genai/`): what a trace file must read as.
+
+Shared by the tests of the real exports (`test_extract_otel_truth`) and of the same exports written in the other
+shapes agentevals' loader reads (`test_otel_input_shapes`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.otel import turn_calls
+
+
+def extract(path: Path, **options: Any) -> list[Any]:
+    """Every record of `path` read as format `otel` with `options`: a `Case`, or the `(case id, error)` of one that did not read."""
+    fmt = registry.format_for("otel")
+    ds = DatasetConfig(path=path, format="otel", options=options)
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def assert_truth(case: Case, truth: dict[str, Any]) -> None:
+    """`case` holds exactly what `truth` says: per turn its texts, agents, usage and tool calls, then the case's totals."""
+    turns = case.metadata["otel"]["turns"]
+    assert len(turns) == len(truth["turns"])
+    for got, want, calls in zip(turns, truth["turns"], turn_calls(case)):
+        assert got["user_text"] == want["user_text"]
+        assert got["final_text"] == want["final_text"]
+        assert got["intermediate_texts"] == want["intermediate_texts"]
+        assert got["agents"] == want["agents"]
+        assert {"input": got["usage"]["input_tokens"], "output": got["usage"]["output_tokens"]} == want["tokens"]
+        if "llm_calls" in want:
+            assert got["usage"]["requests"] == want["llm_calls"]
+        actual = [
+            {
+                "name": c.name,
+                "args": None if c.arguments_missing else c.arguments,
+                "result": c.result,
+                "is_error": c.failed,
+                "error_type": c.error.split(":", 1)[0] if c.error else None,
+            }
+            for c in calls
+        ]
+        expected = [{k: tc[k] for k in ("name", "args", "result", "is_error", "error_type")} for tc in want["tool_calls"]]
+        assert actual == expected
+    assert case.trace.usage.input_tokens == truth["tokens"]["input"]
+    assert case.trace.usage.output_tokens == truth["tokens"]["output"]
+    assert case.input == truth["turns"][0]["user_text"]
+    assert case.turns == [t["user_text"] for t in truth["turns"][1:]]
+    assert case.trace.output == truth["turns"][-1]["final_text"]
+    if "session_key" in truth:
+        assert case.id == truth["session_key"]["value"]
