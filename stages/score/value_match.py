@@ -23,6 +23,8 @@ Rules:
   `,./-_*^`, are lower-cased and read `'` as `"` (BFCL's `standardize_string`,
   which the `bfcl` format's string answers use: `"New York, NY"` accepts
   `"new york ny"`);
+  `{"$strict": 5}` — the value, a number of the same kind: `5` but not `5.0`, and `{"$strict": 5.0}` not `5`
+  (BFCL's type check, which refuses a float for an `integer` parameter);
   a matcher is also met by a value equal to the matcher mapping itself, so arguments copied from a
   real call whose values are `$`-keyed mappings (a MongoDB-style `{"$regex": "^A"}` filter) match
   that call, as pydantic-evals' plain equality finds;
@@ -60,7 +62,7 @@ __all__ = [
 
 ArgMode = Literal["subset", "exact"]
 
-_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose"})
+_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose", "$strict"})
 # Keys a matcher may carry besides its `$` key.
 _MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
 
@@ -196,6 +198,8 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
         return False
     if key == "$loose":
         return isinstance(actual, str) and isinstance(m[key], str) and standardize(actual) == standardize(m[key])
+    if key == "$strict":
+        return type(actual) is type(m[key]) and _same_json(m[key], actual)  # (an int is no float, nor a bool an int)
     if key == "$regex":
         if not isinstance(actual, str):
             return False
