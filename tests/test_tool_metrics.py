@@ -88,6 +88,19 @@ def test_weather_swapped_is_full_unordered_but_not_ordered():
         build_metric({"type": "ToolCalls", "order": "in_order", "pairing": "reuse"})
 
 
+def test_first_fit_pairing_takes_the_first_free_call_and_never_re_pairs():
+    # BFCL's `parallel_function_checker_no_order`: an expected call that accepts either call takes the first one
+    expected = [exp("weather", city={"$any_of": ["NY", "SH"]}), exp("weather", city="NY")]
+    case = make_case(expected, [call("weather", city="NY"), call("weather", city="SH")])
+    assert ToolCalls().evaluate(case).value == 1.0
+    s = ToolCalls(pairing="first_fit").evaluate(case)
+    assert s.value == 0.5 and s.details["pairs"] == [[0, 0]] and s.details["missing"] == [1] and "pairing=first_fit" in s.reason
+    swapped = make_case(expected, [call("weather", city="SH"), call("weather", city="NY")])
+    assert ToolCalls(pairing="first_fit").evaluate(swapped).details["pairs"] == [[0, 0], [1, 1]]
+    with pytest.raises(Exception, match="in_order cannot be combined"):
+        build_metric({"type": "ToolCalls", "order": "in_order", "pairing": "first_fit"})
+
+
 def test_string_arguments_decoded_before_matching():
     case = make_case([exp("f", n=1)], [{"name": "f", "arguments": '{"n": 1.0}'}])
     assert ToolCalls(arguments="exact").evaluate(case).value == 1.0

@@ -82,6 +82,11 @@ class ToolCalls(ToolMetric):
     `[weather(SH), weather(NY)]` scores 1.0 with the default `any_order` and
     0.5 in order. It cannot be combined with `pairing: reuse`.
 
+    `pairing: first_fit` is BFCL's parallel check (`parallel_function_checker_no_order` in its
+    `ast_checker`): each expected call, in list order, takes the first call not yet paired that meets
+    it, and no pair is undone, so an expected call that accepts several calls can take the one a later
+    expected call needed, which then goes unmet (a maximum matching would have paired both).
+
     `pairing: reuse` with `arguments: shallow` is τ²-bench's action check (`evaluate_actions`): an
     expected call is met when *any* call is compatible, a call may meet
     several expected calls; recall = expected calls met / len(expected),
@@ -111,14 +116,14 @@ class ToolCalls(ToolMetric):
 
     arguments: Literal["subset", "shallow", "exact", "ignore"] = "subset"
     score: Literal["f1", "recall", "precision"] = "f1"
-    pairing: Literal["one_to_one", "reuse"] = "one_to_one"
+    pairing: Literal["one_to_one", "first_fit", "reuse"] = "one_to_one"
     order: Literal["any_order", "in_order"] = "any_order"
     include_failed: bool = True
 
     @model_validator(mode="after")
     def _compatible_options(self) -> "ToolCalls":
-        if self.order == "in_order" and self.pairing == "reuse":
-            raise ValueError("order: in_order cannot be combined with pairing: reuse")
+        if self.order == "in_order" and self.pairing != "one_to_one":
+            raise ValueError(f"order: in_order cannot be combined with pairing: {self.pairing}")
         return self
 
     def evaluate(self, case: Case) -> Score:
@@ -149,7 +154,14 @@ class ToolCalls(ToolMetric):
         # Each (expected, actual) pair is tested once; the pairing and the reason read the table.
         in_order = order == "in_order"
         adj = _table(arguments, expected, actual, in_order)
-        if pairing == "reuse":
+        if pairing == "first_fit":
+            pairs_local, paired_a = [], set()
+            for i, hits in enumerate(adj):
+                j = next((j for j in hits if j not in paired_a), None)
+                if j is not None:
+                    pairs_local.append((i, j))
+                    paired_a.add(j)
+        elif pairing == "reuse":
             pairs_local, paired_a = [], set()
             for i, hits in enumerate(adj):
                 if hits:
@@ -189,6 +201,8 @@ class ToolCalls(ToolMetric):
             credited = len(paired_a - {j for _, j in pairs_local})
             details["duplicates_credited"] = credited
             opening += f", pairing=reuse (τ²-bench: a call may meet several expectations; {credited} duplicate call(s) credited as matched)"
+        if pairing == "first_fit":
+            opening += ", pairing=first_fit"
         parts = [opening + figures]
         if in_place:
             return self.verdict(value, parts[0], details)  # every call paired in place: nothing to point at
