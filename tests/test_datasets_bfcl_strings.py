@@ -14,9 +14,9 @@ from tracejudge.stages.extract import extract_record
 from tracejudge.stages.score import ToolCalls
 
 
-def _case(tmp_path: Path, params: dict, answer: dict) -> Case:
+def _case(tmp_path: Path, params: dict, answer: dict, required: list | None = None) -> Case:
     (tmp_path / "possible_answer").mkdir(exist_ok=True)
-    doc = {"name": "f", "parameters": {"type": "dict", "properties": params, "required": list(params)}}
+    doc = {"name": "f", "parameters": {"type": "dict", "properties": params, "required": list(params) if required is None else required}}
     (tmp_path / "q.json").write_text(json.dumps({"id": "simple_python_0", "question": [[{"role": "user", "content": "?"}]], "function": [doc]}) + "\n")
     (tmp_path / "possible_answer" / "q.json").write_text(json.dumps({"id": "simple_python_0", "ground_truth": [{"f": answer}]}) + "\n")
     fmt = format_for("bfcl")
@@ -66,5 +66,11 @@ def test_list_and_dict_strings_are_standardized_as_upstream_and_others_compare_e
 
 
 def test_an_optional_parameter_may_still_be_left_out(tmp_path):
-    case = _case(tmp_path, {"unit": {"type": "string"}}, {"unit": ["Celsius", ""]})
+    case = _case(tmp_path, {"unit": {"type": "string"}}, {"unit": ["Celsius", ""]}, required=[])
     assert _verdict(case, {}) and _verdict(case, {"unit": "celsius"}) and not _verdict(case, {"unit": "kelvin"})
+
+
+def test_a_required_parameter_must_be_sent_though_its_answer_accepts_empty(tmp_path):
+    # upstream's `simple_function_checker` checks the docs' `required` list before the answers: "Missing required parameter"
+    case = _case(tmp_path, {"unit": {"type": "string"}}, {"unit": ["Celsius", ""]}, required=["unit"])
+    assert not _verdict(case, {}) and _verdict(case, {"unit": "celsius"}) and _verdict(case, {"unit": ""})

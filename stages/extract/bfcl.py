@@ -25,13 +25,23 @@ question (refused when the config loads without one). Each question becomes one 
   expected call per entry. A parameter's accepted-value list becomes the
   value itself when it holds one value, else `{"$any_of": [...]}`; an
   accepted `""` means the parameter may be left out, so `{"$absent": true}`
-  joins the options (an explicit `""` stays accepted, as upstream compares
-  the sent value against the list). An empty accepted list (7 parameters
+  joins the options, unless the function docs list it as `required` (upstream
+  checks those first). A `""` sent is a string: it is accepted where upstream's
+  type check lets a string through (a `string` / `any` parameter, or answers
+  that are strings), and for an `array` so is `[]` (upstream's `list_checker`
+  reads the accepted `""` as an empty list). Numbers are typed as that check
+  types them: an `integer` whose answers are integers refuses `5.0`, an
+  `array` of `integer` / `float` items refuses items of the other kind (unless
+  `""` is accepted), a `float` takes an int; a `dict`'s values compare with
+  Python's `==` (`1` meets `true`) (`bfcl_accepted`). An answer parameter the
+  docs do not declare may only be left out, and a required one the answer
+  lacks is never met, as upstream. An empty accepted list (7 parameters
   of `live_simple_106-63-0`) is read as "the value is `[]`", which is what
   those questions ask for; upstream's list check would accept nothing. Nested objects, given as mappings whose
   fields are again accepted-value lists, convert recursively. Parameters
   absent from the answer must not be sent, which is what `arguments: exact`
-  checks;
+  checks; several calls (parallel categories) pair as upstream pairs them
+  with `ToolCalls` `pairing: first_fit`;
 - multi-turn answers (Python call strings, one list per turn) are parsed
   with `ast` and flattened in order; positional arguments get their names
   from the function docs of the record's `involved_classes`
@@ -75,7 +85,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.bfcl_accepted import accepted_values, source_values as _source_values, standard_string
+from tracejudge.stages.extract.bfcl_accepted import accepted_values, call_arguments, standard_string
 from tracejudge.stages.extract.bfcl_lang import language
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, loads_line, read_jsonl
 from tracejudge.stages.load.framing import quieted
@@ -151,20 +161,6 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
                             continue  # an unreadable doc line leaves that function's argument names unknown
             params[cls] = table
     return {"answers": answers, "params": params, "bad_answers": bad}
-
-
-def _param_types(functions: Any, name: str) -> dict[str, str]:
-    """`{parameter: its type}` of function `name` in a question's docs (`function`), `{}` when not documented."""
-    return {k: v["type"] for k, v in _param_docs(functions, name).items() if isinstance(v.get("type"), str)}
-
-
-def _param_docs(functions: Any, name: str) -> dict[str, dict[str, Any]]:
-    """`{parameter: its doc}` of function `name` in a question's docs, `{}` when not documented."""
-    for doc in functions if isinstance(functions, list) else [functions]:
-        if isinstance(doc, dict) and doc.get("name") == name:
-            props = (doc.get("parameters") or {}).get("properties") or {}
-            return {k: v for k, v in props.items() if isinstance(v, dict)}
-    return {}
 
 
 def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
@@ -297,14 +293,8 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
                 if not isinstance(call, dict) or len(call) != 1:
                     raise AdapterError("expected one {function: {param: [values]}} per call", field=f"ground_truth[{c}]", case_id=qid)
                 (name, args), = call.items()
-                lang = language(category)
-                if lang is None:
-                    kinds = _param_types(rec.get("function"), name)
-                    arguments = {k: accepted_values(v, kinds.get(k)) for k, v in (args or {}).items()}
-                else:  # Java / JavaScript: the values as the source text upstream's checker converts (bfcl_lang)
-                    props = _param_docs(rec.get("function"), name)
-                    arguments = {k: _source_values(v, props.get(k), lang) for k, v in (args or {}).items()}
-                expected.append({"name": name, "arguments": arguments})
+                # (Java / JavaScript: the values as the source text upstream's checker converts, `bfcl_lang`)
+                expected.append({"name": name, "arguments": call_arguments(name, args, rec.get("function"), language(category))})
 
     context: dict[str, Any] = {}
     if rec.get("function") is not None:
