@@ -73,6 +73,26 @@ def write_config(path: Path, dataset: Path, run_dir: Path, **sections: Any) -> P
     return path
 
 
+def small_runs(folder: Path, names: tuple[str, ...]) -> dict[str, Path]:
+    """A run directory `folder/NAME` per name: 3 native cases (`NAME-0` … `NAME-2`) over a dataset of its own, run in-process."""
+    from tracejudge.entrypoints.cli import main
+
+    out = {}
+    for name in names:
+        data = write_dataset(folder / f"{name}.jsonl", [native_case(f"{name}-{i}", ["lookup"], ["lookup"]) for i in range(3)])
+        assert main(["run", str(write_config(folder / f"{name}.yaml", data, folder / name)), "--no-progress"]) in (0, 1)
+        out[name] = folder / name
+    return out
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    """`src`'s run directory copied to `dst` (returned) without the viewer's index, as a run written there would be."""
+    import shutil
+
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("view.idx*"))
+    return dst
+
+
 def result_line(cid: str, trial: int, scores: dict[str, tuple[float | None, str]], *, status: str = "ok", tags: list[str] | None = None,
                 threshold: float = 1.0, error: str | None = None) -> str:
     """One results.jsonl line. `scores` maps metric → (value, reason)."""

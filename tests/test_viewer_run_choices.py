@@ -10,26 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _runs import native_case, view_server, write_config, write_dataset
+from _runs import copy_run, small_runs, view_server
 from test_viewer_usability import get
-from tracejudge.entrypoints.cli import main
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """`east` and `west`: runs of 3 native cases each, over datasets of their own."""
-    tmp = tmp_path_factory.mktemp("choices")
-    out = {}
-    for name in ("east", "west"):
-        data = write_dataset(tmp / f"{name}.jsonl", [native_case(f"{name}-{i}", ["lookup"], ["lookup"]) for i in range(3)])
-        assert main(["run", str(write_config(tmp / f"{name}.yaml", data, tmp / name)), "--no-progress"]) in (0, 1)
-        out[name] = tmp / name
-    return out
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("view.idx*"))
-    return dst
+    return small_runs(tmp_path_factory.mktemp("choices"), ("east", "west"))
 
 
 def _beside(page: str) -> list[str]:
@@ -45,13 +33,13 @@ def _picks(page: str) -> list[str]:
 def test_a_case_page_offers_the_runs_written_since_and_not_those_removed(built: dict[str, Path], tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
-    _copy(built["east"], runs / "east")
-    _copy(built["east"], runs / "east-old")  # (the same dataset: the case can be shown beside it)
-    _copy(built["west"], runs / "west")
+    copy_run(built["east"], runs / "east")
+    copy_run(built["east"], runs / "east-old")  # (the same dataset: the case can be shown beside it)
+    copy_run(built["west"], runs / "west")
     case = "/run/east/case?id=east-0"
     with view_server(str(runs)) as url:
         assert _beside(get(url + case)[1]) == ["east-old"]
-        _copy(built["east"], runs / "east-new")  # written after the viewer started; no other page is visited
+        copy_run(built["east"], runs / "east-new")  # written after the viewer started; no other page is visited
         assert _beside(get(url + case)[1]) == ["east-old", "east-new"]
         page = get(url + case + "&vs=east-new")[1]
         assert 'id="vs-note"' not in page and 'class="sides two"' in page, re.findall(r'id="vs-note">([^<]*)', page)

@@ -8,30 +8,17 @@ leaves that run its own name, whether it was there when the viewer started or wr
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from _runs import native_case, view_server, write_config, write_dataset
+from _runs import copy_run, small_runs, view_server
 from test_viewer_usability import get
-from tracejudge.entrypoints.cli import main
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two runs of 3 native cases each, `north` and `south`, over datasets of their own."""
-    tmp = tmp_path_factory.mktemp("symlinked")
-    out = {}
-    for name in ("north", "south"):
-        data = write_dataset(tmp / f"{name}.jsonl", [native_case(f"{name}-{i}", ["lookup"], ["lookup"]) for i in range(3)])
-        assert main(["run", str(write_config(tmp / f"{name}.yaml", data, tmp / name)), "--no-progress"]) in (0, 1)
-        out[name] = tmp / name
-    return out
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("view.idx*"))
-    return dst
+    return small_runs(tmp_path_factory.mktemp("symlinked"), ("north", "south"))
 
 
 def _listed(url: str) -> list[str]:
@@ -41,9 +28,9 @@ def _listed(url: str) -> list[str]:
 def test_a_symlinked_run_in_a_served_folder_is_served_once_under_its_own_name(built: dict[str, Path], tmp_path: Path) -> None:
     runs, store = tmp_path / "runs", tmp_path / "store"
     runs.mkdir()
-    _copy(built["north"], runs / "north")
+    copy_run(built["north"], runs / "north")
     (runs / "a-latest").symlink_to("north")  # (sorts first: the run keeps its own name all the same)
-    (runs / "nightly").symlink_to(_copy(built["south"], store / "run-0042"))
+    (runs / "nightly").symlink_to(copy_run(built["south"], store / "run-0042"))
     with view_server(str(runs)) as url:
         assert _listed(url) == ["nightly", "north"]
         page = get(url + "/?list")[1]
@@ -51,17 +38,17 @@ def test_a_symlinked_run_in_a_served_folder_is_served_once_under_its_own_name(bu
         assert get(url + "/run/nightly")[0] == 200 and get(url + "/run/nightly/case?id=south-0")[0] == 200
         assert get(url + "/run/run-0042")[0] == 404  # (the name of a folder the user does not serve)
         # Written since the viewer started: a link to a run outside is served by its name, a second name of one served not at all.
-        (runs / "newest").symlink_to(_copy(built["north"], store / "run-0077"))
+        (runs / "newest").symlink_to(copy_run(built["north"], store / "run-0077"))
         (runs / "also-north").symlink_to(runs / "north")
         (runs / "b-link").symlink_to("c-real")  # (a link and its target written at once: the target keeps its name)
-        _copy(built["south"], runs / "c-real")
+        copy_run(built["south"], runs / "c-real")
         assert get(url + "/run/newest")[0] == 200
         assert _listed(url) == ["nightly", "north", "c-real", "newest"]
         assert get(url + "/run/also-north")[0] == 404 and get(url + "/run/b-link")[0] == 404
 
 
 def test_a_served_path_that_is_a_symlink_is_named_as_given(built: dict[str, Path], tmp_path: Path) -> None:
-    real = _copy(built["south"], tmp_path / "store" / "run-0042")
+    real = copy_run(built["south"], tmp_path / "store" / "run-0042")
     (tmp_path / "current").symlink_to(real)
     with view_server(str(tmp_path / "current")) as url:
         assert get(url + "/run/current")[0] == 200
