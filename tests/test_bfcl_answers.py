@@ -76,3 +76,11 @@ def test_a_question_file_without_its_answer_file_says_so(tmp_path: Path):
         assert done.stderr.count("BFCL answer file not found") == warned, (name, done.stderr)
         if warned:
             assert str(tmp_path / "possible_answer" / name) in done.stderr, done.stderr
+    # BFCL's format-sensitivity index has no answer file upstream either: its one error says what it is, with no
+    # warning before it about an answer file it never had.
+    index = tmp_path / "BFCL_v4_format_sensitivity.json"
+    index.write_text(json.dumps({"multiple": ["multiple_0"]}, indent=4))
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(index), "format": "bfcl"}, "metrics": [{"type": "ToolCalls"}]}))
+    done = _forkserver.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"], capture_output=True,
+                          text=True, timeout=120)
+    assert "BFCL answer file not found" not in done.stderr and "format-sensitivity index" in done.stdout + done.stderr, done.stderr

@@ -119,9 +119,12 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
     if answer_file is None:
         candidate = folder / "possible_answer" / Path(question_file).name
         answer_file = candidate if candidate.exists() else None
-        if answer_file is None and "relevance" not in Path(question_file).name and not quieted():  # (not a trial read)
+        name = Path(question_file).name
+        if answer_file is None and "relevance" not in name and "format_sensitivity" not in name and not quieted():
             # Every category but (live_)irrelevance and live_relevance ships an answer file: without it no case has an
             # expectation, and each metric that needs one said "not computed" with nothing naming the file it missed.
+            # (The format-sensitivity index has none either: `_read` says in its one error what that file is. Not on
+            # a trial read, `quieted`.)
             log.warning("BFCL answer file not found: the questions are read without their expected calls, so metrics that "
                         "need them are not computed; put BFCL's possible_answer/ folder beside the question file, or name "
                         "the answer file in dataset.tasks", questions=str(question_file), looked_for=str(candidate))
