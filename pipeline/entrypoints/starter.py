@@ -135,7 +135,7 @@ dataset:
     "otel": (
         """\
 dataset:
-  # an OTLP/JSON export file, JSON Lines of exports, or a folder of them
+  # an OTLP/JSON export file, JSON Lines of exports or of spans, or a folder of them
   path: {path}
   format: otel
   options: {{group_by: conversation, exclude: ["*.truth.json"]}}   # one case per conversation (or: trace, run)
