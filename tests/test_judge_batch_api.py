@@ -147,6 +147,27 @@ def test_a_result_naming_its_request_whose_answer_is_not_an_object_is_billed_the
     assert spent is not None and spent["input_tokens"] == j["input_tokens"]
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_answer_of_the_wrong_shape_that_reports_usage_is_billed_at_it_then_resubmitted(simulator, tmp_path, provider):
+    """An answer the provider billed whose object is of the wrong shape (`choices` / `content` a string) but reports its
+    usage was an error billed nothing in a batch, where the synchronous path bills that usage and retries: it is billed
+    at the usage it reports, in the summary, the score and the spend journal, and its request resubmitted."""
+    sim = simulator(batch_completion_s=0.1, batch_script=[{"shapeless": 2}])
+    summary = run(tmp_path, batch_judge(sim.url, provider, max_requests=6, flush_after_s=3.0), 6)
+    assert summary["status"] == {"ok": 6}
+    j = summary["judge"]
+    assert sim.stats.batch_requests == 8 and (j["batch_request_errors"], j["batch_resubmits"], j["batch_unread_billed"]) == (2, 2, 2)
+    # every answer the simulator counted, the two of the wrong shape at the usage they reported
+    assert (j["input_tokens"], j["output_tokens"]) == (sim.stats.input_tokens, sim.stats.output_tokens)
+    scored = [r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path / "run")]
+    assert sum(s["input_tokens"] for s in scored) == j["input_tokens"]
+    assert sum(s["output_tokens"] for s in scored) == j["output_tokens"]
+    from tracejudge.llm.spend_journal import spend_totals
+
+    spent = spend_totals(tmp_path / "run")
+    assert spent is not None and (spent["input_tokens"], spent["output_tokens"]) == (j["input_tokens"], j["output_tokens"])
+
+
 def test_result_lines_naming_no_request_are_told_apart_from_failures() -> None:
     from tracejudge.llm.batch_api import _lines
 

@@ -77,7 +77,7 @@ class BatchState:
 class BatchResult:
     """One request's outcome in a batch: `kind` is `ok`, `error`, `expired`, `canceled`, `refused` (the model refused
     to judge it: `reply` then carries the refusal's usage, which the provider bills, `message` names it) or `unread` (its
-    answer's line could not be read: billed by the provider, its usage unknown)."""
+    answer could not be read: billed by the provider; `reply` holds the usage it reported, None when that is unknown too)."""
 
     custom_id: str
     kind: str
@@ -233,6 +233,17 @@ def _unread(cid: str, why: str = "not JSON") -> BatchResult:
     return BatchResult(cid, "unread", message=f"its answer's line in the results file could not be read ({why}): the provider billed it")
 
 
+def _failed(cid: str, exc: ProviderError, answered: bool = True) -> BatchResult:
+    """The outcome of an answer `read_reply` refused: a refusal (`refused`, its usage billed), an answer of the wrong shape
+    that reported its usage (`unread` carrying that usage in `reply`: billed at it and resubmitted, as the synchronous
+    path bills and retries it), else an `error`."""
+    if exc.reply is not None:
+        return BatchResult(cid, "refused", exc.reply, message=str(exc))
+    if answered and exc.billed_reply is not None:
+        return BatchResult(cid, "unread", exc.billed_reply, message=f"its answer could not be read ({exc}): the provider billed it")
+    return BatchResult(cid, "error", message=str(exc))
+
+
 def _openai_result(rec: dict[str, Any], answered: bool = True) -> BatchResult:
     """The outcome of an OpenAI results line naming its request (`answered`: a line of the output file, whose requests
     were run and billed, not of the error file). A line whose `response` or `status_code` is not what the Batch API
@@ -259,7 +270,7 @@ def _openai_result(rec: dict[str, Any], answered: bool = True) -> BatchResult:
     try:
         reply = read_reply("openai", HttpReply(200, {}, resp.get("body"), 0.0), 0.0)
     except ProviderError as exc:
-        return BatchResult(cid, "refused" if exc.reply is not None else "error", exc.reply, message=str(exc))
+        return _failed(cid, exc, answered)
     return BatchResult(cid, "ok", reply)
 
 
@@ -275,7 +286,7 @@ def _anthropic_result(rec: dict[str, Any]) -> BatchResult:
         try:
             return BatchResult(cid, "ok", read_reply("anthropic", HttpReply(200, {}, result.get("message"), 0.0), 0.0))
         except ProviderError as exc:
-            return BatchResult(cid, "refused" if exc.reply is not None else "error", exc.reply, message=str(exc))
+            return _failed(cid, exc)
     if kind in ("expired", "canceled"):
         return BatchResult(cid, str(kind), message=f"the request {kind}")
     return BatchResult(cid, "error", message=json.dumps(result.get("error"))[:300])

@@ -26,7 +26,8 @@ line without its `custom_id` (answered and counted too), and `"non_object": o` t
 next o answers a line that is JSON but not an object (the line encoded once more,
 as a JSON string: answered and counted too), and `"odd_answer": a` the next a answers a line naming its
 request whose answer (OpenAI's `response.body`, Anthropic's `message`) is a JSON string, not an object
-(answered and counted too); a batch with expired requests
+(answered and counted too), and `"shapeless": s` the next s answers one whose answer is an object of the wrong shape
+(`content` / `choices` a string) that still reports its usage (answered and counted too); a batch with expired requests
 ends `expired` (OpenAI) unless `status` says otherwise. Results come back in an order other than the file's
 (`batch_shuffle`), so a client that joins by position fails.
 
@@ -114,7 +115,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         script = sim.config.batch_script.pop(0) if sim.config.batch_script else {}
         n_err, n_exp, n_ref = int(script.get("errors", 0)), int(script.get("expired", 0)), int(script.get("refusals", 0))
         n_cut, n_nameless, n_odd = int(script.get("cut", 0)), int(script.get("nameless", 0)), int(script.get("non_object", 0))
-        n_odd_answer = int(script.get("odd_answer", 0))
+        n_odd_answer, n_shapeless = int(script.get("odd_answer", 0)), int(script.get("shapeless", 0))
         out: list[tuple[str, str, Any]] = []
         for i, (cid, body) in enumerate(items):
             if i < n_err:
@@ -139,10 +140,14 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 continue
             payload, _ = answer(sim, body, anthropic, fault if fault in _ANSWER_FAULTS else "ok", count_prompt(body))
             first = n_err + n_exp + n_ref  # (the answers whose line is marred come after the scripted failures)
-            marred = ["cut"] * n_cut + ["nameless"] * n_nameless + ["non_object"] * n_odd + ["odd_answer"] * n_odd_answer
+            marred = (["cut"] * n_cut + ["nameless"] * n_nameless + ["non_object"] * n_odd + ["odd_answer"] * n_odd_answer
+                      + ["shapeless"] * n_shapeless)
             kind = marred[i - first] if 0 <= i - first < len(marred) else "ok"
             if kind == "odd_answer":  # (a well-formed line whose answer is its JSON as a string)
                 out.append((cid, "ok", json.dumps(payload)))
+                continue
+            if kind == "shapeless":  # (an answer object of the wrong shape that still reports its usage)
+                out.append((cid, "ok", {**payload, "content" if anthropic else "choices": "not what the API sends"}))
                 continue
             out.append((cid, kind, _refused(payload, anthropic) if i < first else payload))
         sim.stats.batch_requests += len(items)

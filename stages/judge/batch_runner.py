@@ -126,7 +126,7 @@ class BatchRunner:
         self._fetched: set[str] = set()
         self._orphans = journal.orphan_intents(cfg.provider, journal_base) if cfg.provider != "simulator" else {}
         self._recovered: anyio.Event | None = None
-        self._unread: dict[str, int] = {}  # custom_id → its billed answers whose line could not be read (`take_unread`)
+        self._unread: dict[str, list[Reply | None]] = {}  # custom_id → its billed answers that could not be read (`take_unread`)
 
     # ------------------------------------------------------------------ public
 
@@ -158,10 +158,11 @@ class BatchRunner:
         assert result is not None
         raise ProviderError("server", f"batch request {result.kind} in {self.cfg.batch.max_resubmits + 1} submissions: {result.message}")
 
-    def take_unread(self, custom_id: str) -> int:
-        """How many answers to `custom_id` the provider billed whose result line could not be read, since last asked
-        (0 when none): the judge bills them, once each, when `submit` for it returns or raises."""
-        return self._unread.pop(custom_id, 0)
+    def take_unread(self, custom_id: str) -> list[Reply | None]:
+        """The answers to `custom_id` the provider billed that could not be read, since last asked (none: `[]`), each the
+        usage it reported (a `Reply` holding it) or None when that is unknown too: the judge bills them, once each, when
+        `submit` for it returns or raises."""
+        return self._unread.pop(custom_id, [])
 
     def close(self) -> None:
         """Mark in the journal the batches whose every result was handed out (call when the segment ends cleanly)."""
@@ -179,7 +180,7 @@ class BatchRunner:
         if result.kind == "unread" and not result.billed:
             result.billed = True
             self.counters.batch_unread_billed += 1
-            self._unread[result.custom_id] = self._unread.get(result.custom_id, 0) + 1
+            self._unread.setdefault(result.custom_id, []).append(result.reply)
 
     async def _retry(self, call: Callable[[], Awaitable[V]], *, blind: bool = True) -> V:
         # `blind`: retry timeouts and lost connections too (safe for reads and uploads, not for creating a batch).

@@ -51,25 +51,28 @@ def bill_input(self: Judge, held: Any, billed: int) -> None:
         self.spend.add(billed, 0, self._cost(billed, 0))
 
 
-def bill_unread(self: Judge, answers: int, prompt_tokens: int, batch_cost: Any) -> tuple[int, float | None]:
-    """Bill `answers` answers of one batch request whose result lines could not be read (`BatchRunner.take_unread`): the
-    provider billed each, its usage unknown, so each is counted at `prompt_tokens` (its estimated prompt) in and nothing
-    out, priced by `batch_cost(input, output)`, in the budget, the stats and the spend journal. Returns the tokens and
-    dollars billed (dollars None for a model without a price), for the score of the request."""
-    if answers <= 0:
-        return 0, 0.0
+def bill_unread(self: Judge, answers: list[Any], prompt_tokens: int, batch_cost: Any) -> tuple[int, float | None, int]:
+    """Bill the answers of one batch request that could not be read (`BatchRunner.take_unread`): the provider billed
+    each. One that reported its usage (a `Reply` holding it: an answer of the wrong shape) is counted at that usage;
+    one whose usage is unknown too (None: its result line unreadable) at `prompt_tokens` (its estimated prompt) in and
+    nothing out. Priced by `batch_cost(input, output)`, in the budget, the stats and the spend journal. Returns the input
+    tokens, dollars (None for a model without a price) and output tokens billed, for the score of the request."""
+    if not answers:
+        return 0, 0.0, 0
     from tracejudge.llm.budget import Reservation
 
-    tokens = answers * prompt_tokens
-    cost = answers * batch_cost(prompt_tokens, 0)
-    self.budget.settle(Reservation(0, 0.0), tokens, cost)  # (paid already: nothing was held for it, nothing is refused)
+    each = [(r.input_tokens, r.output_tokens) if r is not None and r.usage_known else (prompt_tokens, 0) for r in answers]
+    tokens, out_tokens = sum(i for i, _ in each), sum(o for _, o in each)
+    cost = sum(batch_cost(i, o) for i, o in each)
+    self.budget.settle(Reservation(0, 0.0), tokens + out_tokens, cost)  # (paid already: nothing held for it, nothing refused)
     self.stats.input_tokens += tokens
+    self.stats.output_tokens += out_tokens
     self.stats.cost_usd += cost
-    self.stats.sync_equivalent_usd += answers * self._cost(prompt_tokens, 0)
+    self.stats.sync_equivalent_usd += sum(self._cost(i, o) for i, o in each)
     if self.spend is not None:
-        for _ in range(answers):
-            self.spend.add(prompt_tokens, 0, batch_cost(prompt_tokens, 0))
-    return tokens, None if self.price is None and tokens else cost
+        for i, o in each:
+            self.spend.add(i, o, batch_cost(i, o))
+    return tokens, None if self.price is None and tokens else cost, out_tokens
 
 
 def settle_answer(self: Judge, reply: Reply, permit: Any, held: Any, prompt_tokens: int, estimate: int, rate: Any,

@@ -209,7 +209,7 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
         unread = bill_unread(self, self.batches.take_unread(custom_id), prompt_tokens, batch_cost)
         if exc.reply is None:
             self.budget.settle(held, 0, 0.0)
-            exc.billed_input_tokens, exc.billed_cost_usd = unread
+            exc.billed_input_tokens, exc.billed_cost_usd, exc.billed_output_tokens = unread
             raise
         reply, refused = exc.reply, exc  # a refusal: billed at the batch price like any answer, then its failure
     except BaseException:
@@ -231,6 +231,7 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     self.stats.sync_equivalent_usd += self._cost(*usage)
     if unread[0]:  # (the score shows what the summary counts for its request, as a timed-out attempt's estimate is shown)
         reply.input_tokens += unread[0]
+        reply.output_tokens += unread[2]
         reply.cost_usd = sum_usd((reply.cost_usd, unread[1]), None)
     if refused is not None:
         refused.billed_input_tokens, refused.billed_output_tokens, refused.billed_cost_usd = reply.input_tokens, reply.output_tokens, reply.cost_usd
