@@ -48,6 +48,20 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if path is not None and not path.exists():
             err.print(f"error: {flag} {path}: no such file or folder", highlight=False, markup=False, soft_wrap=True)
             return EXIT_BAD_INPUT
+    if args.format is None:
+        args.format = "native"
+        if args.dataset is not None:
+            from tracejudge.entrypoints.commands.init_detect import NoStarter, detect_format
+
+            live = {name: f"holds no model output to score: start from {starter.LIVE_EXAMPLES[name]} (a live target) and set "
+                           "dataset.path (README, \"Live targets\")" for name in starter.LIVE_ONLY_FORMATS}
+            try:
+                args.format, said = detect_format(args.dataset, set(starter.FORMATS), live)
+            except NoStarter as exc:
+                err.print(str(exc), highlight=False, markup=False, soft_wrap=True)
+                return EXIT_BAD_INPUT
+            if said is not None:
+                err.print(said, highlight=False, markup=False, soft_wrap=True)
     if (folder := _folder_not_read(args.format, args.dataset, args.tasks)) is not None:
         # Said now: written into the config, the folder was a config error at the first `run` of a config said to run as written.
         err.print(folder, highlight=False, markup=False, soft_wrap=True)

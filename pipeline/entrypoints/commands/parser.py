@@ -179,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
                           **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
                                       "tracejudge init --format otel --dataset traces/ -o otel.yaml && tracejudge run otel.yaml",
                                       "tracejudge init --format tau-bench --dataset gpt-4o-airline.json --tasks tasks_airline_test.json"))
-    init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
-                      "`tracejudge list formats` says what each reads)")
+    init.add_argument("--format", default=None, type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: "
+                      "the format the --dataset file's first records read as, else native; `tracejudge list formats` says what each reads)")
     init.add_argument("--dataset", type=_home_path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
     init.add_argument("--tasks", type=_home_path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on "
                       "(default: tasks/tasks_<domain>_test.json beside the trajectories' folder, else each run's own task)")
