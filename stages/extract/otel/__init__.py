@@ -32,7 +32,8 @@ counts the spans each convention recognised (`none`: spans no convention knew).
 
 Grouping (`group_by`): `conversation` (default) groups the traces that carry
 the same `gen_ai.conversation.id` (else `session.id`,
-`gcp.vertex.agent.session_id`, `langfuse.session.id`; a trace with none
+`gcp.vertex.agent.session_id`, `langfuse.session.id`; agentevals' `agentevals.session_name`
+before them all; each on a span, else on the span's resource: `keys`; a trace with none
 stands alone — except that traces holding one model request each, as a
 model-only instrumentation writes a plain loop, are joined when a request's
 input replays the previous one's input and output (system messages left out, so a
@@ -187,7 +188,9 @@ log = get_logger("tracejudge.extract.otel")
 
 __all__ = ["CONVERSATION_KEYS", "Options", "adapt", "otlp_document", "read", "turn_calls"]
 
-CONVERSATION_KEYS = ["gen_ai.conversation.id", "session.id", "gcp.vertex.agent.session_id", "langfuse.session.id"]
+# `agentevals.session_name` is the resource attribute an agentevals session download stamps on every resource: it names
+# the session the export was taken from, so it outranks the keys the spans carry, as agentevals reads it
+CONVERSATION_KEYS = ["agentevals.session_name", "gen_ai.conversation.id", "session.id", "gcp.vertex.agent.session_id", "langfuse.session.id"]
 
 
 class Options(BaseModel):

@@ -30,6 +30,11 @@ def _holds(value: Any) -> bool:
     return key is not None or problem is not None
 
 
+def _source(span: Span, on_resource: bool) -> dict[str, Any]:
+    """Where a key is read: the span's own attributes, or those of the resource that exported it."""
+    return span.resource if on_resource else span.attrs
+
+
 def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | RawRecord:
     """The spans of one trace (sorted by start) split by the topmost value of the first key present.
 
@@ -37,9 +42,11 @@ def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | Ra
     where some span's value (its topmost ancestor-or-self holding the key) is no key (module docstring) is one
     record of its refusal instead, at that span's file and line.
     """
-    attr = next((k for k in keys if any(_holds(s.attrs.get(k)) for s in spans)), None)
-    if attr is None:
+    found = next(((k, on_resource) for k in keys for on_resource in (False, True)
+                  if any(_holds(_source(s, on_resource).get(k)) for s in spans)), None)
+    if found is None:
         return [((None, trace_id), spans)]
+    attr, on_resource = found
     index = {s.span_id: s for s in spans}
 
     def top(span: Span) -> Span | None:
@@ -47,7 +54,7 @@ def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | Ra
         node: Span | None = span
         hops = 0
         while node is not None and hops < 10_000:
-            if _holds(node.attrs.get(attr)):
+            if _holds(_source(node, on_resource).get(attr)):
                 found = node
             node = index.get(node.parent_id or "")
             hops += 1
@@ -56,9 +63,10 @@ def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | Ra
     values: list[str | None] = []
     for span in spans:
         holder = top(span)
-        key, problem = key_of(holder.attrs.get(attr), attr) if holder is not None else (None, None)
+        key, problem = key_of(_source(holder, on_resource).get(attr), attr) if holder is not None else (None, None)
         if problem is not None and holder is not None:
-            return RawRecord(holder.file, holder.line, Refused(f"span {holder.span_id}: {problem}", attr, trace_id))
+            where = f"the resource of span {holder.span_id}" if on_resource else f"span {holder.span_id}"
+            return RawRecord(holder.file, holder.line, Refused(f"{where}: {problem}", attr, trace_id))
         values.append(key)
     default = next(v for v in values if v is not None)
     parts: dict[str, list[Span]] = {}

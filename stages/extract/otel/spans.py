@@ -67,6 +67,7 @@ class Span:
     scope: str | None = None  # the instrumentation scope's name (`gcp.vertex.agent` for ADK)
     stand_in: bool = False  # not delivered: made for a lost parent several spans name (`links.stand_in_parents`)
     dropped_attributes: int = 0  # attributes its SDK dropped past the limit per span (`droppedAttributesCount`: `dropped`)
+    resource: dict[str, Any] = field(default_factory=dict)  # its resource's attributes (one dict shared by the resource's spans)
 
 
 @dataclass(slots=True)
@@ -107,7 +108,8 @@ def _status(raw: Any) -> tuple[bool, str | None]:
     return error, message
 
 
-def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope: str | None = None) -> Span:
+def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope: str | None = None,
+          resource: dict[str, Any] | None = None) -> Span:
     span_id = otlp_id(raw.get("spanId"), SPAN_ID)
     problem = None
     try:
@@ -153,6 +155,7 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
         problem=problem,
         scope=scope,
         dropped_attributes=dropped_count(raw),
+        resource=resource if resource is not None else {},
     )
 
 
@@ -198,7 +201,9 @@ class Collector:
         for i, rs in enumerate(_items(doc, "resourceSpans", "resourceSpans")):
             where = f"resourceSpans[{i}]"
             _shape(rs, dict, where)
-            service = attributes(_shape((rs.get("resource") or {}), dict, f"{where}.resource").get("attributes")).get("service.name")
+            # kept whole: a conversation key may be set on the resource rather than the spans (`keys`)
+            resource = attributes(_shape((rs.get("resource") or {}), dict, f"{where}.resource").get("attributes"))
+            service = resource.get("service.name")
             for j, ss in enumerate(_items(rs, "scopeSpans", f"{where}.scopeSpans")):
                 _shape(ss, dict, f"{where}.scopeSpans[{j}]")
                 scope = ss.get("scope") or ss.get("instrumentationLibrary")
@@ -208,7 +213,7 @@ class Collector:
                     if not isinstance(raw.get("attributes"), (list, dict, type(None))):  # (a list of key/values, or an object: `values`)
                         raise ValueError(f"{where}.scopeSpans[{j}].spans[{k}].attributes must be a list of {{key, value}} or an object, "
                                          f"got {type(raw['attributes']).__name__}")
-                    span = _span(raw, service, file, line, scope_name)
+                    span = _span(raw, service, file, line, scope_name, resource)
                     if not span.trace_id:
                         orphans.append((file, line, f"span {span.span_id or '?'} has no traceId" + (" (zeros only)" if raw.get("traceId") else "")))
                         continue
