@@ -10,7 +10,7 @@ agent run (its `invoke_workflow`). A span that carries
 `running tool` or `execute_tool …` — the spans pydantic-evals counts — so a
 custom span that merely mentions a tool is not counted. Messages come from
 `gen_ai.input.messages` / `gen_ai.output.messages` (JSON) or, in log-event
-mode, from the span's GenAI events, else from ADK's `gcp.vertex.agent.llm_request` /
+mode, from the span's GenAI events (the details event, else a span event of any name holding those keys), else from ADK's `gcp.vertex.agent.llm_request` /
 `llm_response` (Gemini `contents`, see `adk`); usage from `gen_ai.usage.*`.
 """
 
@@ -30,7 +30,7 @@ from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["NAME", "messages", "read", "span_error", "typed", "usage"]
+__all__ = ["NAME", "holds_messages", "messages", "read", "span_error", "typed", "usage"]
 
 NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
@@ -44,7 +44,7 @@ def read(span: Span) -> View | None:
     a = span.attrs
     op = a.get("gen_ai.operation.name")
     tool_attr = a.get("gen_ai.tool.name")
-    has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs) or any(n == DETAILS for n, _ in span.events)
+    has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs) or holds_messages(span)
     adk = op is None and (span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in a))
     adk_call = adk and span.name == "call_llm"
     adk_run = adk and span.name == "invocation"  # ADK 1.x's root of one run: its agents, a transfer's too, are one turn
@@ -216,12 +216,35 @@ def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return inputs, outputs
 
 
+MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
+
+
+def _named_otherwise(span: Span) -> list[LogEvent]:
+    """The GenAI message keys a span without a details event holds in span events of another name, as one details event.
+
+    An SDK may name its event its own way (Strands before the details event, a hand-made `span.add_event("messages",
+    …)`); the keys still mean what the conventions say. Each key is taken from the first event holding it, as agentevals
+    promotes them, so two events repeating one history do not read it twice.
+    """
+    found: dict[str, Any] = {}
+    for _, attrs in span.events:
+        for key in MESSAGE_KEYS:
+            if key not in found and attrs.get(key) is not None:
+                found[key] = attrs[key]
+    return [LogEvent(DETAILS, None, found, 0)] if found else []
+
+
+def holds_messages(span: Span, keys: tuple[str, ...] = MESSAGE_KEYS) -> bool:
+    """Whether some span event of `span` holds GenAI messages: the details event, or another carrying one of `keys`."""
+    return any(name == DETAILS or any(k in attrs for k in keys) for name, attrs in span.events)
+
+
 def _log_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:
     """Input and output messages rebuilt from a span's GenAI log events (log-event mode)."""
     inputs: list[Any] = []
     outputs: list[Any] = []
     # the details event may also be a span event (Strands writes it so), read before the span's log records
-    events = [LogEvent(name, None, attrs, 0) for name, attrs in span.events if name == DETAILS]
+    events = [LogEvent(name, None, attrs, 0) for name, attrs in span.events if name == DETAILS] or _named_otherwise(span)
     for ev in events + sorted(span.logs, key=lambda e: e.time):
         body = ev.body if isinstance(ev.body, dict) else {}
         if ev.name == DETAILS:
