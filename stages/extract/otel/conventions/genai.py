@@ -1,7 +1,8 @@
 """OpenTelemetry GenAI semantic conventions (and Google ADK's `gcp.vertex.agent.*` keys).
 
 What counts: `gen_ai.operation.name` `chat` / `generate_content` /
-`text_completion` is a model request, `execute_tool` a tool call,
+`text_completion` is a model request (and so is a span with no operation name that names a model and a
+provider and records usage or messages: `_unnamed_request`), `execute_tool` a tool call,
 `invoke_agent` / `invoke_workflow` an agent run; ADK's `call_llm` span (no
 operation name, scope or keys `gcp.vertex.agent`) is a model request too, the
 wrapper of its `generate_content` span, and ADK 1.x's `invocation` root an
@@ -48,10 +49,11 @@ def read(span: Span) -> View | None:
     adk = op is None and (span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in a))
     adk_call = adk and span.name == "call_llm"
     adk_run = adk and span.name == "invocation"  # ADK 1.x's root of one run: its agents, a transfer's too, are one turn
-    if not isinstance(op, str) and not tool_attr and not has_messages and not adk_call and not adk_run and "gen_ai.usage.input_tokens" not in a:
+    if not isinstance(op, str) and not tool_attr and not has_messages and not adk_call and not adk_run and "gen_ai.usage.input_tokens" not in a \
+            and not _unnamed_request(span, has_messages):
         return None
     v = View()
-    if op in MODEL_OPS or adk_call:
+    if op in MODEL_OPS or adk_call or (op is None and not adk and _unnamed_request(span, has_messages)):
         v.role = "model"
     elif op == "execute_tool" or (op is None and tool_attr and (span.name == "running tool" or span.name.startswith("execute_tool"))):
         v.role = "tool"
@@ -101,6 +103,22 @@ def read(span: Span) -> View | None:
     v.usage_out = usage(span, "gen_ai.usage.output_tokens")
     v.usage_out = usage(span, "gen_ai.usage.completion_tokens") if v.usage_out is None else v.usage_out
     return v
+
+
+_OTHER_CONVENTIONS = ("llm.", "ai.", "traceloop.", "openinference.", "langfuse.", "mlflow.")
+
+
+def _unnamed_request(span: Span, has_messages: bool) -> bool:
+    """Whether a span with no `gen_ai.operation.name` is a model request all the same: it names a model and a provider
+    (`gen_ai.provider.name`, or the deprecated `gen_ai.system`) and records a call's usage or messages, as agentevals
+    infers a chat. Model and provider alone are identity, not a call: some producers copy their resource's onto every
+    span (Claude Code's spans under kagent). Spans another convention describes are left to its reader."""
+    a = span.attrs
+    if not isinstance(a.get("gen_ai.request.model"), str) or not (a.get("gen_ai.provider.name") or a.get("gen_ai.system")):
+        return False
+    if any(k.startswith(_OTHER_CONVENTIONS) for k in a):
+        return False
+    return has_messages or any(k.startswith("gen_ai.usage.") for k in a)
 
 
 def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
