@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -211,11 +211,14 @@ class ExpectedToolCall(_Strict):
 
     `result` is the expected tool output; only `DeepEvalToolCorrectness` with
     `evaluation_params: [output]` reads it (deepeval's `expected_tools[].output`).
+    `argument_keys: "call"` makes `ToolCalls` compare the top-level keys the *call* carries, not the expectation's:
+    one the call omits is not compared, one it adds fails (τ²-bench's rule for an action without `compare_args`).
     """
 
     name: ToolName
     arguments: dict[str, Any] | None = None
     result: Any = None
+    argument_keys: Literal["call"] | None = None
 
     @field_validator("arguments", mode="before")
     @classmethod

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 from operator import attrgetter
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel
 
@@ -134,6 +134,7 @@ if _FAST:
         name: str  # (blank: refused by `_named`)
         arguments: dict[str, Any] | None = None
         result: Any = None
+        argument_keys: Literal["call"] | None = None
 
     class _Case(Struct, forbid_unknown_fields=True, gc=False):
         id: str

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import model_validator
-from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
+from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall, decode_arguments
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, _by_name, call_steps, no_expectation, no_trace
 from tracejudge.stages.score.matching import max_matching_of, ordered_matching_of
@@ -20,6 +20,9 @@ from tracejudge.stages.score.value_match import first_difference, match_argument
 from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = ["ToolCalls"]
+
+# An expected key's value saying the call must not carry it (`_on_call_keys`).
+_ABSENT = {"$absent": True}
 
 
 @lru_cache(maxsize=4096)
@@ -44,9 +47,23 @@ def _compatible(arguments: str, exp: ExpectedToolCall, act: ToolCall) -> bool:
         return True
     if act.arguments_missing:
         return False
+    want = exp.arguments if exp.argument_keys is None else _on_call_keys(exp.arguments, act.arguments)
     if arguments == "shallow":
-        return match_top_level(exp.arguments, act.arguments, "subset")
-    return match_arguments(exp.arguments, act.arguments, arguments)
+        return match_top_level(want, act.arguments, "subset")
+    return match_arguments(want, act.arguments, arguments)
+
+
+def _on_call_keys(want: dict[str, Any], got: dict[str, Any] | str) -> dict[str, Any]:
+    """The expected arguments over the top-level keys call arguments `got` carry (`argument_keys: call`).
+
+    τ²-bench's `Action.compare_with_tool_call`, with `compare_args` absent, compares the keys of the call
+    (`tool_call.arguments.keys()`), in every release: an expected key the call omits is not compared, and a key
+    the call adds, absent from the action, differs (`$absent` here, so the reason names it).
+    """
+    got, ok = decode_arguments(got)
+    if not ok or not isinstance(got, dict):
+        return want  # (arguments that are no JSON object meet no expectation with arguments anyway)
+    return {k: want[k] if k in want else _ABSENT for k in got}
 
 
 @register_metric
@@ -64,6 +81,9 @@ class ToolCalls(ToolMetric):
         `ArgumentCorrectness(match_mode="subset")`;
       - `exact`: the arguments are equal (same keys at every depth);
       - `ignore`: names only.
+    An expected call with `argument_keys: call` compares the top-level keys
+    the call carries instead of its own (one the call omits is not compared,
+    one it adds fails: τ²-bench's rule for an action without `compare_args`).
     An expected call without `arguments` matches on its name alone. A call
     whose arguments were not recorded (`arguments_missing`) pairs with no
     expected call that has `arguments` unless `arguments: ignore`; the reason
@@ -290,9 +310,10 @@ def _nearest(arguments: str, i: int, exp: ExpectedToolCall, unexpected: list[int
 
 
 def _difference(arguments: str, exp: ExpectedToolCall, call: ToolCall) -> str | None:
+    want = exp.arguments if exp.argument_keys is None or exp.arguments is None else _on_call_keys(exp.arguments, call.arguments)
     if arguments == "shallow":
-        return first_difference(exp.arguments, call.arguments, "subset", nested_mode="exact")
-    return first_difference(exp.arguments, call.arguments, "exact" if arguments == "exact" else "subset")
+        return first_difference(want, call.arguments, "subset", nested_mode="exact")
+    return first_difference(want, call.arguments, "exact" if arguments == "exact" else "subset")
 
 
 def _ordered_divergence(expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], adj: list[list[int]],
