@@ -24,22 +24,24 @@ PAIRS: list[tuple[dict[str, Any], dict[str, Any]]] = [
 ]
 
 
-def _tau2_check(action: dict[str, Any], call_args: dict[str, Any], *, keys_of: str = "action") -> bool:
+def _tau2_check(action: dict[str, Any], call_args: dict[str, Any]) -> bool:
     """τ²-bench's `Action.compare_with_tool_call` argument rule: the compared keys' values with `==`.
 
-    The compared keys are `compare_args`, else — `keys_of` — the action's keys (as
-    tracejudge reads an action) or the call's keys (τ²-bench's current code).
+    The compared keys are `compare_args`, else the call's keys (`tool_call.arguments.keys()`), as in every release.
     """
     keys = action.get("compare_args")
     if keys is None:
-        keys = action["arguments"].keys() if keys_of == "action" else call_args.keys()
+        keys = call_args.keys()
     if not keys:
         return True
     return {k: v for k, v in call_args.items() if k in keys} == {k: v for k, v in action["arguments"].items() if k in keys}
 
 
 def _pairs(metric: ToolCalls, expected: dict[str, Any], actual: dict[str, Any]) -> bool:
-    case = make_case([{"name": "book", "arguments": expected}], [{"name": "book", "arguments": actual}])
+    """Does one `book` call with `actual` arguments pair with the expectation: `expected` arguments, or a whole
+    expected call (`{"name", "arguments", …}`, as `expected_from_action` gives it)?"""
+    exp = expected if "name" in expected else {"name": "book", "arguments": expected}
+    case = make_case([exp], [{"name": "book", "arguments": actual}])
     return bool(metric.evaluate(case).details["pairs"])
 
 
@@ -47,23 +49,49 @@ def _pairs(metric: ToolCalls, expected: dict[str, Any], actual: dict[str, Any]) 
 def test_shallow_with_reuse_is_tau2s_action_check(expected, actual):
     action = {"name": "book", "arguments": expected, "compare_args": None}
     metric = ToolCalls(arguments="shallow", pairing="reuse")
-    assert _pairs(metric, expected_from_action(action)["arguments"], actual) is _tau2_check(action, actual)
+    assert _pairs(metric, expected_from_action(action), actual) is _tau2_check(action, actual)
     # And with compare_args restricting the comparison to one key.
     if expected:
         key = next(iter(expected))
         action = {**action, "compare_args": [key]}
-        assert _pairs(metric, expected_from_action(action)["arguments"], actual) is _tau2_check(action, actual)
+        assert _pairs(metric, expected_from_action(action), actual) is _tau2_check(action, actual)
 
 
-def test_without_compare_args_tau2_compares_the_calls_keys():
-    # The documented difference: upstream's current code compares the keys the call carries.
+# Where comparing the call's keys and comparing the action's keys part: (compare_args, call arguments) for the
+# action book(a=1, b=2). Upstream's verdict is `_tau2_check`'s.
+KEY_RULES = [
+    (None, {"a": 1}),  # a call omitting an expected key: matches upstream
+    (None, {"a": 1, "b": 2, "c": 3}),  # a call with an extra key: fails upstream
+    (None, {}),  # a call with no arguments: nothing to compare, matches upstream
+    (None, {"a": 1, "b": 3}),  # a value differs
+    (["a"], {"a": 1, "c": 3}),  # compare_args given: only its keys
+    (["a", "z"], {"a": 1}),  # a listed key on neither side
+    (["a", "z"], {"a": 1, "z": 0}),  # a listed key the call alone carries
+    ([], {"x": 9}),  # compare_args empty: the name alone
+]
+
+
+@pytest.mark.parametrize("compare_args,call", KEY_RULES)
+def test_each_compare_args_rule_gives_upstreams_verdict(compare_args, call):
+    action = {"name": "book", "arguments": {"a": 1, "b": 2}, "compare_args": compare_args}
+    for arguments in ("shallow", "subset"):
+        metric = ToolCalls(arguments=arguments, pairing="reuse", score="recall")
+        assert _pairs(metric, expected_from_action(action), call) is _tau2_check(action, call)
+
+
+def test_a_call_key_the_action_lacks_is_named_in_the_reason():
     action = {"name": "book", "arguments": {"a": 1, "b": 2}, "compare_args": None}
-    metric = ToolCalls(arguments="shallow", pairing="reuse")
-    extra, omitted = {"a": 1, "b": 2, "c": 3}, {"a": 1}
-    assert _pairs(metric, expected_from_action(action)["arguments"], extra) is True
-    assert _tau2_check(action, extra, keys_of="call") is False
-    assert _pairs(metric, expected_from_action(action)["arguments"], omitted) is False
-    assert _tau2_check(action, omitted, keys_of="call") is True
+    case = make_case([expected_from_action(action)], [{"name": "book", "arguments": {"a": 1, "c": 3}}])
+    score = ToolCalls(arguments="shallow", pairing="reuse", score="recall").evaluate(case)
+    assert score.value == 0.0 and "c" in score.reason.split("closest:", 1)[1]
+
+
+def test_argument_keys_call_leaves_expectations_without_it_alone():
+    # Other formats give no `argument_keys`: their expectations keep comparing their own keys.
+    metric = ToolCalls(arguments="shallow")
+    assert _pairs(metric, {"a": 1, "b": 2}, {"a": 1}) is False
+    assert _pairs(metric, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}) is True
+    assert _pairs(ToolCalls(arguments="exact"), {"name": "book", "arguments": {"a": 1, "b": 2}, "argument_keys": "call"}, {"a": 1}) is True
 
 
 def test_nested_extra_keys_fail_shallow_but_pass_subset():

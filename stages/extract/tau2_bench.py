@@ -23,7 +23,9 @@ warning per file:
   `evaluation_criteria.actions`, each restricted to its `compare_args` when
   that is set: a key listed there but absent from the expected arguments
   becomes `{"$absent": true}` (upstream compares it as missing on both
-  sides), and `compare_args: []` means the name alone (`arguments: null`).
+  sides), and `compare_args: []` means the name alone (`arguments: null`);
+  without `compare_args` the keys compared are the call's, as upstream
+  compares them (`argument_keys: "call"`).
   A task without `evaluation_criteria.actions` gives no expectation (`null`);
 - every assistant message is one step (its text is the `thought` when it
   also calls tools, else the step's `output`); a user message that calls
@@ -222,11 +224,16 @@ def _never_ran(sim: dict[str, Any], where: str) -> str:
 
 
 def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
-    """One τ²-bench expected action → `{name, arguments}`, honouring `compare_args`."""
+    """One τ²-bench expected action → `{name, arguments}`, honouring `compare_args`.
+
+    Without `compare_args` the expectation compares the keys the call carries (`argument_keys: "call"`): every
+    τ²-bench release (`Action.compare_with_tool_call`, v0.1.0 to v1.0.1) takes `tool_call.arguments.keys()` then,
+    so a call omitting an action's key still matches and one adding a key does not.
+    """
     args = action.get("arguments") or {}
     keys = action.get("compare_args")
     if keys is None:
-        return {"name": action["name"], "arguments": args}
+        return {"name": action["name"], "arguments": args, "argument_keys": "call"}
     if not keys:
         return {"name": action["name"], "arguments": None}
     return {"name": action["name"], "arguments": {k: args[k] if k in args else {"$absent": True} for k in keys}}

@@ -1,0 +1,92 @@
+"""Which argument keys τ²-bench's action check compares, on small results files of each release.
+
+`Action.compare_with_tool_call` (sierra-research/tau2-bench `src/tau2/data_model/tasks.py`) is the same in every
+release, v0.1.0 (2025-06-10) to v1.0.1 (2026-07-16): the keys compared are `compare_args`, else the keys the *call*
+carries, so a call omitting an action's key matches and one adding a key does not. A results file names the commit
+that wrote it (`info.git_commit`); the verdicts here do not depend on it, as upstream's do not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.score import ToolCalls
+
+# The commit each release tag names (`git rev-parse <tag>^{commit}`), as `info.git_commit` records it.
+RELEASES = {
+    "v0.1.0": "37199f36924c8896f5e048360691f8476cd89ba1",
+    "v0.1.3": "5ba9e3e56db57c5e4114bf7f901291f09b2c5619",
+    "v0.2.0": "f8de30c298689cbe0117d76a378e7315a17e5bd8",
+    "v1.0.1": "fc0055dc4e0a316c3f83133267fbd6faaa770992",
+}
+
+# (action name, action arguments, compare_args, the call's arguments, upstream's `action_match`). Each action has a
+# tool of its own, so no other call of the simulation can meet it.
+ACTIONS: list[tuple[str, dict[str, Any], list[str] | None, dict[str, Any], bool]] = [
+    ("omits_key", {"a": 1, "b": 2}, None, {"a": 1}, True),  # an expected key the call omits is not compared
+    ("extra_key", {"a": 1}, None, {"a": 1, "c": 3}, False),  # a key the call adds differs
+    ("no_args", {"a": 1}, None, {}, True),  # a call with no arguments: no key to compare
+    ("other_value", {"a": 1, "b": 2}, None, {"a": 1, "b": 3}, False),
+    ("listed", {"a": 1, "b": 2}, ["a"], {"a": 1, "b": 9, "c": 3}, True),  # compare_args given: its keys alone
+    ("listed_absent", {"a": 1}, ["a", "z"], {"a": 1, "z": 0}, False),  # a listed key only the call carries
+    ("listed_none", {"a": 1}, [], {"x": 9}, True),  # compare_args empty: the name alone
+]
+
+
+def _results(tmp_path: Path, commit: str) -> Path:
+    """A one-simulation τ²-bench results file whose task expects `ACTIONS`, each called once, with upstream's checks."""
+    actions = [{"action_id": f"0_{i}", "requestor": "assistant", "name": name, "arguments": args, "info": None,
+                "compare_args": keys} for i, (name, args, keys, _, _) in enumerate(ACTIONS)]
+    calls = [{"id": f"call_{i}", "name": name, "arguments": got, "requestor": "assistant"}
+             for i, (name, _, _, got, _) in enumerate(ACTIONS)]
+    messages = [{"role": "assistant", "content": "Hi! How can I help you today?"},
+                {"role": "user", "content": "Please do it."},
+                {"role": "assistant", "content": None, "tool_calls": calls}]
+    messages += [{"role": "tool", "id": c["id"], "content": "{}", "requestor": "assistant", "error": False} for c in calls]
+    checks = [{"action": a, "action_match": match, "action_reward": float(match)} for a, (*_, match) in zip(actions, ACTIONS)]
+    sim = {"id": "s0", "task_id": "0", "trial": 0, "termination_reason": "agent_stop", "messages": messages,
+           "reward_info": {"reward": 0.0, "action_checks": checks}}
+    data = {"info": {"git_commit": commit, "num_trials": 1, "max_steps": 100, "max_errors": 10,
+                     "environment_info": {"domain_name": "mock"}},
+            "tasks": [{"id": "0", "evaluation_criteria": {"actions": actions, "reward_basis": ["ACTION"]}}],
+            "simulations": [sim]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _case(path: Path) -> Case:
+    class _Dataset:
+        tasks, limit, options = None, None, {}
+
+    _Dataset.path = path
+    fmt = format_for("tau2-bench")
+    (case,) = [extract_record(raw, fmt, None) for raw in fmt.read(_Dataset())]
+    assert isinstance(case, Case), case
+    return case
+
+
+@pytest.mark.parametrize("release", sorted(RELEASES))
+@pytest.mark.parametrize("arguments", ["shallow", "subset"])
+def test_each_action_gets_upstreams_action_match(tmp_path, release, arguments):
+    case = _case(_results(tmp_path, RELEASES[release]))
+    score = ToolCalls(arguments=arguments, pairing="reuse", score="recall").evaluate(case)
+    paired = {e for e, _ in score.details["pairs"]}
+    ours = {name: i in paired for i, (name, *_) in enumerate(ACTIONS)}
+    recorded = {name: check["action_match"] for (name, *_), check in zip(ACTIONS, case.metadata["action_checks"])}
+    assert ours == recorded == {name: match for name, *_, match in ACTIONS}
+    assert score.value == pytest.approx(4 / 7)
+
+
+def test_the_expectations_say_which_keys_they_compare(tmp_path):
+    expected = {e.name: e for e in _case(_results(tmp_path, RELEASES["v1.0.1"])).expected_tool_calls}
+    assert expected["omits_key"].argument_keys == "call" and expected["omits_key"].arguments == {"a": 1, "b": 2}
+    assert expected["listed"].argument_keys is None and expected["listed"].arguments == {"a": 1}
+    assert expected["listed_absent"].arguments == {"a": 1, "z": {"$absent": True}}
+    assert expected["listed_none"].arguments is None
