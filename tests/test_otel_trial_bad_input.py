@@ -7,6 +7,8 @@ printed of the spans of `oi-lg-checkpoint.jsonl`, recorded in the same run.
 
 - A value that does not decode costs that attribute, with a warning naming the file, line, span id and key,
   not the conversation (before: the whole trace was one error naming no attribute).
+- A usage count that is no number (`gen_ai.usage.input_tokens: "many"`) is its conversation's `invalid_input`, naming the
+  span, the key and the span's line; the other conversations score (before: an internal error that stopped the read).
 - The console exporter's pretty-printed span JSON, and `span.to_json()` one per line, is one error for the file
   saying what it is and how to export OTLP/JSON (before: one "invalid JSON" / "not an OTLP/JSON export" per line).
 """
@@ -88,3 +90,27 @@ def test_the_sdk_console_span_json_is_one_error_saying_how_to_export_otlp(tmp_pa
     assert err.kind == "invalid_input"
     assert "ConsoleSpanExporter" in err.message and "OTLP/JSON" in err.message and "Collector" in err.message
     assert "invalid JSON" not in err.message
+
+
+def _genai_run(trace: str, tokens: Any) -> list[dict[str, Any]]:
+    """An agent span and its one chat request (bare OTLP spans, attributes as objects), the request's input tokens `tokens`."""
+    agent = {"traceId": trace, "spanId": trace[:14] + "01", "name": "invoke_agent a", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+             "attributes": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}}
+    chat = {"traceId": trace, "spanId": trace[:14] + "02", "parentSpanId": trace[:14] + "01", "name": "chat m",
+            "startTimeUnixNano": "2", "endTimeUnixNano": "8",
+            "attributes": {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": tokens, "gen_ai.usage.output_tokens": 3,
+                           "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]),
+                           "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}])}}
+    return [agent, chat]
+
+
+@pytest.mark.parametrize("group_by", ["conversation", "trace"])
+def test_a_usage_count_that_is_no_number_costs_its_conversation_only(tmp_path: Path, group_by: str) -> None:
+    spans = _genai_run("a" * 32, 5) + _genai_run("b" * 32, "many") + _genai_run("c" * 32, 7)
+    path = tmp_path / "spans.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in spans))
+    got = extract_path(path, "otel", {"group_by": group_by})
+    assert sorted(g.id for g in got if isinstance(g, Case)) == ["a" * 32, "c" * 32]
+    (case_id, err), = [g for g in got if not isinstance(g, Case)]
+    assert case_id == "b" * 32 and err.kind == "invalid_input"
+    assert f"span {'b' * 14}02: gen_ai.usage.input_tokens is not an integer ('many') (spans.jsonl line 4)" in err.message

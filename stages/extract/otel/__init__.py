@@ -257,7 +257,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     unread: list[Any] = []  # the requests recorded without their input messages (`missing_inputs`)
     requests: Counter[str] = Counter()  # every request, by file: the warning says how many of them
     for group in groups:
-        if not any(v.role for v in group_views(group).values()):
+        if not any(v.role or v.unreadable for v in group_views(group).values()):
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
         mend_cut(group)  # requests that lost their first messages to the attribute limit (`dropped`)
@@ -297,6 +297,9 @@ def adapt(group: Group | Refused, options: Options | None = None) -> Case:
     if not isinstance(group, Group):
         fail(f"expected a group of spans, got {type(group).__name__}")
     try:
+        # (a span no reader could read makes its conversation an invalid_input: `conventions.read_span`)
+        if (bad := next((v.unreadable for v in group_views(group).values() if v.unreadable is not None), None)) is not None:
+            raise bad
         built = assemble(group, opts)
         unanswered_usage(built, group.spans)  # an Agents SDK run that made no model request: tokens unknown, as its export reads it
         langfuse_cost(built, group.spans)  # the dollars Langfuse's SDK recorded (`langfuse.observation.cost_details`)

@@ -83,6 +83,8 @@ class View:
     `agent_name`: the agent an agent span ran (a tool span's: the agent that ran inside the call; a chain span's: the
     named LangGraph graph or LangChain runnable whose run it is, `conventions.graph_names`).
     `conventions` names the readers that recognised the span.
+    `unreadable`: the `AdapterError` a reader raised on the span (a usage count that is no number), which `adapt`
+    raises for the span's conversation (`conventions.read_span`).
     """
 
     role: str | None = None
@@ -117,6 +119,7 @@ class View:
     input_start: int | None = None
     partial_inputs: list[dict[str, Any]] | None = None
     resumed: bool = False
+    unreadable: Exception | None = None
 
 
 _MAPS = ("deferred_tools", "answer_texts", "refused_answers")  # merged key by key: the first reader to say a key wins

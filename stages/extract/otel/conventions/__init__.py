@@ -10,6 +10,7 @@ its keys.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from tracejudge.stages.extract.otel.conventions import (genai, langfuse, langgraph, mlflow, mlflow_smolagents, openai_agents, openinference, openllmetry_agents,
                                                         pydantic_ai, smolagents, traceloop, vercel)
@@ -40,10 +41,19 @@ NAMES = [name for name, _ in READERS]
 
 
 def read_span(span: Span) -> View:
-    """Everything the known conventions say about `span` (an empty `View` for a span none recognises)."""
+    """Everything the known conventions say about `span` (an empty `View` for a span none recognises).
+
+    A reader's `AdapterError` (a usage count that is no number) is kept on the view, `View.unreadable`, not raised:
+    views are read while the conversations are grouped and stitched, where an error would stop the whole read, every
+    other conversation with it; `adapt` raises it for the span's own conversation, one `invalid_input`."""
+    from tracejudge.stages.extract.errors import AdapterError
+
     out = View()
     for name, reader in READERS:
-        got = reader(span)
+        try:
+            got = reader(span)
+        except AdapterError as exc:  # (the conversation's result is filed under its first span: say where this one is)
+            return View(unreadable=AdapterError(f"{exc} ({Path(span.file).name} line {span.line})", field=exc.field))
         if got is not None:
             merge(out, got, name)
     return out
