@@ -62,6 +62,21 @@ def test_anthropic_forced_tool_gets_tool_use_block(simulator):
     assert reply["stop_reason"] == "tool_use" and reply["usage"]["input_tokens"] > 0
 
 
+def test_a_max_tokens_below_1_or_not_a_whole_number_is_a_400_naming_it(simulator):
+    # `max_tokens: 0` was read as none asked (the whole reply, `finish_reason: stop`), `-1` as a cut there billed as -1
+    # completion tokens, `"10"` and `5.5` were taken as numbers: both APIs refuse each with a 400.
+    url = simulator().url
+    for key, value, said in [("max_tokens", 0, "Expected a value >= 1, but got 0 instead."), ("max_tokens", -1, "but got -1 instead."),
+                             ("max_completion_tokens", 0, "but got 0 instead."), ("max_tokens", "10", "but got a string instead."),
+                             ("max_tokens", 5.5, "but got a decimal number instead."), ("max_tokens", True, "but got a boolean instead.")]:
+        status, _, reply = post(url + "/v1/chat/completions", {**openai_body(), "max_tokens": None, key: value})
+        assert status == 400 and reply["error"]["param"] == key and reply["error"]["message"].endswith(said), (key, value, reply)
+    body = {"model": "claude-3-5-haiku", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}
+    status, _, reply = post(url + "/v1/messages", body)
+    assert status == 400 and reply["error"]["message"] == "max_tokens: Input should be greater than or equal to 1", reply
+    assert post(url + "/v1/chat/completions", {**openai_body(), "max_tokens": None})[0] == 200  # (none asked: not cut)
+
+
 def test_a_reply_longer_than_max_tokens_is_cut_there_without_a_server_cap(simulator):
     # Without --max-reply-tokens the whole verdict came back under `finish_reason: stop`, billed as max_tokens: no
     # OpenAI-style server sends more than the max_tokens asked.

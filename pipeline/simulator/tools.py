@@ -63,9 +63,30 @@ def _n_error(n: Any) -> Refusal | None:
     return None
 
 
+def _max_tokens_error(body: dict[str, Any], anthropic: bool) -> Refusal | None:
+    """Why the provider refuses the request's `max_tokens` (OpenAI's `max_completion_tokens` too), or None: a whole
+    number of at least 1, as both APIs require. A 0 was read as none asked (the whole reply sent) and a -1 as a cut
+    there, billed as -1 completion tokens, where a real server answers 400."""
+    for key in ("max_tokens",) if anthropic else ("max_tokens", "max_completion_tokens"):
+        value = body.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            if anthropic:
+                return Refusal(f"{key}: Input should be a valid integer")
+            return Refusal(f"Invalid type for '{key}': expected an integer, but got {kind(value)} instead.", key, "invalid_type")
+        if value < 1:
+            if anthropic:
+                return Refusal(f"{key}: Input should be greater than or equal to 1")
+            return Refusal(f"Invalid '{key}': integer below minimum value. Expected a value >= 1, but got {value} instead.", key,
+                           "integer_below_min_value")
+    return None
+
+
 def request_error(body: dict[str, Any], anthropic: bool) -> Refusal | None:
-    """Why the provider would refuse `body`: its shape (`shapes.shape_error`), `n` or tool choice (see the module doc), or None."""
-    refused = shape_error(body, anthropic)
+    """Why the provider would refuse `body`: its shape (`shapes.shape_error`), `max_tokens`, `n` or tool choice (see the
+    module doc), or None."""
+    refused = shape_error(body, anthropic) or _max_tokens_error(body, anthropic)
     if refused is not None:
         return refused
     choice = body.get("tool_choice")
