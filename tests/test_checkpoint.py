@@ -147,6 +147,9 @@ def test_manifest_diff_names_a_metric_moved_and_changed_in_one_line(tmp_path: Pa
     other = mf.manifest_for(validate_config(_config(tmp_path, metrics=[most, {**calls, "name": "v", "arguments": "subset"}])))
     assert [line.split(": ")[0] for line in mf.diff(named, other)] == [
         "config metrics.1 → metrics.0", "config metrics.0", "config metrics.1"]  # moved; w removed; v added
+    # A name that is its type keys its results as the unnamed metric does: the same metric, moved and named.
+    typed = mf.manifest_for(validate_config(_config(tmp_path, metrics=[most, {**calls, "name": "ToolCalls"}])))
+    assert mf.diff(old, typed)[0].endswith('moved, and changed: name: null → "ToolCalls"')
 
 
 def test_manifest_check_refuses_unless_forced(tmp_path: Path) -> None:

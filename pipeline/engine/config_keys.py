@@ -61,10 +61,11 @@ def type_first(value: Any) -> Any:
 
 
 def _identity(item: Any) -> Any:
-    """What results key a metric by: its `name`, else its `type` (None for an item that is not a metric)."""
+    """What results key a metric by: its `name`, else its `type` (None for an item that is not a metric). One key, not
+    which of the two gave it: `ToolCalls` unnamed and one named `ToolCalls` write the same scores."""
     if not isinstance(item, dict):
         return None
-    return ("name", item["name"]) if item.get("name") else ("type", item.get("type"))
+    return item.get("name") or item.get("type")
 
 
 def _changes(old: Any, new: Any) -> str:
