@@ -276,6 +276,13 @@ def test_what_is_neither_an_export_nor_spans_is_an_error_naming_its_line_or_fiel
     bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = "gen_ai.operation.name=chat"
     refused = _read(tmp_path, json.dumps(bad), "bad.json")
     assert "resourceSpans[0].scopeSpans[0].spans[0].attributes must be a list of {key, value} or an object, got str" in refused[0][1].message
+    # bare spans have no resourceSpans: their place is the one the file has, the line's span or the array's item
+    span = {**_chat(), "attributes": "gen_ai.operation.name=chat"}
+    lines = _read(tmp_path, json.dumps(_agent()) + "\n" + json.dumps(span) + "\n", "bare.jsonl")
+    assert lines[0][1].line == 2 and lines[0][1].message.endswith(
+        "not a valid OTLP/JSON export: the span's attributes must be a list of {key, value} or an object, got str"), lines
+    array = _read(tmp_path, json.dumps([_agent(), span]), "bare.json")
+    assert array[0][1].message.endswith("not a valid OTLP/JSON export: [1].attributes must be a list of {key, value} or an object, got str")
 
 
 def test_tempo_batches_with_old_scope_keys_for_spans_and_logs(tmp_path: Path) -> None:

@@ -176,7 +176,7 @@ from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_sdk import unanswered_usage
 from tracejudge.stages.extract.otel.conventions.langfuse_cost import langfuse_cost
 from tracejudge.stages.extract.otel.dropped import warn_lost
-from tracejudge.stages.extract.otel.export_files import export_files, not_an_export, otlp_document, warn_blank
+from tracejudge.stages.extract.otel.export_files import bare_where, export_files, not_an_export, otlp_document, warn_blank
 from tracejudge.stages.extract.otel.item_ids import link_item_ids
 from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, unread_requests, warn_unread
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
@@ -241,7 +241,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 except RecursionError:  # attribute values nested past the stack: this export only
                     yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
                 except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
-                    yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {exc}")
+                    yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {bare_where(str(exc), doc)}")
     warn_blank(Path(dataset.path), blank)
     warn_lost(s for spans in collector.spans.values() for s in spans)  # spans past the attribute limit: once per file
     for file, line, message in collector.orphans:

@@ -5,6 +5,7 @@ Jaeger's shapes renamed or converted, bare spans wrapped in an export), or why a
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.said_once import first_time
 
-__all__ = ["bare_spans", "export_files", "is_span", "not_an_export", "otlp_document", "warn_blank"]
+__all__ = ["bare_spans", "bare_where", "export_files", "is_span", "not_an_export", "otlp_document", "warn_blank"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -123,6 +124,19 @@ def bare_spans(doc: Any) -> list[Any] | None:
     if is_span(doc) and not any(k in doc for k in ("resourceSpans", "resourceLogs", "batches")):
         return [doc]
     return None
+
+
+_WRAPPED = re.compile(r"resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[(\d+)\]\.")
+
+
+def bare_where(message: str, doc: Any) -> str:
+    """`message`, about a part of `doc` read as an export, naming that part where `doc` holds it when `doc` is bare spans
+    (`bare_spans`): the export they are read in is made up (`otlp_document`), so its `resourceSpans[0].scopeSpans[0].
+    spans[3].attributes` is a place the file does not have; it is the array's `[3].attributes`, or the line's span's."""
+    m = _WRAPPED.match(message)
+    if m is None or bare_spans(doc) is None:
+        return message
+    return f"[{m.group(1)}].{message[m.end():]}" if isinstance(doc, list) else f"the span's {message[m.end():]}"
 
 
 def not_an_export(doc: Any) -> str:
