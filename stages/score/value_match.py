@@ -23,8 +23,9 @@ Rules:
   `,./-_*^`, are lower-cased and read `'` as `"` (BFCL's `standardize_string`,
   which the `bfcl` format's string answers use: `"New York, NY"` accepts
   `"new york ny"`);
-  `{"$strict": 5}` — the value, a number of the same kind: `5` but not `5.0`, and `{"$strict": 5.0}` not `5`
-  (BFCL's type check, which refuses a float for an `integer` parameter);
+  `{"$strict": 5}` — the value, a number of the same kind: `5` but not `5.0`, and `{"$strict": 5.0}` not `5`, at any
+  depth of a list or mapping too (`[1, 2]` not `[1.0, 2]`) (BFCL's type check, which refuses a float for an `integer`
+  parameter);
   a matcher is also met by a value equal to the matcher mapping itself, so arguments copied from a
   real call whose values are `$`-keyed mappings (a MongoDB-style `{"$regex": "^A"}` filter) match
   that call, as pydantic-evals' plain equality finds;
@@ -199,7 +200,7 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
     if key == "$loose":
         return isinstance(actual, str) and isinstance(m[key], str) and standardize(actual) == standardize(m[key])
     if key == "$strict":
-        return type(actual) is type(m[key]) and _same_json(m[key], actual)  # (an int is no float, nor a bool an int)
+        return _same_kind(m[key], actual)
     if key == "$regex":
         if not isinstance(actual, str):
             return False
@@ -211,6 +212,18 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
     # $approx
     target, tol = m[key], m.get("tol", 1e-9)
     return _is_number(actual) and _is_number(target) and abs(actual - target) <= tol
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    """`a == b` with every value of the same JSON kind at every depth: an int is no float, nor a bool an int, in a list
+    or a mapping too (`$strict`: `[1, 2]` is not met by `[1.0, 2]`)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same_kind(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_kind(x, y) for x, y in zip(a, b))
+    return _same_json(a, b)
 
 
 def _same_json(a: Any, b: Any) -> bool:
