@@ -120,6 +120,14 @@ def test_a_metric_name_holding_an_invisible_character_is_refused_at_its_line(tmp
                                 " {type: Contains, name: \"\u0645\u06cc\u200c\u062e\"}]\n"))
 
 
+@pytest.mark.parametrize("hidden", ["\u034f", "\u115f", "\u1160", "\u3164", "\uffa0", "\u17b4"])
+def test_a_metric_name_holding_a_blank_letter_is_refused_too(tmp_path, hidden):
+    # The combining grapheme joiner and the Hangul fillers show as nothing or a blank: `tool<U+034F>acc` read as `toolacc`.
+    cfg = write(tmp_path, f"dataset: {{path: cases.jsonl}}\nmetrics:\n  - {{type: ToolCalls, name: \"tool{hidden}acc\"}}\n")
+    [line] = _refused(cfg)
+    assert line.startswith(f"{cfg}:3: metrics.0.name: ToolCalls: ") and f"U+{ord(hidden):04X} at character 5" in line, line
+
+
 def test_a_metric_name_that_is_empty_blank_or_padded_is_refused_at_its_line(tmp_path):
     # `name: ""` fell back to the type unsaid; `" "` and `"ToolCalls "` were accepted and printed as no name, or as
     # ToolCalls, in every report, and a gate on them had to repeat the spaces.

@@ -8,7 +8,7 @@ backslashes before `xNN` shown ends in a control character, an even one is text.
 included, is shown as it is, so text without control characters or `\\xNN` is unchanged.
 
 Characters a reader cannot see but a model reads are shown the same way, as `\\u{NNNN}`: the zero-width space,
-word joiner, byte-order mark and soft hyphen, line and paragraph separators, bidirectional overrides and isolates
+word joiner, byte-order mark and soft hyphen, the combining grapheme joiner and Hangul fillers, line and paragraph separators, bidirectional overrides and isolates
 (which reorder what is shown, as in "Trojan Source") and Unicode tag characters (which can carry a whole hidden
 instruction). A
 backslash of the text right before `u{…}` is doubled too. (`\\uNNNN` without braces, common in JSON text, is
@@ -24,9 +24,10 @@ __all__ = ["CONTROL", "DOUBLED", "INVISIBLE", "visible"]
 _CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 # Format characters that hide or reorder text when shown: zero-width space, word joiner and invisible operators, the BOM,
 # the soft hyphen, line and paragraph separators, bidirectional embeddings, overrides and isolates, interlinear
-# annotation and tag characters. Not the joiners (U+200C, U+200D) nor the LRM/RLM/ALM marks: Persian, Indic and
+# annotation and tag characters; and the default-ignorable letters that show as nothing or a blank (the combining grapheme
+# joiner, the Hangul fillers, the Khmer inherent vowels: names that read as another or as none). Not the joiners (U+200C, U+200D) nor the LRM/RLM/ALM marks: Persian, Indic and
 # emoji text and right-to-left writing use them as they are meant.
-_INVISIBLE = "[\u00ad\u180e\u200b\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]"
+_INVISIBLE = "[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]"
 _ESCAPES = "x[0-9a-fA-F]{2}|u\\{[0-9a-fA-F]+\\}"  # what `visible` writes for a character it shows
 CONTROL = re.compile(_CONTROLS)
 INVISIBLE = re.compile(_INVISIBLE)
