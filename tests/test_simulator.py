@@ -93,7 +93,13 @@ def test_a_reply_longer_than_max_tokens_is_cut_there_without_a_server_cap(simula
             "tools": [{"name": "verdict", "input_schema": SCHEMA}], "tool_choice": {"type": "tool", "name": "verdict"}}
     reply = post(sim.url + "/v1/messages", body)[2]
     assert reply["stop_reason"] == "max_tokens" and reply["usage"]["output_tokens"] == 3
-    assert reply["content"][0]["type"] == "text"  # a tool call cut short is text, not a `tool_use` block
+    # A forced tool call cut short is still its `tool_use` block, incomplete (Anthropic: "the truncated response contains
+    # an incomplete tool use block"): its input holds only the keys written whole before the cut, none in 3 tokens.
+    [block] = reply["content"]
+    assert block["type"] == "tool_use" and block["name"] == "verdict" and block["input"] == {}, reply
+    longer = post(sim.url + "/v1/messages", {**body, "max_tokens": 400})[2]["content"][0]["input"]
+    enough = post(sim.url + "/v1/messages", {**body, "max_tokens": 12})[2]
+    assert enough["stop_reason"] == "max_tokens" and list(enough["content"][0]["input"].items()) == list(longer.items())[:len(enough["content"][0]["input"])]
     # A reply under max_tokens is sent whole.
     assert post(url, openai_body(max_tokens=100))[2]["choices"][0]["finish_reason"] == "stop"
 

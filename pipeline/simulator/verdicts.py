@@ -199,6 +199,18 @@ def _capped(samples: list[tuple[Any, str, str]], completions: list[int], counter
     return out, counts
 
 
+def _written_whole(verdict: Any, text: str) -> dict[str, Any]:
+    """The keys of `verdict` (an object) whose values `text`, its JSON cut short, holds whole, in order: a cut tool call's input."""
+    kept: dict[str, Any] = {}
+    if isinstance(verdict, dict):
+        for key, value in verdict.items():
+            more = {**kept, key: value}
+            if not text.startswith(json.dumps(more)[:-1]):
+                break
+            kept = more
+    return kept
+
+
 def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int,
            prompt: Prompt | None = None) -> tuple[dict[str, Any], int]:
     """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
@@ -242,12 +254,16 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     st.output_tokens += completion
     sim.serial += 1
     rid = hashlib.sha256(f"{sim.config.seed}:{sim.serial}".encode()).hexdigest()[:24]
-    # A prose or near-miss fault is a model that answered in text instead; a truncated Anthropic tool call is text cut short.
+    # A prose or near-miss fault is a model that answered in text instead. A forced Anthropic tool call cut at max_tokens is
+    # still its `tool_use` block, incomplete (the API's "truncated response contains an incomplete tool use block"): its
+    # input holds the keys written whole before the cut.
     as_call = forced is not None and fault in ("ok", "truncated", "drop_item", "malformed_item")
     if anthropic:
         verdict, text, finish = samples[0]
         as_tool = as_call and finish == "stop"
-        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": forced.name, "input": verdict}] if as_tool and forced else [{"type": "text", "text": text}]
+        call_input = verdict if as_tool else _written_whole(verdict, text)
+        content = ([{"type": "tool_use", "id": f"toolu_{rid}", "name": forced.name, "input": call_input}] if as_call and forced
+                   else [{"type": "text", "text": text}])
         payload: dict[str, Any] = {
             "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
