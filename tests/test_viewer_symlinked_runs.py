@@ -2,7 +2,8 @@
 
 A run is served under the name the user sees (`runs/nightly`, a link to `store/run-0042`, is `/run/nightly`, not
 `/run/run-0042`, which the folder does not show), and once: a link written beside the run it points to (`latest`)
-leaves that run its own name, whether it was there when the viewer started or written since.
+leaves that run its own name, whether it was there when the viewer started or written since; a link retargeted while
+the viewer runs is followed as a viewer started after it would follow it.
 """
 
 from __future__ import annotations
@@ -60,3 +61,38 @@ def test_a_served_path_that_is_a_symlink_is_named_as_given(built: dict[str, Path
     (tmp_path / "folder").symlink_to(real.parent)
     with view_server(str(tmp_path / "folder")) as url:
         assert get(url + "/run/run-0042")[0] == 200
+
+
+def test_a_link_retargeted_while_the_viewer_runs_is_served_as_a_fresh_start_would(built: dict[str, Path], tmp_path: Path) -> None:
+    runs, store = tmp_path / "runs", tmp_path / "store"
+    runs.mkdir()
+    copy_run(built["north"], runs / "a")
+    (runs / "latest").symlink_to(Path("..") / "store" / "r1")
+    copy_run(built["south"], store / "r1")
+    (runs / "nightly").symlink_to(copy_run(built["south"], store / "run-0042"))
+    (runs / "nightly2").symlink_to("nightly")  # (a second name of `nightly`'s run: not served)
+    with view_server(str(runs)) as url:
+        assert _listed(url) == ["a", "latest", "nightly"]
+        (runs / "latest").unlink()
+        (runs / "latest").symlink_to("a")  # (`ln -sfn a runs/latest`: now a second name of `a`)
+        assert _listed(url) == ["a", "nightly"]
+        assert "vs latest" not in get(url + "/run/a")[1]  # (no run diffed with itself)
+        status, page = get(url + "/run/latest")
+        assert status == 410 and "now points to the run served as a" in page
+        # A chain follows its links: `nightly` pointed at `a` leaves one run; pointed elsewhere, `nightly2` stays out.
+        (runs / "nightly").unlink()
+        (runs / "nightly").symlink_to("a")
+        assert _listed(url) == ["a"]
+        (runs / "nightly").unlink()
+        (runs / "nightly").symlink_to(copy_run(built["north"], store / "run-0050"))
+        assert _listed(url) == ["a", "nightly"]
+        assert get(url + "/run/nightly2")[0] == 404
+        # Pointed away again, a link is listed again; its run moved beside it (the link following) takes its own name.
+        copy_run(built["south"], store / "b")
+        (runs / "latest").unlink()
+        (runs / "latest").symlink_to(Path("..") / "store" / "b")
+        assert _listed(url) == ["a", "latest", "nightly"]
+        (store / "b").rename(runs / "b")
+        (runs / "latest").unlink()
+        (runs / "latest").symlink_to("b")
+        assert _listed(url) == ["a", "nightly", "b"]

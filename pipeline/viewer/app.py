@@ -84,7 +84,9 @@ async def _run(request: web.Request, key: str = "rid", *, query: bool = False, p
     rid = request.query.get(key, "") if query else request.match_info.get(key, "")
     table = request.app[_RUNS]
     run = table.get(rid)
-    if run is None and await anyio.to_thread.run_sync(table.scan):
+    # (a run reached through a symlink: the link is followed again, for it may point at a run served under another name)
+    if run is None or table.linked(rid):
+        await anyio.to_thread.run_sync(table.scan)
         run = table.get(rid)
     if run is None:
         raise web.HTTPNotFound(text=f"no run {rid!r} is served here")

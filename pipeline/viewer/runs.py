@@ -30,6 +30,8 @@ class Run:
     _source_key: tuple[int, int] | None = field(default=None, repr=False)
     _summary: tuple[tuple[int, int, int], dict[str, Any], str | None] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: The name of the run served whose directory this run's link now points at (`RunTable.scan`), else None.
+    second_name_of: str | None = field(default=None, repr=False)
 
     @property
     def index(self) -> RunIndex:
@@ -53,7 +55,10 @@ class Run:
             return self._source
 
     def gone(self) -> str | None:
-        """Why the run cannot be read any more (its directory deleted or moved since the viewer started), else `None`."""
+        """Why the run cannot be read any more (its directory deleted or moved since the viewer started, or its link
+        retargeted at a run served under another name), else `None`."""
+        if self.second_name_of is not None:
+            return f"{self.path} now points to the run served as {self.second_name_of}"
         if not self.path.is_dir():
             return f"the run directory {self.path} is not there any more (deleted or moved since `tracejudge view` started)"
         if not _is_run(self.path):
@@ -220,14 +225,23 @@ def _one_per_run(paths: list[Path], served: set[str]) -> list[Path]:
     """`paths` (run directories) less the second names of a run: one whose resolved path is in `served` or comes earlier,
     and a symlink to a directory also in `paths` under a name of its own (`latest` beside the run it points to: the link
     may point at another run tomorrow, the directory stays that run)."""
-    direct = {str(p.resolve()) for p in paths if not p.is_symlink()}
+    return _firsts([(p, str(p.resolve()), p.is_symlink()) for p in paths], served)
+
+
+def _firsts(items: list[tuple[Any, str, bool]], served: set[str], before: Sequence[tuple[Any, str, bool]] = ()) -> list[Any]:
+    """The first of `(item, resolved path, is a symlink)` per resolved path not in `served`, a symlink giving way to an
+    item that is no symlink (`_one_per_run`'s rule, also applied to the runs served as their links are retargeted).
+
+    `before` (the runs served already, in the same form) come first and are not returned: an item is dropped where one
+    of them would win, and kept where it wins (a directory that a link served already points at)."""
+    direct = {real for _, real, link in [*before, *items] if not link}
     out, seen = [], set(served)
-    for p in paths:
-        real = str(p.resolve())
-        if real in seen or (p.is_symlink() and real in direct):
+    for n, (item, real, link) in enumerate([*before, *items]):
+        if real in seen or (link and real in direct):
             continue
         seen.add(real)
-        out.append(p)
+        if n >= len(before):
+            out.append(item)
     return out
 
 
@@ -251,13 +265,18 @@ class RunTable:
     watches (`watched_folders`: `runs/`, or a folder of runs named on the command line), found by `scan`.
 
     A run keeps its id while the viewer runs, its directory deleted or not (its pages then say it is gone, `Run.gone`),
-    so a link to it never comes to name another run. Safe to use from several threads.
+    so a link to it never comes to name another run. A run served through a symlink that is retargeted since at a run
+    served under another name (`ln -sfn a runs/latest`) is that run's second name: no longer listed nor offered, its
+    pages say which run it now is, as a viewer started after the `ln` would not serve it at all. Safe to use from
+    several threads.
     """
 
     def __init__(self, runs: list[Run], folders: Sequence[Path] = ()) -> None:
         self._runs = {r.rid: r for r in runs}
         self._folders = list(folders)
-        self._paths = {str(r.path) for r in runs} | {str(r.path.resolve()) for r in runs}
+        self._names = {str(r.path) for r in runs}  # (each run's spelling, as `discover_runs` spells an entry)
+        self._real = {r.rid: str(r.path.resolve()) for r in runs}  # (followed again on each scan for a symlink's run)
+        self._links = {r.rid for r in runs if r.path.is_symlink()}
         self._lock = threading.Lock()
 
     def get(self, rid: str) -> Run | None:
@@ -269,15 +288,23 @@ class RunTable:
         with self._lock:
             return rid in self._runs
 
-    def values(self) -> list[Run]:
-        """Every run served, those the viewer started with first, then those found since in the order found."""
+    def linked(self, rid: str) -> bool:
+        """Whether the run of id `rid` was reached through a symlink (which may point at another run since: `scan`)."""
         with self._lock:
-            return list(self._runs.values())
+            return rid in self._links
+
+    def values(self) -> list[Run]:
+        """Every run served, those the viewer started with first, then those found since in the order found; less a
+        link's run whose link now points at a run served under another name (`second_name_of`)."""
+        with self._lock:
+            return [r for r in self._runs.values() if r.second_name_of is None]
 
     def scan(self) -> int:
-        """Add the run directories in the watched folders not served yet; returns how many. Blocking (a listing of each
-        folder, and a stat or two per entry not served yet); a folder that cannot be listed adds none."""
-        found = []
+        """Follow again the symlinks runs are served through, and add the run directories in the watched folders not
+        served yet; returns how many were added. Blocking (a listing of each folder, a stat per run served through a
+        link, and a stat or two per entry not served yet); a folder that cannot be listed adds none."""
+        self._follow_links()
+        found: list[Path] = []
         for folder in self._folders:
             try:
                 names = sorted(os.listdir(folder))
@@ -285,17 +312,42 @@ class RunTable:
                 continue
             # (an entry served already is known by its name, spelled as `discover_runs` spells it: only the others are
             # looked at, so the cost is one listing however many runs the folder holds)
-            found += [p for name in names if str(p := folder / name) not in self._paths and _is_run(p)]
+            found += [p for name in names if str(p := folder / name) not in self._names and _is_run(p)]
         added = 0
         with self._lock:
             # (resolved only when new by its spelling: a second name of a run served, a symlink, is not served twice;
-            # a symlink written beside the run it points to leaves that run its own name)
-            for p in _one_per_run([p for p in found if str(p) not in self._paths], self._paths):
+            # a symlink beside the run it points to leaves that run its own name, even one served before the run came)
+            served = [(r, self._real[r.rid], r.rid in self._links) for r in self._runs.values()]
+            new = [(p, str(p.resolve()), p.is_symlink()) for p in found if str(p) not in self._names]
+            for p, real, link in _firsts([((p, real, link), real, link) for p, real, link in new], set(), served):
                 run = _new_run(p, set(self._runs))
                 self._runs[run.rid] = run
-                self._paths |= {str(p), str(p.resolve())}
+                self._names.add(str(p))
+                self._real[run.rid] = real
+                if link:
+                    self._links.add(run.rid)
                 added += 1
+        self._mark_second_names()
         return added
+
+    def _follow_links(self) -> None:
+        """Resolve again the runs served through a symlink: one may point at another directory since."""
+        with self._lock:
+            linked = [r for r in self._runs.values() if r.rid in self._links]
+        now = {r.rid: str(r.path.resolve()) for r in linked}
+        with self._lock:
+            self._real.update(now)
+
+    def _mark_second_names(self) -> None:
+        """Mark as a second name each run whose directory is served under another name, by `_one_per_run`'s rule (a
+        run's own directory first, else the link served first), as a fresh start would serve them; one whose link
+        points away again is listed again."""
+        with self._lock:
+            runs = [(r, self._real[r.rid], r.rid in self._links) for r in self._runs.values()]
+        first = {real: r for r, real in _firsts([((r, real), real, link) for r, real, link in runs], set())}
+        for r, real, _ in runs:
+            other = first[real]
+            r.second_name_of = None if other is r else other.name
 
     def present(self) -> list[Run]:
         """The runs a page offers to open or compare with: every run served whose directory is there, the watched folders
@@ -306,7 +358,9 @@ class RunTable:
 
     def close(self) -> None:
         """Close every run's index."""
-        for run in self.values():
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
             run.close()
 
 
