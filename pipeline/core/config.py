@@ -25,6 +25,7 @@ from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, C
                                              TargetConfig, _Strict)
 from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.inert_text import visible
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_config import (PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem,
                                           lone_member_note, noise_key_problems, unpriced_cost_cap)
@@ -340,6 +341,7 @@ def require_metrics(config: RunConfig, source: str = "<config>", overrides: list
         from tracejudge.llm.redact_command import redact_option  # (the option as the run's recorded command shows it)
 
         shown = redact_option(setting[-1]) if setting else ""
+        shown = visible(shown)  # (an invisible character pasted into it is shown escaped)
         where = f"--set {shown if len(shown) <= 90 else shown[:87] + '...'}" if setting else source
         add = "set it to a list of metrics" if setting else "add a `metrics:` list"
         raise ConfigError(f"{where}: metrics: no metric configured, so nothing would be scored; {add}, "

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracejudge.core.errors import ConfigError
-from tracejudge.core.field_paths import key_path
+from tracejudge.core.field_paths import shown_path
+from tracejudge.core.inert_text import visible
 from tracejudge.core.yaml_checks import MAX_EXPANDED_NODES, cycle, duplicate_key, expanded_size
 
 if TYPE_CHECKING:
@@ -77,11 +78,12 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
     # `overridden`: key path → the `--set KEY=VALUE` that gave it, so an error in a value from the
     # command line names that option, not a line of a file the user did not change.
     key = tuple(str(p) for p in loc)
-    # (a metric named `tool.acc` is shown as `--set` takes it, `assertions.metrics["tool.acc"]`, not as keys `tool`, `acc`)
-    dotted = key_path(key) or "(top level)"
+    # (a metric named `tool.acc` is shown as `--set` takes it, `assertions.metrics["tool.acc"]`, not as keys `tool`, `acc`;
+    # a zero-width space pasted into a key, or a `--set`, is shown escaped: else `assertions\u200b` reads `assertions`)
+    dotted = shown_path(key) or "(top level)"
     for o, item in overridden.items():
         if key[: len(o)] == o:
-            return f"{item}: {dotted}: {msg}"
+            return f"{visible(item)}: {dotted}: {msg}"
     line = _locate(key, lines)
     where = f"{source}:{line}" if line else source
     # An error on a whole section (a model validator) may come from a value set inside it on the command line; so may
@@ -89,7 +91,7 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
     # (`--set metrics.0.type=Regex` leaves the file's `arguments: exact` of ToolCalls an unknown key).
     inside = [item for o, item in overridden.items()
               if key and (o[: len(key)] == key or (o[-1] in _SELECTORS and len(o) <= len(key) and key[: len(o) - 1] == o[:-1]))]
-    return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
+    return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(map(visible, inside))})" if inside else "")
 
 
 # The keys that say what the other keys of their mapping may be: a metric's `type`, the dataset's `format`, the judge's
@@ -131,7 +133,7 @@ def _key_parts(dotted: str) -> list[str]:
     try:
         return [key for key, _ in parse_path(dotted)]
     except ValueError as exc:
-        raise ConfigError(f"--set {dotted}: {exc}") from None
+        raise ConfigError(f"--set {visible(dotted)}: {exc}") from None
 
 
 def _split_metric_name(data: dict[str, Any], dotted: str, parts: list[str]) -> None:
@@ -147,8 +149,8 @@ def _split_metric_name(data: dict[str, Any], dotted: str, parts: list[str]) -> N
         name = ".".join(parts[2:end])
         if name in names:
             rest = "".join(f".{p}" for p in parts[end:])
-            raise ConfigError(f"--set {dotted}: the metric {name!r} holds a dot, which a key path splits: write its name in "
-                              f"brackets, --set 'assertions.metrics[\"{name}\"]{rest}=…'")
+            raise ConfigError(f"--set {visible(dotted)}: the metric {name!r} holds a dot, which a key path splits: write its name "
+                              f"in brackets, --set 'assertions.metrics[\"{visible(name)}\"]{visible(rest)}=…'")
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
@@ -159,18 +161,18 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
         nxt = parts[i + 1]
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(f"--set {dotted}: {key_path(parts[: i + 1])} is not an index of the list")
+                raise ConfigError(f"--set {visible(dotted)}: {shown_path(parts[: i + 1])} is not an index of the list")
             node = node[int(part)]
             continue
         if not isinstance(node, dict):
-            raise ConfigError(f"--set {dotted}: {key_path(parts[:i])} is not a mapping")
+            raise ConfigError(f"--set {visible(dotted)}: {shown_path(parts[:i])} is not a mapping")
         if part not in node or node[part] is None:
             node[part] = [] if nxt.isdigit() else {}
         node = node[part]
     last = parts[-1]
     if isinstance(node, list):
         if not last.isdigit() or int(last) > len(node):
-            raise ConfigError(f"--set {dotted}: {last!r} is not an index of the list")
+            raise ConfigError(f"--set {visible(dotted)}: {last!r} is not an index of the list")
         if int(last) == len(node):
             node.append(value)
         else:
@@ -178,7 +180,7 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
     elif isinstance(node, dict):
         node[last] = value
     else:
-        raise ConfigError(f"--set {dotted}: {key_path(parts[:-1])} is not a mapping")
+        raise ConfigError(f"--set {visible(dotted)}: {shown_path(parts[:-1])} is not a mapping")
     return tuple(parts)
 
 
@@ -216,7 +218,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
             shown = redact_option(item)
             # (PyYAML's message quotes the value's text: only a value with nothing masked is quoted whole)
             why = f"value {raw!r} is not valid YAML: {exc}" if shown == item else f"the value is not valid YAML ({_yaml_problem(exc)})"
-            raise ConfigError(f"--set {dotted if shown == item else shown}: {why}") from None
+            raise ConfigError(f"--set {visible(dotted if shown == item else shown)}: {why}") from None
         key = _set_path(data, dotted, value)
         if key in _STDIN_KEYS and value == STDIN:
             pass
@@ -335,7 +337,7 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
                               f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
         if (dup := duplicate_key(root)) is not None:
             key, line, first = dup
-            raise ConfigError(f"{source}:{line}: {key_path(key)}: duplicate key (first on line {first}); "
+            raise ConfigError(f"{source}:{line}: {shown_path(key)}: duplicate key (first on line {first}); "
                               "YAML would keep only this one and drop the first silently: merge them into one")
         data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
@@ -350,7 +352,7 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
     lines = _line_index(root)
     if (looped := cycle(data, ())) is not None:
-        dotted = key_path(looped)
+        dotted = shown_path(looped)
         where = f"{source}:{lines[looped]}" if looped in lines else source
         raise ConfigError(f"{where}: {dotted}: a YAML alias refers to a mapping or list that contains it; "
                           "a config must not recurse")

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["dig", "key_path", "parse_path"]
+__all__ = ["dig", "key_path", "parse_path", "shown_path"]
 
 _MISSING: Any = object()
 
@@ -94,6 +94,15 @@ def key_path(keys: Iterable[object]) -> str:
         else:
             out += f"[{json.dumps(key, ensure_ascii=False)}]"
     return out
+
+
+def shown_path(keys: Iterable[object]) -> str:
+    """`key_path(keys)` as an error message shows it: a control or invisible character of a key (a zero-width space
+    pasted with it) written as `inert_text.visible` writes it (`assertions\\u{200b}`), so the path does not read as
+    another. For display only: `parse_path` reads `key_path`'s own output, not this."""
+    from tracejudge.core.inert_text import visible
+
+    return visible(key_path(keys))
 
 
 def dig(record: Any, path: str) -> Any:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from tracejudge.core import registry, suggest
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError, ParameterError
-from tracejudge.core.field_paths import key_path
+from tracejudge.core.field_paths import shown_path
 from tracejudge.core.records import Case, CaseResult
 from tracejudge.engine import store
 from tracejudge.engine.manifest import ManifestMismatch, refusal
@@ -137,7 +137,7 @@ def build_config(
             if loc[:1] == ["run"] and loc[1:2] in (["trials"], ["metric_timeout_s"]):
                 loc = loc[1:2]
             # (a key holding a dot, a price table's `gpt-4.1`, in brackets as the config's own errors write it)
-            problems.append(f"evaluate({loc[0]}=...): {key_path(loc[1:]) or '(value)'}: {suggest.message(err)}")
+            problems.append(f"evaluate({loc[0]}=...): {shown_path(loc[1:]) or '(value)'}: {suggest.message(err)}")
         raise ConfigError("\n".join(problems)) from None
     if config.judge is None:
         # As the command refuses it (`validate_config`): without a judge an LLM-judge metric would be answered by the
