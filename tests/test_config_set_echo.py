@@ -2,7 +2,8 @@
 
 A zero-width space pasted into a `--set` key (or a key of the file) was printed raw: `c.yaml: assertions<U+200B>: unknown
 key; did you mean assertions?` read on screen as "assertions: unknown key; did you mean assertions?". Such characters are
-shown escaped, as `inert_text.visible` shows them, while `key_path` still writes what `parse_path` reads back.
+shown escaped, as `inert_text.visible` shows them, while `key_path` still writes what `parse_path` reads back. And an
+error that a `--set` caused without setting its key (a gate on a metric the `--set` renamed) names that option too.
 """
 
 from __future__ import annotations
@@ -71,3 +72,18 @@ def test_key_path_still_parses_back_and_only_the_shown_path_escapes() -> None:
     # (a control character in brackets is already a JSON escape; an invisible one is not: `visible` shows it)
     assert shown_path(keys) == 'assertions.metrics\\u{200b}["tool\\u{200b}.acc"]["\\u001b[31m"]'
     assert shown_path(("metrics", 0, "name")) == key_path(("metrics", 0, "name")) == "metrics.0.name"
+
+
+@pytest.mark.parametrize("override", ["metrics.0.name=a.b", "metrics.0={type: ToolCalls, name: a.b}", "metrics=[{type: ToolCalls, name: a.b}]"])
+def test_a_gate_on_a_metric_a_set_renamed_names_the_set(tmp_path: Path, override: str) -> None:
+    cfg = _write(tmp_path, GATED)
+    lines = _refused(cfg, override)
+    assert lines == [f'{cfg}:7: assertions.metrics["tool.acc"]: no metric \'tool.acc\' in this run; expected one of: a.b '
+                     f"(with --set {override})"], lines
+
+
+def test_a_gate_on_a_metric_the_file_lacks_names_no_set_that_did_not_rename(tmp_path: Path) -> None:
+    cfg = _write(tmp_path, GATED.replace("    tool.acc: {", "    tool.ac: {"))
+    lines = _refused(cfg, "metrics.0.order=in_order", "run.trials=2")
+    assert lines == [f"{cfg}:7: assertions.metrics[\"tool.ac\"]: no metric 'tool.ac' in this run; expected one of: tool.acc; "
+                     "did you mean tool.acc?"], lines

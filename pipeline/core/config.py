@@ -223,7 +223,8 @@ def validate_config(
     over_trials = [m.key for m in built if getattr(m, "over_trials", False)]
     if len(built) == len(config.metrics):  # else the metric errors above already say what is wrong
         for loc, msg in assertion_problems(config.assertions, per_result, over_trials):
-            problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden))
+            # (about the metrics' names too: `--set metrics.0.name=a.b` makes a gate on the old name one on no metric)
+            problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden, about=_METRIC_NAMES))
     if check_files:
         for key in ("path", "tasks"):
             p = getattr(config.dataset, key)
@@ -326,6 +327,10 @@ def _special_file(path: Path) -> str | None:
     kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
     return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+# The keys a metric's name comes from (its `name`, else its `type`), or the metrics list or a metric set whole.
+_METRIC_NAMES = (("metrics",), ("metrics", "*"), ("metrics", "*", "name"), ("metrics", "*", "type"))
 
 
 def require_metrics(config: RunConfig, source: str = "<config>", overrides: list[str] | None = None) -> None:

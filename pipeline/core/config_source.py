@@ -74,9 +74,12 @@ def _locate(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | N
     return None
 
 
-def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: dict[tuple[str, ...], str]) -> str:
+def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: dict[tuple[str, ...], str],
+         about: tuple[tuple[str, ...], ...] = ()) -> str:
     # `overridden`: key path → the `--set KEY=VALUE` that gave it, so an error in a value from the
-    # command line names that option, not a line of a file the user did not change.
+    # command line names that option, not a line of a file the user did not change. `about`: the other key paths the
+    # error depends on (`*` standing for any one key), such as the metrics' names for a gate naming a metric: a `--set`
+    # of one of them is named beside the file's line, for it may be what made the error.
     key = tuple(str(p) for p in loc)
     # (a metric named `tool.acc` is shown as `--set` takes it, `assertions.metrics["tool.acc"]`, not as keys `tool`, `acc`;
     # a zero-width space pasted into a key, or a `--set`, is shown escaped: else `assertions\u200b` reads `assertions`)
@@ -90,8 +93,14 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
     # one on a key of the file beside a `type` (`format`, `provider`, `kind`) given there, which says what fits beside it
     # (`--set metrics.0.type=Regex` leaves the file's `arguments: exact` of ToolCalls an unknown key).
     inside = [item for o, item in overridden.items()
-              if key and (o[: len(key)] == key or (o[-1] in _SELECTORS and len(o) <= len(key) and key[: len(o) - 1] == o[:-1]))]
+              if key and (o[: len(key)] == key or (o[-1] in _SELECTORS and len(o) <= len(key) and key[: len(o) - 1] == o[:-1]))
+              or any(_matches(o, pattern) for pattern in about)]
     return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(map(visible, inside))})" if inside else "")
+
+
+def _matches(key: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether `key` is `pattern`, a `*` of the pattern standing for any one key."""
+    return len(key) == len(pattern) and all(p in ("*", k) for k, p in zip(key, pattern, strict=True))
 
 
 # The keys that say what the other keys of their mapping may be: a metric's `type`, the dataset's `format`, the judge's
