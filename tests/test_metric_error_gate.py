@@ -86,7 +86,7 @@ def test_a_raising_custom_metric_fails_the_gate_naming_the_metric_the_count_and_
 @pytest.mark.parametrize(("extra", "where"), [
     ("assertions: {max_metric_error_share: 0.6}\n", "assertions.max_metric_error_share"),
     ("assertions: {metrics: {broken: {max_metric_error_share: 0.6}}}\n", "assertions.metrics.broken.max_metric_error_share"),
-    ('assertions: {metrics: {"*": {max_metric_error_share: 0.6}}}\n', 'assertions.metrics."*".max_metric_error_share'),
+    ('assertions: {metrics: {"*": {max_metric_error_share: 0.6}}}\n', 'assertions.metrics.*.max_metric_error_share'),
 ])
 def test_an_allowed_share_passes(tmp_path: Path, extra: str, where: str) -> None:
     proc, summary = _run(tmp_path, IDS, extra)
@@ -105,6 +105,25 @@ def test_the_limit_of_a_metric_named_with_a_dot_is_named_in_brackets() -> None:
     assertions = AssertionsConfig.model_validate({"metrics": {"broken.v2": {"max_metric_error_share": 0.5}}})
     (check,) = metric_error_checks(assertions, {"metrics": {"broken.v2": {"results": 3, "raised": 1}}}, None)
     assert check.ok and check.detail.endswith('allowed <= 50.0% (assertions.metrics["broken.v2"].max_metric_error_share)'), check
+
+
+def test_the_limit_named_goes_back_into_set_as_the_rule_it_came_from(tmp_path: Path) -> None:
+    # The catch-all was named `assertions.metrics."*".max_metric_error_share`, which `--set` reads as a metric named `"*"`
+    # (quotes and all), so the limit a user copied from the gate line set a rule no metric has.
+    from tracejudge.core.config import load_config
+    from tracejudge.core.evalconfig import AssertionsConfig
+    from tracejudge.stages.aggregate.gate_metric_error import metric_error_checks
+
+    (tmp_path / "data.jsonl").write_text("")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text('dataset: {path: data.jsonl}\nmetrics: [{type: ToolCalls, name: tool.acc}]\n'
+                   'assertions: {metrics: {"*": {max_metric_error_share: 0.5}, tool.acc: {min_mean: 0.1}}}\n')
+    for rules, rule in [({"*": {"max_metric_error_share": 0.5}}, "*"), ({"tool.acc": {"max_metric_error_share": 0.5}}, "tool.acc")]:
+        (check,) = metric_error_checks(AssertionsConfig.model_validate({"metrics": rules}), {"metrics": {"tool.acc": {"results": 4, "raised": 1}}}, None)
+        where = check.detail.rsplit("(", 1)[1].rstrip(")")
+        assert where == ("assertions.metrics.*.max_metric_error_share" if rule == "*" else 'assertions.metrics["tool.acc"].max_metric_error_share')
+        got = load_config(cfg, [f"{where}=0.25"]).assertions.metrics
+        assert got[rule].max_metric_error_share == 0.25 and set(got) == {"*", "tool.acc"}, got
 
 
 def test_a_metric_own_limit_overrides_the_assertions_one(tmp_path: Path) -> None:

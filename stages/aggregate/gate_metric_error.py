@@ -45,9 +45,11 @@ def metric_error_checks(assertions: AssertionsConfig, summary: dict[str, Any], r
         share = raised / carrying
         ok = share <= allowed + 1e-12
         mine = assertions.metrics.get(key)
-        # (a metric named `a.b` as `--set` takes it, `assertions.metrics["a.b"]`, not as a key `b` of a metric `a`)
-        where = (f"assertions.{_KNOB}" if own is None else key_path(("assertions", "metrics", key, _KNOB))
-                 if mine is not None and mine.max_metric_error_share is not None else f'assertions.metrics."*".{_KNOB}')
+        # The path as config errors write it and `--set` reads it: a metric named `a.b` as `assertions.metrics["a.b"]`, not a
+        # key `b` of a metric `a`; the catch-all as `assertions.metrics.*` (`."*".` would set a metric named `"*"`, quotes
+        # and all). Not `shown_path`: every printer of a check shows its text inert already (`visible`), and twice doubles it.
+        rule_key = key if mine is not None and mine.max_metric_error_share is not None else "*"
+        where = f"assertions.{_KNOB}" if own is None else key_path(("assertions", "metrics", rule_key, _KNOB))
         reasons = "" if ok or run_dir is None else "".join(f"\n      {r}" for r in metric_error_reasons(run_dir, key))
         shown = figure(share, allowed, ok, at_least=False, places=1, percent=True)
         checks.append(Check(f"{key} {_KNOB}", ok, f"metric {key!r} raised or timed out on {raised} of {carrying} results"
