@@ -119,8 +119,9 @@ def test_a_tau2_simulation_that_never_ran_is_left_out_of_pass_hat_k_as_upstream_
         "  - {type: PassHatK, metric: RecordedReward, k: 2, group_by: task_id}\nrun: {dir: out}\n")
     proc = cli("run", "c.yaml", cwd=tmp_path)
     rows = results(tmp_path / "out")
-    error = rows["1-2"]["error"]
-    assert rows["1-2"]["status"] == "invalid_input" and error["field"] == "simulations[5].termination_reason", error
+    assert "1-2" not in rows  # (the id of the case that trial would have been, had it run)
+    error = rows["1-2@infrastructure_error"]["error"]
+    assert rows["1-2@infrastructure_error"]["status"] == "invalid_input" and error["field"] == "simulations[5].termination_reason", error
     assert error["file"].endswith("results.json") and error["line"] > 1
     assert "infrastructure_error" in error["message"] and "APIConnectionError: Connection error." in error["message"]
     assert proc.returncode == 1 and "max_invalid_share" in proc.stdout  # (the file holds a simulation to run again)
@@ -129,3 +130,27 @@ def test_a_tau2_simulation_that_never_ran_is_left_out_of_pass_hat_k_as_upstream_
     # `get_tasks_pass_hat_k`: task 0 has 3 trials (2 successes), task 1 the 2 that ran (1 success).
     for k in (1, 2):
         assert summary["pass_at_k"][f"pass^{k}(RecordedReward)"]["value"] == hat({"0": (3, 2), "1": (2, 1)}, k)
+
+
+def test_a_tau2_simulation_that_never_ran_beside_one_of_its_trial_that_did_leaves_that_one_the_case(tmp_path):
+    # A file holding both (merged from a resumed run, which upstream's `try_resume` reruns the trial for): upstream counts
+    # the simulation that ran. Filed under the case id, the one that never ran took it when it came first, and the
+    # simulation that ran was refused as its duplicate; after it, it was a "duplicate case id" naming neither fault.
+    never_ran = {"id": "5b0c", "task_id": "1", "duration": 0.0, "termination_reason": "infrastructure_error", "messages": [],
+                 "trial": 0, "info": {"error": "APIConnectionError: Connection error."}}
+    info = {"git_commit": "0", "num_trials": 1, "environment_info": {"domain_name": "airline"}}
+    for n, order in enumerate(([never_ran, tau2_sim("1", 0, 1.0)], [tau2_sim("1", 0, 1.0), never_ran])):
+        sims = [tau2_sim("0", 0, 0.0), *order]
+        (tmp_path / "results.json").write_text(json.dumps({"info": info, "tasks": [tau2_task("0"), tau2_task("1")], "simulations": sims},
+                                                          indent=2))
+        (tmp_path / "c.yaml").write_text("dataset: {path: results.json, format: tau2-bench}\nmetrics:\n  - {type: RecordedReward}\n"
+                                         f"run: {{dir: out{n}}}\n")
+        cli("run", "c.yaml", cwd=tmp_path)
+        lines = [json.loads(line) for line in (tmp_path / f"out{n}" / "results.jsonl").read_text().splitlines()]
+        assert sorted(r["case_id"] for r in lines) == ["0-0", "1-0", "1-0@infrastructure_error"]
+        rows = results(tmp_path / f"out{n}")
+        assert rows["1-0"]["status"] == "ok" and rows["1-0"]["scores"]["RecordedReward"]["value"] == 1.0
+        error = rows["1-0@infrastructure_error"]["error"]
+        assert error["field"] == f"simulations[{1 + order.index(never_ran)}].termination_reason" and "duplicate" not in error["message"]
+        summary = json.loads((tmp_path / f"out{n}" / "summary.json").read_text())
+        assert summary["metrics"]["RecordedReward"]["mean"] == 0.5  # upstream's avg_reward over the two that ran

@@ -13,7 +13,11 @@ warning per file:
   never ran (no messages, no reward: its retries ran out); upstream leaves it
   out of its average reward and pass^k, so it is one `invalid_input` naming
   the field and its `info.error`, not a case scored as an agent that did
-  nothing (which would count it as a failed trial in pass^k);
+  nothing (which would count it as a failed trial in pass^k). It is filed
+  under `"{task_id}-{trial}@infrastructure_error"`, never the case id: a
+  simulation of the same task and trial that did run (a file that kept
+  both, as one merged from a resumed run) is that case, as upstream counts
+  it, wherever it stands in the file;
 - `id` is `"{task_id}-{trial}"`; `metadata` keeps `task_id`, `trial`,
   `simulation_id`, `domain`, `reward`, `termination_reason`, the upstream
   per-action verdicts as `action_checks` (`[{"action_id", "action_match"}]`)
@@ -260,7 +264,8 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         raise AdapterError(f"{where}.trial: expected a non-negative integer, got {trial!r}", field=f"{where}.trial", case_id=f"{task_id}-?")
     case_id = f"{task_id}-{trial}"
     if sim.get("termination_reason") == INFRASTRUCTURE_ERROR:
-        raise AdapterError(_never_ran(sim, where), field=f"{where}.termination_reason", case_id=case_id)
+        # Not under the case id: first in the file it took the id from a run of the same trial, then refused as its duplicate.
+        raise AdapterError(_never_ran(sim, where), field=f"{where}.termination_reason", case_id=f"{case_id}@{INFRASTRUCTURE_ERROR}")
     messages = sim.get("messages")
     if not isinstance(messages, list):
         ticks = sim.get("ticks")
