@@ -36,15 +36,13 @@ Rules:
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from tracejudge.core.records import decode_arguments
 from tracejudge.llm.redact import MASK, masked_under, redact_quoted
 from tracejudge.stages.score.call_text import dumps as _dumps, render_call
-
-if TYPE_CHECKING:
-    import regex
+from tracejudge.stages.score.value_rules import REGEX_TIMEOUT_S, compile_pattern, is_number as _is_number, same_json as _same_json, \
+    same_kind as _same_kind, standardize
 
 __all__ = [
     "ABSENT",
@@ -107,34 +105,6 @@ def _decoded(actual: Any) -> Any:
         decoded, ok = decode_arguments(actual)
         return decoded if ok else actual
     return actual
-
-
-@lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """`pattern` compiled by the `regex` library (cached); raises `regex.error` when invalid."""
-    import regex  # here: most runs match no pattern, and its import costs tens of milliseconds
-
-    return regex.compile(pattern)
-
-
-REGEX_TIMEOUT_S = 1.0
-"""A `$regex` matcher or `Regex` metric that backtracks longer than this on one value gives the metric `value: null`."""
-
-
-_DROPPED = str.maketrans("", "", " ,./-_*^")  # what BFCL's `standardize_string` drops (its `regex_string`)
-
-
-def standardize(text: str) -> str:
-    """BFCL's `standardize_string`: `text` without spaces and `,./-_*^`, lower-cased, each `'` made `"`.
-
-    `standardize("April 1, 2024") == standardize("april 1 2024") == "april12024"`; `"O'Neil"` → `'o"neil'`; `""` → `""`.
-    Source: ShishirPatil/gorilla, `bfcl_eval/eval_checker/ast_eval/ast_checker.py`.
-    """
-    return text.translate(_DROPPED).lower().replace("'", '"')
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
@@ -212,31 +182,6 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
     # $approx
     target, tol = m[key], m.get("tol", 1e-9)
     return _is_number(actual) and _is_number(target) and abs(actual - target) <= tol
-
-
-def _same_kind(a: Any, b: Any) -> bool:
-    """`a == b` with every value of the same JSON kind at every depth: an int is no float, nor a bool an int, in a list
-    or a mapping too (`$strict`: `[1, 2]` is not met by `[1.0, 2]`)."""
-    if type(a) is not type(b):
-        return False
-    if type(a) is dict:
-        return a.keys() == b.keys() and all(_same_kind(v, b[k]) for k, v in a.items())
-    if type(a) is list:
-        return len(a) == len(b) and all(_same_kind(x, y) for x, y in zip(a, b))
-    return _same_json(a, b)
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """`a == b` as JSON values under these rules (numbers by value, a bool never a number, no matcher read)."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a):
-        return _is_number(b) and a == b
-    return type(a) is type(b) and a == b
 
 
 def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
