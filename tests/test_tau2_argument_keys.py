@@ -39,17 +39,18 @@ ACTIONS: list[tuple[str, dict[str, Any], list[str] | None, dict[str, Any], bool]
 ]
 
 
-def _results(tmp_path: Path, commit: str) -> Path:
-    """A one-simulation τ²-bench results file whose task expects `ACTIONS`, each called once, with upstream's checks."""
+def _results(tmp_path: Path, commit: str, table: list[tuple[str, dict[str, Any], list[str] | None, dict[str, Any], bool]] = ACTIONS) -> Path:
+    """A one-simulation τ²-bench results file whose task expects `table`'s actions (`ACTIONS`), each called once, with
+    upstream's checks."""
     actions = [{"action_id": f"0_{i}", "requestor": "assistant", "name": name, "arguments": args, "info": None,
-                "compare_args": keys} for i, (name, args, keys, _, _) in enumerate(ACTIONS)]
+                "compare_args": keys} for i, (name, args, keys, _, _) in enumerate(table)]
     calls = [{"id": f"call_{i}", "name": name, "arguments": got, "requestor": "assistant"}
-             for i, (name, _, _, got, _) in enumerate(ACTIONS)]
+             for i, (name, _, _, got, _) in enumerate(table)]
     messages = [{"role": "assistant", "content": "Hi! How can I help you today?"},
                 {"role": "user", "content": "Please do it."},
                 {"role": "assistant", "content": None, "tool_calls": calls}]
     messages += [{"role": "tool", "id": c["id"], "content": "{}", "requestor": "assistant", "error": False} for c in calls]
-    checks = [{"action": a, "action_match": match, "action_reward": float(match)} for a, (*_, match) in zip(actions, ACTIONS)]
+    checks = [{"action": a, "action_match": match, "action_reward": float(match)} for a, (*_, match) in zip(actions, table)]
     sim = {"id": "s0", "task_id": "0", "trial": 0, "termination_reason": "agent_stop", "messages": messages,
            "reward_info": {"reward": 0.0, "action_checks": checks}}
     data = {"info": {"git_commit": commit, "num_trials": 1, "max_steps": 100, "max_errors": 10,
@@ -86,7 +87,63 @@ def test_each_action_gets_upstreams_action_match(tmp_path, release, arguments):
 
 def test_the_expectations_say_which_keys_they_compare(tmp_path):
     expected = {e.name: e for e in _case(_results(tmp_path, RELEASES["v1.0.1"])).expected_tool_calls}
-    assert expected["omits_key"].argument_keys == "call" and expected["omits_key"].arguments == {"a": 1, "b": 2}
-    assert expected["listed"].argument_keys is None and expected["listed"].arguments == {"a": 1}
-    assert expected["listed_absent"].arguments == {"a": 1, "z": {"$absent": True}}
+    assert expected["omits_key"].argument_keys == "call"
+    assert expected["omits_key"].arguments == {"a": {"$python_eq": 1}, "b": {"$python_eq": 2}}
+    assert expected["listed"].argument_keys is None and expected["listed"].arguments == {"a": {"$python_eq": 1}}
+    assert expected["listed_absent"].arguments == {"a": {"$python_eq": 1}, "z": {"$absent": True}}
     assert expected["listed_none"].arguments is None
+
+
+def _upstream_match(arguments: dict[str, Any], compare_args: list[str] | None, got: dict[str, Any]) -> bool:
+    """`Action.compare_with_tool_call` (v0.1.0 to v1.0.1) once the names are equal, line for line."""
+    keys = got.keys() if compare_args is None else compare_args
+    if len(keys) == 0:
+        return True
+    return {k: v for k, v in got.items() if k in keys} == {k: v for k, v in arguments.items() if k in keys}
+
+
+# (the action's value, the call's): upstream compares them with Python's `==`, where `True == 1 == 1.0`, and a list or a
+# mapping compares whole by `==` too. The project's own rules (a bool never a number, a nested mapping key by key in
+# `subset`, a `$`-keyed mapping a matcher) gave the opposite verdict on the first eight.
+VALUES: list[tuple[Any, Any]] = [
+    (True, 1), (1, True), (0, False), (1.0, True), ({"a": 1}, {"a": True}), ([1, 2], [True, 2.0]),
+    ({"a": 1}, {"a": 1, "b": 2}),  # a mapping with a key more: `==` says no, `subset` said yes
+    ({"$regex": "^A"}, "Abc"),  # an action's own `$`-keyed value: a value, not a pattern
+    ({"$regex": "^A"}, {"$regex": "^A"}), ([{"n": "x"}], [{"n": "x", "p": 1}]), (1, 1.0), (2.5, 2.5), (2, 3), (True, 2),
+    ("1", 1), (None, None), (None, "None"), (["a", None], ["a", None]), (["a"], ["a", "b"]), ("x", "x"),
+]
+
+
+@pytest.mark.parametrize("arguments", ["shallow", "subset", "exact"])
+@pytest.mark.parametrize("compare_args", [None, ["x"]])
+def test_argument_values_compare_as_pythons_equality_as_upstream_compares_them(tmp_path, arguments, compare_args):
+    table = [(f"t{i}", {"x": want, "y": "kept"}, compare_args, {"x": got} if compare_args is None else {"x": got, "y": "other"},
+              _upstream_match({"x": want, "y": "kept"}, compare_args, {"x": got} if compare_args is None else {"x": got, "y": "other"}))
+             for i, (want, got) in enumerate(VALUES)]
+    assert sum(match for *_, match in table) == 12  # (the verdicts themselves: upstream's, not this test's reading of them)
+    case = _case(_results(tmp_path, RELEASES["v1.0.1"], table))
+    if arguments == "exact" and compare_args is not None:
+        # (`exact` refuses the call's key the action's `compare_args` leave out: a mode upstream has no counterpart of)
+        case.trace.steps[-1].tool_calls[:] = [c.model_copy(update={"arguments": {"x": c.arguments["x"]}}) for c in case.trace.steps[-1].tool_calls]
+    score = ToolCalls(arguments=arguments, pairing="reuse", score="recall").evaluate(case)
+    paired = {e for e, _ in score.details["pairs"]}
+    assert {name: i in paired for i, (name, *_) in enumerate(table)} == {name: match for name, *_, match in table}
+
+
+def test_a_value_compared_with_pythons_equality_is_shown_bare_in_a_reason():
+    from tracejudge.stages.extract.tau2_bench import expected_from_action
+
+    action = {"name": "book", "arguments": {"nights": 2, "guest": {"name": "Ann", "age": 30, "vip": 1}, "room": "A"}, "compare_args": None}
+    expected = expected_from_action(action)
+    assert expected["arguments"]["room"] == "A"  # (a string compares alike under both rules: kept as it is)
+
+    def reason(got: dict[str, Any]) -> str:
+        case = Case.model_validate({"id": "c", "expected_tool_calls": [expected], "trace": {"steps": [{"tool_calls": [{"name": "book", "arguments": got}]}]}})
+        return ToolCalls(arguments="shallow", pairing="reuse", score="recall").evaluate(case).reason
+
+    assert "nights: expected 2, got 3" in reason({"nights": 3})
+    assert "guest.age: expected 30, got 31" in reason({"guest": {"name": "Ann", "age": 31, "vip": 1}})
+    # (`vip: true` is `1` by `==`: the key the guest has more is the difference)
+    assert "guest.seat: unexpected argument 4" in reason({"guest": {"name": "Ann", "age": 30, "vip": True, "seat": 4}})
+    assert ToolCalls(arguments="shallow").evaluate(Case.model_validate(
+        {"id": "c", "expected_tool_calls": [expected], "trace": {"steps": [{"tool_calls": [{"name": "book", "arguments": {"guest": {"name": "Ann", "age": 30.0, "vip": True}}}]}]}})).value == 1.0

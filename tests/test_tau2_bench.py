@@ -48,8 +48,8 @@ def test_every_simulation_becomes_a_case(all_cases):
 
 def test_compare_args_restrict_the_expected_arguments():
     base = {"name": "f", "arguments": {"a": 1, "b": 2}}
-    assert expected_from_action({**base, "compare_args": None})["arguments"] == {"a": 1, "b": 2}
-    assert expected_from_action({**base, "compare_args": ["a", "c"]})["arguments"] == {"a": 1, "c": {"$absent": True}}
+    assert expected_from_action({**base, "compare_args": None})["arguments"] == {"a": {"$python_eq": 1}, "b": {"$python_eq": 2}}
+    assert expected_from_action({**base, "compare_args": ["a", "c"]})["arguments"] == {"a": {"$python_eq": 1}, "c": {"$absent": True}}
     assert expected_from_action({**base, "compare_args": []})["arguments"] is None
 
 

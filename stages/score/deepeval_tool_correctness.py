@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, expected_calls, make_score, no_expectation, no_trace
+from tracejudge.stages.score.value_match import python_values
 
 __all__ = ["DeepEvalToolCorrectness"]
 
@@ -52,7 +53,8 @@ class DeepEvalToolCorrectness(ToolMetric):
     `threshold` defaults to deepeval's 0.5; `passed` is `value >= threshold`.
 
     Values compare with Python `==` as deepeval does (`1 == 1.0 == True`),
-    not the project's stricter rules. Deliberate differences: deepeval's
+    not the project's stricter rules; an expected `{"$python_eq": v}` is `v`
+    (its own rule is that `==`); no other matcher is read. Deliberate differences: deepeval's
     tool-selection judge (`available_tools`) is not run — the value is the
     one deepeval gives without `available_tools`; tool `type` (function vs
     MCP) is not compared; a call whose arguments were not recorded
@@ -88,7 +90,8 @@ class DeepEvalToolCorrectness(ToolMetric):
         exp = expected_calls(self, case)
         if exp is None:
             return no_expectation()
-        expected = [(e.name, e.arguments if e.arguments is not None else {}, e.result) for _, e in exp]
+        # (`{"$python_eq": v}`, as the `tau2-bench` format writes an action's values, is `v` under deepeval's own `==`.)
+        expected = [(e.name, python_values(e.arguments) if e.arguments is not None else {}, e.result) for _, e in exp]
         actual = self.actual_calls(case)
         called = [(c.name, _arguments(c), c.result) for _, c in actual]
         pairs: list[tuple[int, int, float]]

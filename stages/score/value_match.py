@@ -26,6 +26,9 @@ Rules:
   `{"$strict": 5}` — the value, a number of the same kind: `5` but not `5.0`, and `{"$strict": 5.0}` not `5`, at any
   depth of a list or mapping too (`[1, 2]` not `[1.0, 2]`) (BFCL's type check, which refuses a float for an `integer`
   parameter);
+  `{"$python_eq": v}` — a value Python's `==` finds equal to `v`, whatever the mode: `True == 1 == 1.0`, a list
+  item by item, a mapping with the same keys at every depth, nothing inside read as a matcher (τ²-bench's action
+  check, `Action.compare_with_tool_call`, compares arguments so: the `tau2-bench` format's expectations use it);
   a matcher is also met by a value equal to the matcher mapping itself, so arguments copied from a
   real call whose values are `$`-keyed mappings (a MongoDB-style `{"$regex": "^A"}` filter) match
   that call, as pydantic-evals' plain equality finds;
@@ -54,6 +57,7 @@ __all__ = [
     "match_arguments",
     "match_top_level",
     "match_value",
+    "python_values",
     "render_call",
     "short_json",
     "short_pair",
@@ -61,7 +65,7 @@ __all__ = [
 
 ArgMode = Literal["subset", "exact"]
 
-_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose", "$strict"})
+_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose", "$strict", "$python_eq"})
 # Keys a matcher may carry besides its `$` key.
 _MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
 
@@ -98,6 +102,22 @@ def _matcher_key(value: dict[str, Any]) -> str | None:
 def is_matcher(value: Any) -> bool:
     """True if `value` is a matcher mapping (`{"$any_of": …}`, `{"$regex": …}`, …)."""
     return isinstance(value, dict) and _matcher_key(value) is not None
+
+
+def python_values(value: Any) -> Any:
+    """`value` with each `{"$python_eq": v}` in it, at any depth, read as `v` (`value` itself when it holds none).
+
+    For a metric that compares with Python's `==` itself (deepeval's): the matcher's own rule, so it meets what it meets.
+    """
+    if type(value) is dict:
+        if len(value) == 1 and "$python_eq" in value:
+            return value["$python_eq"]
+        out = {k: python_values(v) for k, v in value.items()}
+        return out if any(out[k] is not v for k, v in value.items()) else value
+    if type(value) is list:
+        items = [python_values(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    return value
 
 
 def _decoded(actual: Any) -> Any:
@@ -157,6 +177,8 @@ def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
 
 
 def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> bool:
+    if key == "$python_eq":  # (first: `==` alone decides, and the matcher mapping itself is no equal of `v`)
+        return actual is not ABSENT and m[key] == actual
     if type(actual) is dict and _same_json(m, actual):
         return True  # the very mapping: a call whose argument is `{"$regex": "^A"}` (a query language's) meets a copy of it
     if key == "$any_of":
@@ -255,8 +277,15 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
         if match_value(exp, got, nested):
             continue
         path = f"{prefix}{key}"
+        if type(exp) is dict and len(exp) == 1 and "$python_eq" in exp:
+            # Shown as the value it wraps, and a mapping's first differing key found by the same `==` a key deeper.
+            exp = exp["$python_eq"]
+            if isinstance(exp, dict) and isinstance(got, dict) and not masked_under(key, exp):
+                inner = _diff({k: {"$python_eq": v} for k, v in exp.items()}, got, "exact", "exact", path + ".")
+                if inner:
+                    return inner
         # (Not into a mapping under a credential's key: shown masked whole, as the call's text shows it.)
-        if isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict) and not masked_under(key, exp):
+        elif isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict) and not masked_under(key, exp):
             inner = _diff(exp, got, nested, nested, path + ".")
             if inner:
                 return inner
