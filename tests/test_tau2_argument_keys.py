@@ -16,7 +16,7 @@ import pytest
 from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
 from tracejudge.stages.extract import extract_record
-from tracejudge.stages.score import ToolCalls
+from tracejudge.stages.score import ToolCallAccuracy, ToolCalls
 
 # The commit each release tag names (`git rev-parse <tag>^{commit}`), as `info.git_commit` records it.
 RELEASES = {
@@ -147,3 +147,14 @@ def test_a_value_compared_with_pythons_equality_is_shown_bare_in_a_reason():
     assert "guest.seat: unexpected argument 4" in reason({"guest": {"name": "Ann", "age": 30, "vip": True, "seat": 4}})
     assert ToolCalls(arguments="shallow").evaluate(Case.model_validate(
         {"id": "c", "expected_tool_calls": [expected], "trace": {"steps": [{"tool_calls": [{"name": "book", "arguments": {"guest": {"name": "Ann", "age": 30.0, "vip": True}}}]}]}})).value == 1.0
+
+
+@pytest.mark.parametrize("metric", [ToolCallAccuracy(), ToolCallAccuracy(require_order=True)])
+def test_name_metrics_give_the_same_value_whatever_the_expected_arguments_and_their_keys(tmp_path, metric):
+    # `ToolCallAccuracy` compares names only (multivon-eval's): `argument_keys`, which says which argument keys
+    # `ToolCalls` compares, has no argument comparison to reach there.
+    case = _case(_results(tmp_path, RELEASES["v1.0.1"]))
+    assert any(e.argument_keys == "call" for e in case.expected_tool_calls)
+    bare = case.model_copy(update={"expected_tool_calls": [e.model_copy(update={"arguments": None, "argument_keys": None})
+                                                           for e in case.expected_tool_calls]})
+    assert metric.evaluate(case).value == metric.evaluate(bare).value == 1.0  # (every action's tool is called, in order)
