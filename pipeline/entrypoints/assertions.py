@@ -24,7 +24,7 @@ from tracejudge.entrypoints.run_report import RunReport
 from tracejudge.stages.score.base import Metric
 from tracejudge.stages.score.tool_calls import ToolCalls
 from tracejudge.stages.score.trajectory import TrajectoryMatch
-from tracejudge.stages.score.value_match import render_call
+from tracejudge.stages.score.value_match import render_call, shown_expected
 
 __all__ = ["assert_called_tool", "assert_score", "assert_trajectory"]
 
@@ -88,7 +88,7 @@ def assert_called_tool(
     score = ToolCalls(arguments=match, score="recall", include_failed=include_failed, include_tools=only).evaluate(probe)
     if score.value == 1.0:
         return
-    wanted = render_call(name, arguments) if arguments is not None else f"{name}(…)"
+    wanted = render_call(name, shown_expected(arguments)) if arguments is not None else f"{name}(…)"
     raise AssertionError(
         f"expected a call {wanted} (arguments={match}{'' if include_failed else ', failed calls excluded'}), but none matched\n"
         f"{_calls_made(trace)}\n"

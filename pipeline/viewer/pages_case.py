@@ -8,6 +8,7 @@ from typing import Any
 from tracejudge.core.inert_text import visible
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
+from tracejudge.stages.score.value_match import shown_expected
 from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, t, url
 from tracejudge.viewer.labels import label_cell, labels_of
 from tracejudge.viewer.runs import Run, differs
@@ -78,7 +79,8 @@ def _alignment_rows(details: dict[str, Any], case: Case | None, reason: str, sta
     def exp_cell(i: int) -> str:
         if 0 <= i < len(expected):
             x = expected[i]
-            return f'<span class="idx">[{i}]</span> <b class="tool">{t(x.name)}</b><pre class="args">{pretty(x.arguments or {})}</pre>'
+            # (as reasons show it: a `$python_eq` is the value it wraps, other matchers as written)
+            return f'<span class="idx">[{i}]</span> <b class="tool">{t(x.name)}</b><pre class="args">{pretty(shown_expected(x.arguments or {}))}</pre>'
         return f"[{i}]"
 
     def act_cell(j: int) -> str:

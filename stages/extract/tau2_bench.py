@@ -248,7 +248,7 @@ def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
 
 def _as_compared(value: Any) -> Any:
     """An action's argument value as upstream's `==` compares it: `{"$python_eq": value}` where the project's rules
-    could find otherwise, else `value` as it is (so a reason shows it bare).
+    could find otherwise, else `value` as it is (a reason shows either as the value: `shown_expected`).
 
     They could for a number or a bool (`True == 1 == 1.0` there, a bool never a number here) and for a mapping
     (compared whole there, key by key in `arguments: subset` here, a `$`-keyed one read as a matcher), at any depth

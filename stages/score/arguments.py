@@ -13,7 +13,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.llm.redact import MASK, masked_under, redact_details, redact_quoted
 from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
-from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json, short_pair
+from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json, short_pair, shown_expected
 
 __all__ = ["ArgumentCorrectness"]
 
@@ -51,7 +51,8 @@ class ArgumentCorrectness(ToolMetric):
     available"). `expected_arguments` defaults to `{}` (any call of the tool passes
     in `subset` mode, only a call without arguments in `exact`). The reason
     lists every mismatching key; `details` give the trace call index and
-    `mismatches` as `{key: {"expected": …, "actual": …}}`.
+    `mismatches` as `{key: {"expected": …, "actual": …}}` (an expected
+    `{"$python_eq": v}` shown as `v` there and in the reason).
     """
 
     tool_name: str
@@ -95,10 +96,11 @@ class ArgumentCorrectness(ToolMetric):
         for key, exp in self.expected_arguments.items():
             got = args.get(key, ABSENT)
             if not match_value(exp, got, "exact"):
-                mismatches[key] = {"expected": _shown(key, exp, beside), "actual": None if got is ABSENT else _shown(key, got, beside),
+                shown = shown_expected(exp)  # (a `$python_eq` as the value it wraps, other matchers as written)
+                mismatches[key] = {"expected": _shown(key, shown, beside), "actual": None if got is ABSENT else _shown(key, got, beside),
                                    "present": got is not ABSENT}
-                problems.append(f"{key}: missing (expected {short_json(exp, key=key, beside=beside)})" if got is ABSENT
-                                else "{}: expected {}, got {}".format(key, *short_pair(exp, got, key=key, beside=beside)))
+                problems.append(f"{key}: missing (expected {short_json(shown, key=key, beside=beside)})" if got is ABSENT
+                                else "{}: expected {}, got {}".format(key, *short_pair(shown, got, key=key, beside=beside)))
         if self.match_mode == "exact":
             for key in args:
                 if key not in self.expected_arguments:

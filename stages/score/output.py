@@ -19,7 +19,8 @@ from tracejudge.core.registry import register_metric
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_expectation, no_trace
 from tracejudge.stages.score.quoted import quoted_output
-from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json, short_pair
+from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json, short_pair, \
+    shown_expected
 
 __all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
 
@@ -102,12 +103,12 @@ class ExactMatch(Metric, defer_build=True):
             try:
                 value = json.loads(out)
             except ValueError:
-                return _pass(False, f"expected the JSON value {short_json(target)}, but the output is not JSON: {redact_quoted(out, 80)[:80]!r}")
+                return _pass(False, f"expected the JSON value {short_json(shown_expected(target))}, but the output is not JSON: {redact_quoted(out, 80)[:80]!r}")
             if match_value(target, value, "exact"):
                 return _pass(True, "output equals the expected JSON value")
             if isinstance(target, dict) and isinstance(value, dict):
                 return _pass(False, f"output JSON differs: {first_difference(target, value, 'exact')}")
-            return _pass(False, "expected {}, got {}".format(*short_pair(target, value)))
+            return _pass(False, "expected {}, got {}".format(*short_pair(shown_expected(target), value)))
         a, b = (out.strip(JS_WHITESPACE), target.strip(JS_WHITESPACE)) if self.strip else (out, target)
         ok = a == b if self.case_sensitive else a.lower() == b.lower()
         return _pass(ok, "output equals the expected text" if ok else f"expected {redact_quoted(b, 120)[:120]!r}, got {redact_quoted(a, 120)[:120]!r}")

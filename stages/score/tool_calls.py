@@ -240,7 +240,7 @@ class ToolCalls(ToolMetric):
             items = []
             for i in missing_local[:5]:
                 idx, exp = expected[i]
-                text = f"[{idx}] {views.rendered(exp)}"
+                text = f"[{idx}] {views.rendered(exp, expected=True)}"
                 near = _nearest(arguments, i, exp, unexpected_local, actual, difference)
                 if near is not None:
                     j, diff = near
@@ -321,13 +321,13 @@ def _ordered_divergence(expected: list[tuple[int, ExpectedToolCall]], actual: li
     """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
     for pos, ((ei, e), (ai, a)) in enumerate(zip(expected, actual)):
         if pos not in adj[pos]:
-            what = f"expected [{ei}] {views.rendered(e)}, got {views.rendered(a)}"
+            what = f"expected [{ei}] {views.rendered(e, expected=True)}, got {views.rendered(a)}"
             if e.name == a.name:
                 what += f" ({'arguments not recorded' if a.arguments_missing else difference(pos, pos)})"
             return f"in order, first divergence at the {ordinal(pos + 1)} call (trace call #{ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
     if len(actual) < len(expected):
         ei, e = expected[len(actual)]
-        return f"in order, the calls end after {len(actual)} call{'' if len(actual) == 1 else 's'}; next expected [{ei}] {views.rendered(e)}"
+        return f"in order, the calls end after {len(actual)} call{'' if len(actual) == 1 else 's'}; next expected [{ei}] {views.rendered(e, expected=True)}"
     if len(actual) > len(expected):
         ai, a = actual[len(expected)]
         return f"in order, an extra {ordinal(len(expected) + 1)} call (trace call #{ai}, step {step_of[ai]}): {views.rendered(a)}"

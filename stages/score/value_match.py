@@ -28,7 +28,8 @@ Rules:
   parameter);
   `{"$python_eq": v}` — a value Python's `==` finds equal to `v`, whatever the mode: `True == 1 == 1.0`, a list
   item by item, a mapping with the same keys at every depth, nothing inside read as a matcher (τ²-bench's action
-  check, `Action.compare_with_tool_call`, compares arguments so: the `tau2-bench` format's expectations use it);
+  check, `Action.compare_with_tool_call`, compares arguments so: the `tau2-bench` format's expectations use it;
+  reasons show it as `v`, `shown_expected`);
   a matcher is also met by a value equal to the matcher mapping itself, so arguments copied from a
   real call whose values are `$`-keyed mappings (a MongoDB-style `{"$regex": "^A"}` filter) match
   that call, as pydantic-evals' plain equality finds;
@@ -61,6 +62,7 @@ __all__ = [
     "render_call",
     "short_json",
     "short_pair",
+    "shown_expected",
 ]
 
 ArgMode = Literal["subset", "exact"]
@@ -109,13 +111,39 @@ def python_values(value: Any) -> Any:
 
     For a metric that compares with Python's `==` itself (deepeval's): the matcher's own rule, so it meets what it meets.
     """
+    if type(value) is dict and len(value) == 1 and "$python_eq" in value:
+        return value["$python_eq"]
+    return _each(value, python_values)
+
+
+def shown_expected(value: Any) -> Any:
+    """An expected value as reasons, reports and the viewer show it: each `{"$python_eq": v}` that is read as a matcher
+    (at any depth of a mapping or list, or an `$any_of` option) is `v`; every other matcher is shown as written, and
+    nothing inside one is changed. `value` itself when it holds no `$python_eq`.
+
+    The wrapper says how `v` compares (Python's `==`, as the `tau2-bench` format reads an action's values), not what
+    was expected: `amount: 50`, not `amount: {"$python_eq": 50}`.
+    """
     if type(value) is dict:
-        if len(value) == 1 and "$python_eq" in value:
-            return value["$python_eq"]
-        out = {k: python_values(v) for k, v in value.items()}
+        key = _matcher_key(value)
+        if key == "$python_eq":
+            return value[key]
+        if key is None:
+            return _each(value, shown_expected)
+        options = value[key] if key == "$any_of" else None
+        if type(options) is list and (shown := _each(options, shown_expected)) is not options:
+            return {**value, key: shown}
+        return value
+    return _each(value, shown_expected)
+
+
+def _each(value: Any, read: Any) -> Any:
+    """A mapping's values or a list's items each through `read`: `value` itself when none changes (or it is neither)."""
+    if type(value) is dict:
+        out = {k: read(v) for k, v in value.items()}
         return out if any(out[k] is not v for k, v in value.items()) else value
     if type(value) is list:
-        items = [python_values(v) for v in value]
+        items = [read(v) for v in value]
         return items if any(a is not b for a, b in zip(items, value)) else value
     return value
 
@@ -277,11 +305,11 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
         if match_value(exp, got, nested):
             continue
         path = f"{prefix}{key}"
+        shown = shown_expected(exp)  # (for the reason only: `exp` still decides, a `$python_eq` in it compares by `==`)
         if type(exp) is dict and len(exp) == 1 and "$python_eq" in exp:
-            # Shown as the value it wraps, and a mapping's first differing key found by the same `==` a key deeper.
-            exp = exp["$python_eq"]
-            if isinstance(exp, dict) and isinstance(got, dict) and not masked_under(key, exp):
-                inner = _diff({k: {"$python_eq": v} for k, v in exp.items()}, got, "exact", "exact", path + ".")
+            # A mapping's first differing key found by the same `==` a key deeper.
+            if isinstance(shown, dict) and isinstance(got, dict) and not masked_under(key, shown):
+                inner = _diff({k: {"$python_eq": v} for k, v in shown.items()}, got, "exact", "exact", path + ".")
                 if inner:
                     return inner
         # (Not into a mapping under a credential's key: shown masked whole, as the call's text shows it.)
@@ -290,8 +318,8 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
             if inner:
                 return inner
         if got is ABSENT:
-            return f"{path}: expected {short_json(exp, key=key, beside=(expected, actual))}, missing"
-        want, seen = short_pair(exp, got, key=key, beside=(expected, actual))
+            return f"{path}: expected {short_json(shown, key=key, beside=(expected, actual))}, missing"
+        want, seen = short_pair(shown, got, key=key, beside=(expected, actual))
         return f"{path}: expected {want}, got {seen}"
     if mode == "exact":
         for key in actual:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.score.call_text import render_call
+from tracejudge.stages.score.value_match import shown_expected
 
 __all__ = ["CaseViews", "case_views", "close_scope", "open_scope"]
 
@@ -25,7 +26,7 @@ class CaseViews:
     `calls`: every tool call of the trace in order (`Trace.tool_calls()`); `steps`: for each of
     them, the index of its step (`step_of(i)`: one of them); `selected(key, keep)`: `(index, call)` pairs of the calls a
     filter keeps, computed once per filter `key`; `names`: the tool names of the calls a filter
-    keeps, by filter key (`ToolMetric.counted_names` fills it); `rendered(call)`: one call's text for
+    keeps, by filter key (`ToolMetric.counted_names` fills it); `rendered(call, expected)`: one call's text for
     reasons (`render_call`), computed once per call. The lists are shared: read them, never modify them.
     """
 
@@ -96,12 +97,14 @@ class CaseViews:
             got = self._selected[key] = keep(self.calls)
         return got
 
-    def rendered(self, call: Any) -> str:
-        """`render_call(call.name, call.arguments)` of a call or expected call, computed once per call object
-        (the call is held, so its id stays its own)."""
+    def rendered(self, call: Any, expected: bool = False) -> str:
+        """`render_call(call.name, call.arguments)` of a call, or with `expected` of an expected call (its arguments as
+        `shown_expected` shows them: `{"amount":50}`, not the `$python_eq` it compares by), computed once per call
+        object (the call is held, so its id stays its own)."""
         got = self._rendered.get(id(call))
         if got is None:
-            got = self._rendered[id(call)] = (call, render_call(call.name, call.arguments))
+            args = shown_expected(call.arguments) if expected else call.arguments
+            got = self._rendered[id(call)] = (call, render_call(call.name, args))
         return got[1]
 
 
