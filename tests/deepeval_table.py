@@ -15,6 +15,30 @@ OUT = ["output"]
 BOTH = ["input_parameters", "output"]
 
 
+def offline_model() -> Any:
+    """A deepeval model that fails the test if called: tool correctness without `available_tools` asks none. deepeval
+    is imported here, so the table loads without it (set `DEEPEVAL_TELEMETRY_OPT_OUT` before calling)."""
+    from deepeval.models import DeepEvalBaseLLM
+
+    class NeverCalled(DeepEvalBaseLLM):
+        def __init__(self) -> None:
+            pass
+
+        def load_model(self) -> None:
+            return None
+
+        def get_model_name(self) -> str:
+            return "offline"
+
+        def generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("tool correctness without available_tools calls no model")
+
+        async def a_generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("tool correctness without available_tools calls no model")
+
+    return NeverCalled()
+
+
 def t(name: str, args: dict[str, Any] | None = None, output: Any = None) -> tuple[str, dict[str, Any] | None, Any]:
     return (name, args, output)
 

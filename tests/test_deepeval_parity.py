@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from deepeval_table import ROWS
+from deepeval_table import ROWS, offline_model
 from tracejudge.core.records import Case
 from tracejudge.core.registry import build_metric
 import _forkserver
@@ -44,24 +44,7 @@ def test_deepeval_computes_the_same_values(monkeypatch):
     monkeypatch.setenv("DEEPEVAL_TELEMETRY_OPT_OUT", "1")  # no network from the peer
     pytest.importorskip("deepeval")
     from deepeval.metrics import ToolCorrectnessMetric
-    from deepeval.models import DeepEvalBaseLLM
     from deepeval.test_case import LLMTestCase, ToolCall, ToolCallParams
-
-    class NeverCalled(DeepEvalBaseLLM):
-        def __init__(self) -> None:
-            pass
-
-        def load_model(self) -> None:
-            return None
-
-        def get_model_name(self) -> str:
-            return "offline"
-
-        def generate(self, *args: Any, **kwargs: Any) -> Any:
-            raise AssertionError("tool correctness without available_tools calls no model")
-
-        async def a_generate(self, *args: Any, **kwargs: Any) -> Any:
-            raise AssertionError("tool correctness without available_tools calls no model")
 
     def tools(rows: list[Any]) -> list[Any]:
         return [ToolCall(name=n, input_parameters=a, output=o) for n, a, o in rows]
@@ -70,7 +53,7 @@ def test_deepeval_computes_the_same_values(monkeypatch):
     for rid, params, expected, called, _ in ROWS:
         kwargs = dict(params)
         evaluation_params = [ToolCallParams(p) for p in kwargs.pop("evaluation_params", [])]
-        metric = ToolCorrectnessMetric(model=NeverCalled(), async_mode=False, evaluation_params=evaluation_params, **kwargs)
+        metric = ToolCorrectnessMetric(model=offline_model(), async_mode=False, evaluation_params=evaluation_params, **kwargs)
         theirs = metric.measure(LLMTestCase(input="q", actual_output="a", expected_tools=tools(expected), tools_called=tools(called)), _show_indicator=False)
         ours = _ours(params, expected, called)
         table.append((rid, theirs, ours.value, metric.success, ours.passed))

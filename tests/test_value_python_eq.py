@@ -33,6 +33,13 @@ def test_python_values_reads_each_matcher_as_its_value_at_any_depth():
         {"a": {"$regex": "^A"}, "b": [True], "c": {"$strict": 1}}
 
 
+def test_python_values_leave_out_a_key_that_must_be_absent():
+    # (`==` over a mapping without the key wants the other without it too: `{"$absent": true}`'s own rule)
+    assert python_values({"a": {"$python_eq": 1}, "z": {"$absent": True}, "n": {"y": {"$absent": 1}, "k": 2}}) == {"a": 1, "n": {"k": 2}}
+    kept = {"z": {"$absent": False}, "l": [{"$absent": True}], "q": {"$python_eq": {"x": {"$absent": True}}}}
+    assert python_values(kept) == {"z": {"$absent": False}, "l": [{"$absent": True}], "q": {"x": {"$absent": True}}}
+
+
 def test_deepeval_compares_the_value_with_its_own_equality():
     # deepeval compares `input_parameters` with `==`: a τ² expectation's wrapped value is the value there, as before it was wrapped.
     calls = [{"name": "f", "arguments": {"a": True, "b": 3}}]

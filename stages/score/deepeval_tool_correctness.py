@@ -54,7 +54,11 @@ class DeepEvalToolCorrectness(ToolMetric):
 
     Values compare with Python `==` as deepeval does (`1 == 1.0 == True`),
     not the project's stricter rules; an expected `{"$python_eq": v}` is `v`
-    (its own rule is that `==`); no other matcher is read. Deliberate differences: deepeval's
+    (its own rule is that `==`), and an expected key whose value is
+    `{"$absent": true}` is left out of `input_parameters` (`==` then wants the
+    call without it, as the matcher does: deepeval, given the τ²-bench action
+    the `tau2-bench` format reads it from, has no such key); no other matcher
+    is read. Deliberate differences: deepeval's
     tool-selection judge (`available_tools`) is not run — the value is the
     one deepeval gives without `available_tools`; tool `type` (function vs
     MCP) is not compared; a call whose arguments were not recorded
@@ -90,7 +94,8 @@ class DeepEvalToolCorrectness(ToolMetric):
         exp = expected_calls(self, case)
         if exp is None:
             return no_expectation()
-        # (`{"$python_eq": v}`, as the `tau2-bench` format writes an action's values, is `v` under deepeval's own `==`.)
+        # (`{"$python_eq": v}`, as the `tau2-bench` format writes an action's values, is `v` under deepeval's own `==`, and a
+        # `compare_args` key the action lacks, `{"$absent": true}` there, is a key the action's parameters do not hold.)
         expected = [(e.name, python_values(e.arguments) if e.arguments is not None else {}, e.result) for _, e in exp]
         actual = self.actual_calls(case)
         called = [(c.name, _arguments(c), c.result) for _, c in actual]

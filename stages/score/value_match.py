@@ -107,13 +107,22 @@ def is_matcher(value: Any) -> bool:
 
 
 def python_values(value: Any) -> Any:
-    """`value` with each `{"$python_eq": v}` in it, at any depth, read as `v` (`value` itself when it holds none).
+    """`value` with each `{"$python_eq": v}` in it, at any depth, read as `v`, and each mapping's key whose value is
+    `{"$absent": true}` left out (`value` itself when it holds neither).
 
-    For a metric that compares with Python's `==` itself (deepeval's): the matcher's own rule, so it meets what it meets.
+    For a metric that compares with Python's `==` itself (deepeval's): the matcher's own rule, so it meets what it meets;
+    and a mapping without the key is what `==` finds equal only to one that lacks it too, as `$absent` wants.
     """
-    if type(value) is dict and len(value) == 1 and "$python_eq" in value:
-        return value["$python_eq"]
+    if type(value) is dict:
+        if len(value) == 1 and "$python_eq" in value:
+            return value["$python_eq"]
+        if any(map(_wants_absent, value.values())):
+            value = {k: v for k, v in value.items() if not _wants_absent(v)}
     return _each(value, python_values)
+
+
+def _wants_absent(value: Any) -> bool:
+    return type(value) is dict and "$absent" in value and _matcher_key(value) == "$absent" and bool(value["$absent"])
 
 
 def shown_expected(value: Any) -> Any:
