@@ -75,8 +75,9 @@ SHAPES = [
     ("mapping", "login4", {"value": "MapVal41"}, {"value": "MapVal42"}),
     ("short", "unlock2", 731, 732),
     ("decimal", "unlock3", 5551.5, 5552.5),
+    ("python_eq", "unlock4", {"$python_eq": 7349}, 7350),  # τ²-bench's expected values compare with Python's ==
 ]
-SHAPE_LEAKS = re.compile(r"ANYexp|ANYgot|MapVal4|555[12]\.5|password\W{0,24}73[12]\b")
+SHAPE_LEAKS = re.compile(r"ANYexp|ANYgot|MapVal4|555[12]\.5|password\W{0,24}73[12]\b|\b73(?:49|50)\b")
 
 
 def _run(tmp_path: Path) -> Path:
@@ -190,3 +191,16 @@ def test_a_pin_under_its_key_is_masked_in_the_viewer_and_a_live_targets_trace() 
     assert out.trace.steps[0].tool_calls[0].arguments == want
     tags, metadata = redact_labels([], {"pin": "1234", "pin_hint": "blue"})
     assert metadata == {"pin": MASK, "pin_hint": "blue"}
+
+
+def test_a_matcher_under_a_credentials_key_is_masked_in_the_viewers_expected_calls() -> None:
+    # The viewer masks the case it re-reads; τ²-bench's expected calls wrap numbers as `{"$python_eq": …}`, whose
+    # own key names no credential: the value it holds is the one its argument's name says is secret.
+    case = Case.model_validate({"id": "c", "input": "pay", "trace": {"steps": [], "output": "done"},
+                                "expected_tool_calls": [{"name": "pay", "arguments": {
+                                    "card_pin": {"$python_eq": 482913}, "password": {"$strict": "hunter22"},
+                                    "amount": {"$python_eq": 50}, "filter": {"$gt": 5}}}]})
+    shown = shown_case(case)
+    assert shown is not None
+    assert shown.expected_tool_calls[0].arguments == {"card_pin": {"$python_eq": MASK}, "password": {"$strict": MASK},
+                                                      "amount": {"$python_eq": 50}, "filter": {"$gt": 5}}

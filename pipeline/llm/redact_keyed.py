@@ -26,7 +26,8 @@ def redact_details(value: Any) -> Any:
     there (`{"password": 12345678}`, as trace text masks it), and 4 to 12 digits, a string or an integer, under a key
     that names a PIN (`pin`, `card_pin`, `cardPin`: `_PIN_NAME`, as in text). Smaller numbers, lists and mappings
     under such keys are looked into, not masked: details are often keyed by tool name, and a count of
-    `reset_password` calls is not a secret. Never raises."""
+    `reset_password` calls is not a secret. A one-key value matcher under such a key (`{"$python_eq": 1234}`, as
+    τ²-bench's expected calls carry values) is masked as the value it holds. Never raises."""
     return _masked_label(value, whole=False)
 
 
@@ -170,6 +171,10 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
         out = {}
         for k, v in value.items():
             key = redact_quoted(k) if isinstance(k, str) else k
+            if isinstance(k, str) and isinstance(v, dict) and len(v) == 1 and isinstance(op := next(iter(v)), str) and op.startswith("$"):
+                # A value matcher (`{"$python_eq": 1234}`, `{"$strict": …}`) holds the value its key names: masked as that value.
+                out[key] = {op: _masked_label({k: v[op]}, whole)[key]}
+                continue
             if _keyed_digits(k, v, whole):
                 out[key] = MASK  # a PIN under its field's name, a numeric password
                 continue
