@@ -12,7 +12,8 @@ can reuse them:
   connection retried with jittered exponential backoff, or the provider's
   `retry-after`, up to `max_attempts`; a timeout sent again once; a server
   down — 502, 503, 504, 529, a connection refused — waited out at the judge's
-  shared gate, `calls.gate`, for `max_retry_wait_s`; a `retry-after` beyond
+  shared gate, `calls.gate`, for `max_retry_wait_s`, and a server that gives no
+  reply at all given up after as long; a `retry-after` beyond
   `max_retry_after_s` fails at once as `rate_limited`);
 - `parse_answers(plan, questions, text)` — strict parsing;
 - `Judge.ask(...)` — the above for one request, plus at most one repair

@@ -20,8 +20,15 @@ Two things close it:
   for all; one that gets no reply in time either fails the requests that waited for it, unsent, while the next
   of them (or a new one) tries. So a server too slow for every prompt ends a run's requests in about one
   `judge.timeout_s` per wave of them, not one per request.
+- **silent** (slow, past the wait): the server has given no reply at all — no answer, no error status — for
+  `judge.max_retry_wait_s` since the first request it was sent after its last reply (a frozen server that accepts
+  connections and never answers). The slow gate then gives up as the down one does: the requests waiting and each
+  new one fail at once (`unreachable`, `no_reply` set: a `provider_error` once the server was reached) while one at a
+  time still tries it, and a try answered opens it for all: else a frozen server would cost one `judge.timeout_s`
+  per wave of the cases the run makes ready, hours for a large run. A server that answers, however slowly, within
+  `judge.timeout_s` never gets there: any reply starts the silence over.
 
-A request the gate gives up on before it was ever sent (down past `judge.max_retry_wait_s`) fails with
+A request the gate gives up on before it was ever sent (down or silent past `judge.max_retry_wait_s`) fails with
 `ProviderError.unsent` set: it counts no request.
 
 A request that failed on its own (a 500, a malformed reply, a 429, one timeout) is retried by its sender
@@ -92,6 +99,10 @@ class Gate:
         self.failed_tries = 0  # tries of the slow gate that got no reply in time, since it was made
         self._tries_at_close = 0
         self.reopened = 0  # outages (down, not slow) the server came back from: each may have brought other weights
+        # When the server's silence began: the first send since its last reply (None: nothing owed). Any reply, an
+        # error status too, says it is alive; only a silence this long while asked is a frozen server.
+        self.quiet_since: float | None = None
+        self.silence_told = False
         self._changed = anyio.Event()
 
     def reason(self) -> str:
@@ -149,11 +160,20 @@ class Gate:
 
     def sent(self) -> None:
         self.in_flight += 1
+        if self.quiet_since is None:
+            self.quiet_since = time.monotonic()
+
+    def silent(self, now: float) -> bool:
+        """Whether the slow gate has given up: no reply at all for `budget_s` seconds (`now`: `time.monotonic()`)."""
+        return self.state == "slow" and self.quiet_since is not None and now - self.quiet_since >= self.budget_s
 
     def done(self, trying: bool, exc: ProviderError | None) -> None:
         """A sent request ended: answered (`exc` None) or failed with `exc`. `trying`: it was the one trying the gate."""
         self.in_flight -= 1
         now = time.monotonic()
+        if exc is None or exc.status is not None:  # a reply, a 503 too: the server is not silent
+            # (Requests still in flight were sent before it: the silence they may meet starts now.)
+            self.quiet_since = now if self.in_flight else None
         if exc is None or (exc.status is not None and not is_outage(exc)):
             self._open(now)  # answered in time: an error the server answered (a 400, a 500, a 429) says it serves
             answered_in.set(self.reopened)
@@ -201,8 +221,9 @@ class Gate:
         if self.state == "down":
             return now - self.since >= self.budget_s
         # Slow: a request never sent gives up only once a try it waited for got no reply in time (`seen`: the failed
-        # tries when it began to wait), unless it is the next to try (`_may_try`, asked first).
-        return self.stalled and (not first or self.failed_tries > seen)
+        # tries when it began to wait), unless it is the next to try (`_may_try`, asked first); any request, once the
+        # server has been silent for the whole wait.
+        return self.silent(now) or (self.stalled and (not first or self.failed_tries > seen))
 
     def _pause(self, exc: ProviderError) -> float:
         pause, self._delay = self._delay, min(2 * self._delay, LAST_TRY_S)
@@ -230,7 +251,7 @@ class Gate:
             get_logger("tracejudge.judge").info("the judge answers again", url=public_url(self._url()), after_s=round(now - self.since, 1))
             self.reopened += self.state == "down"  # (a slow server was not restarted: its weights are the same)
         self.state, self.error, self.timeouts, self.stalled, self._delay = None, None, 0, False, FIRST_TRY_S
-        self.outages, self.answered = 0, True
+        self.outages, self.answered, self.silence_told = 0, True, False
 
     def _failure(self, now: float, first: bool = False) -> ProviderError:
         err = self.error
@@ -242,10 +263,32 @@ class Gate:
             out.unsent = first  # (never sent: it counts no request)
             return out
         t = self.timeout_s
+        if self.silent(now):
+            return self._silence(now, first)
         tried = self.failed_tries - self._tries_at_close  # (tries of the closed gate that got no reply in time either)
         out = ProviderError("timeout", f"{'not sent' if first else 'not sent again'}: {self.closed_after} requests in a row got no reply within "
                             f"{t:g} s and none in flight was answered" + (f", nor {tried} tried one at a time since" if tried else "")
                             + f" (judge.timeout_s {t:g}: raise it for a slow server, or lower limits.max_in_flight if it slows under load)")
+        out.unsent = first  # (never sent: it counts no request)
+        return out
+
+    def _silence(self, now: float, first: bool) -> ProviderError:
+        """The failure of a request the silent gate gave up on; the first one says so in the log."""
+        assert self.quiet_since is not None
+        quiet, t = now - self.quiet_since, self.timeout_s
+        why = (f"the judge gave no reply at all for {quiet:.0f} s ({self.closed_after} requests in a row got none within "
+               f"judge.timeout_s {t:g} s, and none since): given up as unavailable after judge.max_retry_wait_s "
+               f"{self.budget_s:g} (raise it to wait longer for a server that stalls)")
+        if not self.silence_told:
+            from tracejudge.core.log import get_logger
+
+            self.silence_told = True
+            get_logger("tracejudge.judge").warning(
+                f"the judge gave no reply at all for {quiet:.0f} s (judge.max_retry_wait_s {self.budget_s:g}): it is given up as unavailable; "
+                "the requests waiting and each new one fail at once while one at a time still tries it",
+                url=public_url(self._url()), silent_s=round(quiet, 1), timeout_s=t, max_retry_wait_s=self.budget_s)
+        out = ProviderError("unreachable", why + ("; this request was not sent" if first else ""))
+        out.no_reply = True  # (accepted, never answered: no connection refused)
         out.unsent = first  # (never sent: it counts no request)
         return out
 
