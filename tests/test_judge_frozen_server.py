@@ -160,9 +160,10 @@ def test_the_silent_gate_fails_the_waiting_requests_unsent_while_one_tries_and_a
                 tg.start_soon(enter, "new", True)
                 tg.start_soon(enter, "retry", False)
                 await wait_all_tasks_blocked()
+        shown = gate.activity(2, gate.quiet_since or 0.0)
         gate.done(True, None)  # the try is answered: the server is alive again
         gate.end_try(True)
-        return {"got": got, "state": gate.state, "quiet": gate.quiet_since}
+        return {"got": got, "shown": shown, "state": gate.state, "quiet": gate.quiet_since}
 
     out = anyio.run(main)
     got = out["got"]
@@ -174,4 +175,6 @@ def test_the_silent_gate_fails_the_waiting_requests_unsent_while_one_tries_and_a
         assert str(exc).startswith("the judge gave no reply at all for 0 s (3 requests in a row got none within "
                                    "judge.timeout_s 0.5 s, and none since): given up as unavailable after "
                                    "judge.max_retry_wait_s 0"), str(exc)
+    # The progress line says so, with the setting.
+    assert out["shown"].endswith("one request trying it, given up: no reply at all for 0 s (judge.max_retry_wait_s 0 s)"), out["shown"]
     assert out["state"] is None and out["quiet"] is None, out

@@ -129,8 +129,11 @@ class Gate:
         if self.state == "slow":
             nxt = "one request trying it" if self.trying else (
                 f"{self.in_flight} sent still awaited" if self.in_flight else "the next request tries it")
+            quiet = now - (self.quiet_since if self.quiet_since is not None else now)
+            end = (f"given up: no reply at all for {quiet:.0f} s" if self.silent(now) else
+                   f"gives up in {max(0.0, self.budget_s - quiet):.0f} s with no reply")
             return (f"{waiting} held: server too slow ({self.closed_after} requests in a row got no reply within "
-                    f"{self.timeout_s:.0f} s, judge.timeout_s), {nxt}")
+                    f"{self.timeout_s:.0f} s, judge.timeout_s), {nxt}, {end} (judge.max_retry_wait_s {self.budget_s:.0f} s)")
         return f"{waiting} held: the server answered, sending"
 
     async def enter(self, first: bool, stopping: Callable[[], bool]) -> bool:
