@@ -88,6 +88,7 @@ def test_a_frozen_judge_is_given_up_after_the_wait_and_a_resume_judges_the_cases
         port, asked = frozen.port, frozen.accepted
     # Ended as a refused connection ends once the wait is spent: judge errors, the run finished, exit 1 (its gate).
     assert first.returncode == 1, first.stdout + first.stderr
+    assert asked >= SLOW_AFTER, asked  # (connections it accepted and never answered: no refusal, no reset)
     got = results(tmp_path)
     assert len(got) == 30 and {r["status"] for r in got} == {"judge_error"}, {r["status"] for r in got}
     assert all(r["scores"]["ToolCalls"]["value"] == 1.0 for r in got)  # the deterministic metric is scored
@@ -101,7 +102,6 @@ def test_a_frozen_judge_is_given_up_after_the_wait_and_a_resume_judges_the_cases
         assert s["reason"].startswith("provider_error: the judge gave no reply at all for "), s["reason"]
         assert "judge.max_retry_wait_s 1 (raise it to wait longer" in s["reason"], s["reason"]
         assert f"{frozen.url}/v1/chat/completions" in s["reason"], s["reason"]
-    assert asked < 30, asked  # once given up, the waiting cases were not each tried for judge.timeout_s
     # One warning says why, naming the URL and the setting.
     (line,) = _gave_up(first.stderr)
     assert line["level"] == "warning" and line["url"] == f"{frozen.url}/v1/chat/completions", line
@@ -121,8 +121,9 @@ def test_a_frozen_judge_is_given_up_after_the_wait_and_a_resume_judges_the_cases
 
 
 def test_a_slow_judge_that_answers_within_the_timeout_is_never_given_up(tmp_path: Path) -> None:
-    # Each reply comes 0.3 s after its request, and one at a time (the others queue in the server): far past a
-    # max_retry_wait_s of 0.1 s between a request and its reply, and well within timeout_s.
+    # Each reply comes 0.3 s after its request, and later under load (past one request in flight the server shares its
+    # capacity, as a GPU server does: 1.2 s with four): far past a max_retry_wait_s of 0.1 s between a request and its
+    # reply, and well within timeout_s.
     sim = SimulatorThread(SimConfig(latency_ms=300, max_concurrency=1))
     try:
         data = config(tmp_path, sim.url, _cases(tmp_path / "c.jsonl", 12), metrics=JUDGED, api_key_env=None,
