@@ -138,4 +138,4 @@ def respond(request: Any) -> dict[str, Any]:
         calls.append({"name": names.get(fn.get("name"), fn.get("name")), "arguments": arguments})
     text = message.get("content") or ""
     note = {"note": "multi-turn: only the first turn is answered (the calls are not executed)"} if context.get("involved_classes") else {}
-    return {"output": text, "trace": {"steps": [{"tool_calls": calls, **({"text": text} if text else {})}], "output": text}, "metadata": note}
+    return {"output": text, "trace": {"steps": [{"tool_calls": calls, **({"output": text} if text else {})}], "output": text}, "metadata": note}
