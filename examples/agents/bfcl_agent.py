@@ -19,7 +19,10 @@ answers with whatever model `BFCL_BASE_URL` serves (OpenAI, vLLM, llama.cpp's se
 - a question's first turn is sent whole when the case keeps it (`context.messages`: a system prompt, an earlier
   exchange), else its one user message;
 - one request per question (single-turn categories: simple, multiple, parallel, parallel_multiple, irrelevance,
-  their live_ forms). The calls are the answer: nothing is executed, so each call's result is empty. Multi-turn
+  their live_ forms, live_relevance). The calls are the answer: nothing is executed, so each call's result is
+  empty. They are read as BFCL's OpenAI handler reads them: each call's arguments must be JSON text of an object,
+  and when one is not (text that does not parse, `""`, `null`) the reply holds no call at all, the step's `error`
+  quoting what was sent; BFCL fails such a reply in every category but irrelevance, where it passes. Multi-turn
   questions need the calls run against BFCL's simulated classes between turns, which this example does not do:
   it answers their first turn only, and says so in the trace.
 
@@ -34,7 +37,7 @@ import os
 import urllib.request
 from typing import Any
 
-__all__ = ["respond", "source_text_doc", "tool_of"]
+__all__ = ["decoded", "respond", "source_text_doc", "tool_of"]
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 
@@ -128,14 +131,29 @@ def respond(request: Any) -> dict[str, Any]:
         body["tool_choice"] = os.environ.get("BFCL_TOOL_CHOICE", "auto")
     reply = _post(f"{base}/chat/completions", body, os.environ.get("BFCL_API_KEY", os.environ.get("OPENAI_API_KEY")), 60.0)
     message = (reply.get("choices") or [{}])[0].get("message") or {}
-    calls = []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        try:
-            arguments = json.loads(fn.get("arguments") or "{}")
-        except ValueError:
-            arguments = fn.get("arguments")  # kept as the model sent it: ToolCalls reports arguments that do not parse
-        calls.append({"name": names.get(fn.get("name"), fn.get("name")), "arguments": arguments})
+    sent = [call.get("function") or {} for call in message.get("tool_calls") or []]
+    calls = [{"name": names.get(fn.get("name"), fn.get("name")), "arguments": decoded(fn.get("arguments"))} for fn in sent]
+    step: dict[str, Any] = {"tool_calls": calls}
+    bad = [f"{fn.get('name')}({fn.get('arguments')!r})" for fn, call in zip(sent, calls) if call["arguments"] is None]
+    if bad:
+        # BFCL decodes the reply's calls as a whole (its OpenAI handler's `decode_ast`): one that fails leaves the reply
+        # without calls, which is what its irrelevance (pass) and relevance (fail) checks then read.
+        step = {"tool_calls": [], "error": "tool calls not decoded (arguments not a JSON object): " + ", ".join(bad)}
     text = message.get("content") or ""
+    if text:
+        step["output"] = text
     note = {"note": "multi-turn: only the first turn is answered (the calls are not executed)"} if context.get("involved_classes") else {}
-    return {"output": text, "trace": {"steps": [{"tool_calls": calls, **({"output": text} if text else {})}], "output": text}, "metadata": note}
+    return {"output": text, "trace": {"steps": [step], "output": text}, "metadata": note}
+
+
+def decoded(arguments: Any) -> dict[str, Any] | None:
+    """A call's `function.arguments` as BFCL's OpenAI handler decodes it (`json.loads`): a JSON object, else None.
+
+    Text that does not parse, blank text, JSON that is no object (`null`, `[1]`) and a value that is not text
+    all fail there, and any one failing call makes the whole reply no call.
+    """
+    try:
+        value = json.loads(arguments)
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
