@@ -34,6 +34,12 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     def tokens(d: dict[str, Any]) -> int:
         return int(d.get("input_tokens") or 0) + int(d.get("output_tokens") or 0)
 
+    if tokens(block) and "sync_equivalent_usd" not in block:
+        # `tracejudge report` on a killed run rebuilds the spending from the spend journal, which holds no sync-equivalent
+        # dollars: unknown, so the judge stage prices the tokens, as it does with no summary at all. Read as absent, they
+        # were $0, and the resume's figure was only its own segment's.
+        block["sync_equivalent_usd"] = None
+
     if tokens(spent) > tokens(block):
         block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), spent["requests"])

@@ -1,0 +1,74 @@
+"""`tracejudge report` on a killed run does not change what the resume then says the judge spent.
+
+`report` on a run killed before its first summary rebuilds the judge's spending from the spend journal, which holds
+no sync-equivalent dollars, so the summary.json it wrote had none. The resume read that missing figure as $0: in
+synchronous mode, `judge.sync_equivalent_usd` came out as the resume's own spending alone ($0.0746 beside $0.0975
+paid, on the demo's 200 runs), where the same kill and resume without the report gives $0.0975 = $0.0975.
+
+Real processes: `tracejudge run` killed with SIGKILL once results are on disk and a judge request hangs, the killed
+run directory copied (with its cache) so that one copy gets `tracejudge report` and the other not, both resumed
+against the judge simulator over HTTP on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _runs import sigkill_when
+import _forkserver
+
+TJ = Path(sys.executable).with_name("tracejudge")
+CASES = 5
+
+
+def _config(folder: Path, url: str) -> Path:
+    """A config in `folder` judging `CASES` native cases one request each, in synchronous mode, one request at a time."""
+    steps = [{"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"q": "item"}, "result": "found"}]}]
+    with open(folder / "cases.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(CASES):
+            fh.write(json.dumps({"id": f"case-{i}", "input": f"Find item {i}", "trace": {"steps": steps, "output": f"Item {i} is found."}}) + "\n")
+    cfg = {"dataset": {"path": "cases.jsonl", "format": "native"},
+           "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}],
+           "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": url + "/v1", "mode": "sync"},
+           "limits": {"max_in_flight": 1}, "cache": {"dir": "cache"}, "run": {"dir": "run", "flush_every": 1}}
+    (folder / "c.json").write_text(json.dumps(cfg))
+    return folder / "c.json"
+
+
+def _judge(folder: Path) -> dict:
+    return json.loads((folder / "run" / "summary.json").read_text())["judge"]
+
+
+def test_a_report_on_a_killed_run_leaves_the_resumes_sync_equivalent_dollars_as_without_it(simulator, tmp_path: Path) -> None:
+    sim = simulator(hang_s=120)
+    sim.set_script(["ok", "ok", "ok", "timeout"])  # three cases judged and written; the fourth request hangs at the kill
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    _config(killed, sim.url)
+    proc = _forkserver.popen([str(TJ), "run", "c.json", "--no-progress"], cwd=killed, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = killed / "run" / "results.jsonl"
+    sigkill_when(proc, lambda: results.exists() and results.read_bytes().count(b"\n") >= 3 and sim.stats.requests >= 4,
+                 "three results written and the fourth request sent")
+    assert not (killed / "run" / "summary.json").exists()
+    sim.set_script([])
+    reported, plain = tmp_path / "reported", tmp_path / "plain"
+    shutil.copytree(killed, reported)
+    shutil.copytree(killed, plain)
+
+    report = _forkserver.run([str(TJ), "report", "run"], cwd=reported, capture_output=True, text=True, timeout=120)
+    assert report.returncode == 130, report.stdout + report.stderr
+    for folder in (reported, plain):
+        resumed = _forkserver.run([str(TJ), "run", "c.json", "--no-progress"], cwd=folder, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode in (0, 1), resumed.stderr
+
+    got, want = _judge(reported), _judge(plain)
+    keys = ("requests", "input_tokens", "output_tokens", "cost_usd", "sync_equivalent_usd")
+    assert {k: got[k] for k in keys} == {k: want[k] for k in keys}
+    # Synchronous mode has no batch discount: what the same work costs synchronously is what was paid.
+    assert got["cost_usd"] > 0
+    assert got["sync_equivalent_usd"] == pytest.approx(got["cost_usd"], abs=2e-6)
