@@ -120,6 +120,26 @@ def test_a_killed_run_is_reported_interrupted_with_the_command_that_resumes_it(h
     assert resumed.returncode == 0 and "already finished" in resumed.stdout, resumed.stdout + resumed.stderr
 
 
+def test_the_summary_report_writes_for_a_killed_run_has_its_segments_as_the_resume_records_them(
+        held_run: tuple[subprocess.Popen[str], Path]) -> None:
+    proc, run_dir = held_run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert _tj("report", str(run_dir), cwd=run_dir.parent).returncode == 130
+    reported = json.loads((run_dir / "summary.json").read_text())
+    (killed,) = reported["segments"]
+    assert (killed["segment"], killed["results"], killed["ended"]) == (1, 2, "killed") and "command" not in killed
+    assert reported["elapsed_s_total"] == killed["elapsed_s"] and "killed" in reported["elapsed_measured"]
+
+    (run_dir.parent / "release").touch()
+    assert _tj("run", "c.yaml", "--no-progress", cwd=run_dir.parent).returncode == 0
+    resumed = json.loads((run_dir / "summary.json").read_text())
+    # The sections of a finished run's summary, in its order, and the killed segment's record as the resume keeps it.
+    assert list(reported) == list(resumed)
+    assert resumed["segments"][0] == killed
+    assert {k: reported[k] for k in ("tracejudge_version", "config_hash")} == {k: resumed[k] for k in ("tracejudge_version", "config_hash")}
+
+
 def test_a_run_killed_before_its_first_result_is_reported_interrupted_not_failed(tmp_path: Path) -> None:
     # A CI timeout often kills a slow agent's run before it has written anything: that is not "the agent regressed".
     proc = _start_held(tmp_path, "c0")

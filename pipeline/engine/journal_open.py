@@ -20,7 +20,7 @@ from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.journal_counts import _now
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.result_shape import check_score_values, line_problem
-from tracejudge.engine.segment_end import killed_elapsed, last_sign_of_life, settle_failed_end
+from tracejudge.engine.segment_end import last_sign_of_life, settle_segments
 from tracejudge.stages.aggregate.state import StateError, restore
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def recover(
     lines += tail
     journal.finished = len(journal.done)
     journal.retrying = journal.pending_retries()
-    killed = _settle_segments(journal, tail, rebuilt=not reused, lines=lines - tail, last_write=last_write)
+    killed = settle_segments(journal.segments, tail, rebuilt=not reused, lines=lines - tail, last_write=last_write)
     changed = changed or tail > 0 or killed or damaged > 0
     # Rebuilt too when results.jsonl is gone (or empty) under a checkpoint that counted results: the dataset cursor, which
     # skips the records those results stood for, must not be trusted then, or their cases would never be scored again.
@@ -233,24 +233,3 @@ def _frees_spent(cp: CheckpointFile, max_retries: int) -> bool:
     may be such a result (or one a later result superseded): rebuilt as well, once.
     """
     return any(n <= max_retries and k not in cp.provisional and (cp.max_retries is None or n > cp.max_retries) for k, n in cp.failures.items())
-
-
-def _settle_segments(journal: RunJournal, tail: int, rebuilt: bool, lines: int = 0, last_write: float | None = None) -> bool:
-    """Attribute unrecorded results to the segment that wrote them (`lines`: those the checkpoint covers); mark dead segments
-    killed, their elapsed time up to `last_write` (`last_sign_of_life`) when that is later than their record's."""
-    if settle_failed_end(journal.segments, lines, tail if not rebuilt else 0):
-        return True
-    last = journal.segments[-1] if journal.segments else None
-    if last is not None and last.get("ended") == "running":
-        # We hold the lock, so the segment that was running is dead.
-        last["ended"] = "killed"
-        killed_elapsed(last, last_write)
-        if not rebuilt:
-            last["results"] = int(last.get("results", 0)) + tail
-        return True
-    if tail and not rebuilt:
-        # Killed before its first checkpoint: its time and usage are unknown.
-        journal.segments.append({"segment": 1 + (int(last.get("segment", 0)) if last else 0), "started_at": None,
-                              "elapsed_s": None, "results": tail, "ended": "killed", "usage": {}})
-        return True
-    return False

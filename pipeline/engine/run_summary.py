@@ -236,6 +236,20 @@ def _same_telemetry(used: dict[str, Any] | None, block: dict[str, Any]) -> None:
             used[k] = v
 
 
+def usage_judge_block(usage: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The summary's `judge` block of a run whose judge stage made none (no judge configured): its counters at 0 plus
+    what the segments' `usage.judge` sums hold. Takes `COUNTED_AT` out of `usage` (in place): a position in each
+    segment's record, whose sum means nothing."""
+    from tracejudge.stages.judge.stage_summary import COUNTED_AT
+
+    judge: dict[str, Any] = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    used = usage.get("judge") or {}
+    used.pop(COUNTED_AT, None)
+    for k, v in used.items():
+        judge[k] = judge.get(k, 0) + v
+    return judge
+
+
 def _build_summary(
     journal: RunJournal, manifest: dict[str, Any], complete: bool, blocks: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -243,13 +257,7 @@ def _build_summary(
     # gives a byte-identical summary. A stage's own block (the judge's, which carries
     # its earlier segments' spending) replaces the one summed from segment usage.
     totals = journal.totals()
-    judge: dict[str, Any] = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
-    if used := totals["usage"].get("judge", {}):
-        from tracejudge.stages.judge.stage_summary import COUNTED_AT
-
-        used.pop(COUNTED_AT, None)  # a position in each segment's record: their sum means nothing (the summary's `usage` too)
-        for k, v in used.items():
-            judge[k] = judge.get(k, 0) + v
+    judge = usage_judge_block(totals["usage"])
     if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
         block = _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), journal.run_dir, journal.segments, journal.segment)
         block = _with_in_flight(block, journal.run_dir)

@@ -26,7 +26,8 @@ from typing import Any
 from tracejudge.core.errors import os_error
 from tracejudge.engine import store
 
-__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end"]
+__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
+           "settle_segments"]
 
 # The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
 # (results.jsonl, results.idx), its checkpoints, and the judge answers it paid for (judge_spend.jsonl, flushed as each
@@ -82,6 +83,31 @@ def settle_failed_end(segments: list[dict[str, Any]], lines: int, tail: int) -> 
         segments.append({"segment": 1 + int(last.get("segment", 0)), "started_at": None, "elapsed_s": None, "results": tail - mine,
                          "ended": "killed", "usage": {}})
     return True
+
+
+def settle_segments(segments: list[dict[str, Any]], tail: int, rebuilt: bool, lines: int = 0, last_write: float | None = None) -> bool:
+    """On resume, in place: attribute the `tail` results written after the checkpoint (which covers `lines`) to the segment
+    that wrote them, and mark a dead segment killed, its elapsed time up to `last_write` (`last_sign_of_life`) when that is
+    later than its record's. `rebuilt`: the checkpoint was not trusted, so its records get no tail. Returns whether
+    `segments` changed.
+
+    The caller holds the run's lock (a resume), or reads a run no process holds (`tracejudge report`): either way the
+    segment still recorded `running` is dead."""
+    if settle_failed_end(segments, lines, tail if not rebuilt else 0):
+        return True
+    last = segments[-1] if segments else None
+    if last is not None and last.get("ended") == "running":
+        last["ended"] = "killed"
+        killed_elapsed(last, last_write)
+        if not rebuilt:
+            last["results"] = int(last.get("results", 0)) + tail
+        return True
+    if tail and not rebuilt:
+        # Killed before its first checkpoint: its time and usage are unknown.
+        segments.append({"segment": 1 + (int(last.get("segment", 0)) if last else 0), "started_at": None,
+                         "elapsed_s": None, "results": tail, "ended": "killed", "usage": {}})
+        return True
+    return False
 
 
 def last_sign_of_life(run_dir: Path) -> float | None:

@@ -265,7 +265,10 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     specs, breakdowns and assertions; without it, metrics come from the
     results and trials from the highest trial seen. Run-level figures of an
     existing summary.json (elapsed time, completeness, judge spending) are
-    kept. `baseline` overrides the regression rule's baseline directory.
+    kept; those of a run that did not finish (its segments, their time and
+    usage) are read from its checkpoint as the resume will record them
+    (`engine.segments_read`). `baseline` overrides the regression rule's
+    baseline directory.
 
     A line that is not a valid result is left out of the summary and passed
     to `on_skipped(line number, reason)`.
@@ -323,7 +326,8 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "elapsed_measured", "usage", "segments", "configs", "judge", "shards",
                                                     "retries_spent") if k in prev}
     summary = {**keep, **agg.summary()}
-    if not _last_segment_finished(run_dir):
+    unfinished = not _last_segment_finished(run_dir)
+    if unfinished:
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
         if _stopped_last(run_dir, prev.get("stopped")):
             summary["stopped"] = prev["stopped"]  # the error or abort that ended the last segment (`finish_stopped`)
@@ -353,6 +357,15 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
             if config.judge.samples > 1:
                 block["samples_per_request"] = config.judge.samples  # (as the run's block says it)
         summary["judge"] = judge_block_with(standing_block(block, tally) if tally is not None else block, standing_judge_counts(judged, ()))
+    if unfinished and in_progress is None:
+        # Its segments, their time and usage as the resume will record them (`segments_read`): a killed segment wrote
+        # no summary to keep them from, and an earlier segment's leave it out.
+        from tracejudge.engine.segments_read import HEAD, run_figures
+
+        for k in ("elapsed_measured", "configs"):
+            summary.pop(k, None)
+        summary.update(run_figures(run_dir, summary.get("judge")))
+        summary = {**{k: summary[k] for k in HEAD if k in summary}, **summary}
     # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
     # key's place, so a diff of summary.json shows what changed, not a shuffle.
     summary = {**{k: summary[k] for k in prev if k in summary}, **summary}
