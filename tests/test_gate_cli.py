@@ -123,6 +123,17 @@ def test_unreadable_records_fail_the_gate_by_default_naming_the_first_three(tmp_
     assert len(reasons) == 3 and f"{data}:8: invalid JSON" in reasons[0]
 
 
+def test_more_unreadable_records_than_listed_are_counted_under_the_first_three(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case("good", ["a"], ["a"]), *['{"id": "torn", '] * 5])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"max_invalid_share": 0.0})
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    reasons = [r.strip() for r in out.split("(assertions.max_invalid_share)")[1].split("verdict:")[0].strip().splitlines()]
+    assert [r.split(": ")[0] for r in reasons[:3]] == [f"{data}:{n}" for n in (2, 3, 4)]
+    assert reasons[3:] == ["… and 2 more"]
+    assert "      … and 2 more\n" in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_a_binary_file_is_one_file_level_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "cases.jsonl"
     data.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 40 + b"\n" * 50)  # a zip archive saved as .jsonl

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
 from tracejudge.stages.aggregate.gate_figures import figure, limit as limit_shown
+from tracejudge.stages.aggregate.gate_reasons import invalid_reasons
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -207,35 +208,6 @@ def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
                      f"{got.get('kappa_ci_why', 'too few labelled cases; label more cases')}, required kappa >= {least}")
     ok = got["kappa"] >= least - 1e-12
     return Check(f"{key} min_kappa", ok, f"{got.get('kappa_kind', 'kappa')} {_f(got['kappa'], least, ok)}{span} {over}, required >= {least}")
-
-
-def invalid_reasons(run_dir: Path, limit: int = 3, status: str = "invalid_input") -> list[str]:
-    """The first `limit` standing results of `status` in `run_dir/results.jsonl` as `file:line: reason` lines (`case id: reason` without a place).
-
-    Standing: the last line of each (case, trial), as every figure reads them; a failure a resume retried away is not listed.
-    """
-    import json
-
-    from tracejudge.engine import store
-
-    last: dict[tuple[str, int], str | None] = {}
-    quoted = f'"{status}"'.encode()
-    for raw in store.iter_result_lines(Path(run_dir) / store.RESULTS):
-        try:
-            result = json.loads(raw)
-            key = (str(result["case_id"]), int(result.get("trial") or 0))
-        except (ValueError, KeyError, TypeError):
-            continue
-        last.pop(key, None)  # re-inserted last: the listing follows the standing lines' order
-        error = result.get("error") or {}
-        if quoted not in raw or result.get("status") != status or not isinstance(error, dict):
-            last[key] = None
-            continue
-        where = f"{error['file']}:{error['line']}" if error.get("file") and error.get("line") else f"case {result.get('case_id')!r}"
-        trial = f" trial {key[1]}" if key[1] else ""
-        field = f" ({error['field']})" if error.get("field") else ""
-        last[key] = f"{where}{trial}{field}: {str(error.get('message', ''))[:200]}"
-    return [r for r in last.values() if r is not None][:limit]
 
 
 def _runs_of(path: Path) -> list[Path]:

@@ -21,6 +21,7 @@ from tracejudge.core.field_paths import key_path
 from tracejudge.engine.rendered import METRIC_ERRORS
 from tracejudge.stages.aggregate.gate import Check, metric_rule
 from tracejudge.stages.aggregate.gate_figures import figure, limit as limit_shown
+from tracejudge.stages.aggregate.gate_reasons import listed
 
 __all__ = ["metric_error_checks", "metric_error_reasons"]
 
@@ -59,7 +60,8 @@ def metric_error_checks(assertions: AssertionsConfig, summary: dict[str, Any], r
 
 
 def metric_error_reasons(run_dir: Path, key: str, limit: int = 3) -> list[str]:
-    """The first `limit` standing results of `run_dir` whose metric `key` raised or timed out, as `case 'id': reason` lines.
+    """The first `limit` standing results of `run_dir` whose metric `key` raised or timed out, as `case 'id': reason` lines,
+    then `… and N more` when there are more (`gate_reasons.listed`).
 
     A custom metric's reason ends with where it raised (`(at checks.py:5, in broken)`). Standing: the last line
     of each (case, trial), as every figure reads them. Only lines holding such a reason are parsed.
@@ -92,4 +94,4 @@ def metric_error_reasons(run_dir: Path, key: str, limit: int = 3) -> list[str]:
             continue
         trial = f" trial {case_key[1]}" if case_key[1] else ""
         last[case_key] = f"case {case_key[0]!r}{trial}: {reason[:300]}"
-    return [r for r in last.values() if r is not None][:limit]
+    return listed([r for r in last.values() if r is not None], limit)
