@@ -89,6 +89,29 @@ def test_undecodable_arguments_are_kept_raw_flagged_and_never_match(tmp_path):
     assert ToolCall(name="x", arguments='{"n": 1.0}').arguments == {"n": 1.0}
 
 
+def test_arguments_that_are_a_json_list_show_as_that_list_in_every_reason(tmp_path):
+    metrics = [{"type": "ToolCalls", "arguments": "exact"},
+               {"type": "ArgumentCorrectness", "tool_name": "get_order", "expected_arguments": {"order_id": 0}},
+               {"type": "trajectory:tool-args-match", "value": {"name": "get_order", "args": {"order_id": 0}}}]
+    lines = []
+    for cid, args in (("list", ["#W1", 2]), ("text", '["#W1", 2]'), ("object", {"order_id": 5})):
+        case = good(0)
+        case["id"] = cid
+        case["trace"]["steps"][0]["tool_calls"][0]["arguments"] = args
+        lines.append(json.dumps(case).encode())
+    _, results = run_cases(tmp_path, lines, metrics=metrics)
+    reasons = {r["case_id"]: {k: s["reason"] for k, s in r["scores"].items()} for r in results}
+    for cid in ("list", "text"):  # a list value and the JSON text of one read alike, and show as the JSON list
+        got = reasons[cid]
+        assert "unexpected: #0 (step 0) get_order([\"#W1\",2])" in got["ToolCalls"]
+        assert "arguments are not a JSON object: [\"#W1\",2]" in got["ToolCalls"] and "'" not in got["ToolCalls"].split("; in order")[0]
+        assert got["ArgumentCorrectness"] == 'call #0 (step 0) get_order(["#W1",2]): arguments are not a JSON object'
+        assert got["trajectory:tool-args-match"].endswith('Observed args: ["#W1",2]')
+    # An object's arguments show as they did.
+    assert "unexpected: #0 (step 0) get_order({\"order_id\":5})" in reasons["object"]["ToolCalls"]
+    assert reasons["object"]["ArgumentCorrectness"].startswith('call #0 (step 0) get_order({"order_id":5}): argument mismatch')
+
+
 def test_duplicate_ids_are_reported_not_overwritten(tmp_path):
     summary, results = run_cases(tmp_path, [json.dumps(good(0)).encode(), json.dumps(good(0)).encode()])
     assert [r["status"] for r in results] == ["ok", "invalid_input"]

@@ -17,7 +17,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-__all__ = ["Count", "Measure", "MetaValue", "Spent", "SpentUsd", "ToolName", "empty_list", "no_bool", "tool_name_problem"]
+__all__ = ["Count", "Measure", "MetaValue", "Spent", "SpentUsd", "ToolName", "arguments_text", "decode_arguments", "empty_list", "no_bool",
+           "tool_name_problem"]
 
 
 def empty_list() -> list[Any]:
@@ -92,3 +93,44 @@ ToolName = Annotated[str, AfterValidator(_named)]
 Spent = Annotated[Annotated[int, Field(ge=0)] | None, no_bool("int")]
 SpentUsd = Annotated[Annotated[float, Field(allow_inf_nan=False, ge=0)] | None, no_bool("float")]
 MetaValue = Annotated[Any, AfterValidator(_finite)]
+
+
+def decode_arguments(value: Any) -> tuple[Any, bool]:
+    """Normalize tool-call arguments to a mapping.
+
+    Providers send arguments either as a mapping or as a JSON string
+    (OpenAI's `function.arguments`). Returns `(arguments, ok)`:
+
+    - a mapping is returned as is, `ok=True`;
+    - `None` or an empty/blank string becomes `{}`, `ok=True`;
+    - a string holding a JSON object is decoded, `ok=True`;
+    - anything else (undecodable text, a JSON array or scalar) is returned
+      unchanged with `ok=False`, so callers can keep it raw and flag it.
+    """
+    if isinstance(value, dict):
+        return value, True
+    if value is None:
+        return {}, True
+    if isinstance(value, str):
+        if not value.strip():
+            return {}, True
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value, False
+        if isinstance(decoded, dict):
+            return decoded, True
+        return value, False
+    return value, False
+
+
+def arguments_text(value: Any) -> str:
+    """Arguments that are no mapping, kept as text: a string as it is, another value (a list, a number) as its JSON
+    (`["x", 1]`, as a provider sends it and the τ-bench reader keeps it), not Python's spelling of it (`['x', 1]`), which
+    no JSON reader, nor a reason showing the value, could read back."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):  # (a value holding itself, from the Python API)
+        return str(value)

@@ -13,14 +13,13 @@ number or an empty tool name are in `tracejudge.core.record_fields`.
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
-from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, empty_list, no_bool
+from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, arguments_text, decode_arguments, empty_list, no_bool
 
 __all__ = [
     "Case",
@@ -46,35 +45,6 @@ class _Strict(BaseModel):
     # The input models' validators are built on first use: the struct path scores native cases without them
     # (`tracejudge.stages.extract.struct_score`), and building them cost every run's start-up.
     model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-def decode_arguments(value: Any) -> tuple[Any, bool]:
-    """Normalize tool-call arguments to a mapping.
-
-    Providers send arguments either as a mapping or as a JSON string
-    (OpenAI's `function.arguments`). Returns `(arguments, ok)`:
-
-    - a mapping is returned as is, `ok=True`;
-    - `None` or an empty/blank string becomes `{}`, `ok=True`;
-    - a string holding a JSON object is decoded, `ok=True`;
-    - anything else (undecodable text, a JSON array or scalar) is returned
-      unchanged with `ok=False`, so callers can keep it raw and flag it.
-    """
-    if isinstance(value, dict):
-        return value, True
-    if value is None:
-        return {}, True
-    if isinstance(value, str):
-        if not value.strip():
-            return {}, True
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value, False
-        if isinstance(decoded, dict):
-            return decoded, True
-        return value, False
-    return value, False
 
 
 def _flagged_blank(data: dict[str, Any]) -> bool:
@@ -113,7 +83,7 @@ class ToolCall(_Strict):
     def _decode(cls, data: Any) -> Any:
         if isinstance(data, dict) and "arguments" in data and not isinstance(data["arguments"], dict) and not _flagged_blank(data):
             decoded, ok = decode_arguments(data["arguments"])
-            data = {**data, "arguments": decoded if ok else str(data["arguments"])}
+            data = {**data, "arguments": decoded if ok else arguments_text(data["arguments"])}
             if not ok:
                 data["arguments_invalid"] = True
         return data

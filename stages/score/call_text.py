@@ -22,7 +22,7 @@ try:
 except ImportError:  # pragma: no cover - a Python built without the _json accelerator
     _c_make_encoder = None
 
-__all__ = ["dumps", "render_call"]
+__all__ = ["dumps", "raw_value", "render_call"]
 
 
 def _encoder(sort_keys: bool, markers: dict[int, Any] | None) -> Any:
@@ -73,10 +73,24 @@ _CLEAN: SeenSet[str] = SeenSet()
 _CLEAN_LONGEST = 240
 
 
+def raw_value(arguments: Any) -> Any:
+    """The JSON value that arguments kept as text hold (`ToolCall.arguments_invalid`: a list, a number, a string), so
+    reasons show `["x",1]` as an object's arguments show `{"q":"x"}`, not the text quoted; `arguments` itself when
+    they are no text or the text is no JSON (`{"city": "Par`, shown quoted)."""
+    if type(arguments) is not str:
+        return arguments
+    try:
+        return json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments
+
+
 def render_call(name: str, arguments: Any, limit: int = _LIMIT) -> str:
-    """`name({"k":"v"})`, shortened to `limit` characters, for reasons (credentials masked before the cut)."""
+    """`name({"k":"v"})`, shortened to `limit` characters, for reasons (credentials masked before the cut). Arguments
+    kept as text that holds JSON of another kind print as that value (`name(["x",1])`, `raw_value`)."""
     if arguments is None:
         return f"{name}(…)"
+    arguments = raw_value(arguments)
     # Up to `_FEW` arguments, the C encoder writes them all for less than `_sorted_head` writes the first of them.
     text = _sorted_head(arguments, limit) if type(arguments) is dict and len(arguments) > _FEW and limit > 0 and _ENCODERS else None
     if text is None:

@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from tracejudge.core.records import decode_arguments
 from tracejudge.llm.redact import MASK, masked_under, redact_quoted
-from tracejudge.stages.score.call_text import dumps as _dumps, render_call
+from tracejudge.stages.score.call_text import dumps as _dumps, raw_value, render_call
 from tracejudge.stages.score.value_rules import REGEX_TIMEOUT_S, compile_pattern, is_number as _is_number, same_json as _same_json, \
     same_kind as _same_kind, standardize
 
@@ -304,7 +304,10 @@ def first_difference(
         return None
     actual = _decoded(actual)
     if not isinstance(actual, dict):
-        return f"arguments are not a JSON object: {redact_quoted(str(actual), 80)[:80]!r}"
+        # JSON of another kind shows as that value, as `render_call` shows it (`["x",1]`); text that is no JSON, quoted.
+        value = raw_value(actual)
+        shown = repr(redact_quoted(value, 80)[:80]) if isinstance(value, str) else redact_quoted(_dumps(value, sort_keys=True), 80)[:80]
+        return f"arguments are not a JSON object: {shown}"
     return _diff(expected, actual, mode, nested_mode or mode, "")
 
 
