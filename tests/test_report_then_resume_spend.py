@@ -1,9 +1,13 @@
-"""`tracejudge report` on a killed run does not change what the resume then says the judge spent.
+"""`tracejudge report` on a killed run does not change what the resume then says the judge spent, and a resume that
+recovers the spending from the files keeps the batch price.
 
 `report` on a run killed before its first summary rebuilds the judge's spending from the spend journal, which holds
 no sync-equivalent dollars, so the summary.json it wrote had none. The resume read that missing figure as $0: in
 synchronous mode, `judge.sync_equivalent_usd` came out as the resume's own spending alone ($0.0746 beside $0.0975
 paid, on the demo's 200 runs), where the same kill and resume without the report gives $0.0975 = $0.0975.
+
+A batch run whose summary is gone (killed after its last result line, or the file deleted) had its spending rebuilt
+from the result lines' tokens, priced synchronously: twice the dollars paid, which the spend journal holds.
 
 Real processes: `tracejudge run` killed with SIGKILL once results are on disk and a judge request hangs, the killed
 run directory copied (with its cache) so that one copy gets `tracejudge report` and the other not, both resumed
@@ -72,3 +76,31 @@ def test_a_report_on_a_killed_run_leaves_the_resumes_sync_equivalent_dollars_as_
     # Synchronous mode has no batch discount: what the same work costs synchronously is what was paid.
     assert got["cost_usd"] > 0
     assert got["sync_equivalent_usd"] == pytest.approx(got["cost_usd"], abs=2e-6)
+
+
+def test_a_batch_run_whose_summary_is_gone_keeps_the_batch_price_on_resume(tmp_path: Path) -> None:
+    # A run killed after its last result line and before its summary (or whose summary.json was deleted) has its
+    # spending recovered from the result lines and the spend journal. The lines hold the tokens; the journal the
+    # dollars paid, at the batch price: the resume priced the tokens at the synchronous price instead (twice the paid).
+    _config(tmp_path, "")
+    cfg = json.loads((tmp_path / "c.json").read_text())
+    cfg["judge"] = {"provider": "simulator", "model": "gpt-4o-mini", "mode": "batch", "batch": {"flush_after_s": 0, "poll_interval_s": 0.1},
+                    "simulator": {"batch_completion_s": 0}}
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    args = [str(TJ), "run", "c.json", "--no-progress"]
+    first = _forkserver.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode in (0, 1), first.stderr
+    want = _judge(tmp_path)
+    assert want["mode"] == "batch" and want["sync_equivalent_usd"] > want["cost_usd"] > 0  # (the batch discount)
+
+    (tmp_path / "run" / "summary.json").unlink()
+    report = _forkserver.run([str(TJ), "report", "run"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert report.returncode in (0, 1), report.stdout + report.stderr
+    assert _judge(tmp_path)["cost_usd"] == want["cost_usd"]  # (`report` takes the journal's dollars)
+    (tmp_path / "run" / "summary.json").unlink()
+    again = _forkserver.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode in (0, 1), again.stderr
+    got = _judge(tmp_path)
+    assert (got["input_tokens"], got["output_tokens"]) == (want["input_tokens"], want["output_tokens"])
+    assert got["cost_usd"] == pytest.approx(want["cost_usd"], abs=2e-6)
+    assert got["sync_equivalent_usd"] == pytest.approx(want["sync_equivalent_usd"], abs=2e-6)

@@ -40,7 +40,8 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
         # were $0, and the resume's figure was only its own segment's.
         block["sync_equivalent_usd"] = None
 
-    if tokens(spent) > tokens(block):
+    recovered = tokens(spent) > tokens(block)
+    if recovered:
         block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), spent["requests"])
         block["answered"] = max(int(block.get("answered", 0)), spent.get("answered", 0))
@@ -51,6 +52,11 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     if paid is not None and tokens(paid) > tokens(block):
         block["input_tokens"], block["output_tokens"] = paid["input_tokens"], paid["output_tokens"]
         block["cost_usd"], block["sync_equivalent_usd"] = paid["cost_usd_exact"], None  # the journal has the dollars paid
+    elif paid is not None and recovered and tokens(paid) == tokens(block) and paid["cost_usd_exact"] > 0:
+        # The result lines hold the tokens the journal billed: its dollars are what they cost (at the batch price in batch
+        # mode, which the judge stage, pricing the tokens, took synchronously: twice what was paid). A model without a
+        # price journals $0: its dollars stay unknown.
+        block["cost_usd"] = paid["cost_usd_exact"]
     elif paid is not None and tokens(paid) == tokens(block) and isinstance(cost := block.get("cost_usd"), (int, float)) \
             and round(paid["cost_usd_exact"], 6) == cost:
         # The summary's dollars are rounded to 6 places, the journal's are not: carried on rounded, each segment's

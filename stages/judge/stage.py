@@ -112,7 +112,10 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     price = price_for(cfg.model, cfg.prices)
     for k in ("cost_usd", "sync_equivalent_usd"):
         if prior.get(k, 0.0) is None and price is not None:  # spending recovered from results: price it (without a price it stays unknown)
-            prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
+            if k == "sync_equivalent_usd" and cfg.mode != "batch" and isinstance(prior.get("cost_usd"), (int, float)):
+                prior[k] = prior["cost_usd"]  # no batch discount: what the work costs synchronously is what was paid
+            else:
+                prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     members = panel_members(config)
     tally = JudgeTally()
     state: dict[str, Any] = {"judge": None, "judges": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
