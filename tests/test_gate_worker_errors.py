@@ -43,6 +43,11 @@ def test_a_worker_death_fails_the_gate_and_the_same_command_redoes_it(tmp_path):
     assert summary["worker_errors"] == 2, summary
     assert got.returncode == 1, got.stdout + got.stderr
     assert "worker errors" in got.stdout and "2 of 300 results were never scored" in got.stdout, got.stdout
+    # `report` gives the run's verdict: it counts them from results.jsonl too (it wrote a summary without them: PASS).
+    written = (tmp_path / "out" / "summary.json").read_bytes()
+    report = _forkserver.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert report.returncode == 1 and "2 of 300 results were never scored" in report.stdout, report.stdout + report.stderr
+    assert (tmp_path / "out" / "summary.json").read_bytes() == written
     got, summary = _run(tmp_path, crash=False)  # the same command, the crash gone: both redone, the gate passes
     assert got.returncode == 0, got.stdout + got.stderr
     assert "worker_errors" not in summary and summary["results"] == 300 and summary["status"] == {"ok": 300}, summary

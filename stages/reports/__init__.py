@@ -19,7 +19,7 @@ from typing import Any
 
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
+from tracejudge.core.records import PROVISIONAL_STATUSES, WORKER_ERROR, CaseResult, Status, score_counts
 from tracejudge.engine import shards, store
 from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, judge_block_with, standing_judge_counts
 from tracejudge.engine.keyset import KeySet, result_key
@@ -292,6 +292,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     judged: dict[str, int] = {}  # the judge's gate counts (`journal_counts.add_judge_counts`), for a run without summary.json
     spent = LineSpend()  # and what its scores say the judge spent (`judge_spend.rebuilt_spend`)
     tally = None  # and its samples and panel counts (`judge_stats.JudgeTally`), made at the first result that has any
+    died = 0  # results never scored because their worker process died: the gate fails on them (`gate.worker_error_check`)
 
     def torn(lineno: int, line: bytes) -> None:
         # A last line cut off mid-write (a kill) is named as the damaged lines are, not only counted as "cut short or
@@ -318,6 +319,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         add_judge_counts(judged, result)
         spent.add(result)
         tally = add_judge_tally(tally, result)
+        died += result.error is not None and result.error.kind == WORKER_ERROR
     prev: dict[str, Any] = {}
     try:
         prev = json.loads(store.read_text(run_dir / store.SUMMARY))
@@ -325,7 +327,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         prev = {}
     keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "elapsed_measured", "usage", "segments", "configs", "judge", "shards",
                                                     "retries_spent") if k in prev}
-    summary = {**keep, **agg.summary()}
+    summary = {**keep, **agg.summary(), **({"worker_errors": died} if died else {})}
     unfinished = not _last_segment_finished(run_dir)
     if unfinished:
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
