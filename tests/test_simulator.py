@@ -51,6 +51,19 @@ def test_openai_answer_is_deterministic_schema_shaped_and_counted(simulator):
     assert sim.stats.requests == 2 and sim.stats.answered == 2
 
 
+def test_fields_it_does_not_read_are_answered_as_without_them_and_counted_by_value(simulator):
+    sim = simulator()
+    plain = post(sim.url + "/v1/chat/completions", openai_body())[2]
+    for thinking in (False, False, True):
+        body = {**openai_body(), "chat_template_kwargs": {"enable_thinking": thinking}, "reasoning_effort": "none"}
+        status, _, reply = post(sim.url + "/v1/chat/completions", body)
+        assert status == 200 and reply["choices"] == plain["choices"]  # (a server ignores a field it does not know)
+    with urllib.request.urlopen(sim.url + "/_sim/stats", timeout=10) as r:
+        stats = json.loads(r.read())
+    assert stats["unread_fields"] == {"chat_template_kwargs": {'{"enable_thinking":false}': 2, '{"enable_thinking":true}': 1},
+                                      "reasoning_effort": {'"none"': 3}}
+
+
 def test_anthropic_forced_tool_gets_tool_use_block(simulator):
     sim = simulator()
     body = {"model": "claude-3-5-haiku", "max_tokens": 100, "system": "be a judge", "messages": [{"role": "user", "content": "x"}],

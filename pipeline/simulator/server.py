@@ -121,7 +121,8 @@ endpoints in that server's shapes, and `SimulatorThread.serve` swaps them
 between runs (`tracejudge.simulator.served`).
 
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
-first and last request times); `POST /_sim/script` replaces the script.
+first and last request times, and the request fields it does not read, such as `chat_template_kwargs`, each
+with the values sent: `state.READ_FIELDS`); `POST /_sim/script` replaces the script.
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def build_app(config: SimConfig) -> web.Application:
         body = await read_body(request, anthropic)
         if isinstance(body, web.Response):
             return body
+        sim.note_fields(body)
         refusal = request_error(body, anthropic)
         if refusal is not None:
             st.refused += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -12,7 +13,14 @@ from tracejudge.simulator.flaws import Flaws
 from tracejudge.simulator.limits import Limits
 from tracejudge.simulator.served import Weights
 
-__all__ = ["Sim", "SimConfig", "SimStats"]
+__all__ = ["READ_FIELDS", "Sim", "SimConfig", "SimStats"]
+
+# The request fields the simulator reads, or that change nothing it emulates (the prompt-cache key, sampling). Any
+# other (`chat_template_kwargs`, `reasoning_effort`, `thinking`…) is ignored, as a server ignores a field it does not
+# know (it emulates no thinking to turn off), and counted in `SimStats.unread_fields`: a test sees what a client sent.
+READ_FIELDS = frozenset({"model", "messages", "system", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+                         "response_format", "tools", "tool_choice", "n", "stream", "stream_options", "prompt_cache_key"})
+_VALUES_KEPT = 16  # distinct values counted per unread field (a client sending one per request is not kept whole)
 
 
 @dataclass
@@ -84,6 +92,9 @@ class SimStats:
     arrivals_per_s: dict[int, int] = field(default_factory=dict)
     # The most tokens the token limit counted at once (never above `tpm` when the limit holds).
     peak_window_tokens: float = 0.0
+    # Each request field the simulator does not read (`READ_FIELDS`) → its value as canonical JSON → requests that sent
+    # it, synchronous and batched alike (the first `_VALUES_KEPT` distinct values of a field).
+    unread_fields: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class Sim:
@@ -104,6 +115,18 @@ class Sim:
         self.served: Weights | None = None
         if config.served is not None:
             self.serve(config.served)
+
+    def note_fields(self, body: Any) -> None:
+        """Count the fields of request `body` the simulator does not read (`SimStats.unread_fields`)."""
+        if not isinstance(body, dict):
+            return
+        for key, value in body.items():
+            if key in READ_FIELDS:
+                continue
+            seen = self.stats.unread_fields.setdefault(str(key), {})
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+            if text in seen or len(seen) < _VALUES_KEPT:
+                seen[text] = seen.get(text, 0) + 1
 
     def serve(self, weights: Weights | None) -> None:
         """Serve `weights` from now on (`None`: none described): its identity endpoints describe them, and verdicts
