@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tracejudge.core.extra_body import validated
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
 from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
 from tracejudge.core.strict_numbers import NoBoolNumbers
@@ -140,6 +141,8 @@ class JudgeConfig(_Strict):
     `tokenizer` names the judge server's tokenizer for the context fit, admission
     and `estimate`: a Hugging Face `tokenizer.json` path (needs the `tokenizers`
     package, extra `local-judges`) or `{factor: F}`, tiktoken's count × F.
+    `extra_body`: fields merged into every request body (`chat_template_kwargs: {enable_thinking: false}` turns a
+    self-hosted model's thinking off); JSON values, no key tracejudge sets (`tracejudge.core.extra_body`).
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -178,6 +181,7 @@ class JudgeConfig(_Strict):
     structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
     max_response_bytes: int = Field(default=8 << 20, ge=1024)
     tokenizer: str | TokenizerFactor | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -208,6 +212,13 @@ class JudgeConfig(_Strict):
     @classmethod
     def _base_url(cls, url: str | None) -> str | None:
         return http_url(url)
+
+    @model_validator(mode="after")
+    def _extra_body(self) -> JudgeConfig:
+        # After the fields: which keys tracejudge sets depends on the provider, the structured output and the cache hints.
+        if self.extra_body:
+            self.extra_body = validated(self.extra_body, self.provider, self.structured_output, self.cache_hints)
+        return self
 
     @field_validator("model")
     @classmethod

@@ -92,6 +92,8 @@ class PanelModel(_Strict):
     # How this member's server takes the verdict schema (`judge.structured_output`'s values); None: the section's. A panel
     # mixing servers (a TGI member needs `none`, vLLM takes `json_schema`) cannot share one setting.
     structured_output: Literal["json_schema", "json_object", "none"] | None = None
+    # Put over the section's `extra_body` key by key (a key given as null is not sent; `tracejudge.core.extra_body.merged`).
+    extra_body: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod

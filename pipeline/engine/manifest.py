@@ -65,7 +65,9 @@ _UNHASHED: dict[str, set[str] | None] = {
               "structured_output", "max_response_bytes", "tokenizer"},
 }
 # Keys left out of the hash while they hold their default, so a run directory made before they existed still resumes.
-_UNHASHED_DEFAULTS: dict[str, dict[str, object]] = {"judge": {"samples": 1, "models": None, "aggregate": "majority"}}
+_UNHASHED_DEFAULTS: dict[str, dict[str, object]] = {"judge": {"samples": 1, "models": None, "aggregate": "majority", "extra_body": {}}}
+# Keys of a panel member (`judge.models.N`) left out while unset (null), for the same reason.
+_MEMBER_UNSET = ("extra_body",)
 
 
 class ManifestMismatch(TracejudgeError):
@@ -91,6 +93,9 @@ def hashed_config(config: dict[str, Any]) -> dict[str, Any]:
         defaults = _UNHASHED_DEFAULTS.get(section)
         if isinstance(value, dict) and defaults:
             value = {k: v for k, v in value.items() if k not in defaults or v != defaults[k]}
+        if section == "judge" and isinstance(value, dict) and isinstance(value.get("models"), list):
+            value = {**value, "models": [{k: v for k, v in m.items() if k not in _MEMBER_UNSET or v is not None} if isinstance(m, dict) else m
+                                         for m in value["models"]]}
         if section == "run" and isinstance(value, dict) and value.get("shard", 0) is None:
             # Unsharded: hashed as before `run.shard` existed, so older run directories still resume.
             value = {k: v for k, v in value.items() if k != "shard"}

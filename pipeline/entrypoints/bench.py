@@ -139,7 +139,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         config = _config(args)
         cfg = config.judge or JudgeConfig()
         if args.synthetic:
-            requests = synthetic_requests(cfg.model, args.prompt_tokens, args.max_tokens or cfg.max_tokens)
+            requests = synthetic_requests(cfg.model, args.prompt_tokens, args.max_tokens or cfg.max_tokens, extra_body=cfg.extra_body)
         else:
             requests = build_sample(config, args.sample)
         from tracejudge.stages.judge.stage import api_key

@@ -21,6 +21,11 @@ such a request always had (the run then warns once that swapped weights
 would be answered from the cache). `explain` names it when it is what
 changed (`served model changed: llama.cpp a.gguf (weights …) → …`).
 
+`extra_body` (the request fields of `judge.extra_body`) is held only by the key of a request that sends some: a
+verdict given with the model thinking does not answer a request that turns thinking off, and `explain` says
+`changed: extra_body`. The index keeps it with a value under a credential's key, or shaped like one, as a digest
+(`indexed`).
+
 Never ids, timestamps, run ids, retry/timeout/concurrency settings or
 provenance markers: the judge prompt renders a trace without call ids and
 with arguments in sorted-key JSON, so those cannot leak in through
@@ -57,7 +62,7 @@ from typing import Any, Protocol
 
 import diskcache
 from tracejudge.core.memo import Memo
-from tracejudge.llm.redact import redact_data, redact_url_passwords
+from tracejudge.llm.redact import redact_config, redact_data, redact_url_passwords
 from tracejudge.llm.served_model import describe
 
 __all__ = ["COMPONENTS", "OPTIONAL", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
@@ -66,7 +71,7 @@ _MANY = 500  # keys per query: under SQLite's oldest limit of 999 bound paramete
 
 COMPONENTS = ("provider", "base_url", "model", "messages", "sampling", "response_format", "prompt_version", "rubric", "trial")
 # Components a key holds only when known, so every key written without one stays what it was.
-OPTIONAL = ("served_model",)
+OPTIONAL = ("served_model", "extra_body")
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # what `json.dumps` makes per call
@@ -157,11 +162,16 @@ def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def indexed(components: dict[str, Any]) -> dict[str, Any]:
     """`components` as the cache's index keeps them: `messages` (the prompts, trace text in them) replaced by
-    `{"sha256": <hex of their canonical JSON>}`, and a password in `base_url` masked; already so, or without
-    either, it is returned as it is."""
+    `{"sha256": <hex of their canonical JSON>}`, a password in `base_url` masked, and an `extra_body` holding a
+    credential (`redact_config` masks a value of it) as `{"sha256": …}` too; already so, or without any of these,
+    it is returned as it is."""
     base = components.get("base_url")
     if isinstance(base, str) and "@" in base:  # a password in the judge's URL (`http://user:pass@host`) is not kept either
         components = {**components, "base_url": redact_url_passwords(base)}
+    extra = components.get("extra_body")
+    if isinstance(extra, dict) and redact_config(extra) != extra:
+        # (a digest, not the masked copy: two credentials must still read as a change to `explain`)
+        components = {**components, "extra_body": {"sha256": hashlib.sha256(canonical(extra).encode()).hexdigest()}}
     messages = components.get("messages")
     if messages is None or (type(messages) is dict and set(messages) == {"sha256"}):
         return components

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from tracejudge.core.config import JudgeConfig
+from tracejudge.core.extra_body import secrets
 from tracejudge.llm.budget import Budget
 from tracejudge.llm.cache import JudgeCache
 from tracejudge.llm.prices import Price
@@ -131,7 +132,7 @@ class Judge:
         self.price = price
         self.cache_base_url = cache_base_url
         self.explain = explain
-        self._secrets = (api_key,)
+        self._secrets = (api_key, *secrets(cfg.extra_body))  # (a server may echo the request it refused)
         self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight

@@ -149,7 +149,7 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     schema = {"type": "object", "properties": props, "required": [it.id for it in items], "additionalProperties": False, "$defs": defs}
     return JudgeRequest(model=cfg.model, messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
                         schema=schema, schema_name=MULTI_SCHEMA_NAME, max_tokens=cfg.max_tokens * sum(max(1, len(it.plan.parts)) for it in items),
-                        temperature=cfg.temperature)
+                        temperature=cfg.temperature, extra_body=cfg.extra_body or None)
 
 
 def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:

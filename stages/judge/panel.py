@@ -3,8 +3,8 @@
 A panel member (`tracejudge.core.judge_quality.PanelModel`) is the `judge:`
 section with the member's `model` (which may carry its provider,
 `anthropic:claude-haiku-4-5`), `provider`, `base_url`,
-`api_key_env`, `prices` and `structured_output` put over it; a member on another provider than the
-section's does not inherit the section's base URL or key variable. A key the member writes as null is not
+`api_key_env`, `prices` and `structured_output` put over it, and its `extra_body` over the section's key by key; a
+member on another provider than the section's does not inherit the section's base URL, key variable or extra_body. A key the member writes as null is not
 left out: `api_key_env: null` sends no key and demands no variable, and `base_url: null` is the provider's own
 endpoint (as in the section), not the section's base URL; null `prices` or `structured_output` are the section's. Its
 `limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from tracejudge.core import suggest
 from tracejudge.core.config import PROVIDERS, JudgeConfig, LimitsConfig, RunConfig
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.extra_body import merged
 from tracejudge.core.records import Score
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ def _members(config: RunConfig, cfg: JudgeConfig) -> tuple[list[Member], list[tu
         for k in ("base_url", "api_key_env", "prices", "structured_output"):
             if getattr(m, k) is not None or (k in _NULL_MEANS and k in given):
                 data[k] = getattr(m, k)
+        # The section's fields are for the section's server: a member on another provider starts from none of them.
+        data["extra_body"] = merged(cfg.extra_body if provider == cfg.provider else {}, m.extra_body)
         section: type[JudgeConfig] | type[LimitsConfig] = JudgeConfig
         try:
             member_cfg = JudgeConfig.model_validate(data)

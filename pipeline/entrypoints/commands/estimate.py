@@ -190,10 +190,12 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
     """Print each request about case `args.show_prompt`: a header, then every message under its role.
 
     Text is written as it is (no wrapping, tabs kept), but for the control characters a terminal would act on,
-    shown as `\\xNN`. With `--json`, one JSON object a line per request, its `body` the JSON the run POSTs.
+    shown as `\\xNN`. With `--json`, one JSON object a line per request, its `body` the JSON the run POSTs. A credential
+    in `judge.extra_body` is masked in both (`core.extra_body.shown`).
     """
     import json
 
+    from tracejudge.core.extra_body import shown as masked_extra
     from tracejudge.llm.providers import build_payload, protocol_of
     from tracejudge.stages.judge.field_cut import named
     from tracejudge.stages.judge.show_prompt import prompts_for
@@ -205,6 +207,8 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             # (each request with the settings of the judge it goes to: a panel member's protocol and structured output)
             protocol, structured = protocol_of(s.judge) if s.judge is not None else ("openai", "json_schema")
             body = build_payload(protocol, s.req, structured) if s.req is not None else None
+            if body is not None and s.req.extra_body:  # (as sent, but for a credential in it: masked, as the manifest masks it)
+                body.update(masked_extra(s.req.extra_body))
             out.write(json.dumps({"case_id": args.show_prompt, "trial": 0, "metric": s.key, **({"member": s.member} if s.member else {}),
                                   "sent": s.req is not None,
                                   "prompt_tokens": s.tokens, "omitted_steps": s.omitted, "cut": list(s.cut), "asked": s.asked,
@@ -240,6 +244,8 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             + ("; a backslash before xNN, u{…} or a control or invisible character shown doubled" if doubled else "")
             + (" (--json gives the request exactly)" if controls or invisible or doubled else ""))
         say(f"model {s.judge.model if s.judge is not None else 'gpt-4o-mini'}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
+        if s.req.extra_body:
+            say(f"extra_body {json.dumps(masked_extra(s.req.extra_body), ensure_ascii=False)}")
         for m in s.req.messages:
             say(f"--- {m['role']}")
             say(m["content"])

@@ -91,8 +91,10 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
     return out
 
 
-def synthetic_requests(model: str, prompt_tokens: int, max_tokens: int, count: int = 16) -> list[BenchRequest]:
-    """`count` distinct requests of about `prompt_tokens` prompt tokens (tiktoken) asking for a one-field verdict."""
+def synthetic_requests(model: str, prompt_tokens: int, max_tokens: int, count: int = 16,
+                       extra_body: dict[str, Any] | None = None) -> list[BenchRequest]:
+    """`count` distinct requests of about `prompt_tokens` prompt tokens (tiktoken) asking for a one-field verdict, each
+    carrying `extra_body` (`judge.extra_body`: a model thinking or not is another speed)."""
     from tracejudge.stages.judge.client import request_tokens
 
     schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string"}},
@@ -102,7 +104,7 @@ def synthetic_requests(model: str, prompt_tokens: int, max_tokens: int, count: i
         def make(words: int) -> JudgeRequest:
             text = f"Case {i}. Did the agent complete the task?" + " step" * words
             return JudgeRequest(model, ({"role": "system", "content": "You are a strict judge."}, {"role": "user", "content": text}),
-                                schema, "verdict", max_tokens)
+                                schema, "verdict", max_tokens, extra_body=extra_body or None)
         words = max(0, prompt_tokens - request_tokens(make(0)))
         req = make(words)
         # One correction: a few words merge into fewer tokens.

@@ -83,12 +83,12 @@ def build_payload(provider: str, req: JudgeRequest, structured: str = "json_sche
     """The JSON body for `req` in `provider`'s protocol (with the prompt-cache hints `req.cache_prefix` asks for).
 
     `structured` (OpenAI protocol only) says how the schema is sent (`response_format`); Anthropic always gets
-    the schema as a forced tool's `input_schema`.
+    the schema as a forced tool's `input_schema`. `req.extra_body`'s fields are added to the body (`judge.extra_body`).
     """
     first, prefix = _cached_block(req)
     if provider == "anthropic":
         system = "\n\n".join(m["content"] for m in req.messages if m["role"] == "system")
-        return {
+        return _with_extra(req, {
             "model": req.model,
             "max_tokens": req.max_tokens,
             "temperature": req.temperature,
@@ -96,9 +96,9 @@ def build_payload(provider: str, req: JudgeRequest, structured: str = "json_sche
             "messages": [_anthropic_message(m, prefix) if i == first else dict(m) for i, m in enumerate(req.messages) if m["role"] != "system"],
             "tools": [{"name": req.schema_name, "description": "Record the verdict.", "input_schema": req.schema}],
             "tool_choice": {"type": "tool", "name": req.schema_name},
-        }
+        })
     fmt = response_format(req, structured)
-    return {
+    return _with_extra(req, {
         "model": req.model,
         "max_tokens": req.max_tokens,
         "temperature": req.temperature,
@@ -106,4 +106,15 @@ def build_payload(provider: str, req: JudgeRequest, structured: str = "json_sche
         **({"response_format": fmt} if fmt is not None else {}),
         # Requests about one trace share a cache key, so OpenAI routes them to the same prompt cache.
         **({"prompt_cache_key": "tj-" + hashlib.sha256(prefix.encode()).hexdigest()[:32]} if prefix else {}),
-    }
+    })
+
+
+def _with_extra(req: JudgeRequest, body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with `req.extra_body`'s fields added. Raises `ValueError` for a field `body` has: the config refuses such a
+    key (`tracejudge.core.extra_body.reserved`), so one here is a request built past that check, never sent either way."""
+    if not req.extra_body:
+        return body
+    clash = sorted(body.keys() & req.extra_body.keys())
+    if clash:
+        raise ValueError(f"judge.extra_body.{clash[0]}: tracejudge sets this field itself")
+    return {**body, **req.extra_body}

@@ -19,6 +19,8 @@ class JudgeRequest:
     characters (the fenced trace) are worth a provider's prompt cache: the
     payload then carries Anthropic's `cache_control` on that block, or
     OpenAI's `prompt_cache_key` (a hash of it).
+    `extra_body`: fields of the user's own sent beside those (`judge.extra_body`, `tracejudge.core.extra_body`);
+    they enter the cache key, as they may change the verdict (a model thinking or not).
     """
 
     model: str
@@ -28,6 +30,7 @@ class JudgeRequest:
     max_tokens: int
     temperature: float = 0.0
     cache_prefix: int = 0
+    extra_body: dict[str, Any] | None = None
 
 
 @dataclass

@@ -28,7 +28,7 @@ _CUT = "\n[… {n:,} more characters of this reply left out to fit the context w
 def _with(req: JudgeRequest, said: str, problem: str) -> JudgeRequest:
     return JudgeRequest(req.model, (*req.messages, {"role": "assistant", "content": said or "(empty)"},
                                     {"role": "user", "content": REPAIR.format(problem=problem)}),
-                        req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix)
+                        req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix, req.extra_body)
 
 
 async def repair_request(judge: Judge, req: JudgeRequest, raw: str, problem: str) -> JudgeRequest | None:

@@ -55,6 +55,7 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
         max_tokens=cfg.max_tokens * max(1, len(plan.parts)),  # a grouped plan answers for each of its metrics
         temperature=cfg.temperature,
         cache_prefix=len(trace) if cfg.cache_hints and plan.extra.get("cache_hint", True) else 0,
+        extra_body=cfg.extra_body or None,
     )
 
 
@@ -76,8 +77,8 @@ def request_tokens(req: JudgeRequest, tokenizer: Spec = None) -> int:
 def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_version: str, rubric: Any, trial: int,
                    structured: str = "json_schema", served_model: dict[str, Any] | None = None) -> dict[str, Any]:
     """Exactly the cache key components (see `tracejudge.llm.cache`); `structured` enters them only when not `json_schema`,
-    and `served_model` (what a self-hosted server said of its weights, `tracejudge.llm.served_model`) only when known,
-    so the keys of earlier runs, and every hosted API's, stay valid."""
+    `served_model` (what a self-hosted server said of its weights, `tracejudge.llm.served_model`) only when known, and
+    `req.extra_body` (`judge.extra_body`) only when it holds a field, so the keys of earlier runs, and every hosted API's, stay valid."""
     return {
         "provider": provider,
         "base_url": base_url,
@@ -89,4 +90,5 @@ def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_versi
         "rubric": rubric,
         "trial": trial,
         **({"served_model": served_model} if served_model is not None else {}),
+        **({"extra_body": req.extra_body} if req.extra_body else {}),
     }

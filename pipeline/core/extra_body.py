@@ -1,0 +1,142 @@
+"""`judge.extra_body`: request fields of the user's own, merged into every judge request body.
+
+A self-hosted reasoning model thinks by default, and only a field of the request turns that off: vLLM and SGLang
+`{"chat_template_kwargs": {"enable_thinking": false}}`, llama.cpp's server the same `chat_template_kwargs` (and
+`reasoning_format`), Ollama's OpenAI-compatible endpoint `{"reasoning_effort": "none"}`. `extra_body` is sent with
+every request the judge makes (verdicts, repair requests, multi-item and pairwise requests, batch mode, a panel
+member's), as OpenAI's SDK sends its `extra_body`.
+
+Rules (`validated`): the values are JSON (strings, finite numbers, booleans, null, lists, mappings with string keys);
+a key tracejudge sets itself in the request is refused, naming the setting that controls it (`reserved`): extra_body
+adds fields, it never replaces one tracejudge sends, nor is replaced by one. On Anthropic, `thinking` other than
+`{type: disabled}` is refused too: Anthropic refuses thinking beside a forced tool, and the verdict is a forced tool.
+
+A panel member's own `extra_body` is put over the section's key by key (`merged`); a key the member gives as null
+is left out of its requests. A member on another provider than the section's does not inherit the section's
+extra_body (its fields are another server's), as it does not inherit its base URL.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
+
+__all__ = ["merged", "reserved", "secrets", "shown", "validated"]
+
+# The keys tracejudge writes in every request of a protocol, and the setting that decides each.
+_BOTH = {
+    "model": "judge.model (a panel member's `model`)",
+    "messages": "the metric's prompt (tracejudge writes every message)",
+    "temperature": "judge.temperature",
+    "max_tokens": "judge.max_tokens",
+    "stream": "no setting: tracejudge reads each reply whole",
+}
+_OPENAI = {
+    **_BOTH,
+    "max_completion_tokens": "judge.max_tokens (sent as `max_tokens`; a server given both may read either)",
+    "n": "judge.samples (each sample is a request of its own, asking one choice)",
+    "stream_options": "no setting: tracejudge reads each reply whole",
+}
+_ANTHROPIC = {
+    **_BOTH,
+    "system": "the metric's system prompt (tracejudge writes it)",
+    "tools": "no setting: the verdict schema goes to Anthropic as the one tool tracejudge forces",
+    "tool_choice": "no setting: tracejudge forces its verdict tool",
+}
+
+
+def reserved(provider: str, structured: str = "json_schema", cache_hints: bool = True) -> dict[str, str]:
+    """The top-level keys tracejudge sets in a request to `provider` (`simulator` speaks OpenAI's protocol) under
+    `structured` (`judge.structured_output`) and `cache_hints`, each with the judge setting that decides it."""
+    if provider == "anthropic":
+        return dict(_ANTHROPIC)
+    out = dict(_OPENAI)
+    if structured != "none":
+        out["response_format"] = "judge.structured_output (`none` sends no response_format)"
+    if cache_hints:
+        out["prompt_cache_key"] = "judge.cache_hints (false sends no prompt_cache_key)"
+    return out
+
+
+def _json_problem(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+    """`(loc, message)` of the first part of `value` that JSON cannot hold, or None."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (loc, "not a finite number: JSON has no NaN or Infinity")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return (*loc, str(k)), f"a key must be a string, as a JSON object's keys are (got {type(k).__name__})"
+            if (found := _json_problem(v, (*loc, k))) is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if (found := _json_problem(v, (*loc, i))) is not None:
+                return found
+        return None
+    return loc, f"not a JSON value (a {type(value).__name__}): give a string, a number, true/false, null, a list or a mapping"
+
+
+def _refused(loc: tuple[Any, ...], message: str) -> ValidationError:
+    # Raised from a validator, a ValidationError keeps its own location under the field's: the error names
+    # `judge.extra_body.<key>`, not the whole mapping. A section's own check (`value_error`, a mapping as its input) is
+    # said without the value it was given, which may be a credential. (`{why}`: the message is the template's one field.)
+    error = PydanticCustomError("value_error", "{why}", {"why": message})
+    return ValidationError.from_exception_data("extra_body", [InitErrorDetails(type=error, loc=loc, input={})])
+
+
+def validated(extra: dict[str, Any], provider: str, structured: str = "json_schema", cache_hints: bool = True) -> dict[str, Any]:
+    """`extra` (a judge's `extra_body`) as it is sent: lists for tuples. Raises pydantic's `ValidationError` located at
+    the offending key (`("extra_body", "chat_template_kwargs", "x")`) for a value JSON cannot hold, a key tracejudge
+    sets (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`. Values are never quoted: one may
+    be a credential."""
+    found = _json_problem(extra, ("extra_body",))
+    if found is not None:
+        raise _refused(*found)
+    for key, setting in reserved(provider, structured, cache_hints).items():
+        if key in extra:
+            raise _refused(("extra_body", key), f"tracejudge sets `{key}` in every request, from {setting}: set it there "
+                           "(extra_body adds fields to a request; it never replaces one tracejudge sends)")
+    thinking = extra.get("thinking")
+    if provider == "anthropic" and thinking is not None and not (isinstance(thinking, dict) and thinking.get("type") == "disabled"):
+        raise _refused(("extra_body", "thinking"), "Anthropic refuses extended thinking in a request that forces a tool, and "
+                       "tracejudge forces its verdict tool: only `{type: disabled}` can be sent")
+    return _lists(extra)
+
+
+def _lists(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    return value
+
+
+def merged(section: dict[str, Any], member: dict[str, Any] | None) -> dict[str, Any]:
+    """A panel member's extra_body: the section's with the member's keys put over it one by one, a key the member gives
+    as null left out; the section's when the member gives none."""
+    if member is None:
+        return dict(section)
+    out = {**section, **member}
+    return {k: v for k, v in out.items() if not (k in member and member[k] is None)}
+
+
+def shown(extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` as results, reports and logs may show it: a value under a credential's key (`api_key`, `token`…) or shaped
+    like one masked, as a run's recorded config masks it (`tracejudge.llm.redact.redact_config`)."""
+    from tracejudge.llm.redact import redact_config  # (here: a config without extra_body never compiles the patterns)
+
+    out: dict[str, Any] = redact_config(extra)
+    return out
+
+
+def secrets(extra: dict[str, Any]) -> tuple[str, ...]:
+    """The strings of `extra` that `shown` masks: what a judge also removes from text it copies from a reply (a server
+    may echo the request it refused)."""
+    from tracejudge.engine.config_secrets import masked_values
+
+    return tuple(v for v in masked_values(extra, shown(extra)).values() if isinstance(v, str))
