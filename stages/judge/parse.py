@@ -132,7 +132,7 @@ def _never_closed(text: str, exc: ParseError) -> ParseError:
     return ParseError(f"the reply's {where}, so the reply holds no verdict: a draft "
                       f"verdict inside it is never taken. The model stopped while still reasoning: raise judge.max_tokens, or change "
                       f"the server's reasoning settings (a chat template or reasoning parser that ends the thinking, or thinking "
-                      f"turned off) ({exc})")
+                      f"turned off, on the server or by judge.extra_body: {{chat_template_kwargs: {{enable_thinking: false}}}}) ({exc})")
 
 
 def _only_in_thinking(text: str, exc: ParseError) -> ParseError:
@@ -145,7 +145,8 @@ def _only_in_thinking(text: str, exc: ParseError) -> ParseError:
     where = "reasoning ({}…{})".format(*TAGS[tag]) if tag else "analysis channel (gpt-oss)"
     return ParseError(f"no JSON object after the model's thinking: the reply's JSON is in its {where}, "
                       "which is never read as the verdict (it may be a draft); the model gave no answer after it. Use a model or chat "
-                      "template that answers after its thinking, or turn its thinking off on the server")
+                      "template that answers after its thinking, or turn its thinking off (on the server, or by judge.extra_body: "
+                      "{chat_template_kwargs: {enable_thinking: false}})")
 
 
 def _any_object(text: str) -> bool:

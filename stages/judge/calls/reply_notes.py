@@ -49,12 +49,12 @@ def cut_problem(reply: Reply, max_tokens: int) -> str:
     return f"it was cut off at max_tokens={max_tokens}"
 
 
-# What turns off the thinking of a model behind an OpenAI-compatible server. tracejudge sends no request field for it
-# (no `chat_template_kwargs`, no `reasoning_effort`): the servers' own defaults are what a user can change.
-_THINKING_OFF = ("turn the model's thinking off on the server: tracejudge sends no chat_template_kwargs, so make "
-                 "{\"enable_thinking\": false} the server's default (vLLM: --default-chat-template-kwargs "
-                 "'{\"enable_thinking\": false}'; SGLang: a chat template without thinking) or set no budget for it "
-                 "(llama.cpp llama-server: --reasoning-budget 0)")
+# What turns off the thinking of a model behind an OpenAI-compatible server: a request field `judge.extra_body` sends
+# (`tracejudge.core.extra_body`), or the server's own default.
+_THINKING_OFF = ("turn the model's thinking off: judge.extra_body: {chat_template_kwargs: {enable_thinking: false}} sends it "
+                 "with every request (vLLM, SGLang, llama.cpp's server; Ollama: {reasoning_effort: none}), or make it the "
+                 "server's default (vLLM: --default-chat-template-kwargs '{\"enable_thinking\": false}'; "
+                 "llama.cpp llama-server: --reasoning-budget 0)")
 
 
 def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None = None) -> str:
