@@ -187,6 +187,13 @@ def test_the_fields_are_part_of_the_cache_key_and_a_miss_says_so(simulator: Call
     # None at all: the key a request without extra_body always had (the first run's answers are not it either).
     plain = _run(_config(tmp_path, base, run_dir="r4", cache={"explain": True}))
     assert plain["judge"]["cache_hits"] == 0 and plain["judge"]["cache_misses_explained"] == {"changed: extra_body": 4}
+    # `compare` says the runs' judges differ: a delta may be the thinking's, not the agent's.
+    from tracejudge.stages.comparison.runs import compare_runs
+
+    assert compare_runs(tmp_path / "r1", tmp_path / "r3").warnings == [
+        'TaskCompletion: the runs\' judges differ (judge.extra_body {"chat_template_kwargs": {"enable_thinking": false}} → '
+        '{"chat_template_kwargs": {"enable_thinking": true}}); a delta may be the judge\'s, not the agent\'s']
+    assert compare_runs(tmp_path / "r1", tmp_path / "r2").warnings == []
     # A credential in them: the cache's index keeps a digest, never the value, and a change still reads as one.
     _run(_config(tmp_path, {**base, "extra_body": {"metadata": {"api_key": SECRET}}}, run_dir="r5"))
     changed = _run(_config(tmp_path, {**base, "extra_body": {"metadata": {"api_key": SECRET + "x"}}}, run_dir="r6", cache={"explain": True}))

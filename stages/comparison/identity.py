@@ -4,11 +4,14 @@ A judge score records its judge in `score.judge`: `model`, `prompt_version`
 (the metric's prompt template) and `structured_output` (how the verdict
 schema was sent). Scores written before these were recorded have none, which
 counts as unknown rather than as a difference. A metric's options come from
-each run's manifest (`config.metrics`, the spec whose key is the metric's).
+each run's manifest (`config.metrics`, the spec whose key is the metric's), and
+so do the request fields the judge sent (`judge.extra_body`, a panel member's
+own): a model thinking in one run and not in the other is another judge.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,24 @@ def _options(dirs: list[Path]) -> dict[str, dict[str, Any]]:
     return {}
 
 
+def _request_fields(dirs: list[Path]) -> dict[str, Any] | None:
+    """The request fields the judge sent, by the manifest of the first of `dirs` that has a judge (a credential masked, as
+    it keeps them): `judge.extra_body` under `judge`, each panel member's own under its model, none left out when empty;
+    None when no manifest says (a run without a judge, or a directory without a manifest)."""
+    for d in dirs:
+        judge = ((store.read_manifest(d, strict=False) or {}).get("config") or {}).get("judge")
+        if isinstance(judge, dict):
+            members = {str(m.get("model")): m["extra_body"] for m in judge.get("models") or [] if isinstance(m, dict) and m.get("extra_body")}
+            return {**({"judge": judge["extra_body"]} if judge.get("extra_body") else {}), **members}
+    return None
+
+
+def _shown(fields: dict[str, Any]) -> str:
+    # The section's fields alone read as the config writes them; with a member's beside them, each under its name.
+    text = json.dumps(fields["judge"] if list(fields) == ["judge"] else fields, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def identity_warnings(dirs_a: list[Path], dirs_b: list[Path], metrics: list[str]) -> list[str]:
     """One line per metric whose judge (model, prompt version, structured-output mode) or options differ between A and B."""
     return [warning_line(m, d) for m, d in identity_differences(dirs_a, dirs_b, metrics).items()]
@@ -66,10 +87,13 @@ def identity_differences(dirs_a: list[Path], dirs_b: list[Path], metrics: list[s
     a = identity_of((r for d in dirs_a for r in store.iter_results(d)), metrics)
     b = identity_of((r for d in dirs_b for r in store.iter_results(d)), metrics)
     opts_a, opts_b = _options(dirs_a), _options(dirs_b)
+    fields_a, fields_b = _request_fields(dirs_a), _request_fields(dirs_b)
     lines: dict[str, str] = {}
     for m in metrics:
         diffs = [f"{f} {', '.join(sorted(a[m][f]))} → {', '.join(sorted(b[m][f]))}" for f in IDENTITY_FIELDS
                  if a[m][f] and b[m][f] and a[m][f] != b[m][f]]
+        if a[m]["model"] and b[m]["model"] and fields_a is not None and fields_b is not None and fields_a != fields_b:
+            diffs.append(f"judge.extra_body {_shown(fields_a)} → {_shown(fields_b)}")  # (only for a metric both judged)
         oa, ob = opts_a.get(m), opts_b.get(m)
         if oa is not None and ob is not None and oa != ob:
             changed = sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k))
