@@ -31,7 +31,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_hidden import SDK_HID, sdk_hid
-from tracejudge.stages.extract.otel.conventions.genai import holds_messages
+from tracejudge.stages.extract.otel.conventions.genai_events import INPUT_EVENTS, holds_messages
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
 from tracejudge.stages.extract.otel.wrapped import ancestor
@@ -88,7 +88,7 @@ def _holds_input(span: Span) -> bool:
     """Whether `span` recorded some input: an input attribute with a value (a placeholder such as OpenInference's
     `__REDACTED__` is none), the Agents SDK's `span_data.input`, a GenAI details event or a log event other than the
     model's choice."""
-    if holds_messages(span, ("gen_ai.input.messages",)) or any(ev.name != "gen_ai.choice" for ev in span.logs):
+    if holds_messages(span, ("gen_ai.input.messages",), INPUT_EVENTS) or any(ev.name != "gen_ai.choice" for ev in span.logs):
         return True
     data = span.attrs.get("openai_agents.span_data")
     if isinstance(data, dict) and present(data.get("input")):

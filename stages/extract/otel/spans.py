@@ -35,12 +35,16 @@ log = get_logger("tracejudge.extract.otel")
 
 @dataclass(slots=True)
 class LogEvent:
-    """A log record (GenAI event) attached to a span: `name`, decoded `body` and `attrs`, time in ns."""
+    """A log record (GenAI event) attached to a span: `name`, decoded `body` and `attrs`, time in ns; `file` and `line`
+    where the record was read (`""`, 0 for an event made up from a span's own events)."""
 
     name: str
     body: Any
     attrs: dict[str, Any]
     time: int
+    file: str = ""
+    line: int = 0
+    problem: str | None = None  # what of the record did not decode (`_log_event`)
 
 
 @dataclass(slots=True)
@@ -159,6 +163,38 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
     )
 
 
+def _log_event(rec: Any, where: str, file: str, line: int) -> tuple[str, str, LogEvent] | None:
+    """The log record `rec` (at `where` in the export) as `(key, trace id, event)`, keyed by its span id, or `trace:<id>`
+    for a record that knows only its trace (`links.lone_request`); `None` for one outside any trace, which has nothing to
+    attach to. What does not decode is named with file, line and field: a record that is no object is left out, an
+    attribute is read without; a body or time that does not decode is the event's `problem`, which its conversation
+    reports when it reads the event (`conventions.genai_events`): its message, or where it stands, is unknown."""
+    if not isinstance(rec, dict):
+        log.warning(f"otel: {file}:{line}: {where} is not a log record (an object), got {type(rec).__name__}: it is left out")
+        return None
+    span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
+    if not (span_id or trace_id):
+        return None
+    bad: list[str] = []
+    attrs = attributes(rec.get("attributes"), None, bad)
+    # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
+    name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or "")
+    if bad:
+        log.warning(f"otel: {file}:{line}: {where} ({name or 'no event name'}): attribute {'; '.join(bad)} does not decode, "
+                    "so the record is read without it")
+    body, problem, when = None, None, 0
+    try:
+        body = any_value(rec.get("body"))
+    except (TypeError, ValueError, AttributeError) as exc:
+        problem = f"{where}.body does not decode ({exc})"
+    raw_time = rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")
+    try:
+        when = nanos(raw_time)
+    except (TypeError, ValueError):
+        problem = problem or f"{where}.timeUnixNano is not a time ({raw_time!r}), so where the event stands is unknown"
+    return span_id or f"trace:{trace_id}", trace_id, LogEvent(name, body, attrs, when, file, line, problem)
+
+
 def _items(node: dict[str, Any], key: str, where: str) -> list[Any]:
     value = node.get(key)
     if value is None:
@@ -224,26 +260,13 @@ class Collector:
             scopes = "scopeLogs" if rl.get("scopeLogs") or "instrumentationLibraryLogs" not in rl else "instrumentationLibraryLogs"  # (OTLP before 0.15)
             for j, sl in enumerate(_items(rl, scopes, f"resourceLogs[{i}].{scopes}")):
                 _shape(sl, dict, f"resourceLogs[{i}].{scopes}[{j}]")
-                for rec in _items(sl, "logRecords", f"resourceLogs[{i}].{scopes}[{j}].logRecords"):
-                    if not isinstance(rec, dict):
-                        continue
-                    span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
-                    if not (span_id or trace_id):
-                        continue  # a GenAI event outside any trace has nothing to attach to
-                    try:
-                        attrs = attributes(rec.get("attributes"))
-                        body = any_value(rec.get("body"))
-                        when = nanos(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
-                    except (TypeError, ValueError, AttributeError):
-                        continue
-                    # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
-                    name = rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or ""
-                    # keyed by span id, or `trace:<id>` for a record that knows only its trace (see `links.lone_request`)
-                    logs.append((span_id or f"trace:{trace_id}", LogEvent(str(name), body, attrs, when)))
+                for k, rec in enumerate(_items(sl, "logRecords", f"resourceLogs[{i}].{scopes}[{j}].logRecords")):
+                    if (got := _log_event(rec, f"resourceLogs[{i}].{scopes}[{j}].logRecords[{k}]", file, line)) is not None:
+                        logs.append(got)
         for span in spans:
             self.spans[span.trace_id].append(span)
-        for span_id, event in logs:
-            self.logs[span_id].append(event)
+        for key, _, event in logs:
+            self.logs[key].append(event)
         self.orphans.extend(orphans)
 
     def groups(self, keys: list[str] | None) -> Iterator[Group]:

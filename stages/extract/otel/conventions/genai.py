@@ -11,7 +11,8 @@ agent run (its `invoke_workflow`). A span that carries
 `running tool` or `execute_tool …` — the spans pydantic-evals counts — so a
 custom span that merely mentions a tool is not counted. Messages come from
 `gen_ai.input.messages` / `gen_ai.output.messages` (JSON) or, in log-event
-mode, from the span's GenAI events (the details event, else a span event of any name holding those keys), else from ADK's `gcp.vertex.agent.llm_request` /
+mode, from the span's GenAI events (the details event, else a span event of any name holding those keys, and the
+message events of conventions 1.27–1.36 as span events or log records: `genai_events`), else from ADK's `gcp.vertex.agent.llm_request` /
 `llm_response` (Gemini `contents`, see `adk`); usage from `gen_ai.usage.*`.
 """
 
@@ -26,16 +27,16 @@ from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
 from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
 from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, tl_langchain_span
+from tracejudge.stages.extract.otel.conventions.genai_events import event_messages, holds_messages
 from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
-from tracejudge.stages.extract.otel.spans import LogEvent, Span
-from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present
 from tracejudge.stages.load import JSON_ERRORS
 
 __all__ = ["NAME", "holds_messages", "messages", "read", "span_error", "typed", "usage"]
 
 NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
-DETAILS = "gen_ai.client.inference.operation.details"  # the event holding a request's input and output messages
 AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
 WRAPPER_TOOLS = frozenset({"(merged tools)"})  # ADK's parallel wrapper: its children are the calls
 
@@ -221,7 +222,7 @@ def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     inputs = _json_attr(span, "gen_ai.input.messages")
     outputs = _json_attr(span, "gen_ai.output.messages")
     if inputs is None or outputs is None:
-        log_in, log_out = _log_messages(span)
+        log_in, log_out = event_messages(span)
         inputs = inputs if inputs is not None else log_in
         outputs = outputs if outputs is not None else log_out
     inputs, outputs = normalise(inputs) or [], normalise(outputs) or []
@@ -232,56 +233,3 @@ def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         inputs = inputs if said(inputs) else adk_in or inputs
         outputs = outputs if said(outputs) else adk_out or outputs
     return inputs, outputs
-
-
-MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
-
-
-def _named_otherwise(span: Span) -> list[LogEvent]:
-    """The GenAI message keys a span without a details event holds in span events of another name, as one details event.
-
-    An SDK may name its event its own way (Strands before the details event, a hand-made `span.add_event("messages",
-    …)`); the keys still mean what the conventions say. Each key is taken from the first event holding it, as agentevals
-    promotes them, so two events repeating one history do not read it twice.
-    """
-    found: dict[str, Any] = {}
-    for _, attrs in span.events:
-        for key in MESSAGE_KEYS:
-            if key not in found and attrs.get(key) is not None:
-                found[key] = attrs[key]
-    return [LogEvent(DETAILS, None, found, 0)] if found else []
-
-
-def holds_messages(span: Span, keys: tuple[str, ...] = MESSAGE_KEYS) -> bool:
-    """Whether some span event of `span` holds GenAI messages: the details event, or another carrying one of `keys`."""
-    return any(name == DETAILS or any(k in attrs for k in keys) for name, attrs in span.events)
-
-
-def _log_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:
-    """Input and output messages rebuilt from a span's GenAI log events (log-event mode)."""
-    inputs: list[Any] = []
-    outputs: list[Any] = []
-    # the details event may also be a span event (Strands writes it so), read before the span's log records
-    events = [LogEvent(name, None, attrs, 0) for name, attrs in span.events if name == DETAILS] or _named_otherwise(span)
-    for ev in events + sorted(span.logs, key=lambda e: e.time):
-        body = ev.body if isinstance(ev.body, dict) else {}
-        if ev.name == DETAILS:
-            for key, into in (("gen_ai.input.messages", inputs), ("gen_ai.output.messages", outputs)):
-                got = ev.attrs.get(key)
-                got = maybe_json(got) if isinstance(got, str) else got
-                if isinstance(got, list):
-                    into.extend(got)
-        elif ev.name in ("gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message", "gen_ai.choice"):
-            raw_msg = body.get("message")
-            msg: dict[str, Any] = raw_msg if ev.name == "gen_ai.choice" and isinstance(raw_msg, dict) else body
-            role = {"gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(ev.name, "assistant")
-            parts: list[dict[str, Any]] = []
-            content = msg.get("content")
-            if isinstance(content, str) and present(content):
-                parts.append(tool_response_part(msg.get("id"), content) if role == "tool" else {"type": "text", "content": content})
-            for tc in msg.get("tool_calls") or []:
-                if isinstance(tc, dict):
-                    fn = tc.get("function") or {}
-                    parts.append(tool_call_part(tc.get("id"), fn.get("name"), fn.get("arguments")))
-            (outputs if ev.name == "gen_ai.choice" else inputs).append({"role": role, "parts": parts})
-    return inputs or None, outputs or None

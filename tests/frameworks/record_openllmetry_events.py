@@ -1,0 +1,140 @@
+"""Record plain Chat Completions loops whose messages OpenLLMetry writes as GenAI events (log records), behind
+`tests/test_otel_message_events.py`.
+
+    python tests/frameworks/record_openllmetry_events.py OUTDIR [SCENARIO ...]   (OUTDIR: tests/data/openllmetry-events)
+
+opentelemetry-instrumentation-openai (OpenLLMetry) with `use_attributes=False` writes no message on its `openai.chat`
+span: each message of a request is a log record of its own, the events of semantic conventions 1.27–1.36
+(`gen_ai.system.message`, `gen_ai.user.message` — here its content a list of content parts —, `gen_ai.assistant.message`,
+`gen_ai.tool.message`, one `gen_ai.choice` per choice), sent by the OTel SDK's log pipeline beside the spans. A
+hand-written `client.chat.completions.create` tool loop (the tool `get_weather`; `choices[0].message` appended to the
+history, its calls run and their results sent back) runs against a scripted loopback server (`Choices`: request n gets
+the choices `REPLIES[scenario][n]`; no network). Scenarios (each in its own subprocess):
+
+- `tl-events`: two user turns, one call each (Paris, then Tokyo), each answered. Writes `tl-events.jsonl`, the spans'
+  and the log records' exports one a line as a Collector's file exporter writes both pipelines to one file, and the same
+  run split as two exports given side by side, `tl-events-split/traces.jsonl` and `tl-events-split/logs.jsonl`, the
+  logs as protobuf's JSON mapping writes them (ids in base64).
+- `tl-events-n2`: every request with `n=2`; the first choice asks for Paris, the second for Tokyo (`call_x`, never run);
+  then two answers, of which the application takes the first.
+
+Each writes `<scenario>.truth.json`: what the application sent and got (its user turns, the calls it ran with their
+results, the answer it took, token usage).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from common import MODEL, record_each_in_subprocess, write_jsonl, write_truth  # noqa: E402
+from fake_openai import _hex_ids  # noqa: E402
+from record_openai_choices import TOOLS, WEATHER, Choices, _call  # noqa: E402
+
+
+SYSTEM = "Be brief."
+TURNS = ["What is the weather in Paris?", "And in Tokyo?"]
+ASK_PARIS = {"role": "assistant", "content": None, "tool_calls": [_call("call_p", "Paris")]}
+ASK_TOKYO = {"role": "assistant", "content": None, "tool_calls": [_call("call_t", "Tokyo")]}
+REPLIES = {
+    "tl-events": [[ASK_PARIS], [{"role": "assistant", "content": "Sunny in Paris, 21 C."}],
+                  [ASK_TOKYO], [{"role": "assistant", "content": "Rainy in Tokyo, 14 C."}]],
+    "tl-events-n2": [[ASK_PARIS, {"role": "assistant", "content": "Tokyo first.", "tool_calls": [_call("call_x", "Tokyo")]}],
+                     [{"role": "assistant", "content": "Sunny in Paris, 21 C."}, {"role": "assistant", "content": "It is sunny."}]],
+}
+
+
+class Logged(Choices):
+    """`Choices`, also taking OTLP/HTTP log exports at `/v1/logs`: each into `otlp` with hex ids (as the spans' exports are
+    kept) and into `logs` as protobuf's JSON mapping writes it (ids in base64)."""
+
+    def __init__(self, replies: list[list[dict[str, Any]]]) -> None:
+        self.logs: list[dict[str, Any]] = []
+        super().__init__(replies)
+
+    def _routes(self, app: web.Application) -> None:
+        super()._routes(app)
+        app.router.add_post("/v1/logs", self._logs)
+
+    async def _logs(self, request: web.Request) -> web.Response:
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        req = ExportLogsServiceRequest()
+        req.ParseFromString(await request.read())
+        doc = MessageToDict(req, use_integers_for_enums=True)
+        self.logs.append(doc)
+        self.otlp.append(_hex_ids(doc))
+        return web.Response(status=200, body=b"", content_type="application/x-protobuf")
+
+
+def loop(client: Any, turns: list[str], n: int) -> dict[str, Any]:
+    """The application: per user turn, ask, run the calls of `choices[0]`, send the results back, until a reply asks for
+    none; its truth (user turns, calls, the last answer, usage)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    calls, spent, answer = [], {"input_tokens": 0, "output_tokens": 0, "requests": 0}, None
+    for turn in turns:
+        messages.append({"role": "user", "content": [{"type": "text", "text": turn}]})
+        while True:
+            r = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, **({"n": n} if n > 1 else {}))
+            msg = r.choices[0].message.model_dump(exclude_none=True)
+            spent = {"input_tokens": spent["input_tokens"] + r.usage.prompt_tokens,
+                     "output_tokens": spent["output_tokens"] + r.usage.completion_tokens, "requests": spent["requests"] + 1}
+            messages.append(msg)
+            if not msg.get("tool_calls"):
+                answer = msg.get("content")
+                break
+            for c in msg["tool_calls"]:
+                args = json.loads(c["function"]["arguments"])
+                calls.append({"id": c["id"], "name": c["function"]["name"], "arguments": args, "result": WEATHER[args["city"]]})
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": WEATHER[args["city"]]})
+    return {"user_turns": turns, "output": answer, "calls": calls, "usage": spent}
+
+
+def record(out: Path, name: str) -> Any:
+    from openai import OpenAI
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    with Logged(REPLIES[name]) as fake:
+        resource = Resource.create({"service.name": "openai-loop"})
+        traces = TracerProvider(resource=resource)
+        traces.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
+        logs = LoggerProvider(resource=resource)
+        logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{fake.url}/v1/logs")))
+        OpenAIInstrumentor(use_attributes=False).instrument(tracer_provider=traces, logger_provider=logs)
+        client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
+        truth = loop(client, TURNS if name == "tl-events" else TURNS[:1], 2 if name.endswith("-n2") else 1)
+        traces.force_flush()
+        logs.force_flush()
+        docs = fake.take_otlp()
+        if not any("resourceLogs" in d for d in docs):
+            raise RuntimeError(f"{name}: no log records were exported")
+        write_jsonl(out / f"{name}.jsonl", docs)
+        if name == "tl-events":
+            write_jsonl(out / f"{name}-split" / "traces.jsonl", [d for d in docs if "resourceSpans" in d])
+            write_jsonl(out / f"{name}-split" / "logs.jsonl", fake.logs)
+        traces.shutdown()
+        logs.shutdown()
+    write_truth(out, name, {"cases": [truth]})
+    return truth["output"]
+
+
+SCENARIOS = {name: (lambda out, name=name: record(out, name)) for name in REPLIES}
+
+if __name__ == "__main__":
+    sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(HERE.parent / "data" / "openllmetry-events")], SCENARIOS))

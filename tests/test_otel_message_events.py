@@ -1,0 +1,171 @@
+"""Format `otel` reads the GenAI message events of semantic conventions 1.27–1.36 into the conversation they record.
+
+`gen_ai.system.message`, `gen_ai.user.message`, `gen_ai.assistant.message`, `gen_ai.tool.message` and `gen_ai.choice`
+hold a request's messages one event each, as OTLP log records (the logs export beside the traces one, or both in one
+file) or as span events. The recordings (`tests/data/openllmetry-events/`, made by
+`tests/frameworks/record_openllmetry_events.py`: OpenLLMetry's `opentelemetry-instrumentation-openai` 0.62.4 with
+`use_attributes=False`, against a loopback server) hold the log records: a user message whose content is a list of
+content parts, a choice whose tool calls stand beside its `message`, tool messages with no call id. Before, such a
+conversation read with no user turn and no call. The span-event forms are the same records moved onto their spans as
+the producers that write span events lay a body out: each field an attribute (JetBrains' Koog; an object or list as its
+JSON text), the body as JSON text in `gen_ai.event.content` (Azure AI Inference SDK, Semantic Kernel), or under
+`event.body` / `body`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import extract_path
+from test_otel_loop_faults import facts
+from tracejudge.core.records import Case
+from tracejudge.stages.extract.otel.values import any_value
+
+DATA = Path(__file__).parent / "data" / "openllmetry-events"
+
+
+def _truth(name: str) -> list[dict[str, Any]]:
+    return json.loads((DATA / f"{name}.truth.json").read_text())["cases"]
+
+
+def _docs(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (DATA / f"{name}.jsonl").read_text().splitlines()]
+
+
+def _records(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for d in docs for rl in d.get("resourceLogs", []) for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+
+
+def _write(path: Path, docs: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+@pytest.mark.parametrize("name", ["tl-events", "tl-events-n2"])
+def test_recorded_events_read_as_the_conversation_the_application_had(name: str) -> None:
+    got = extract_path(DATA / f"{name}.jsonl", "otel")
+    assert [facts(c) for c in got] == _truth(name), got
+
+
+def test_a_logs_export_given_beside_the_traces_export_is_read_with_it() -> None:
+    # one folder: the spans' export and the logs' export, the latter as protobuf's JSON mapping writes it (base64 ids)
+    assert "==" in (DATA / "tl-events-split" / "logs.jsonl").read_text()[:2000]
+    got = extract_path(DATA / "tl-events-split", "otel")
+    assert [facts(c) for c in got] == _truth("tl-events"), got
+
+
+def test_of_several_choices_the_first_is_the_reply() -> None:
+    (case,) = extract_path(DATA / "tl-events-n2.jsonl", "otel")
+    first = case.trace.steps[0]
+    assert [c.id for c in first.tool_calls] == ["call_p"]  # not choice 1's `call_x`, which the application never ran
+    assert case.trace.output == "Sunny in Paris, 21 C."
+
+
+def _flat(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": {"stringValue": v if isinstance(v, str) else json.dumps(v)}} for k, v in body.items()]
+
+
+def _any(v: Any) -> dict[str, Any]:
+    """`v` as an OTLP/JSON `AnyValue`."""
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [_any(i) for i in v]}}
+    if isinstance(v, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": _any(i)} for k, i in v.items()]}}
+    return {}
+
+
+FORMS = {
+    "flat": _flat,  # Koog: each body field an attribute, an object or a list as its JSON text
+    "object": lambda body: body,  # attributes written as a JSON object: the body's objects become key levels
+    "json-text": lambda body: [{"key": "gen_ai.event.content", "value": {"stringValue": json.dumps(body)}}],  # Azure AI Inference SDK
+    "event.body": lambda body: [{"key": "event.body", "value": _any(body)}],  # the body as a map
+    "body-text": lambda body: [{"key": "body", "value": {"stringValue": json.dumps(body)}}],
+}
+
+
+def _as_span_events(docs: list[dict[str, Any]], form: str) -> list[dict[str, Any]]:
+    """`docs` with each log record moved onto its span as a span event, its body laid out as `FORMS[form]` lays it."""
+    docs = copy.deepcopy(docs)
+    spans = {s["spanId"]: s for d in docs for rs in d.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"]}
+    for rec in _records(docs):
+        body = any_value(rec["body"])
+        spans[rec["spanId"]].setdefault("events", []).append(
+            {"name": rec["eventName"], "timeUnixNano": rec["observedTimeUnixNano"], "attributes": FORMS[form](body)})
+    return [d for d in docs if "resourceSpans" in d]
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_the_same_events_as_span_events_read_alike(tmp_path: Path, form: str) -> None:
+    path = _write(tmp_path / "spans.jsonl", _as_span_events(_docs("tl-events"), form))
+    got = extract_path(path, "otel")
+    assert [facts(c) for c in got] == _truth("tl-events"), got
+
+
+def test_the_system_message_is_read_as_the_requests_input() -> None:
+    from tracejudge.stages.extract.otel import read  # (the spans, not the case: a system prompt is no user turn)
+    from tracejudge.stages.extract.otel.conventions.genai import messages
+    from tracejudge.core.config import DatasetConfig
+
+    (group,) = [r.payload for r in read(DatasetConfig(path=DATA / "tl-events-n2.jsonl", format="otel")) if r.error is None]
+    request = next(s for s in group.spans if s.name == "openai.chat")
+    inputs, _ = messages(request)
+    assert inputs[:2] == [{"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+                          {"role": "user", "parts": [{"type": "text", "content": "What is the weather in Paris?"}]}]
+
+
+OTHER = "Is it sunny in Paris?"  # `tl-events-n2` asked another way: a conversation of its own beside `tl-events`
+
+
+def _two_conversations(tmp_path: Path, spoil: Any) -> tuple[Path, list[Any]]:
+    """One file: the records of `tl-events` with `spoil(record)` applied to its first choice, then `tl-events-n2` asking
+    `OTHER` (so that it replays no request of the first); what it reads as."""
+    path = tmp_path / "two.jsonl"
+    bad = _docs("tl-events")
+    spoil(next(r for r in _records(bad) if r["eventName"] == "gen_ai.choice"))
+    other = [json.loads(json.dumps(d).replace("What is the weather in Paris?", OTHER)) for d in _docs("tl-events-n2")]
+    _write(path, bad + other)
+    return path, extract_path(path, "otel")
+
+
+@pytest.mark.parametrize(("spoil", "field", "says"), [
+    (lambda r: r["body"]["kvlistValue"]["values"].append({"key": "tool_calls", "value": {"intValue": "3"}}),
+     "tool_calls", "must be a list of tool calls, got a number"),
+    (lambda r: r["body"]["kvlistValue"]["values"].__setitem__(1, {"key": "message", "value": {"stringValue": "{content: hi"}}),
+     "message", "is not valid JSON"),
+    (lambda r: r.__setitem__("body", {"stringValue": "hello"}), "body", "must be an object (or its JSON text), got text"),
+    (lambda r: r["body"]["kvlistValue"]["values"].append({"key": "index", "value": {"intValue": "zero"}}),
+     ".body", "does not decode"),
+    (lambda r: r.__setitem__("observedTimeUnixNano", "soon"), ".timeUnixNano", "is not a time ('soon')"),
+])
+def test_a_malformed_event_is_an_error_naming_file_line_and_field_and_the_rest_reads(tmp_path: Path, spoil: Any, field: str, says: str) -> None:
+    path, got = _two_conversations(tmp_path, spoil)
+    errors = [g for g in got if not isinstance(g, Case)]
+    cases = [g for g in got if isinstance(g, Case)]
+    # the other conversation reads on (the spoiled one's requests after the bad event, which no longer replay a request
+    # that reads, read as a conversation of their own, as after any request that does not read)
+    assert {**_truth("tl-events-n2")[0], "user_turns": [OTHER]} in [facts(c) for c in cases], got
+    assert len(errors) == 1, got
+    (_, error) = errors[0]
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "gen_ai.choice" in text)
+    assert f"{path}:{line}: log record 'gen_ai.choice' of span " in error.message, error.message
+    assert says in error.message and field in error.field and "gen_ai.choice" in error.field, error
+
+
+def test_a_malformed_span_event_names_its_span_and_attribute(tmp_path: Path) -> None:
+    docs = _as_span_events(_docs("tl-events-n2"), "json-text")
+    span = next(s for d in docs for rs in d["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"] if s.get("events"))
+    span["events"][0]["attributes"] = [{"key": "gen_ai.event.content", "value": {"stringValue": "{\"content\": "}}]
+    path = _write(tmp_path / "spans.jsonl", docs)
+    ((_, error),) = [g for g in extract_path(path, "otel") if not isinstance(g, Case)]
+    assert f"span {span['spanId']}: span event 'gen_ai.system.message': gen_ai.event.content is not valid JSON" in error.message
+    assert error.field == f"span {span['spanId']}: span event 'gen_ai.system.message': gen_ai.event.content"
