@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,17 @@ def test_a_malformed_span_event_names_its_span_and_attribute(tmp_path: Path) -> 
     ((_, error),) = [g for g in extract_path(path, "otel") if not isinstance(g, Case)]
     assert f"span {span['spanId']}: span event 'gen_ai.system.message': gen_ai.event.content is not valid JSON" in error.message
     assert error.field == f"span {span['spanId']}: span event 'gen_ai.system.message': gen_ai.event.content"
+
+
+def test_a_record_whose_span_never_came_belongs_to_its_trace(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # agentevals groups a record by its span, else by its trace; a trace of one request owns it (`links.lone_request`)
+    docs = _docs("tl-events-n2")
+    for rec in _records(docs):
+        rec["spanId"] = rec["spanId"][:-4] + "beef"  # a span the exporter dropped (each trace's its own)
+    got = extract_path(_write(tmp_path / "lost.jsonl", docs), "otel")
+    assert [facts(c) for c in got] == _truth("tl-events-n2"), got
+    logs_alone = _write(tmp_path / "logs.jsonl", [d for d in _docs("tl-events-n2") if "resourceLogs" in d])
+    with caplog.at_level(logging.WARNING):
+        extract_path(logs_alone, "otel")
+    said = [r.getMessage() for r in caplog.records if "no file read holds" in r.getMessage()]
+    assert len(said) == 1 and f"{logs_alone}:1: " in said[0] and "'gen_ai.system.message'" in said[0], said

@@ -9,7 +9,7 @@ nested, see `values`; ids in base64 or capitals, see `fields`: every shape agent
 loader reads) or a
 directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
 minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
-log-event mode; a record naming only its trace belongs to the trace's one
+log-event mode; a record naming only its trace, or a span no file holds, belongs to the trace's one
 model request, and to none when it has several) of every file are read, then grouped into conversations;
 **one conversation is one raw record and one case**. Its file and line are
 those of its first span; problems name the span id.

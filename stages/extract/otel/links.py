@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # spans.py calls this module: the type only
-    from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.core.log import get_logger
 
-__all__ = ["adopt_orphans", "break_cycles", "lone_request", "stand_in_parents"]
+if TYPE_CHECKING:  # spans.py calls this module: the type only
+    from tracejudge.stages.extract.otel.spans import LogEvent, Span
+
+__all__ = ["adopt_orphans", "break_cycles", "lone_request", "stand_in_parents", "unplaced_spans"]
+
+log = get_logger("tracejudge.extract.otel")
 
 
 def break_cycles(spans: list[Span]) -> None:
@@ -49,6 +53,29 @@ def lone_request(spans: list[Span]) -> Span | None:
     """
     found = [s for s in spans if s.attrs.get("gen_ai.operation.name") in ("chat", "generate_content", "text_completion")]
     return found[0] if len(found) == 1 else None
+
+
+def unplaced_spans(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]], traces: dict[str, str]) -> None:
+    """Give the log records naming a span no file delivered to their trace, in place: `logs[span id]` moves to
+    `logs["trace:<id>"]`, where a record naming no span is (`lone_request` places it), as agentevals groups a record by
+    its span, else by its trace. `spans` are the delivered spans by trace id, `traces` the trace each span id's records
+    named. Records of GenAI events whose trace was not delivered either are read nowhere: a warning names their file,
+    line and span, once per file.
+    """
+    known = {s.span_id for trace in spans.values() for s in trace}
+    lost: dict[str, list[tuple[LogEvent, str]]] = {}
+    for key in [k for k in logs if not k.startswith("trace:") and k not in known]:
+        trace_id = traces.get(key, "")
+        if trace_id in spans:
+            logs.setdefault(f"trace:{trace_id}", []).extend(logs.pop(key))
+            continue
+        for event in logs[key]:
+            if event.name.startswith("gen_ai."):
+                lost.setdefault(event.file, []).append((event, key))
+    for file, events in lost.items():
+        first, span_id = events[0]
+        log.warning(f"otel: {file}:{first.line}: {len(events)} GenAI event log record(s) (the first {first.name!r}, of span {span_id}) "
+                    "name a span and a trace that no file read holds: they are not read. Give the traces export beside the logs one")
 
 
 def adopt_orphans(spans: list[Span]) -> None:

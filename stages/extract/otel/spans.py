@@ -21,7 +21,7 @@ from tracejudge.stages.extract.otel.dropped import dropped_count
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, nanos, otlp_id, span_kind
 from tracejudge.stages.extract.otel.keys import split_trace
-from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
+from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents, unplaced_spans
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.values import any_value, attributes  # (where they were: callers import them from here)
@@ -223,6 +223,7 @@ class Collector:
         self.logs: dict[str, list[LogEvent]] = defaultdict(list)
         self.orphans: list[tuple[str, int, str]] = []
         self.refused: list[RawRecord] = []  # a trace whose conversation key is no key, refused whole (`keys.split_trace`)
+        self.log_traces: dict[str, str] = {}  # the trace a span id's log records named, for records whose span never came
 
     def add(self, doc: dict[str, Any], file: str, line: int) -> None:
         """Take every span and span-linked log record of one export document.
@@ -265,8 +266,10 @@ class Collector:
                         logs.append(got)
         for span in spans:
             self.spans[span.trace_id].append(span)
-        for key, _, event in logs:
+        for key, trace_id, event in logs:
             self.logs[key].append(event)
+            if trace_id and not key.startswith("trace:"):
+                self.log_traces.setdefault(key, trace_id)
         self.orphans.extend(orphans)
 
     def groups(self, keys: list[str] | None) -> Iterator[Group]:
@@ -285,6 +288,7 @@ class Collector:
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         rootless: list[tuple[str, list[Span], list[Span]]] = []
+        unplaced_spans(self.spans, self.logs, self.log_traces)
         for trace_id, delivered in self.spans.items():
             spans, stand_ins = hung_trace(delivered)
             if stand_ins:
