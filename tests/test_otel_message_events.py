@@ -14,6 +14,7 @@ JSON text), the body as JSON text in `gen_ai.event.content` (Azure AI Inference 
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import logging
@@ -184,3 +185,25 @@ def test_a_record_whose_span_never_came_belongs_to_its_trace(tmp_path: Path, cap
         extract_path(logs_alone, "otel")
     said = [r.getMessage() for r in caplog.records if "no file read holds" in r.getMessage()]
     assert len(said) == 1 and f"{logs_alone}:1: " in said[0] and "'gen_ai.system.message'" in said[0], said
+
+
+def test_a_64_bit_trace_id_in_base64_is_its_16_hex_digits(tmp_path: Path) -> None:
+    # Jaeger's and Zipkin's trace ids are 8 bytes; protobuf's JSON mapping writes them in base64 (12 characters), Jaeger's
+    # download as 16 hex digits. Both spellings are one trace: the spans' in base64, the records' in hex.
+    short = "00f067aa0ba902b7"
+    docs = _docs("tl-events-n2")
+    first = next(s for d in docs for rs in d.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"])
+    old = first["traceId"]
+    for d in docs:
+        for rs in d.get("resourceSpans", []):
+            for ss in rs["scopeSpans"]:
+                for s in ss["spans"]:
+                    if s["traceId"] == old:
+                        s["traceId"] = base64.b64encode(bytes.fromhex(short)).decode()
+    for rec in _records(docs):
+        if rec["traceId"] == old:
+            rec["traceId"] = short.upper()
+    got = extract_path(_write(tmp_path / "short.jsonl", docs), "otel", {"group_by": "trace"})
+    assert short in [c.id for c in got], [getattr(c, "id", c) for c in got]
+    case = next(c for c in got if c.id == short)
+    assert facts(case)["user_turns"] == ["What is the weather in Paris?"] and facts(case)["calls"][0]["id"] == "call_p"

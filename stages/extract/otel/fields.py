@@ -4,7 +4,11 @@
   an id in base64 (protobuf's JSON mapping, `MessageToDict`, writes them so) is its bytes in hex, so that the spans
   of one trace are one trace however each export spelled its ids. An id of zeros only is no id: a root whose
   `parentSpanId` is `0000000000000000` has no parent (it was hung from a stand-in for a lost parent, with a warning).
-  Any other id (`t1`, a 64-bit Jaeger trace id) is kept as it is.
+- A 64-bit trace id (Jaeger's and Zipkin's, 8 bytes) is its 16 hex digits in small letters, also when protobuf's JSON
+  mapping wrote it in base64 (12 characters, `=`-padded): the Jaeger download of a trace names it by those 16 digits,
+  and agentevals' OTLP receiver turns base64 ids to hex the same way. (The Collector's Jaeger and Zipkin receivers pad
+  such an id to 32 digits with zeros instead; that spelling is a 128-bit id as any other and is kept as it is.)
+  Any other id (`t1`) is kept as it is.
 - `kind` may be the enum's name (`SPAN_KIND_CLIENT`), as the status code may (`STATUS_CODE_ERROR`, `spans._status`).
 - A time may be a JSON number, or text of a decimal number (`"1.7e18"`), besides the integer text OTLP/JSON writes.
 """
@@ -20,6 +24,7 @@ from typing import Any
 __all__ = ["SPAN_ID", "TRACE_ID", "nanos", "otlp_id", "span_kind"]
 
 TRACE_ID, SPAN_ID = 16, 8  # bytes
+_SHORT_TRACE = 8  # bytes of a 64-bit trace id (Jaeger, Zipkin)
 _HEX = frozenset(string.hexdigits)
 _KINDS = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4,
           "SPAN_KIND_CONSUMER": 5}
@@ -32,15 +37,16 @@ def otlp_id(raw: Any, size: int) -> str:
     if not isinstance(raw, str):
         return str(raw)
     text = raw.strip()
-    if len(text) == 2 * size and set(text) <= _HEX:
-        return "" if set(text) == {"0"} else text.lower()
-    if len(text) == 4 * math.ceil(size / 3):  # base64 of `size` bytes: 24 characters for a trace id, 12 for a span id
-        try:
-            decoded = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            decoded = b""
-        if len(decoded) == size:
-            return decoded.hex() if any(decoded) else ""
+    for length in (size, _SHORT_TRACE) if size == TRACE_ID else (size,):
+        if len(text) == 2 * length and set(text) <= _HEX:
+            return "" if set(text) == {"0"} else text.lower()
+        if len(text) == 4 * math.ceil(length / 3):  # base64 of `length` bytes: 24 characters for a trace id, 12 for a span id
+            try:
+                decoded = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                decoded = b""
+            if len(decoded) == length:
+                return decoded.hex() if any(decoded) else ""
     return raw
 
 
