@@ -47,7 +47,7 @@ def _write(path: Path, docs: list[dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["tl-events", "tl-events-n2"])
+@pytest.mark.parametrize("name", ["tl-events", "tl-events-n2", "tl-events-stream"])
 def test_recorded_events_read_as_the_conversation_the_application_had(name: str) -> None:
     got = extract_path(DATA / f"{name}.jsonl", "otel")
     assert [facts(c) for c in got] == _truth(name), got
@@ -207,3 +207,23 @@ def test_a_64_bit_trace_id_in_base64_is_its_16_hex_digits(tmp_path: Path) -> Non
     assert short in [c.id for c in got], [getattr(c, "id", c) for c in got]
     case = next(c for c in got if c.id == short)
     assert facts(case)["user_turns"] == ["What is the weather in Paris?"] and facts(case)["calls"][0]["id"] == "call_p"
+
+
+def test_a_streamed_choice_written_outside_its_span_joins_the_request_running_at_its_time(tmp_path: Path,
+                                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    # OpenLLMetry 0.62 writes a streamed reply's `gen_ai.choice` once the stream is read, with no trace or span id
+    docs = _docs("tl-events-stream")
+    untraced = [r for r in _records(docs) if not r.get("traceId")]
+    assert [r["eventName"] for r in untraced] == ["gen_ai.choice", "gen_ai.choice"]  # what the recording shows
+    # the same run twice at the same times, other ids: which request each choice was written in cannot be told
+    again = json.loads(json.dumps(docs))
+    for d in again:
+        for item in [s for rs in d.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"]] + _records([d]):
+            for key in ("traceId", "spanId", "parentSpanId"):
+                if item.get(key):
+                    item[key] = item[key][::-1]
+    with caplog.at_level(logging.WARNING):
+        got = extract_path(_write(tmp_path / "twice.jsonl", docs + again), "otel")
+    said = [r.getMessage() for r in caplog.records if "name no trace nor span" in r.getMessage()]
+    assert len(said) == 1 and "4 GenAI event log record(s) (the first 'gen_ai.choice')" in said[0], said
+    assert all(c.trace.steps[0].tool_calls == [] for c in got), got  # no call made up from another request's reply

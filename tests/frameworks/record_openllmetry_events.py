@@ -17,6 +17,8 @@ the choices `REPLIES[scenario][n]`; no network). Scenarios (each in its own subp
   logs as protobuf's JSON mapping writes them (ids in base64).
 - `tl-events-n2`: every request with `n=2`; the first choice asks for Paris, the second for Tokyo (`call_x`, never run);
   then two answers, of which the application takes the first.
+- `tl-events-stream`: the first turn of `tl-events`, streamed (`stream_options={"include_usage": True}`): the
+  instrumentation writes each reply's `gen_ai.choice` once the stream is read, with no trace or span id.
 
 Each writes `<scenario>.truth.json`: what the application sent and got (its user turns, the calls it ran with their
 results, the answer it took, token usage).
@@ -37,7 +39,7 @@ if str(HERE) not in sys.path:
 
 from common import MODEL, record_each_in_subprocess, write_jsonl, write_truth  # noqa: E402
 from fake_openai import _hex_ids  # noqa: E402
-from record_openai_choices import TOOLS, WEATHER, Choices, _call  # noqa: E402
+from record_openai_choices import TOOLS, WEATHER, Choices, _call, _streamed  # noqa: E402
 
 
 SYSTEM = "Be brief."
@@ -49,6 +51,7 @@ REPLIES = {
                   [ASK_TOKYO], [{"role": "assistant", "content": "Rainy in Tokyo, 14 C."}]],
     "tl-events-n2": [[ASK_PARIS, {"role": "assistant", "content": "Tokyo first.", "tool_calls": [_call("call_x", "Tokyo")]}],
                      [{"role": "assistant", "content": "Sunny in Paris, 21 C."}, {"role": "assistant", "content": "It is sunny."}]],
+    "tl-events-stream": [[ASK_PARIS], [{"role": "assistant", "content": "Sunny in Paris, 21 C."}]],
 }
 
 
@@ -76,7 +79,7 @@ class Logged(Choices):
         return web.Response(status=200, body=b"", content_type="application/x-protobuf")
 
 
-def loop(client: Any, turns: list[str], n: int) -> dict[str, Any]:
+def loop(client: Any, turns: list[str], n: int, stream: bool = False) -> dict[str, Any]:
     """The application: per user turn, ask, run the calls of `choices[0]`, send the results back, until a reply asks for
     none; its truth (user turns, calls, the last answer, usage)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
@@ -84,10 +87,13 @@ def loop(client: Any, turns: list[str], n: int) -> dict[str, Any]:
     for turn in turns:
         messages.append({"role": "user", "content": [{"type": "text", "text": turn}]})
         while True:
-            r = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, **({"n": n} if n > 1 else {}))
-            msg = r.choices[0].message.model_dump(exclude_none=True)
-            spent = {"input_tokens": spent["input_tokens"] + r.usage.prompt_tokens,
-                     "output_tokens": spent["output_tokens"] + r.usage.completion_tokens, "requests": spent["requests"] + 1}
+            if stream:
+                msg, usage = _streamed(client, messages)
+            else:
+                r = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, **({"n": n} if n > 1 else {}))
+                msg, usage = r.choices[0].message.model_dump(exclude_none=True), r.usage
+            spent = {"input_tokens": spent["input_tokens"] + usage.prompt_tokens,
+                     "output_tokens": spent["output_tokens"] + usage.completion_tokens, "requests": spent["requests"] + 1}
             messages.append(msg)
             if not msg.get("tool_calls"):
                 answer = msg.get("content")
@@ -118,7 +124,7 @@ def record(out: Path, name: str) -> Any:
         logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{fake.url}/v1/logs")))
         OpenAIInstrumentor(use_attributes=False).instrument(tracer_provider=traces, logger_provider=logs)
         client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
-        truth = loop(client, TURNS if name == "tl-events" else TURNS[:1], 2 if name.endswith("-n2") else 1)
+        truth = loop(client, TURNS if name == "tl-events" else TURNS[:1], 2 if name.endswith("-n2") else 1, name.endswith("-stream"))
         traces.force_flush()
         logs.force_flush()
         docs = fake.take_otlp()

@@ -10,7 +10,10 @@ from tracejudge.core.log import get_logger
 if TYPE_CHECKING:  # spans.py calls this module: the type only
     from tracejudge.stages.extract.otel.spans import LogEvent, Span
 
-__all__ = ["adopt_orphans", "break_cycles", "lone_request", "stand_in_parents", "unplaced_spans"]
+__all__ = ["UNTRACED", "adopt_orphans", "break_cycles", "lone_request", "stand_in_parents", "unplaced_spans", "untraced_records"]
+
+UNTRACED = "untraced:"  # the key of the GenAI log records that name no trace nor span (`untraced_records`)
+_MODEL_OPS = ("chat", "generate_content", "text_completion")
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -51,8 +54,31 @@ def lone_request(spans: list[Span]) -> Span | None:
     no span id; with one request in the trace they can only be its (agentevals
     reads them so), with several they stay unplaced (`None`).
     """
-    found = [s for s in spans if s.attrs.get("gen_ai.operation.name") in ("chat", "generate_content", "text_completion")]
+    found = [s for s in spans if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS]
     return found[0] if len(found) == 1 else None
+
+
+def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]]) -> None:
+    """Give each GenAI log record that names no trace nor span (`logs[UNTRACED]`) to the model request it was written
+    in, in place: the one model request span whose time holds the record's and that has log records of its own, none of
+    the record's name when it is a `gen_ai.choice`. OpenLLMetry's openai instrumentation (0.62) writes a streamed
+    reply's choice once the stream is read, outside the request's span context: the record carries no ids, the span's
+    other records do. A record no one request holds so (requests at the same time, no time) is read nowhere, and a
+    warning names its file and line, once per file.
+    """
+    events = logs.pop(UNTRACED, [])
+    requests = [s for trace in spans.values() for s in trace if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS and logs.get(s.span_id)]
+    lost: dict[str, list[LogEvent]] = {}
+    for event in events:
+        found = [s for s in requests if event.time and s.start <= event.time <= s.end
+                 and not (event.name == "gen_ai.choice" and any(e.name == event.name for e in logs[s.span_id]))]
+        if len(found) == 1:
+            logs[found[0].span_id].append(event)
+        else:
+            lost.setdefault(event.file, []).append(event)
+    for file, left in lost.items():
+        log.warning(f"otel: {file}:{left[0].line}: {len(left)} GenAI event log record(s) (the first {left[0].name!r}) name no trace "
+                    "nor span, and no one model request that logged its other events was running at the time of each: they are not read")
 
 
 def unplaced_spans(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]], traces: dict[str, str]) -> None:

@@ -21,7 +21,8 @@ from tracejudge.stages.extract.otel.dropped import dropped_count
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, nanos, otlp_id, span_kind
 from tracejudge.stages.extract.otel.keys import split_trace
-from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents, unplaced_spans
+from tracejudge.stages.extract.otel.links import (UNTRACED, adopt_orphans, break_cycles, lone_request, stand_in_parents, unplaced_spans,
+                                                  untraced_records)
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.values import any_value, attributes  # (where they were: callers import them from here)
@@ -165,20 +166,20 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
 
 def _log_event(rec: Any, where: str, file: str, line: int) -> tuple[str, str, LogEvent] | None:
     """The log record `rec` (at `where` in the export) as `(key, trace id, event)`, keyed by its span id, or `trace:<id>`
-    for a record that knows only its trace (`links.lone_request`); `None` for one outside any trace, which has nothing to
-    attach to. What does not decode is named with file, line and field: a record that is no object is left out, an
+    for a record that knows only its trace (`links.lone_request`), or `UNTRACED` for a GenAI event that knows neither
+    (`links.untraced_records`); `None` for another record outside any trace, which has nothing to attach to. What does not decode is named with file, line and field: a record that is no object is left out, an
     attribute is read without; a body or time that does not decode is the event's `problem`, which its conversation
     reports when it reads the event (`conventions.genai_events`): its message, or where it stands, is unknown."""
     if not isinstance(rec, dict):
         log.warning(f"otel: {file}:{line}: {where} is not a log record (an object), got {type(rec).__name__}: it is left out")
         return None
     span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
-    if not (span_id or trace_id):
-        return None
     bad: list[str] = []
     attrs = attributes(rec.get("attributes"), None, bad)
     # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
     name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or "")
+    if not (span_id or trace_id or name.startswith("gen_ai.")):
+        return None
     if bad:
         log.warning(f"otel: {file}:{line}: {where} ({name or 'no event name'}): attribute {'; '.join(bad)} does not decode, "
                     "so the record is read without it")
@@ -192,7 +193,8 @@ def _log_event(rec: Any, where: str, file: str, line: int) -> tuple[str, str, Lo
         when = nanos(raw_time)
     except (TypeError, ValueError):
         problem = problem or f"{where}.timeUnixNano is not a time ({raw_time!r}), so where the event stands is unknown"
-    return span_id or f"trace:{trace_id}", trace_id, LogEvent(name, body, attrs, when, file, line, problem)
+    key = span_id or (f"trace:{trace_id}" if trace_id else UNTRACED)
+    return key, trace_id, LogEvent(name, body, attrs, when, file, line, problem)
 
 
 def _items(node: dict[str, Any], key: str, where: str) -> list[Any]:
@@ -288,6 +290,7 @@ class Collector:
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         rootless: list[tuple[str, list[Span], list[Span]]] = []
+        untraced_records(self.spans, self.logs)
         unplaced_spans(self.spans, self.logs, self.log_traces)
         for trace_id, delivered in self.spans.items():
             spans, stand_ins = hung_trace(delivered)
