@@ -227,3 +227,22 @@ def test_a_streamed_choice_written_outside_its_span_joins_the_request_running_at
     said = [r.getMessage() for r in caplog.records if "name no trace nor span" in r.getMessage()]
     assert len(said) == 1 and "4 GenAI event log record(s) (the first 'gen_ai.choice')" in said[0], said
     assert all(c.trace.steps[0].tool_calls == [] for c in got), got  # no call made up from another request's reply
+
+
+def test_a_tool_or_system_message_is_one_whatever_role_its_body_names(tmp_path: Path) -> None:
+    # OTel's vertexai instrumentation (`utils.request_to_events`) writes the Gemini content's role into the body: `user`
+    # for a function's response (`tool_event(role=content.role, …)`) and for a system instruction; its choice's message
+    # says `model`, its content Gemini's parts (`{"text": …}`), its tool calls beside the message
+    docs = _docs("tl-events")
+    for rec in _records(docs):
+        values = rec["body"]["kvlistValue"]["values"]
+        if rec["eventName"] in ("gen_ai.tool.message", "gen_ai.system.message"):
+            values.append({"key": "role", "value": {"stringValue": "user"}})
+        if rec["eventName"] == "gen_ai.choice":
+            message = next(v for v in values if v["key"] == "message")["value"]["kvlistValue"]["values"]
+            message.append({"key": "role", "value": {"stringValue": "model"}})
+            for item in message:
+                if item["key"] == "content" and "stringValue" in item["value"]:
+                    item["value"] = _any([{"text": item["value"]["stringValue"]}])
+    got = extract_path(_write(tmp_path / "vertex.jsonl", docs), "otel")
+    assert [facts(c) for c in got] == _truth("tl-events"), got

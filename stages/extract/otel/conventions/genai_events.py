@@ -20,7 +20,9 @@ tool message's `id` (the call it answers), and a choice's `index`, `finish_reaso
 Both are read into the messages `gen_ai.input.messages` / `gen_ai.output.messages` would hold. A choice's tool calls
 are under its `message` (the conventions) or beside it (OpenLLMetry 0.62); content is text, a list of content parts
 (OpenAI's `{"type": "text", "text"}`, Gemini's `{"text"}`) or, in a tool message, any value (the call's result); a
-placeholder (`<elided>`: content capture off) is no content. Of several choices (a request for `n` > 1) the one of
+placeholder (`<elided>`: content capture off) is no content. The name of a system, assistant or tool message says its
+role, whatever its body's `role` says (OTel's vertexai instrumentation writes the Gemini content's, `user`, for a
+function's response); a user message's body may name another (OpenLLMetry's `developer`). Of several choices (a request for `n` > 1) the one of
 index 0 is the reply, the one the application went on with. A body that is not of this shape raises `AdapterError`
 naming the file and line of the span or log record, the event and the field: its conversation is an `invalid_input`,
 the others read on.
@@ -44,6 +46,9 @@ MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 _ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.assistant.message": "assistant",
           "gen_ai.tool.message": "tool"}
 INPUT_EVENTS = frozenset(_ROLES)
+# Events whose body `role` is not read: only a user message's says more than its name (OpenLLMetry names a message of a
+# role the conventions have no event for, `developer`, `gen_ai.user.message` and keeps its role in the body)
+_NAMED_ROLES = frozenset({"gen_ai.system.message", "gen_ai.tool.message", "gen_ai.assistant.message"})
 CHOICE = "gen_ai.choice"
 MESSAGE_EVENTS = INPUT_EVENTS | {CHOICE}
 _FIELDS = ("content", "role", "tool_calls", "id", "index", "finish_reason", "message")
@@ -229,6 +234,10 @@ def _message(name: str, body: dict[str, Any], where: str) -> dict[str, Any]:
     role = msg.get("role") or _ROLES.get(name, "assistant")
     if not isinstance(role, str):
         _bad(where, f"{prefix}role", f"must be text, got {_kind(role)}")
+    if name in _NAMED_ROLES:
+        # the name says the role: OTel's vertexai instrumentation writes the Gemini content's own there, `user` for a
+        # function's response and for the system instruction
+        role = _ROLES[name]
     # a choice's content and calls are its message's; OpenLLMetry writes the calls beside the message, ADK Go the content
     content_field = f"{prefix}content" if "content" in msg else "content"
     calls_field = f"{prefix}tool_calls" if "tool_calls" in msg else "tool_calls"
