@@ -53,6 +53,19 @@ def test_recorded_events_read_as_the_conversation_the_application_had(name: str)
     assert [facts(c) for c in got] == _truth(name), got
 
 
+@pytest.mark.parametrize("name", ["tl-anthropic-events", "tl-anthropic-events-stream"])
+def test_anthropic_events_written_outside_their_spans_read_as_the_conversation(name: str) -> None:
+    # OpenLLMetry's Anthropic instrumentation writes every record with no trace or span id, and each block of a reply
+    # (thinking, text, each tool_use) as a `gen_ai.choice` of its own: all of them are the one reply of their request
+    got = extract_path(DATA / f"{name}.jsonl", "otel")
+    want = _truth(name)
+    if name.endswith("-stream"):  # the instrumentation counts one output token more per streamed request (README)
+        want = [{**want[0], "usage": {**want[0]["usage"], "output_tokens": want[0]["usage"]["output_tokens"] + want[0]["usage"]["requests"]}}]
+    assert [facts(c) for c in got] == want, got
+    failed = [(c.id, c.error) for c in got[0].trace.tool_calls() if c.failed]
+    assert failed == [("toolu_02", "weather service unavailable for Tokyo")]  # its tool_result's `is_error`
+
+
 def test_a_logs_export_given_beside_the_traces_export_is_read_with_it() -> None:
     # one folder: the spans' export and the logs' export, the latter as protobuf's JSON mapping writes it (base64 ids)
     assert "==" in (DATA / "tl-events-split" / "logs.jsonl").read_text()[:2000]

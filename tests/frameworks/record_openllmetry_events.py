@@ -19,6 +19,10 @@ the choices `REPLIES[scenario][n]`; no network). Scenarios (each in its own subp
   then two answers, of which the application takes the first.
 - `tl-events-stream`: the first turn of `tl-events`, streamed (`stream_options={"include_usage": True}`): the
   instrumentation writes each reply's `gen_ai.choice` once the stream is read, with no trace or span id.
+- `tl-anthropic-events`, `tl-anthropic-events-stream`: `record_anthropic.py`'s Messages API loop (a reply of thinking,
+  text and two parallel `tool_use` blocks, one call failing; another call; the answer) under OpenLLMetry's
+  `opentelemetry-instrumentation-anthropic` with `use_attributes=False`, plain and streamed: it writes each block of a
+  reply as a `gen_ai.choice` of its own (its `index` the block's), and the request's `tools` as a user message.
 
 Each writes `<scenario>.truth.json`: what the application sent and got (its user turns, the calls it ran with their
 results, the answer it took, token usage).
@@ -38,7 +42,9 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from common import MODEL, record_each_in_subprocess, write_jsonl, write_truth  # noqa: E402
+from fake_anthropic import ScriptedAnthropic  # noqa: E402
 from fake_openai import _hex_ids  # noqa: E402
+from record_anthropic import REPLIES as ANTHROPIC_REPLIES, agent_loop  # noqa: E402
 from record_openai_choices import TOOLS, WEATHER, Choices, _call, _streamed  # noqa: E402
 
 
@@ -55,16 +61,15 @@ REPLIES = {
 }
 
 
-class Logged(Choices):
-    """`Choices`, also taking OTLP/HTTP log exports at `/v1/logs`: each into `otlp` with hex ids (as the spans' exports are
+class _LogsRoute:
+    """A scripted server's OTLP/HTTP log exports at `/v1/logs`: each into `otlp` with hex ids (as the spans' exports are
     kept) and into `logs` as protobuf's JSON mapping writes it (ids in base64)."""
 
-    def __init__(self, replies: list[list[dict[str, Any]]]) -> None:
-        self.logs: list[dict[str, Any]] = []
-        super().__init__(replies)
+    logs: list[dict[str, Any]]
+    otlp: list[dict[str, Any]]
 
     def _routes(self, app: web.Application) -> None:
-        super()._routes(app)
+        super()._routes(app)  # type: ignore[misc]
         app.router.add_post("/v1/logs", self._logs)
 
     async def _logs(self, request: web.Request) -> web.Response:
@@ -77,6 +82,22 @@ class Logged(Choices):
         self.logs.append(doc)
         self.otlp.append(_hex_ids(doc))
         return web.Response(status=200, body=b"", content_type="application/x-protobuf")
+
+
+class Logged(_LogsRoute, Choices):
+    """`Choices` (the OpenAI chat script) taking log exports too."""
+
+    def __init__(self, replies: list[list[dict[str, Any]]]) -> None:
+        self.logs = []
+        super().__init__(replies)
+
+
+class LoggedAnthropic(_LogsRoute, ScriptedAnthropic):
+    """`ScriptedAnthropic` (the Messages API script) taking log exports too."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        self.logs = []
+        super().__init__(replies)
 
 
 def loop(client: Any, turns: list[str], n: int, stream: bool = False) -> dict[str, Any]:
@@ -105,42 +126,74 @@ def loop(client: Any, turns: list[str], n: int, stream: bool = False) -> dict[st
     return {"user_turns": turns, "output": answer, "calls": calls, "usage": spent}
 
 
-def record(out: Path, name: str) -> Any:
-    from openai import OpenAI
+def _providers(fake: Any, service: str) -> tuple[Any, Any]:
+    """A TracerProvider and a LoggerProvider exporting OTLP/HTTP protobuf to `fake`, as an application sets up both."""
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    resource = Resource.create({"service.name": service})
+    traces = TracerProvider(resource=resource)
+    traces.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
+    logs = LoggerProvider(resource=resource)
+    logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{fake.url}/v1/logs")))
+    return traces, logs
+
+
+def _write(out: Path, name: str, fake: Any, traces: Any, logs: Any) -> list[dict[str, Any]]:
+    """Flush both pipelines and write what `fake` received to `out/<name>.jsonl` (spans' and records' exports one a line)."""
+    traces.force_flush()
+    logs.force_flush()
+    docs = fake.take_otlp()
+    if not any("resourceLogs" in d for d in docs):
+        raise RuntimeError(f"{name}: no log records were exported")
+    write_jsonl(out / f"{name}.jsonl", docs)
+    traces.shutdown()
+    logs.shutdown()
+    return docs
+
+
+def record(out: Path, name: str) -> Any:
+    from openai import OpenAI
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
     with Logged(REPLIES[name]) as fake:
-        resource = Resource.create({"service.name": "openai-loop"})
-        traces = TracerProvider(resource=resource)
-        traces.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
-        logs = LoggerProvider(resource=resource)
-        logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{fake.url}/v1/logs")))
+        traces, logs = _providers(fake, "openai-loop")
         OpenAIInstrumentor(use_attributes=False).instrument(tracer_provider=traces, logger_provider=logs)
         client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
         truth = loop(client, TURNS if name == "tl-events" else TURNS[:1], 2 if name.endswith("-n2") else 1, name.endswith("-stream"))
-        traces.force_flush()
-        logs.force_flush()
-        docs = fake.take_otlp()
-        if not any("resourceLogs" in d for d in docs):
-            raise RuntimeError(f"{name}: no log records were exported")
-        write_jsonl(out / f"{name}.jsonl", docs)
+        docs = _write(out, name, fake, traces, logs)
         if name == "tl-events":
             write_jsonl(out / f"{name}-split" / "traces.jsonl", [d for d in docs if "resourceSpans" in d])
             write_jsonl(out / f"{name}-split" / "logs.jsonl", fake.logs)
-        traces.shutdown()
-        logs.shutdown()
+    write_truth(out, name, {"cases": [truth]})
+    return truth["output"]
+
+
+def record_anthropic(out: Path, name: str) -> Any:
+    """`record_anthropic.agent_loop` (thinking, two parallel calls, one failed, a third call, the answer) under
+    OpenLLMetry's Anthropic instrumentation writing events; its truth in the shape the OpenAI loops' has."""
+    import anthropic
+    from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+
+    with LoggedAnthropic(ANTHROPIC_REPLIES) as fake:
+        traces, logs = _providers(fake, "anthropic-loop")
+        AnthropicInstrumentor(use_attributes=False).instrument(tracer_provider=traces, logger_provider=logs)
+        client = anthropic.Anthropic(base_url=fake.url, api_key="sk-ant-fake", max_retries=0)
+        run = agent_loop(client, stream=name.endswith("-stream"))
+        _write(out, name, fake, traces, logs)
+    truth = {"user_turns": run["user_turns"], "output": run["output"], "usage": {k: run["usage"][k] for k in ("input_tokens", "output_tokens", "requests")},
+             "calls": [{k: c[k] for k in ("id", "name", "arguments", "result")} for c in run["calls"]]}
     write_truth(out, name, {"cases": [truth]})
     return truth["output"]
 
 
 SCENARIOS = {name: (lambda out, name=name: record(out, name)) for name in REPLIES}
+SCENARIOS |= {name: (lambda out, name=name: record_anthropic(out, name)) for name in ("tl-anthropic-events", "tl-anthropic-events-stream")}
 
 if __name__ == "__main__":
     sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(HERE.parent / "data" / "openllmetry-events")], SCENARIOS))

@@ -60,25 +60,39 @@ def lone_request(spans: list[Span]) -> Span | None:
 
 def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]]) -> None:
     """Give each GenAI log record that names no trace nor span (`logs[UNTRACED]`) to the model request it was written
-    in, in place: the one model request span whose time holds the record's and that has log records of its own, none of
-    the record's name when it is a `gen_ai.choice`. OpenLLMetry's openai instrumentation (0.62) writes a streamed
-    reply's choice once the stream is read, outside the request's span context: the record carries no ids, the span's
-    other records do. A record no one request holds so (requests at the same time, no time) is read nowhere, and a
-    warning names its file and line, once per file.
+    in, in place: the one model request span whose time holds the record's (of nested ones, the innermost). OpenLLMetry
+    0.62 writes records outside the request's span context: its Anthropic instrumentation all of them, its openai one
+    a streamed reply's choice, once the stream is read. A record no one request holds so (requests at the same time, or
+    no time) is read nowhere, and a warning names its file and line, once per file.
     """
     events = logs.pop(UNTRACED, [])
-    requests = [s for trace in spans.values() for s in trace if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS and logs.get(s.span_id)]
+    if not events:
+        return
+    requests = [s for trace in spans.values() for s in trace if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS]
     lost: dict[str, list[LogEvent]] = {}
     for event in events:
-        found = [s for s in requests if event.time and s.start <= event.time <= s.end
-                 and not (event.name == "gen_ai.choice" and any(e.name == event.name for e in logs[s.span_id]))]
-        if len(found) == 1:
-            logs[found[0].span_id].append(event)
+        found = sorted((s for s in requests if event.time and s.start <= event.time <= s.end), key=lambda s: s.start)
+        if found and all(_holds(outer, found[-1], spans[found[-1].trace_id]) for outer in found[:-1]):
+            logs.setdefault(found[-1].span_id, []).append(event)
         else:
             lost.setdefault(event.file, []).append(event)
     for file, left in lost.items():
         log.warning(f"otel: {file}:{left[0].line}: {len(left)} GenAI event log record(s) (the first {left[0].name!r}) name no trace "
-                    "nor span, and no one model request that logged its other events was running at the time of each: they are not read")
+                    "nor span, and no one model request was running at the time of each: they are not read")
+
+
+def _holds(outer: Span, inner: Span, trace: list[Span]) -> bool:
+    """Whether `outer` is an ancestor of `inner` in `trace` (a framework's model span around the client's request)."""
+    if outer.trace_id != inner.trace_id:
+        return False
+    parents = {s.span_id: s.parent_id for s in trace}
+    at, seen = inner.parent_id, set()
+    while at and at not in seen:
+        if at == outer.span_id:
+            return True
+        seen.add(at)
+        at = parents.get(at)
+    return False
 
 
 def unplaced_spans(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]], traces: dict[str, str]) -> None:

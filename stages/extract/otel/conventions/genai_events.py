@@ -22,8 +22,10 @@ are under its `message` (the conventions) or beside it (OpenLLMetry 0.62); conte
 (OpenAI's `{"type": "text", "text"}`, Gemini's `{"text"}`) or, in a tool message, any value (the call's result); a
 placeholder (`<elided>`: content capture off) is no content. The name of a system, assistant or tool message says its
 role, whatever its body's `role` says (OTel's vertexai instrumentation writes the Gemini content's, `user`, for a
-function's response); a user message's body may name another (OpenLLMetry's `developer`). Of several choices (a request for `n` > 1) the one of
-index 0 is the reply, the one the application went on with. A body that is not of this shape raises `AdapterError`
+function's response); a user message's body may name another (OpenLLMetry's `developer`). Each `gen_ai.choice` is an
+output message: several are alternatives of a request for `n` > 1 only where the span says so (`openai_choices`: as
+many finish reasons as choices), as OpenLLMetry's Anthropic instrumentation writes each block of one reply as a
+choice of its own, indexed by the block. A body that is not of this shape raises `AdapterError`
 naming the file and line of the span or log record, the event and the field: its conversation is an `invalid_input`,
 the others read on.
 """
@@ -83,7 +85,7 @@ def event_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:
     name, then its message events written as span events, in their order, then those written as log records, in order of
     time. Raises `AdapterError` for a message event whose body is not of the conventions' shape (module docstring)."""
     inputs: list[Any] = []
-    outputs: list[tuple[Any, dict[str, Any]]] = []
+    outputs: list[Any] = []
     details = [LogEvent(name, None, attrs, 0) for name, attrs in span.events if name == DETAILS] or _named_otherwise(span)
     on_span = []
     for name, attrs in span.events:
@@ -95,18 +97,12 @@ def event_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:
             got = ev.attrs.get(key)
             got = maybe_json(got) if isinstance(got, str) else got
             if isinstance(got, list):
-                into.extend(got if into is inputs else [(None, m) for m in got])
+                into.extend(got)
     logged = [(ev.name, _record_body(ev, _where(ev, span)), _where(ev, span))
               for ev in sorted(span.logs, key=lambda e: e.time) if ev.name in MESSAGE_EVENTS]
     for name, body, where in on_span + logged:
-        if name == CHOICE:
-            outputs.append((body.get("index"), _message(name, body, where)))
-        else:
-            inputs.append(_message(name, body, where))
-    indexed = [i for i, _ in outputs if isinstance(i, int) and not isinstance(i, bool)]
-    if len(set(indexed)) > 1:  # choices of a request for several: alternatives, the application went on with the first
-        outputs = [(i, m) for i, m in outputs if i is None or i == min(indexed)]
-    return inputs or None, [m for _, m in outputs] or None
+        (outputs if name == CHOICE else inputs).append(_message(name, body, where))
+    return inputs or None, outputs or None
 
 
 def _where(ev: LogEvent, span: Span) -> str:
