@@ -11,7 +11,7 @@ directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
 minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
 log-event mode; a record naming only its trace, or a span no file holds, belongs to the trace's one
 model request, and to none when it has several; a GenAI record naming neither, to the one model request
-running at its time that logged its other events: `links`) of every file are read, then grouped into conversations;
+running at its time: `links`) of every file are read, then grouped into conversations;
 **one conversation is one raw record and one case**. Its file and line are
 those of its first span; problems name the span id.
 

@@ -10,8 +10,8 @@ tool message's `id` (the call it answers), and a choice's `index`, `finish_reaso
 `tool_calls`). Producers write them
 
 - as OTLP log records, named by `eventName` (or the `event.name` attribute), the body in the record's `body`:
-  opentelemetry-instrumentation-openai (OpenLLMetry) with `use_attributes=False`, OTel's openai-v2, vertexai and
-  google-genai instrumentations, Google's ADK for Go;
+  opentelemetry-instrumentation-openai and -anthropic (OpenLLMetry) with `use_attributes=False`, OTel's openai-v2,
+  vertexai and google-genai instrumentations, Google's ADK for Go;
 - as span events, the body in the event's attributes: its fields each an attribute (JetBrains' Koog, an attribute of
   an object or a list holding its JSON text where the SDK holds no such value), the whole body as JSON text in
   `gen_ai.event.content` (Azure AI Inference SDK, Semantic Kernel), or under `event.body` / `body` (an object, or its
