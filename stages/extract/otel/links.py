@@ -68,10 +68,19 @@ def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent
     events = logs.pop(UNTRACED, [])
     if not events:
         return
-    requests = [s for trace in spans.values() for s in trace if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS]
+    # a sweep over time: requests by start, records by time, the requests running at a record's time kept at hand (a few,
+    # as many as ran at once), so that a file of thousands of requests is not scanned once per record
+    requests = sorted((s for trace in spans.values() for s in trace if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS),
+                      key=lambda s: s.start)
+    running: list[Span] = []
     lost: dict[str, list[LogEvent]] = {}
-    for event in events:
-        found = sorted((s for s in requests if event.time and s.start <= event.time <= s.end), key=lambda s: s.start)
+    nxt = 0
+    for event in sorted(events, key=lambda e: e.time):
+        while nxt < len(requests) and requests[nxt].start <= event.time:
+            running.append(requests[nxt])
+            nxt += 1
+        running = [s for s in running if s.end >= event.time]
+        found = running if event.time else []
         if found and all(_holds(outer, found[-1], spans[found[-1].trace_id]) for outer in found[:-1]):
             logs.setdefault(found[-1].span_id, []).append(event)
         else:
