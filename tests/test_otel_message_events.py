@@ -126,6 +126,22 @@ def test_the_same_events_as_span_events_read_alike(tmp_path: Path, form: str) ->
     assert [facts(c) for c in got] == _truth("tl-events"), got
 
 
+RECORD_FORMS = {
+    "body-json-text": lambda rec, body: rec.__setitem__("body", {"stringValue": json.dumps(body)}),  # a bridge logging JSON text
+    "fields-as-attributes": lambda rec, body: (rec.pop("body"), rec.__setitem__("attributes", rec["attributes"] + _flat(body))),
+    "event-body-attribute": lambda rec, body: (rec.pop("body"), rec.__setitem__("attributes", rec["attributes"] + FORMS["event.body"](body))),
+}
+
+
+@pytest.mark.parametrize("form", list(RECORD_FORMS))
+def test_a_log_records_body_in_another_form_reads_alike(tmp_path: Path, form: str) -> None:
+    docs = _docs("tl-events")
+    for rec in _records(docs):
+        RECORD_FORMS[form](rec, any_value(rec["body"]))
+    got = extract_path(_write(tmp_path / "records.jsonl", docs), "otel")
+    assert [facts(c) for c in got] == _truth("tl-events"), got
+
+
 def test_the_system_message_is_read_as_the_requests_input() -> None:
     from tracejudge.stages.extract.otel import read  # (the spans, not the case: a system prompt is no user turn)
     from tracejudge.stages.extract.otel.conventions.genai import messages
