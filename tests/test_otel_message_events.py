@@ -143,13 +143,7 @@ def test_a_log_records_body_in_another_form_reads_alike(tmp_path: Path, form: st
 
 
 def test_the_system_message_is_read_as_the_requests_input() -> None:
-    from tracejudge.stages.extract.otel import read  # (the spans, not the case: a system prompt is no user turn)
-    from tracejudge.stages.extract.otel.conventions.genai import messages
-    from tracejudge.core.config import DatasetConfig
-
-    (group,) = [r.payload for r in read(DatasetConfig(path=DATA / "tl-events-n2.jsonl", format="otel")) if r.error is None]
-    request = next(s for s in group.spans if s.name == "openai.chat")
-    inputs, _ = messages(request)
+    inputs = _request_inputs(DATA / "tl-events-n2.jsonl")[0]  # (the spans, not the case: a system prompt is no user turn)
     assert inputs[:2] == [{"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
                           {"role": "user", "parts": [{"type": "text", "content": "What is the weather in Paris?"}]}]
 
@@ -258,20 +252,40 @@ def test_a_streamed_choice_written_outside_its_span_joins_the_request_running_at
     assert all(c.trace.steps[0].tool_calls == [] for c in got), got  # no call made up from another request's reply
 
 
-def test_a_tool_or_system_message_is_one_whatever_role_its_body_names(tmp_path: Path) -> None:
-    # OTel's vertexai instrumentation (`utils.request_to_events`) writes the Gemini content's role into the body: `user`
-    # for a function's response (`tool_event(role=content.role, …)`) and for a system instruction; its choice's message
-    # says `model`, its content Gemini's parts (`{"text": …}`), its tool calls beside the message
+def test_vertexai_shaped_events_read_alike(tmp_path: Path) -> None:
+    # OTel's vertexai instrumentation (`utils.request_to_events`, `response_to_events`) writes the Gemini content's role
+    # into the body, `user` for a function's response (`tool_event(role=content.role, …)`) and for a system instruction;
+    # a content as its Gemini parts (`{"text"}`, `{"function_call": {"name", "args"}}`), so the assistant's earlier calls
+    # only as parts; a choice's message says `model`, and its calls stand twice: as parts, and beside with ids
+    def gemini(call: dict[str, Any]) -> dict[str, Any]:
+        return {"function_call": {"name": call["function"]["name"], "args": json.loads(call["function"]["arguments"])}}
+
     docs = _docs("tl-events")
     for rec in _records(docs):
-        values = rec["body"]["kvlistValue"]["values"]
+        body = any_value(rec["body"])
         if rec["eventName"] in ("gen_ai.tool.message", "gen_ai.system.message"):
-            values.append({"key": "role", "value": {"stringValue": "user"}})
+            body["role"] = "user"
+        if rec["eventName"] == "gen_ai.user.message":
+            body["content"] = [{"text": p["text"]} for p in body["content"]]
+        if rec["eventName"] == "gen_ai.assistant.message":
+            text = body.get("content")
+            body = {"role": "model", "content": ([{"text": text}] if text else []) + [gemini(c) for c in body.get("tool_calls", [])]}
         if rec["eventName"] == "gen_ai.choice":
-            message = next(v for v in values if v["key"] == "message")["value"]["kvlistValue"]["values"]
-            message.append({"key": "role", "value": {"stringValue": "model"}})
-            for item in message:
-                if item["key"] == "content" and "stringValue" in item["value"]:
-                    item["value"] = _any([{"text": item["value"]["stringValue"]}])
-    got = extract_path(_write(tmp_path / "vertex.jsonl", docs), "otel")
+            text = body["message"].get("content")
+            body["message"] = {"role": "model", "content": ([{"text": text}] if text else []) + [gemini(c) for c in body.get("tool_calls", [])]}
+        rec["body"] = _any(body)
+    path = _write(tmp_path / "vertex.jsonl", docs)
+    got = extract_path(path, "otel")
     assert [facts(c) for c in got] == _truth("tl-events"), got
+    replayed = [m for inputs in _request_inputs(path) for m in inputs if m["role"] == "assistant"]
+    assert {"type": "tool_call", "id": None, "name": "get_weather", "arguments": {"city": "Paris"}} in replayed[0]["parts"], replayed
+
+
+def _request_inputs(path: Path) -> list[list[dict[str, Any]]]:
+    """The input messages of each model request in `path`, in order of start (the spans, not the case)."""
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.stages.extract.otel import read
+    from tracejudge.stages.extract.otel.conventions.genai import messages
+
+    spans = [s for r in read(DatasetConfig(path=path, format="otel")) if r.error is None for s in r.payload.spans]
+    return [messages(s)[0] for s in sorted(spans, key=lambda s: s.start) if s.name == "openai.chat"]

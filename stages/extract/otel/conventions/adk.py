@@ -16,7 +16,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import tool_call_part, tool_response_part, unjson
 
-__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "ADK_SCOPE", "adk_messages", "said"]
+__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "ADK_SCOPE", "adk_messages", "gemini_part", "said"]
 
 ADK_SCOPE = "gcp.vertex.agent"  # ADK's instrumentation scope name
 ADK_PREFIX = "gcp.vertex.agent."
@@ -46,7 +46,7 @@ def adk_messages(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict
 def _message(content: Any, default_role: str) -> dict[str, Any] | None:
     if not isinstance(content, dict):
         return None
-    parts = [p for p in (_part(raw) for raw in content.get("parts") or []) if p is not None]
+    parts = [p for p in (gemini_part(raw) for raw in content.get("parts") or []) if p is not None]
     if not parts:
         return None
     role = content.get("role") if isinstance(content.get("role"), str) else default_role
@@ -56,7 +56,9 @@ def _message(content: Any, default_role: str) -> dict[str, Any] | None:
     return {"role": role, "parts": parts}
 
 
-def _part(raw: Any) -> dict[str, Any] | None:
+def gemini_part(raw: Any) -> dict[str, Any] | None:
+    """One Gemini `Part` as a normalised part (`view`): its text (a `thought` one as reasoning), `function_call` or
+    `function_response`; `None` for any other part."""
     if not isinstance(raw, dict):
         return None
     if isinstance(raw.get("text"), str):

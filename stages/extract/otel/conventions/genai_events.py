@@ -36,6 +36,7 @@ import json
 from typing import Any, NoReturn
 
 from tracejudge.stages.extract.common import fail, maybe_json
+from tracejudge.stages.extract.otel.conventions.adk import gemini_part
 from tracejudge.stages.extract.otel.messages import normalise_one
 from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import MISSING, present, tool_response_part
@@ -191,9 +192,13 @@ def _object(value: Any, field: str, where: str) -> dict[str, Any]:
     return got
 
 
+_GEMINI_PARTS = ("text", "function_call", "function_response")
+
+
 def _content(value: Any, role: str, field: str, where: str) -> Any:
-    """A message's content as `normalise_one` reads it: text, content parts (Gemini's `{"text"}` as a text part), or for a
-    tool message any value; `None` when nothing was recorded."""
+    """A message's content as `normalise_one` reads it: text, content parts, or for a tool message any value; `None` when
+    nothing was recorded. A Gemini part (`{"text"}`, `{"function_call"}`, `{"function_response"}`: OTel's vertexai
+    instrumentation writes a content's parts as they are) is read as ADK's content is (`adk`)."""
     if not present(value):
         return None
     if role == "tool" or isinstance(value, str):
@@ -202,8 +207,7 @@ def _content(value: Any, role: str, field: str, where: str) -> Any:
         value = [value]
     if not isinstance(value, list):
         _bad(where, field, f"must be text or a list of content parts, got {_kind(value)}")
-    return [{"type": "text", "text": p["text"]} if isinstance(p, dict) and "type" not in p and isinstance(p.get("text"), str) else p
-            for p in value]
+    return [gemini_part(p) if isinstance(p, dict) and "type" not in p and any(k in p for k in _GEMINI_PARTS) else p for p in value]
 
 
 def _tool_calls(value: Any, field: str, where: str) -> list[dict[str, Any]]:
@@ -244,5 +248,7 @@ def _message(name: str, body: dict[str, Any], where: str) -> dict[str, Any]:
         if isinstance(cid, (dict, list)):
             _bad(where, "id", f"must be the id of the tool call answered, got {_kind(cid)}")
         return {"role": "tool", "parts": [tool_response_part(cid, content)] if content is not None else []}
+    if calls and isinstance(content, list):  # (vertexai writes a choice's calls twice: as parts, and beside, with ids)
+        content = [p for p in content if not (isinstance(p, dict) and p.get("type") == "tool_call")]
     normalised = normalise_one({"role": role, "content": content, "tool_calls": calls})
     return normalised if normalised is not None else {"role": role, "parts": []}
