@@ -154,7 +154,7 @@ def _span_event_body(attrs: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _parts_text(text: str) -> list[Any] | None:
     """The content parts a flat `content` attribute holds as JSON text (an SDK whose span events hold no list writes
-    them so), or `None` when the text is not such a list: a message's own text stays text, whatever it says."""
+    them so: a list of objects each with a `type` or a `text`), or `None` for any other text, which is the message's."""
     if not text.startswith("[{"):
         return None
     try:
