@@ -4,7 +4,7 @@
 own thread and event loop. `respond(headers, body)` returns `(status, json)`
 or the string `"hang"` (never answer until the server stops). `verdict(body)`
 builds a valid verdict for the request's schema; `completion(text)` wraps text
-as an OpenAI reply.
+as an OpenAI reply; `answers_then_hangs(n)` answers the first n requests, then hangs.
 """
 
 from __future__ import annotations
@@ -38,6 +38,19 @@ def completion(text: str) -> dict[str, Any]:
     """An OpenAI chat completion carrying `text`."""
     return {"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
             "finish_reason": "stop"}], "usage": {"prompt_tokens": 50, "completion_tokens": 10}}
+
+
+def answers_then_hangs(answered: int) -> Respond:
+    """A `respond` for a judge that freezes: the first `answered` requests get a verdict as the OpenAI API sends it,
+    every later one no reply at all. (A judge that never answered stops the run instead: most tests of what
+    timeouts do need one that has answered.)"""
+    seen: list[int] = []
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        seen.append(1)
+        return (200, completion(json.dumps(verdict(body)))) if len(seen) <= answered else "hang"
+
+    return respond
 
 
 class Loopback:

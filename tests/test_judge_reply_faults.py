@@ -192,16 +192,20 @@ def test_a_reply_whose_text_is_all_in_reasoning_content_says_so_and_is_never_sco
 # ---------------------------------------------------------------- (e) attempts that got no reply, billed in their score
 
 
-@pytest.mark.parametrize("script,attempts,items", [(["timeout"], 1, 1), (["timeout", "ok"], 2, 1), (["timeout"], 1, 2)],
+# A score left without a verdict by a timeout needs a judge that answered before (one that never did stops the run): its
+# first request is answered, one at a time.
+@pytest.mark.parametrize("script,attempts,items,n", [(["ok", "timeout"], 1, 1, 2), (["timeout", "ok"], 2, 1, 1), (["ok", "timeout"], 1, 2, 4)],
                          ids=["timed-out", "timed-out-then-answered", "multi-item-timed-out"])
 def test_a_timed_out_attempt_is_billed_in_its_scores_judge_block_as_in_the_summary(simulator: Any, tmp_path: Path, script: list[str],
-                                                                                     attempts: int, items: int) -> None:
+                                                                                     attempts: int, items: int, n: int) -> None:
     sim = simulator(script=script, hang_s=3)
-    cfg = config(tmp_path, sim.url, cases(tmp_path / "c.jsonl", items), metrics=ONE, timeout_s=0.3, max_attempts=attempts,
+    cfg = config(tmp_path, sim.url, cases(tmp_path / "c.jsonl", n), metrics=ONE, timeout_s=0.3, max_attempts=attempts,
                  items_per_request=items, group="none")
+    cfg["limits"] = {"max_in_flight": 1}
     summary = anyio.run(lambda: runner.run(validate_config(cfg))).summary
     j, blocks = summary["judge"], judge_blocks(tmp_path)
-    assert j["timeouts"] == 1 and j["input_tokens"] > 0 and len(blocks) == items
+    assert j["timeouts"] == 1 and j["input_tokens"] > 0 and len(blocks) == n
+    assert summary["status"].get("judge_error", 0) == (items if n > 1 else 0), summary["status"]  # (where the judge answered before)
     # Before: summary.json billed the timed-out attempt, each score's judge block said 0 tokens and $0.
     assert sum(b["input_tokens"] for b in blocks) == j["input_tokens"], (blocks, j)
     assert sum(b["cost_usd"] for b in blocks) == pytest.approx(j["cost_usd"], abs=1e-6) and j["cost_usd"] > 0

@@ -225,9 +225,11 @@ def test_a_tokenizer_json_needs_the_tokenizers_package_or_names_the_file(tmp_pat
 def test_timeouts_say_to_raise_judge_timeout_s(simulator, tmp_path):
     from tracejudge.stages.reports.judge_lines import judge_lines
 
-    sim = simulator(script=["timeout"], hang_s=3)
-    summary = run(config(tmp_path, sim.url, cases(tmp_path / "c.jsonl", 1), metrics=[{"type": "TaskCompletion"}], timeout_s=0.3, max_attempts=1))
-    (r,) = results(tmp_path)
+    sim = simulator(script=["ok", "timeout"], hang_s=3)  # (answered first: a judge that never answered stops the run)
+    data = config(tmp_path, sim.url, cases(tmp_path / "c.jsonl", 2), metrics=[{"type": "TaskCompletion"}], timeout_s=0.3, max_attempts=1)
+    data["limits"] = {"max_in_flight": 1}
+    summary = run(data)
+    (r,) = [r for r in results(tmp_path) if r["status"] != "ok"]
     assert r["error"]["kind"] == "timeout" and "judge.timeout_s 0.3: raise it" in r["error"]["message"]
     assert any("raise judge.timeout_s (now 0.3 s)" in line for line in judge_lines(summary))  # the terminal's judge lines
 

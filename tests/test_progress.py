@@ -62,9 +62,11 @@ def test_a_resume_that_redoes_judge_errors_counts_them_in_its_total(tmp_path) ->
     (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\nmetrics: [{type: TaskCompletion}]\n"
                                      "judge: {provider: simulator, model: gpt-4o-mini}\ncache: {dir: cache}\nrun: {dir: run}\n")
     cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml"]
-    # Every judge request times out (the simulator answers after 2 s, the client waits 0.3 s, one attempt).
-    first = _forkserver.run([*cmd, "--no-progress", "--set", "judge.simulator.latency_ms=2000", "--set", "judge.timeout_s=0.3",
-                            "--set", "judge.max_attempts=1"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # Every judge request fails (a 500, a 504 or a cut reply, one attempt). (Not a timeout: a judge that never replied
+    # stops the run with no case marked.)
+    first = _forkserver.run([*cmd, "--no-progress", "--set", "judge.simulator.error_rate=1", "--set", "judge.simulator.hang_s=0.01",
+                            "--set", "judge.max_attempts=1", "--set", "judge.max_retry_wait_s=0.5"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
     assert first.returncode == 1 and (tmp_path / "run" / "results.jsonl").read_text().count('"judge_error"') == 5, first.stdout
     again = _forkserver.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)  # not a terminal: log lines
     assert again.returncode == 0, again.stdout + again.stderr

@@ -107,9 +107,19 @@ STANDING = ("judge_errors", "error_kinds", "judged_results", "judge_error_result
             "parse_failed_items", "parse_failure_rate")
 
 
+def _distinct(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with each of its cases asking its own question (identical ones share one judge request)."""
+    path = Path(config["dataset"]["path"])
+    lines = path.read_text().splitlines()
+    path.write_text("".join(x.replace('"input": "q"', f'"input": "q{i}"') + "\n" for i, x in enumerate(lines)))
+    return config
+
+
 def test_timeouts_a_resume_retried_away_are_no_longer_counted(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
-    sim = simulator(script=["timeout"] * 2, hang_s=1)  # the first two judge requests get no reply within timeout_s
-    config = _config(tmp_path, sim.url)
+    # The first judge request answered, the next two get no reply within timeout_s (a judge that never answered would stop
+    # the run instead, marking no case).
+    sim = simulator(script=["ok"] + ["timeout"] * 2, hang_s=1)
+    config = _distinct(_config(tmp_path, sim.url))
     config["judge"]["timeout_s"] = 0.3
     first = _run(config)
     assert first.summary["judge"]["error_kinds"] == {"timeout": 2} and first.summary["judge"]["judge_errors"] == 2
@@ -121,7 +131,7 @@ def test_timeouts_a_resume_retried_away_are_no_longer_counted(simulator: Callabl
     assert "judge timeouts: 2 requests got no reply in time, all retried since" in again.stdout  # what the judge did, as history
     resumed = json.loads((tmp_path / "run" / "summary.json").read_text())
     (tmp_path / "ref").mkdir()
-    never = _run(_config(tmp_path / "ref", sim.url)).summary  # the same cases, no timeout
+    never = _run(_distinct(_config(tmp_path / "ref", sim.url))).summary  # the same cases, no timeout
     assert {k: resumed["judge"][k] for k in STANDING} == {k: never["judge"][k] for k in STANDING}
     assert resumed["judge"]["error_kinds"] == {} and resumed["judge"]["judge_errors"] == 0
     assert (resumed["status"], resumed["metrics"]) == (never["status"], never["metrics"])

@@ -107,7 +107,8 @@ class JudgeConfig(_Strict):
     again once only), and a server that cannot serve (a 502, 503, 504 or 529, a
     connection refused) waited for at the judge's gate for at most
     `max_retry_wait_s` seconds, and a server that gives no reply at all (a
-    frozen one) given up after as long; a `retry-after` longer than `max_retry_after_s`
+    frozen one) given up after as long (the run stopped, exit 3, when it never
+    answered); a `retry-after` longer than `max_retry_after_s`
     (a daily quota) fails the request at once as `rate_limited`.
     `context_tokens` is the judge's context window; a prompt that would not
     fit is handled by `too_long`: `truncate` (cut oversized fields other than

@@ -10,7 +10,8 @@ can reuse them:
 - `Judge.call(request)` — send one request with admission, budget and
   retries (`calls.sending`: a 429, a 500, a malformed reply or a dropped
   connection retried with jittered exponential backoff, or the provider's
-  `retry-after`, up to `max_attempts`; a timeout sent again once; a server
+  `retry-after`, up to `max_attempts`; a timeout sent again once, or, while
+  no request of the run was answered, waited out at the gate; a server
   down — 502, 503, 504, 529, a connection refused — waited out at the judge's
   shared gate, `calls.gate`, for `max_retry_wait_s`, and a server that gives no
   reply at all given up after as long; a `retry-after` beyond
@@ -43,8 +44,8 @@ score's `details.error_kind`): `parse_error` (no usable verdict after the
 repair request), `truncated` (cut at `max_tokens` twice), `timeout`,
 `rate_limited`, `auth_error` (401/403), `request_error` (the server refused
 the request itself: a 4xx, or a 5xx naming the request's fields; never
-retried), `unreachable` (no connection, and no request of the run was ever
-answered: never retried) — these three stop the run (`STOPS`) — and
+retried), `unreachable` (no connection, or connections accepted and never
+replied to, and no request of the run was ever answered: never retried) — these three stop the run (`STOPS`) — and
 `provider_error` (any other refusal, `details.http_status` set when there
 was one; a 200 reply with an error body, a malformed reply or one over
 `judge.max_response_bytes` carries what was wrong).

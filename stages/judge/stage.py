@@ -21,7 +21,7 @@ written, so nothing unjudged is marked final. A request the server refuses
 as such (`request_error`: a 4xx, or a 5xx naming `response_format`, the
 context length…) stops it the same way with `JudgeRequestError` (exit 2),
 one line naming the server's message and the setting to change; and a judge
-that cannot be reached while nothing of the run was ever answered
+that cannot be reached, or never replies, while nothing of the run was ever answered
 (`unreachable`) with `JudgeUnreachable` naming the URL (exit 3). None of them
 is written, so a resume (with the config fixed) judges those cases again.
 

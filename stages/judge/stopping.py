@@ -23,6 +23,8 @@ def _stopping(fatal: Outcome, cfg: Any) -> Exception:
         return STOPS["request_error"](f"judge: {msg.removeprefix('no batch API: ')}; {tail}")
     if fatal.kind == "request_error":
         return STOPS["request_error"](f"judge: the server refused the request itself, not a transient failure: {msg}; {tail}")
+    if "accepted connections but never replied" in msg:  # (a frozen server: `calls.gate`) it runs, at the right URL
+        return STOPS["unreachable"](f"judge: {msg}; is the server stuck, or judge.timeout_s too short for its first reply? {tail}")
     return STOPS["unreachable"](f"judge: {msg}; is the server running and judge.base_url right? {tail}")
 
 

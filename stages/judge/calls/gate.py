@@ -28,6 +28,11 @@ Two things close it:
   per wave of the cases the run makes ready, hours for a large run. A server that answers, however slowly, within
   `judge.timeout_s` never gets there: any reply starts the silence over.
 
+While nothing of the run was answered (`reached()` False: no HTTP reply, a timeout is none), the slow gate gives up on
+no request for the timeouts alone: requests wait (any of them may be the one trying it) until a reply opens it or the
+silence reaches the wait, when they all fail as `unreachable` and the run stops as for a refused connection (exit 3,
+no case marked): a judge that never replied says nothing of the agent, so no case may end `timeout` on its account.
+
 A request the gate gives up on before it was ever sent (down or silent past `judge.max_retry_wait_s`) fails with
 `ProviderError.unsent` set: it counts no request.
 
@@ -78,12 +83,14 @@ class Closed(Exception):
 
 
 class Gate:
-    """See the module doc. `budget_s`: `judge.max_retry_wait_s`; `timeout_s`: `judge.timeout_s`; `url()`: where requests go."""
+    """See the module doc. `budget_s`: `judge.max_retry_wait_s`; `timeout_s`: `judge.timeout_s`; `url()`: where requests go;
+    `reached()`: some request of the run got an HTTP reply (`Judge.reached`)."""
 
-    def __init__(self, budget_s: float, timeout_s: float, url: Callable[[], str]) -> None:
+    def __init__(self, budget_s: float, timeout_s: float, url: Callable[[], str], reached: Callable[[], bool] = lambda: True) -> None:
         self.budget_s = budget_s
         self.timeout_s = timeout_s
         self._url = url
+        self._reached = reached
         self.state: str | None = None  # None (open), "down" or "slow"
         self.since = 0.0
         self.error: ProviderError | None = None  # the last failure that kept it closed
@@ -130,8 +137,9 @@ class Gate:
             nxt = "one request trying it" if self.trying else (
                 f"{self.in_flight} sent still awaited" if self.in_flight else "the next request tries it")
             quiet = now - (self.quiet_since if self.quiet_since is not None else now)
-            end = (f"given up: no reply at all for {quiet:.0f} s" if self.silent(now) else
-                   f"gives up in {max(0.0, self.budget_s - quiet):.0f} s with no reply")
+            verb = ("gives up", "given up") if self._reached() else ("stops the run", "stopping the run")
+            end = (f"{verb[1]}: no reply at all for {quiet:.0f} s" if self.silent(now) else
+                   f"{verb[0]} in {max(0.0, self.budget_s - quiet):.0f} s with no reply")
             return (f"{waiting} held: server too slow ({self.closed_after} requests in a row got no reply within "
                     f"{self.timeout_s:.0f} s, judge.timeout_s), {nxt}, {end} (judge.max_retry_wait_s {self.budget_s:.0f} s)")
         return f"{waiting} held: the server answered, sending"
@@ -139,9 +147,10 @@ class Gate:
     async def enter(self, first: bool, stopping: Callable[[], bool]) -> bool:
         """Wait until this request may be sent; True when it goes as the one request trying the closed gate.
 
-        `first`: the request was never sent (after timeouts only such a request tries the gate: the retry of one that
-        timed out would prove little). Raises `ProviderError` once the gate gives up on it (down past the wait, its
-        `unsent` set when `first`; slow, only when not `first`), `JudgeStopped` when `stopping()`.
+        `first`: the request was never sent (after timeouts only such a request tries the gate once the server has
+        answered: the retry of one that timed out would prove little). Raises `ProviderError` once the gate gives up on
+        it (down past the wait, its `unsent` set when `first`; slow, only when not `first`, or silent past the wait),
+        `JudgeStopped` when `stopping()`.
         """
         seen = self.failed_tries  # (slow: a request never sent gives up only once a try it waited for failed)
         while self.state is not None:
@@ -218,6 +227,10 @@ class Gate:
     def _may_try(self, now: float, first: bool) -> bool:
         if self.state == "down":
             return now >= self.next_try
+        if not self._reached():
+            # A request that timed out may try too (a run of one case has no other, and a server still loading its
+            # model is as likely to answer it), until the silence stops the run.
+            return self.in_flight == 0 and not self.silent(now)
         return first and self.in_flight == 0
 
     def _given_up(self, now: float, first: bool, seen: int) -> bool:
@@ -225,8 +238,8 @@ class Gate:
             return now - self.since >= self.budget_s
         # Slow: a request never sent gives up only once a try it waited for got no reply in time (`seen`: the failed
         # tries when it began to wait), unless it is the next to try (`_may_try`, asked first); any request, once the
-        # server has been silent for the whole wait.
-        return self.silent(now) or (self.stalled and (not first or self.failed_tries > seen))
+        # server has been silent for the whole wait, and only then while it never replied (see the module doc).
+        return self.silent(now) or (self._reached() and self.stalled and (not first or self.failed_tries > seen))
 
     def _pause(self, exc: ProviderError) -> float:
         pause, self._delay = self._delay, min(2 * self._delay, LAST_TRY_S)
@@ -279,6 +292,11 @@ class Gate:
         """The failure of a request the silent gate gave up on; the first one says so in the log."""
         assert self.quiet_since is not None
         quiet, t = now - self.quiet_since, self.timeout_s
+        if not self._reached():  # the run stops on it (`outcome.STOPS`): its one line says it all, no warning before
+            out = ProviderError("unreachable", f"it accepted connections but never replied within judge.timeout_s {t:g} s: no reply at "
+                                f"all for {quiet:.0f} s, judge.max_retry_wait_s {self.budget_s:g}")
+            out.no_reply, out.unsent = True, first
+            return out
         why = (f"the judge gave no reply at all for {quiet:.0f} s ({self.closed_after} requests in a row got none within "
                f"judge.timeout_s {t:g} s, and none since): given up as unavailable after judge.max_retry_wait_s "
                f"{self.budget_s:g} (raise it to wait longer for a server that stalls)")
@@ -300,6 +318,6 @@ def gate_of(judge: Any) -> Gate:
     """`judge`'s gate, made with its first request sent (a run the cache answers whole makes none)."""
     gate: Gate | None = getattr(judge, "_gate", None)
     if gate is None:
-        gate = Gate(judge.cfg.max_retry_wait_s, judge.cfg.timeout_s, lambda: judge.url)
+        gate = Gate(judge.cfg.max_retry_wait_s, judge.cfg.timeout_s, lambda: judge.url, lambda: judge.reached)
         setattr(judge, "_gate", gate)  # noqa: B010 - the gate is this module's, kept on the judge it serves
     return gate

@@ -37,7 +37,8 @@ class JudgeRequestError(TracejudgeError):
 
 
 class JudgeUnreachable(TracejudgeError):
-    """No connection to the judge, and nothing of the run was ever answered: the run stops naming the URL (exit 3)."""
+    """No connection to the judge (or connections accepted and never replied to), and nothing of the run was ever
+    answered: the run stops naming the URL (exit 3)."""
 
     exit_status = 3
 

@@ -172,8 +172,9 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
             self.stats.connection_errors += 1
         elif exc.kind == "request":
             self.stats.request_errors += 1
-        if exc.kind != "unreachable":
-            self.reached = True  # something answered (or dropped a sent request): the endpoint exists
+        if exc.kind not in ("unreachable", "timeout"):
+            # Something answered (or dropped a sent request): the endpoint exists; a timeout says not even that (`Gate`).
+            self.reached = True
         raise exc from None
     except BaseException:
         self.limiter.settle(permit, "timeout")
@@ -342,6 +343,8 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
                 raise
             if is_outage(exc) and gate.state == "down":
                 continue  # sent again when the gate says, within judge.max_retry_wait_s (else a failure of its own)
+            if exc.kind == "timeout" and not self.reached:
+                continue  # nothing of the run answered yet: the gate waits for a reply or stops the run (`Gate`)
             attempts += 1
             timeouts += exc.kind == "timeout"
             pause = self._wait(exc, attempts)
