@@ -117,7 +117,7 @@ def test_multivon_documented_example(tmp_path: Path):
 def test_multivon_failed_calls(tmp_path: Path):
     record = {"id": "m2", "input": "AAPL price", "agent_trace": [
         {"tool_calls": [{"name": "get_price", "arguments": {"ticker": "AAPL"}, "result": "Error: 404"}]},
-        {"tool_calls": [{"name": "get_price", "arguments": '{"ticker": "AAPL"}', "error": "timeout"}]},
+        {"tool_calls": [{"name": "get_price", "arguments": {"ticker": "AAPL"}, "error": "timeout"}]},
         {"output": "I was unable to retrieve the price."}]}
     plain = _one(tmp_path, "multivon", record)
     assert [c.error for c in plain.trace.tool_calls()] == [None, "timeout"]

@@ -13,8 +13,11 @@ dumped to JSON)::
      "expected_tool_calls": ["search", "summarize"]}
 
 Each `AgentStep` is one step (`thought`, `tool_calls`, `output`); a
-`ToolCall` keeps `name`, `arguments` (a mapping, or a JSON string decoded
-like any provider's; missing means `{}`) and `result`. multivon's
+`ToolCall` keeps `name`, `arguments` (a mapping; missing means `{}`) and
+`result`. Types are checked as multivon-eval's `case_from_dict` checks them
+(text `thought`/`output`, a list `tool_calls`, text `name`, mapping
+`arguments`, text `input`, list `tags`, mapping `metadata`): what it refuses
+(`null` included, and `arguments` as JSON text) is refused naming the field. multivon's
 `expected_tool_calls` is a list of tool *names*: each becomes an expected
 call matched on the name alone (`arguments: null`); objects `{name,
 arguments}` are accepted too. A call with an `error` (a message, or `true`)
@@ -45,6 +48,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from tracejudge.core.record_fields import tool_name_problem
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import CASE_FIELDS, build_case, case_fields, decode_line, fail, json_type, read_lines
@@ -65,6 +69,8 @@ _FIELDS = _PLAIN_FIELDS | _NATIVE
 
 _STEP_FIELDS = ("thought", "tool_calls", "output")  # multivon-eval's `AgentStep`
 _CALL_FIELDS = ("name", "arguments", "result", "id", "error")  # its `ToolCall`, and a call's id and error besides
+_STEP = '{"thought": "text", "tool_calls": [...], "output": "text"}'
+_CALL = '{"name": "tool", "arguments": {...}, "result": ...}'
 
 
 def _known(obj: dict[str, Any], allowed: Any, where: str, cid: str) -> None:
@@ -99,6 +105,43 @@ def _named(record: dict[str, Any]) -> dict[str, Any]:
     if not text.strip() or "\x00" in text:
         fail("the case id is empty, only whitespace or holds NUL: give every case a distinct, non-empty id", field="case_id")
     return {**record, "id": text}
+
+
+_TEXT_OR_NULL = ("expected_output", "reference_output", "revision", "source_id")
+
+
+def _case_types(record: dict[str, Any], cid: str) -> None:
+    """Refuse an `EvalCase` field of a type multivon-eval's loader (`case_from_dict`) refuses, naming it.
+
+    Beside an `agent_trace` as without one: `input` is text; `expected_output`, `reference_output`, `revision` and
+    `source_id` text or null (the last two not empty); `context` text, a list of text or null; `tags` a list of text
+    and `metadata` an object (null is neither). (`case_id`, `expected_tool_calls` and `conversation` are checked where
+    they are read.)
+    """
+    if "input" not in record:
+        fail("the case has no input: multivon-eval's EvalCase needs the request as text", field="input", case_id=cid)
+    if not isinstance(record["input"], str):
+        fail(f"expected the request as text, got {json_type(record['input'])}", field="input", case_id=cid)
+    for key in _TEXT_OR_NULL:
+        value = record.get(key)
+        if value is not None and not isinstance(value, str):
+            fail(f"expected text or null, got {json_type(value)}", field=key, case_id=cid)
+        if value == "" and key in ("revision", "source_id"):
+            fail("empty text: give a value or null", field=key, case_id=cid)
+    context = record.get("context")
+    if context is not None and not isinstance(context, str):
+        items = context if isinstance(context, list) else [context]
+        bad = next((i for i, x in enumerate(items) if not isinstance(x, str)), None)
+        if bad is not None:
+            fail(f"expected text or a list of text, got {json_type(items[bad])}",
+                 field=f"context[{bad}]" if isinstance(context, list) else "context", case_id=cid)
+    for key, want, kind in (("tags", list, "a list of text"), ("metadata", dict, "an object")):
+        value = record.get(key, want())
+        if not isinstance(value, want):
+            fail(f"expected {kind}, got {json_type(value)}", field=key, case_id=cid)
+        bad = next((i for i, x in enumerate(value) if not isinstance(x, str)), None) if key == "tags" else None
+        if bad is not None:
+            fail(f"expected a tag as text, got {json_type(value[bad])}", field=f"tags[{bad}]", case_id=cid)
 
 
 _ROLES = ("user", "assistant")
@@ -178,19 +221,39 @@ def _expected(value: Any, cid: str) -> list[dict[str, Any]] | None:
 
 
 def _call(tc: Any, where: str, cid: str, prefixes: tuple[str, ...]) -> dict[str, Any]:
+    # multivon-eval's loader takes a call with a text `name` and a mapping `arguments` (missing: `{}`); so does this one.
     if not isinstance(tc, dict):
-        fail("a tool call must be an object", field=where, case_id=cid)
+        fail(f"expected a tool call {_CALL}, got {json_type(tc)}", field=where, case_id=cid)
     _known(tc, _CALL_FIELDS, where, cid)
     name = tc.get("name")
-    if not isinstance(name, str) or not name:
-        fail("tool call has no name", field=f"{where}.name", case_id=cid)
+    if "name" not in tc:
+        fail(f"the tool call has no name: multivon-eval's ToolCall needs one {_CALL}", field=f"{where}.name", case_id=cid)
+    if not isinstance(name, str):
+        fail(f"expected the tool's name as text, got {json_type(name)}", field=f"{where}.name", case_id=cid)
+    problem = tool_name_problem(name)
+    if problem:  # (multivon loads `""`; here every reader refuses a call naming no tool, which no expectation could match)
+        fail(f"{problem[1]}: a call must name its tool", field=f"{where}.name", case_id=cid)
+    args = tc.get("arguments", {})
+    if not isinstance(args, dict):
+        # (JSON text is no exception: multivon refuses it, and a trace it cannot load is no trace it scored)
+        fix = "; decode the JSON text into an object" if isinstance(args, str) else ""
+        fail(f"expected the call's arguments as an object (name: value), got {json_type(args)}{fix}",
+             field=f"{where}.arguments", case_id=cid)
     error = tc.get("error")
     result = tc.get("result")
     if error is True:
         error = result if isinstance(result, str) and result else "error"
     elif not isinstance(error, str) or not error:
         error = result if prefixes and isinstance(result, str) and result.startswith(prefixes) else None
-    return {"id": tc.get("id"), "name": name, "arguments": tc.get("arguments"), "result": result, "error": error}
+    return {"id": tc.get("id"), "name": name, "arguments": args, "result": result, "error": error}
+
+
+def _text(step: dict[str, Any], key: str, where: str, cid: str) -> str | None:
+    """`step[key]` (`thought` or `output`): text, or None when missing; null or any other JSON type is refused, as multivon's loader does."""
+    value = step.get(key)
+    if key in step and not isinstance(value, str):
+        fail(f"expected the step's {key} as text, got {json_type(value)}", field=f"{where}.{key}", case_id=cid)
+    return value
 
 
 def adapt(payload: Any, options: Options | None = None) -> Case:
@@ -225,7 +288,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         trace = []
         fields["metadata"] = {**(fields.get("metadata") or {}), NO_AGENT_TRACE: True}
     elif not isinstance(trace, list):
-        fail("agent_trace must be a list of steps", field="agent_trace", case_id=cid)
+        fail(f"expected a list of steps {_STEP}, got {json_type(trace)}", field="agent_trace", case_id=cid)
     else:
         _known(record, _FIELDS, "", cid)
     history = _history(record, cid)
@@ -234,21 +297,22 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     for i, step in enumerate(trace):
         where = f"agent_trace[{i}]"
         if not isinstance(step, dict):
-            fail("a step must be an object", field=where, case_id=cid)
+            fail(f"expected a step {_STEP}, got {json_type(step)}", field=where, case_id=cid)
         _known(step, _STEP_FIELDS, where, cid)
-        calls = step.get("tool_calls") or []
+        calls = step.get("tool_calls", [])
         if not isinstance(calls, list):
-            fail("tool_calls must be a list", field=f"{where}.tool_calls", case_id=cid)
-        output = step.get("output")
+            fail(f"expected a list of tool calls, got {json_type(calls)}", field=f"{where}.tool_calls", case_id=cid)
+        output = _text(step, "output", where, cid)
         steps.append(
             {
-                "thought": step.get("thought"),
+                "thought": _text(step, "thought", where, cid),
                 "tool_calls": [_call(tc, f"{where}.tool_calls[{j}]", cid, prefixes) for j, tc in enumerate(calls)],
                 "output": output,
             }
         )
         if output is not None:
             last_output = output
+    _case_types(record, cid)  # (after the steps: a record's trace problem is the one worth naming first)
     final = record.get("actual_output", record.get("output", last_output))
     # Without `conversation`, multivon's EvalCase records one request (`input`); a record may add the user's turns in the native shape.
     return build_case({**fields, "trace": {"steps": steps, "user_messages": users, "output": final}})
