@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,8 @@ REPLIES = [
 def upstream_has_call(message: dict[str, Any]) -> bool:
     """Whether upstream's relevance check finds a function call in this Chat Completions reply (FC mode)."""
     calls = message.get("tool_calls") or []
-    result: Any = [{c["function"]["name"]: c["function"]["arguments"]} for c in calls] if calls else (message.get("content") or "")
+    # (the OpenAI SDK that upstream reads the reply with gives a missing name as None)
+    result: Any = [{c["function"].get("name"): c["function"]["arguments"]} for c in calls] if calls else (message.get("content") or "")
     try:
         decoded = []
         for invoked in result:  # (a text reply fails here: a character has no `keys`)
@@ -52,6 +55,35 @@ def upstream_has_call(message: dict[str, Any]) -> bool:
     if not all(type(i) is dict and len(i) == 1 and type(list(i.values())[0]) is dict for i in decoded):
         return False
     return not (len(decoded) == 0 or (len(decoded) == 1 and len(decoded[0]) == 0))
+
+
+@contextmanager
+def chat_server(message_for: Callable[[str], dict[str, Any]]) -> Iterator[str]:
+    """A Chat Completions server on 127.0.0.1 answering each request with `message_for(the last message's content)`;
+    yields its base URL (without `/v1`) and stops it on leaving."""
+
+    class Chat(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            reply = {"id": "r", "object": "chat.completion", "choices": [
+                {"index": 0, "message": message_for(body["messages"][-1]["content"]), "finish_reason": "stop"}]}
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_live_relevance_questions_carry_the_relevance_check() -> None:
@@ -75,28 +107,8 @@ def test_the_example_gives_upstreams_verdict_on_real_questions(tmp_path: Path, d
         reply_of[q["question"][0][-1]["content"]] = {"id": q["id"], "message": {"role": "assistant", **REPLIES[i % len(REPLIES)](first)}}
     assert len(reply_of) == len(lines)  # (each question told apart by what it asks)
 
-    class Chat(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            reply = {"id": "r", "object": "chat.completion", "choices": [
-                {"index": 0, "message": reply_of[body["messages"][-1]["content"]]["message"], "finish_reason": "stop"}]}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        listed, traces = run_example(tmp_path, f"http://127.0.0.1:{server.server_address[1]}", f"dataset.path={questions}")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with chat_server(lambda asked: reply_of[asked]["message"]) as url:
+        listed, traces = run_example(tmp_path, url, f"dataset.path={questions}")
     results = {r["case_id"]: r for r in listed}
     assert len(results) == len(lines)
     upstream = {r["id"]: upstream_has_call(r["message"]) for r in reply_of.values()}

@@ -22,7 +22,9 @@ answers with whatever model `BFCL_BASE_URL` serves (OpenAI, vLLM, llama.cpp's se
   their live_ forms, live_relevance). The calls are the answer: nothing is executed, so each call's result is
   empty. They are read as BFCL's OpenAI handler reads them: each call's arguments must be JSON text of an object,
   and when one is not (text that does not parse, `""`, `null`) the reply holds no call at all, the step's `error`
-  quoting what was sent; BFCL fails such a reply in every category but irrelevance, where it passes. Multi-turn
+  quoting what was sent; BFCL fails such a reply in every category but irrelevance, where it passes. A call with
+  no function name (missing, `null`, `""`) is a call there all the same, kept here as a call to `NAMELESS`: it
+  passes live_relevance, fails irrelevance, and matches no expected call in the AST categories. Multi-turn
   questions need the calls run against BFCL's simulated classes between turns, which this example does not do:
   it answers their first turn only, and says so in the trace.
 
@@ -37,7 +39,7 @@ import os
 import urllib.request
 from typing import Any
 
-__all__ = ["decoded", "respond", "source_text_doc", "tool_of"]
+__all__ = ["NAMELESS", "decoded", "respond", "source_text_doc", "tool_of"]
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 
@@ -132,7 +134,7 @@ def respond(request: Any) -> dict[str, Any]:
     reply = _post(f"{base}/chat/completions", body, os.environ.get("BFCL_API_KEY", os.environ.get("OPENAI_API_KEY")), 60.0)
     message = (reply.get("choices") or [{}])[0].get("message") or {}
     sent = [call.get("function") or {} for call in message.get("tool_calls") or []]
-    calls = [{"name": names.get(fn.get("name"), fn.get("name")), "arguments": decoded(fn.get("arguments"))} for fn in sent]
+    calls = [{"name": _name(fn.get("name"), names), "arguments": decoded(fn.get("arguments"))} for fn in sent]
     step: dict[str, Any] = {"tool_calls": calls}
     bad = [f"{fn.get('name')}({fn.get('arguments')!r})" for fn, call in zip(sent, calls) if call["arguments"] is None]
     if bad:
@@ -144,6 +146,22 @@ def respond(request: Any) -> dict[str, Any]:
         step["output"] = text
     note = {"note": "multi-turn: only the first turn is answered (the calls are not executed)"} if context.get("involved_classes") else {}
     return {"output": text, "trace": {"steps": [step], "output": text}, "metadata": note}
+
+
+NAMELESS = "(no function name)"
+"""The name a call the model made without a usable function name is recorded under: no BFCL function is named so."""
+
+
+def _name(sent: Any, names: dict[str, str]) -> str:
+    """BFCL's name of the function a call names (`math_factorial` back to `math.factorial`), or `NAMELESS`.
+
+    A call whose name is missing, `null`, blank, not text or holding NUL is still a call upstream (the OpenAI SDK
+    reads a missing name as None, and BFCL's relevance check counts `{None: {...}}` or `{"": {...}}` as one), which
+    matches no expected function: a trace cannot hold a call without a name, so it is kept under one no function has.
+    """
+    if not isinstance(sent, str) or not sent.strip() or "\x00" in sent:
+        return NAMELESS
+    return names.get(sent, sent)
 
 
 def decoded(arguments: Any) -> dict[str, Any] | None:
