@@ -89,7 +89,9 @@ def _tau_multivon(run: dict[str, Any]) -> dict[str, Any]:
         if m["role"] != "assistant":
             continue
         calls = [{"name": t["function"]["name"], "arguments": json.loads(t["function"]["arguments"]), "result": results.get(t["id"])} for t in m.get("tool_calls") or []]
-        steps.append({"thought": m.get("content") if calls else None, "tool_calls": calls, "output": None if calls else m.get("content")})
+        text = m.get("content")
+        # (multivon's AgentStep holds text or nothing: a null thought or output is a record its loader refuses)
+        steps.append({"tool_calls": calls, **({} if text is None else {"thought" if calls else "output": text})})
     user = next((m["content"] for m in run["traj"] if m["role"] == "user"), None)
     return {"id": f"{run['task_id']}-{run['trial']}", "input": user, "agent_trace": steps,
             "expected_tool_calls": [a["name"] for a in run["info"]["task"]["actions"]]}
