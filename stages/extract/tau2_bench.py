@@ -81,6 +81,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json
 from tracejudge.stages.extract.pairing import Pending
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
+from tracejudge.stages.extract.tau2_shapes import criteria_actions, shape_problem
 from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
 from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
 from tracejudge.stages.load.framing import LineStarts, Notes, count_quietly, quieted
@@ -139,7 +140,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     domain = env.get("domain_name") if isinstance(env, dict) else None
     by_actions: dict[str, list[str]] = {}
     for tid, t in tasks.items():
-        by_actions.setdefault(_actions_key((t.get("evaluation_criteria") or {}).get("actions")), []).append(tid)
+        by_actions.setdefault(_actions_key(criteria_actions(t)), []).append(tid)
     relabelled = 0
     notes = Notes(name)
     found = _in_file(name, text, sims) if data.get("simulations") is True else _in_folder(folder)
@@ -213,7 +214,7 @@ def _checked_task(sim: Any, task: dict[str, Any] | None, by_actions: dict[str, l
     if not isinstance(checks, list) or not checks:
         return None
     key = _actions_key([c.get("action") if isinstance(c, dict) else None for c in checks])
-    if task is not None and key == _actions_key((task.get("evaluation_criteria") or {}).get("actions")):
+    if task is not None and key == _actions_key(criteria_actions(task)):
         return None
     found = by_actions.get(key, [])
     return found[0] if len(found) == 1 else None
@@ -266,7 +267,8 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
     Raises `AdapterError` naming the field (`simulations[i].…`) when the
     simulation lacks `task_id` or `messages`, its task is not in the file,
-    or a tool call has no name.
+    a tool call has no name, or a part of it or of its task's actions has a
+    JSON type the adapter cannot read (`tau2_shapes.shape_problem`).
     """
     from tracejudge.stages.extract.errors import AdapterError
 
@@ -296,7 +298,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         none = " (the file has no `tasks`: a results file holds the tasks its simulations ran)" if raw.get("no_tasks") else ""
         raise AdapterError(f"{where}.task_id: task {task_id!r} is not in the file's tasks{none}", field=f"{where}.task_id", case_id=case_id)
 
-    actions = (task.get("evaluation_criteria") or {}).get("actions")
+    if (problem := shape_problem(sim, task, where)) is not None:  # (a hand edit's wrong type: named, not Python's error)
+        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
+    actions = criteria_actions(task)
     expected = None if actions is None else [expected_from_action(a) for a in actions]
 
     # A dict of results by id gave every call sharing an id (repeated, or empty: `ToolCall.id` defaults to "") the

@@ -1,0 +1,80 @@
+"""A τ²-bench results file holding a part of the wrong JSON type: the simulation is one error naming the field, the others score.
+
+Each file is the first simulations of a real results file (τ²-bench's GPT-4.1 airline run) with one part replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hand_edits import filed
+from helpers import DATA
+
+SOURCE = DATA / "tau2_bench" / "model_training_results" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"
+pytestmark = pytest.mark.skipif(not SOURCE.exists(), reason="the tau2-bench developer files are not beside the repository")
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    data = json.loads(SOURCE.read_text(encoding="utf-8"))
+    return {**data, "simulations": data["simulations"][:3]}
+
+
+def _sim(d: dict[str, Any]) -> dict[str, Any]:
+    return d["simulations"][1]  # task '6'
+
+
+def _task(d: dict[str, Any]) -> dict[str, Any]:
+    return next(t for t in d["tasks"] if str(t["id"]) == str(_sim(d)["task_id"]))
+
+
+def _calling(d: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    return next((k, m) for k, m in enumerate(_sim(d)["messages"]) if m.get("tool_calls"))
+
+
+def _set(get: Callable[[dict[str, Any]], dict[str, Any]], key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: get(d).__setitem__(key, value)
+
+
+CALLS = lambda d: _calling(d)[1]  # noqa: E731
+ACTION = lambda d: _task(d)["evaluation_criteria"]["actions"][0]  # noqa: E731
+REWARD = lambda d: _sim(d)["reward_info"]  # noqa: E731
+CASES = [  # (the edit, the field named (`{k}`: the message holding calls), what it says)
+    (lambda d: _sim(d)["messages"].__setitem__(2, 5), "simulations[1].messages[2]", "expected a message object, got a number"),
+    (_set(CALLS, "tool_calls", "garbage"), "simulations[1].messages[{k}].tool_calls", "expected a list of tool calls, got a string"),
+    (_set(CALLS, "tool_calls", [5]), "simulations[1].messages[{k}].tool_calls[0]", "expected a tool call object, got a number"),
+    (lambda d: CALLS(d)["tool_calls"][0].__setitem__("name", 5), "simulations[1].messages[{k}].tool_calls[0].name",
+     "expected the tool's name, got a number"),
+    (lambda d: _sim(d)["messages"][0].__setitem__("usage", "lots"), "simulations[1].messages[0].usage",
+     "expected a usage object, got a string"),
+    (lambda d: _sim(d)["messages"][0].__setitem__("usage", {"prompt_tokens": "12"}), "simulations[1].messages[0].usage.prompt_tokens",
+     "expected a token count, got a string"),
+    (_set(_sim, "reward_info", [1]), "simulations[1].reward_info", "expected an object, got an array"),
+    (_set(REWARD, "action_checks", "x"), "simulations[1].reward_info.action_checks", "expected a list, got a string"),
+    (_set(REWARD, "action_checks", [3]), "simulations[1].reward_info.action_checks[0]", "expected an object, got a number"),
+    (_set(_sim, "duration", "slow"), "simulations[1].duration", "expected a number, got a string"),
+    (_set(_task, "evaluation_criteria", "x"), "tasks[id='6'].evaluation_criteria", "expected an object, got a string"),
+    (lambda d: _task(d)["evaluation_criteria"].__setitem__("actions", "garbage"), "tasks[id='6'].evaluation_criteria.actions",
+     "expected a list of actions, got a string"),
+    (lambda d: _task(d)["evaluation_criteria"].__setitem__("actions", [7]), "tasks[id='6'].evaluation_criteria.actions[0]",
+     "expected an action object, got a number"),
+    (_set(ACTION, "arguments", [1]), "tasks[id='6'].evaluation_criteria.actions[0].arguments",
+     "expected an object of arguments, got an array"),
+    # Read as it was, "abc" became the expected keys `a`, `b` and `c`: a score against expectations nobody wrote.
+    (_set(ACTION, "compare_args", "abc"), "tasks[id='6'].evaluation_criteria.actions[0].compare_args",
+     "expected a list of argument names, got a string"),
+]
+
+
+@pytest.mark.parametrize("edit, field, why", CASES, ids=[c[1] for c in CASES])
+def test_a_part_of_the_wrong_type_is_its_simulations_error_naming_the_field(tmp_path, results, edit, field, why):
+    data = copy.deepcopy(results)
+    edit(data)
+    got = filed(tmp_path / "r.json", "tau2-bench", json.dumps(data, indent=2))
+    field = field.format(k=_calling(results)[0])
+    assert [cid for cid, _ in got] == ["13-0", "6-0", "16-0"]
+    assert [(cid, error) for cid, error in got if error is not None] == [("6-0", f"{field}: {why}")]
