@@ -171,6 +171,10 @@ def _two_conversations(tmp_path: Path, spoil: Any) -> tuple[Path, list[Any]]:
     (lambda r: r["body"]["kvlistValue"]["values"].append({"key": "index", "value": {"intValue": "zero"}}),
      ".body", "does not decode"),
     (lambda r: r.__setitem__("observedTimeUnixNano", "soon"), ".timeUnixNano", "is not a time ('soon')"),
+    # read as they were, a body of no content: the choice was lost with nothing said
+    (lambda r: r["body"]["kvlistValue"].__setitem__("values", "nope"), ".body", "kvlistValue.values must be a list, got str"),
+    (lambda r: r["body"]["kvlistValue"]["values"].append({"key": "index", "value": {"arrayValue": "x"}}),
+     ".body", "arrayValue must be an object holding `values`, got str"),
 ])
 def test_a_malformed_event_is_an_error_naming_file_line_and_field_and_the_rest_reads(tmp_path: Path, spoil: Any, field: str, says: str) -> None:
     path, got = _two_conversations(tmp_path, spoil)
@@ -184,6 +188,30 @@ def test_a_malformed_event_is_an_error_naming_file_line_and_field_and_the_rest_r
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "gen_ai.choice" in text)
     assert f"{path}:{line}: log record 'gen_ai.choice' of span " in error.message, error.message
     assert says in error.message and field in error.field and "gen_ai.choice" in error.field, error
+
+
+@pytest.mark.parametrize("value", [{"arrayValue": "x"}, {"kvlistValue": [1]}, {"arrayValue": {"values": "abc"}}])
+def test_a_span_attribute_of_no_otlp_shape_costs_that_attribute_not_the_export(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                                               value: Any) -> None:
+    # It lost the whole export line to Python's own error (`'str' object has no attribute 'get'`), naming no attribute.
+    docs = _docs("tl-events")
+    span = next(s for d in docs for rs in d.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"])
+    span["attributes"].append({"key": "app.note", "value": value})
+    with caplog.at_level(logging.WARNING):
+        got = extract_path(_write(tmp_path / "t.jsonl", docs), "otel")
+    assert [facts(c) for c in got] == _truth("tl-events")
+    assert any(f"span {span['spanId']}: attribute app.note" in r.getMessage() and "does not decode" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_a_resource_attribute_that_does_not_decode_is_named_with_the_export_it_costs(tmp_path: Path) -> None:
+    docs = _docs("tl-events")
+    next(d for d in docs if "resourceSpans" in d)["resourceSpans"][0]["resource"]["attributes"].append(
+        {"key": "host.name", "value": {"intValue": "many"}})
+    path = _write(tmp_path / "t.jsonl", docs)
+    errors = [(g[0], g[1].message) for g in extract_path(path, "otel") if not isinstance(g, Case)]
+    assert (f"{path}:1", "not a valid OTLP/JSON export: resourceSpans[0].resource.attributes: a value does not decode "
+            "(invalid literal for int() with base 10: 'many')") in errors, errors
 
 
 def test_a_malformed_span_event_names_its_span_and_attribute(tmp_path: Path) -> None:

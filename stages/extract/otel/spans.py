@@ -241,7 +241,11 @@ class Collector:
             where = f"resourceSpans[{i}]"
             _shape(rs, dict, where)
             # kept whole: a conversation key may be set on the resource rather than the spans (`keys`)
-            resource = attributes(_shape((rs.get("resource") or {}), dict, f"{where}.resource").get("attributes"))
+            held = _shape((rs.get("resource") or {}), dict, f"{where}.resource").get("attributes")
+            try:
+                resource = attributes(held)
+            except (TypeError, ValueError) as exc:  # (which attribute: the export is refused whole, and said so)
+                raise ValueError(f"{where}.resource.attributes: a value does not decode ({exc})") from None
             service = resource.get("service.name")
             for j, ss in enumerate(_items(rs, "scopeSpans", f"{where}.scopeSpans")):
                 _shape(ss, dict, f"{where}.scopeSpans[{j}]")

@@ -29,7 +29,8 @@ def any_value(value: Any) -> Any:
 
     `intValue` arrives as a string in OTLP/JSON and becomes an `int`;
     `doubleValue` may too. An empty value is `None`. Raises `ValueError`
-    for an integer or double that does not parse. A lone surrogate in a
+    for an integer or double that does not parse, and for an array or
+    kvlist that is no object or whose `values` is no list. A lone surrogate in a
     string becomes U+FFFD (`whole_text`).
     """
     if not isinstance(value, dict) or not value:
@@ -44,12 +45,27 @@ def any_value(value: Any) -> Any:
     if "doubleValue" in value:
         return float(value["doubleValue"])
     if "arrayValue" in value:
-        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", []) or []]
+        return [any_value(v) for v in _listed(value, "arrayValue")]
     if "kvlistValue" in value:
-        return attributes((value["kvlistValue"] or {}).get("values", []) or [])
+        return attributes(_listed(value, "kvlistValue"))
     if "bytesValue" in value:
         return base64.b64decode(value["bytesValue"]).hex() if isinstance(value["bytesValue"], str) else None
     return None
+
+
+def _listed(value: dict[str, Any], kind: str) -> list[Any]:
+    """The `values` of an `arrayValue` or `kvlistValue`. Raises `ValueError` when the kind holds no object or its `values`
+    no list: read as they were, `{"arrayValue": "x"}` lost the whole export to Python's own error, and `{"values": "abc"}`
+    read as three empty values, a message event's body as one with no content."""
+    inner = value[kind]
+    if inner is None:
+        return []
+    if not isinstance(inner, dict):
+        raise ValueError(f"{kind} must be an object holding `values`, got {type(inner).__name__}")
+    items = inner.get("values")
+    if items is not None and not isinstance(items, list):
+        raise ValueError(f"{kind}.values must be a list, got {type(items).__name__}")
+    return items or []
 
 
 def attributes(items: Any, mended: list[str] | None = None, bad: list[str] | None = None) -> dict[str, Any]:
