@@ -80,6 +80,12 @@ def test_a_key_is_refused_only_where_tracejudge_sends_it_and_values_must_be_json
     assert "judge.extra_body.thinking: Anthropic refuses extended thinking in a request that forces a tool" in said
     assert "judge.extra_body.a.b: not a finite number" in _problem({"provider": "openai", "model": "m", "extra_body": {"a": {"b": float("inf")}}})
     assert "judge.extra_body.a.1: not a JSON value (a bytes)" in _problem({"provider": "openai", "model": "m", "extra_body": {"a": [1, b"x"]}})
+    # A key that is no string is named as the file spells it, not as pydantic's `1["[key]"]`; `true` was even named `1`.
+    assert "judge.extra_body.1: a key must be a string, as a JSON object's keys are (got int)" in _problem(
+        {"provider": "openai", "model": "m", "extra_body": {1: 2}})
+    assert "judge.extra_body.true: a key must be a string, as a JSON object's keys are (got bool)" in _problem(
+        {"provider": "openai", "model": "m", "extra_body": {True: 2}})
+    assert "judge.extra_body.a.null: a key must" in _problem({"provider": "openai", "model": "m", "extra_body": {"a": {None: 1}}})
     # A refused value is never quoted: it may be a credential.
     assert SECRET not in _problem({"provider": "openai", "model": "m", "extra_body": {"api_key": SECRET, "n": 2}})
 

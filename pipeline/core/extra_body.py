@@ -18,6 +18,7 @@ extra_body (its fields are another server's), as it does not inherit its base UR
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -69,7 +70,9 @@ def _json_problem(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], st
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
-                return (*loc, str(k)), f"a key must be a string, as a JSON object's keys are (got {type(k).__name__})"
+                # (named as the file spells it: `true`, `null`, not Python's `True`, `None`)
+                spelt = json.dumps(k) if k is None or isinstance(k, (bool, int, float)) else str(k)
+                return (*loc, spelt), f"a key must be a string, as a JSON object's keys are (got {type(k).__name__})"
             if (found := _json_problem(v, (*loc, k))) is not None:
                 return found
         return None

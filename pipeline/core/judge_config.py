@@ -182,7 +182,8 @@ class JudgeConfig(_Strict):
     structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
     max_response_bytes: int = Field(default=8 << 20, ge=1024)
     tokenizer: str | TokenizerFactor | None = None
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    # (Keys of any type here, so that one that is no string is refused by `validated` naming it, not by pydantic as `1["[key]"]`.)
+    extra_body: dict[Any, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -93,7 +93,7 @@ class PanelModel(_Strict):
     # mixing servers (a TGI member needs `none`, vLLM takes `json_schema`) cannot share one setting.
     structured_output: Literal["json_schema", "json_object", "none"] | None = None
     # Put over the section's `extra_body` key by key (a key given as null is not sent; `tracejudge.core.extra_body.merged`).
-    extra_body: dict[str, Any] | None = None
+    extra_body: dict[Any, Any] | None = None  # (keys checked as the section's are: `JudgeConfig.extra_body`)
 
     @model_validator(mode="before")
     @classmethod
