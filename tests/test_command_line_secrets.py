@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from tracejudge.llm.redact import MASK, redact_config
-from tracejudge.llm.redact_command import MASKED_NOTE, masked_line
+from tracejudge.llm.redact_command import MASKED_NOTE, masked_line, redact_option
 from tracejudge.stages.aggregate.gate_judge import raised_command
 
 from _runs import native_case, sigkill_when, write_config, write_dataset
@@ -92,6 +92,13 @@ def test_a_config_error_quotes_the_set_option_masked(tmp_path: Path, option: str
     got = _tracejudge(tmp_path, "run", "eval.yaml", "--no-progress", "--set", option)
     assert got.returncode != 0 and "config error" in got.stdout + got.stderr, got.stdout + got.stderr
     assert secret not in got.stdout + got.stderr and MASK in got.stderr, got.stderr
+
+
+def test_a_value_that_is_no_equal_of_itself_is_no_secret() -> None:
+    # `.nan` is unequal to itself, so it passed for a value the masking had changed: `--set judge.temperature=[REDACTED]`.
+    assert redact_option("judge.temperature=.nan") == "judge.temperature=.nan"
+    assert redact_option("judge.extra_body.x=.NaN") == "judge.extra_body.x=.NaN"
+    assert redact_option(f"judge.api_key=.nan{KEY}") == f"judge.api_key={MASK}"
 
 
 def test_the_recorded_config_masks_a_key_pasted_as_the_variables_name() -> None:

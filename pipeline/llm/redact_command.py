@@ -47,7 +47,7 @@ def redact_option(item: str) -> str:
             value = raw
     last = key.strip().rsplit(".", 1)[-1]
     masked = redact_config(redact_url_passwords({last: value})).get(last)
-    if masked == value and type(masked) is type(value):
+    if masked is value or masked == value and type(masked) is type(value):  # (`is`: `.nan` is no equal of itself, nor a secret)
         text = raw
     else:  # (a string keeps what the config rule keeps of it, `http://ann:[REDACTED]@host`; a list or mapping is masked whole)
         text = masked if isinstance(masked, str) else MASK
