@@ -1,7 +1,7 @@
 """Python targets for the tests. Each behaves as its case's `metadata.mode` says.
 
 Modes: `echo` (default: answers with the turn and history, calls `echo`),
-`bad_trace` / `typo` (malformed replies), `fail_turn` (raises on turn `metadata.turn`), `hang` (on turn `metadata.turn`, default 0), `flaky` (transient
+`bad_trace` / `typo` / `trace_text` (malformed replies), `fail_turn` (raises on turn `metadata.turn`), `hang` (on turn `metadata.turn`, default 0), `flaky` (transient
 failure the first `metadata.failures` attempts of each trial), `crash`,
 `pass_trials` (calls `answer(correct=trial in metadata.pass_trials)`).
 Every request is appended to `CALLS`, and to the file named by
@@ -35,6 +35,8 @@ def _reply(request: TargetRequest) -> dict[str, Any]:
         return {"output": "x", "trace": {"steps": [{"tool_calls": [{"arguments": {}}]}]}}
     if mode == "typo":
         return {"ouput": "x"}
+    if mode == "trace_text":
+        return {"output": "x", "trace": "garbage"}
     if mode == "flaky":
         key = (request.case_id, request.trial, "flaky")
         if request.turn == 0:

@@ -138,12 +138,15 @@ def test_a_python_target_imports_from_the_config_folder(tmp_path, monkeypatch):
 
 
 def test_malformed_replies_are_target_errors_naming_the_field(tmp_path):
-    cases = [{"id": "bad", "input": "x", "metadata": {"mode": "bad_trace"}}, {"id": "typo", "input": "x", "metadata": {"mode": "typo"}}, echo_case("fine", "x")]
+    cases = [{"id": "bad", "input": "x", "metadata": {"mode": "bad_trace"}}, {"id": "typo", "input": "x", "metadata": {"mode": "typo"}},
+             {"id": "text", "input": "x", "metadata": {"mode": "trace_text"}}, echo_case("fine", "x")]
     outcome = run_live(live_config(tmp_path, cases, py_target("agent")))
-    assert outcome.summary["status"] == {"ok": 1, "target_error": 2}
+    assert outcome.summary["status"] == {"ok": 1, "target_error": 3}
     results = by_key(read_jsonl(tmp_path / "run" / "results.jsonl"))
     assert results[("bad", 0)]["error"]["message"] == "reply trace (native) is invalid: steps.0.tool_calls.0.name: Field required"
     assert results[("typo", 0)]["error"]["message"] == "invalid reply: ouput: unknown key"
+    # (the trace as a whole: named, where it was an empty field name, `is invalid: : Input should be …`)
+    assert results[("text", 0)]["error"]["message"] == "reply trace (native) is invalid: trace: Input should be a valid dictionary or instance of Trace"
 
 
 @pytest.mark.parametrize("cap", [1, 3])

@@ -175,7 +175,7 @@ def normalize_reply(reply: TargetReply, default_format: str, contexts: dict[str,
             trace = case.trace
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(map(str, err["loc"]))
+        where = ".".join(map(str, err["loc"])) or "trace"  # (no field: the trace itself is of the wrong type)
         raise TargetError(f"reply trace ({name}) is invalid: {where}: {suggest.message(err)}") from None
     except TargetError:
         raise
