@@ -43,3 +43,20 @@ def test_the_example_agent_asks_the_whole_turn(monkeypatch):
     respond({"input": turn[-1]["content"], "case": {"id": "live_irrelevance_2-0-1", "context": {"functions": _FN, "messages": turn}}})
     respond({"input": "Hello", "case": {"id": "live_irrelevance_3-0-2", "context": {"functions": _FN}}})
     assert [b["messages"] for b in sent] == [turn, [{"role": "user", "content": "Hello"}]]
+
+
+def test_a_function_doc_that_is_no_doc_is_the_questions_error_naming_it(tmp_path):
+    # Read as it was, it reached the target, whose crash (`string indices must be integers`) named no field of the file.
+    import json
+
+    from hand_edits import filed
+
+    good = {"id": "live_relevance_0-0-0", "question": [[{"role": "user", "content": "Paint me a portrait"}]], "function": _FN}
+    bad = [("garbage", "function", "expected a function doc (an object with a `name`), got a string"),
+           ([_FN[0], 5], "function[1]", "expected a function doc (an object with a `name`), got a number"),
+           ([{**_FN[0], "name": None}], "function[0].name", "expected the function's name, got null"),
+           ({**_FN[0], "parameters": 5}, "function.parameters", "expected an object (a JSON schema), got a number")]
+    lines = [good] + [{**good, "id": f"live_relevance_{i}-{i}-0", "function": fn} for i, (fn, _, _) in enumerate(bad, 1)]
+    got = filed(tmp_path / "BFCL_v4_live_relevance.json", "bfcl", "".join(json.dumps(q) + "\n" for q in lines))
+    assert got == [("live_relevance_0-0-0", None)] + [(f"live_relevance_{i}-{i}-0", f"{field}: {why}")
+                                                      for i, (_, field, why) in enumerate(bad, 1)]

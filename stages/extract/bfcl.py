@@ -251,6 +251,22 @@ def _history(turn: Any) -> list[dict[str, Any]] | None:
     return None if [m["role"] for m in msgs] in ([], ["user"]) else msgs
 
 
+def _bad_doc(functions: Any) -> tuple[str, str] | None:
+    """`(field, why)` of the first of a question's function docs (`function`: a list, or one doc) that is no doc."""
+    from tracejudge.stages.extract.common import json_type
+
+    docs = functions if isinstance(functions, list) else [] if functions is None else [functions]
+    for f, doc in enumerate(docs):
+        where = f"function[{f}]" if isinstance(functions, list) else "function"
+        if not isinstance(doc, dict):
+            return where, f"expected a function doc (an object with a `name`), got {json_type(doc)}"
+        if not isinstance(doc.get("name"), str) or not doc["name"].strip():
+            return f"{where}.name", f"expected the function's name, got {json_type(doc.get('name'))}"
+        if doc.get("parameters") is not None and not isinstance(doc["parameters"], dict):
+            return f"{where}.parameters", f"expected an object (a JSON schema), got {json_type(doc['parameters'])}"
+    return None
+
+
 def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case:
     """Turn one BFCL question line into a `Case` (see the module docstring).
 
@@ -274,6 +290,8 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
         why = ("question: required list of turns is missing" if "question" not in rec else
                "question: the list of turns is empty" if isinstance(question, list) else not_a_list(question, "question", "turns"))
         raise AdapterError(why, field="question", case_id=qid)
+    if (bad := _bad_doc(rec.get("function"))) is not None:  # (read as it was, it reached the target as its crash)
+        raise AdapterError(f"{bad[0]}: {bad[1]}", field=bad[0], case_id=qid)
     category = _category(qid)
     ctx = ctx or {}
     answers, params = ctx.get("answers"), ctx.get("params") or {}
