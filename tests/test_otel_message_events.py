@@ -204,6 +204,19 @@ def test_a_span_attribute_of_no_otlp_shape_costs_that_attribute_not_the_export(t
                for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
+def test_a_log_records_attributes_of_no_otlp_shape_are_warned_of_and_the_record_reads(tmp_path: Path,
+                                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    docs = _docs("tl-events")
+    _records(docs)[1]["attributes"] = "gen_ai.provider.name=openai"
+    path = _write(tmp_path / "t.jsonl", docs)
+    with caplog.at_level(logging.WARNING):
+        got = extract_path(path, "otel")
+    assert [facts(c) for c in got] == _truth("tl-events")
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "resourceLogs" in text)
+    assert (f"otel: {path}:{line}: resourceLogs[0].scopeLogs[0].logRecords[1].attributes must be a list of {{key, value}} or an "
+            "object, got str: the record is read without them") in [r.getMessage() for r in caplog.records]
+
+
 def test_a_resource_attribute_that_does_not_decode_is_named_with_the_export_it_costs(tmp_path: Path) -> None:
     docs = _docs("tl-events")
     next(d for d in docs if "resourceSpans" in d)["resourceSpans"][0]["resource"]["attributes"].append(

@@ -175,7 +175,12 @@ def _log_event(rec: Any, where: str, file: str, line: int) -> tuple[str, str, Lo
         return None
     span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
     bad: list[str] = []
-    attrs = attributes(rec.get("attributes"), None, bad)
+    held = rec.get("attributes")
+    if not isinstance(held, (list, dict, type(None))):  # (read as they were, a text's characters: none, with nothing said)
+        log.warning(f"otel: {file}:{line}: {where}.attributes must be a list of {{key, value}} or an object, got "
+                    f"{type(held).__name__}: the record is read without them")
+        held = None
+    attrs = attributes(held, None, bad)
     # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
     name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or "")
     if not (span_id or trace_id or name.startswith("gen_ai.")):
