@@ -57,6 +57,8 @@ CASES = [  # (the edit, the field named (`{k}`: the message holding calls), what
     (_set(REWARD, "action_checks", "x"), "simulations[1].reward_info.action_checks", "expected a list, got a string"),
     (_set(REWARD, "action_checks", [3]), "simulations[1].reward_info.action_checks[0]", "expected an object, got a number"),
     (_set(_sim, "duration", "slow"), "simulations[1].duration", "expected a number, got a string"),
+    # (its case id was Python's text of it, `{'a': 1}-0`; the error goes under the simulation's place, `F:line`)
+    (_set(_sim, "task_id", {"a": 1}), "simulations[1].task_id", "expected a task id (text or a whole number), got an object"),
     (_set(_task, "evaluation_criteria", "x"), "tasks[id='6'].evaluation_criteria", "expected an object, got a string"),
     (lambda d: _task(d)["evaluation_criteria"].__setitem__("actions", "garbage"), "tasks[id='6'].evaluation_criteria.actions",
      "expected a list of actions, got a string"),
@@ -76,5 +78,6 @@ def test_a_part_of_the_wrong_type_is_its_simulations_error_naming_the_field(tmp_
     edit(data)
     got = filed(tmp_path / "r.json", "tau2-bench", json.dumps(data, indent=2))
     field = field.format(k=_calling(results)[0])
-    assert [cid for cid, _ in got] == ["13-0", "6-0", "16-0"]
-    assert [(cid, error) for cid, error in got if error is not None] == [("6-0", f"{field}: {why}")]
+    place = "6-0" if not field.endswith("task_id") else next(cid for cid, _ in got if cid.startswith("F:"))
+    assert [cid for cid, _ in got] == ["13-0", place, "16-0"]
+    assert [(cid, error) for cid, error in got if error is not None] == [(place, f"{field}: {why}")]

@@ -277,8 +277,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     if not isinstance(sim, dict):
         raise AdapterError(f"{where}: expected a simulation object, got {json_type(sim)}", field=where, case_id=raw.get("place"))
     task_id = sim.get("task_id")
-    if task_id is None:
-        raise AdapterError(f"{where}.task_id: required field is missing", field=f"{where}.task_id", case_id=raw.get("place"))
+    if task_id is None or not isinstance(task_id, (str, int)) or isinstance(task_id, bool):  # (not Python's `{'a': 1}` as a case id)
+        why = "required field is missing" if task_id is None else f"expected a task id (text or a whole number), got {json_type(task_id)}"
+        raise AdapterError(f"{where}.task_id: {why}", field=f"{where}.task_id", case_id=raw.get("place"))
     trial = sim.get("trial", 0)
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
         raise AdapterError(f"{where}.trial: expected a non-negative integer, got {trial!r}", field=f"{where}.trial", case_id=f"{task_id}-?")
