@@ -217,6 +217,20 @@ def test_a_log_records_attributes_of_no_otlp_shape_are_warned_of_and_the_record_
             "object, got str: the record is read without them") in [r.getMessage() for r in caplog.records]
 
 
+def test_a_logs_export_that_cannot_be_read_is_named_by_the_traces_it_leaves_without_content(tmp_path: Path) -> None:
+    # Each trace said only that content capture was off, sending the reader to the instrumentation's settings.
+    import shutil
+
+    folder = tmp_path / "split"
+    shutil.copytree(DATA / "tl-events-split", folder)
+    logs = (folder / "logs.jsonl").read_text()
+    (folder / "logs.jsonl").write_text(logs[: len(logs) // 2] + "\n")
+    errors = [g[1].message for g in extract_path(folder, "otel") if not isinstance(g, Case)]
+    assert errors[0].startswith("invalid JSON: ") and "the line ends early" in errors[0], errors
+    assert len(errors) == 5 and all("or they were in an export that could not be read (logs.jsonl:1: its own error says why)" in e
+                                    for e in errors[1:]), errors
+
+
 def test_a_resource_attribute_that_does_not_decode_is_named_with_the_export_it_costs(tmp_path: Path) -> None:
     docs = _docs("tl-events")
     next(d for d in docs if "resourceSpans" in d)["resourceSpans"][0]["resource"]["attributes"].append(

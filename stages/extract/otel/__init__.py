@@ -227,21 +227,26 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     opts = Options.model_validate(dataset.options)
     collector = Collector()
     blank: list[str] = []
+    broken: list[str] = []  # exports that could not be read: a trace's message events may have been in one (`Group.unread`)
     for path in export_files(Path(dataset.path), opts.include, opts.exclude):
         blank.append(str(path))
         for line, doc, error in iter_exports(path):
             if blank and blank[-1] == str(path):
                 blank.pop()  # the file holds something (a document or an error)
             if error is not None:
+                broken.append(f"{path.name}:{line}")
                 yield RawRecord(str(path), line, error=error)
             elif (export := otlp_document(doc)) is None:
+                broken.append(f"{path.name}:{line}")
                 yield RawRecord(str(path), line, error=not_an_export(doc))
             else:
                 try:
                     collector.add(export, str(path), line)
                 except RecursionError:  # attribute values nested past the stack: this export only
+                    broken.append(f"{path.name}:{line}")
                     yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
                 except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
+                    broken.append(f"{path.name}:{line}")
                     yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {bare_where(str(exc), doc)}")
     warn_blank(Path(dataset.path), blank)
     warn_lost(s for spans in collector.spans.values() for s in spans)  # spans past the attribute limit: once per file
@@ -266,7 +271,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         lost, asked = unread_requests(group)
         unread += lost
         requests.update(r.file for r in asked)
-        first = group.spans[0]
+        first, group.unread = group.spans[0], tuple(broken)
         yield RawRecord(first.file, first.line, group)
         count += 1
         if dataset.limit is not None and count >= dataset.limit:
@@ -311,10 +316,18 @@ def adapt(group: Group | Refused, options: Options | None = None) -> Case:
     if _content_hidden(case, group):
         fail(f"trace {group.traces[0] if group.traces else group.key}: its model requests carry no content that can be read (no input, "
              f"output or call): content capture was off ({HIDDEN}), or its message events name no "
-             "span and could belong to several requests; scored, it would pass every budget while the run made calls and requests. "
+             f"span and could belong to several requests{_lost(group.unread)}; scored, it would pass every budget while the run made calls and requests. "
              "Record with content to evaluate it", case_id=group.case_id)
     note_unread(case.metadata, unread_requests(group)[0])  # requests recorded without their input messages (`missing_inputs`)
     return case
+
+
+def _lost(unread: tuple[str, ...]) -> str:
+    """What a trace without content may have lost: the exports of the input that could not be read, each its own error."""
+    if not unread:
+        return ""
+    more = f" and {len(unread) - 3} more" if len(unread) > 3 else ""
+    return f", or they were in an export that could not be read ({', '.join(unread[:3])}{more}: its own error says why)"
 
 
 def _content_hidden(case: Case, group: Group) -> bool:

@@ -92,6 +92,7 @@ class Group:
     traces: list[str]
     spans: list[Span]
     views: dict[str, Any] | None = None
+    unread: tuple[str, ...] = ()  # the input's exports that could not be read (`file:line`): what a trace may have lost
 
     @property
     def case_id(self) -> str:
