@@ -59,6 +59,7 @@ CASES = [  # (the edit, the field named (`{k}`: the message holding calls), what
     (_set(_sim, "duration", "slow"), "simulations[1].duration", "expected a number, got a string"),
     # (its case id was Python's text of it, `{'a': 1}-0`; the error goes under the simulation's place, `F:line`)
     (_set(_sim, "task_id", {"a": 1}), "simulations[1].task_id", "expected a task id (text or a whole number), got an object"),
+    (_set(_sim, "task_id", None), "simulations[1].task_id", "expected a task id (text or a whole number), got null"),
     (_set(_task, "evaluation_criteria", "x"), "tasks[id='6'].evaluation_criteria", "expected an object, got a string"),
     (lambda d: _task(d)["evaluation_criteria"].__setitem__("actions", "garbage"), "tasks[id='6'].evaluation_criteria.actions",
      "expected a list of actions, got a string"),

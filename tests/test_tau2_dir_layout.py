@@ -59,6 +59,14 @@ def test_a_broken_simulation_file_is_its_own_invalid_record(tmp_path: Path):
     assert raws[0].error is None and raws[2].error is None
 
 
+def test_an_empty_simulation_file_says_so(tmp_path: Path):
+    # (it said `invalid JSON: Expecting value at line 1 column 1`, as if the file held something broken)
+    folder = _dir_layout(tmp_path, {**SIMS, "sim-5.json": "", "sim-6.json": "\ufeff \n"})
+    raws = list(format_for("tau2-bench").read(_Dataset(folder)))
+    assert [(Path(r.file).name, r.error) for r in raws if r.error] == [
+        (name, "cannot read a tau2-bench simulation file: the file is empty") for name in ("sim-5.json", "sim-6.json")]
+
+
 def test_a_results_json_without_simulations_or_their_folder_says_where_it_looked(tmp_path: Path):
     folder = _dir_layout(tmp_path, SIMS)
     alone = tmp_path / "results.json"

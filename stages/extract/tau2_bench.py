@@ -185,6 +185,9 @@ def _in_folder(folder: Path) -> Iterator[tuple[str, int, str | None, Any, str | 
     for f in sorted(folder.glob("*.json")):
         try:
             raw = f.read_bytes()
+            if not raw.removeprefix(BOM).strip():  # (not JSON's "Expecting value at line 1 column 1")
+                yield str(f), 1, None, None, "cannot read a tau2-bench simulation file: the file is empty"
+                continue
             sim = json.loads(raw[len(BOM):] if raw.startswith(BOM) else raw)
         except (OSError, *JSON_ERRORS) as exc:
             yield str(f), 1, None, None, f"cannot read a tau2-bench simulation file: {exc if isinstance(exc, OSError) else json_error(exc, 'file')}"
@@ -278,7 +281,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         raise AdapterError(f"{where}: expected a simulation object, got {json_type(sim)}", field=where, case_id=raw.get("place"))
     task_id = sim.get("task_id")
     if task_id is None or not isinstance(task_id, (str, int)) or isinstance(task_id, bool):  # (not Python's `{'a': 1}` as a case id)
-        why = "required field is missing" if task_id is None else f"expected a task id (text or a whole number), got {json_type(task_id)}"
+        why = "required field is missing" if "task_id" not in sim else f"expected a task id (text or a whole number), got {json_type(task_id)}"
         raise AdapterError(f"{where}.task_id: {why}", field=f"{where}.task_id", case_id=raw.get("place"))
     trial = sim.get("trial", 0)
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
