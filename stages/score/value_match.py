@@ -45,8 +45,9 @@ from typing import Any, Literal
 from tracejudge.core.records import decode_arguments
 from tracejudge.llm.redact import MASK, masked_under, redact_quoted
 from tracejudge.stages.score.call_text import dumps as _dumps, raw_value, render_call
-from tracejudge.stages.score.value_rules import REGEX_TIMEOUT_S, compile_pattern, is_number as _is_number, same_json as _same_json, \
-    same_kind as _same_kind, standardize
+from tracejudge.stages.score.expected_shown import python_values, shown_expected
+from tracejudge.stages.score.value_rules import MATCHER_KEYS as _MATCHER_KEYS, REGEX_TIMEOUT_S, compile_pattern, is_number as _is_number, \
+    matcher_key as _matcher_key, same_json as _same_json, same_kind as _same_kind, standardize
 
 __all__ = [
     "ABSENT",
@@ -67,11 +68,6 @@ __all__ = [
 
 ArgMode = Literal["subset", "exact"]
 
-_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose", "$strict", "$python_eq"})
-# Keys a matcher may carry besides its `$` key.
-_MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
-
-
 class _Absent:
     def __repr__(self) -> str:
         return "<absent>"
@@ -81,80 +77,9 @@ ABSENT = _Absent()
 """Stands for a key missing from the actual arguments."""
 
 
-def _matcher_key(value: dict[str, Any]) -> str | None:
-    """The `$` key of a matcher mapping, or `None` for a plain mapping.
-
-    A mapping is a matcher when exactly one of its keys is a matcher key and
-    every other key is one that matcher allows (`tol` for `$approx`), in any
-    order. Anything else — `{"$regex": "x", "flags": 1}`, an unknown
-    `$where` — is a plain mapping compared key by key.
-    """
-    if not value or len(value) > 2 or _MATCHER_KEYS.isdisjoint(value):
-        return None
-    found = [k for k in value if k in _MATCHER_KEYS]
-    if len(found) != 1:
-        return None
-    key = found[0]
-    allowed = _MATCHER_EXTRA.get(key, frozenset())
-    if all(k == key or k in allowed for k in value):
-        return key
-    return None
-
-
 def is_matcher(value: Any) -> bool:
     """True if `value` is a matcher mapping (`{"$any_of": …}`, `{"$regex": …}`, …)."""
     return isinstance(value, dict) and _matcher_key(value) is not None
-
-
-def python_values(value: Any) -> Any:
-    """`value` with each `{"$python_eq": v}` in it, at any depth, read as `v`, and each mapping's key whose value is
-    `{"$absent": true}` left out (`value` itself when it holds neither).
-
-    For a metric that compares with Python's `==` itself (deepeval's): the matcher's own rule, so it meets what it meets;
-    and a mapping without the key is what `==` finds equal only to one that lacks it too, as `$absent` wants.
-    """
-    if type(value) is dict:
-        if len(value) == 1 and "$python_eq" in value:
-            return value["$python_eq"]
-        if any(map(_wants_absent, value.values())):
-            value = {k: v for k, v in value.items() if not _wants_absent(v)}
-    return _each(value, python_values)
-
-
-def _wants_absent(value: Any) -> bool:
-    return type(value) is dict and "$absent" in value and _matcher_key(value) == "$absent" and bool(value["$absent"])
-
-
-def shown_expected(value: Any) -> Any:
-    """An expected value as reasons, reports and the viewer show it: each `{"$python_eq": v}` that is read as a matcher
-    (at any depth of a mapping or list, or an `$any_of` option) is `v`; every other matcher is shown as written, and
-    nothing inside one is changed. `value` itself when it holds no `$python_eq`.
-
-    The wrapper says how `v` compares (Python's `==`, as the `tau2-bench` format reads an action's values), not what
-    was expected: `amount: 50`, not `amount: {"$python_eq": 50}`.
-    """
-    if type(value) is dict:
-        key = _matcher_key(value)
-        if key == "$python_eq":
-            return value[key]
-        if key is None:
-            return _each(value, shown_expected)
-        options = value[key] if key == "$any_of" else None
-        if type(options) is list and (shown := _each(options, shown_expected)) is not options:
-            return {**value, key: shown}
-        return value
-    return _each(value, shown_expected)
-
-
-def _each(value: Any, read: Any) -> Any:
-    """A mapping's values or a list's items each through `read`: `value` itself when none changes (or it is neither)."""
-    if type(value) is dict:
-        out = {k: read(v) for k, v in value.items()}
-        return out if any(out[k] is not v for k, v in value.items()) else value
-    if type(value) is list:
-        items = [read(v) for v in value]
-        return items if any(a is not b for a, b in zip(items, value)) else value
-    return value
 
 
 def _decoded(actual: Any) -> Any:

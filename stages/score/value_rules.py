@@ -3,7 +3,8 @@
 - `standardize`: BFCL's string rule (`$loose`);
 - `compile_pattern` and `REGEX_TIMEOUT_S`: the `regex` library's patterns (`$regex`, the `Regex` metric);
 - `same_kind`: equal with every value of the same JSON kind (`$strict`);
-- `same_json`: equal under the project's rules (numbers by value, a bool never a number).
+- `same_json`: equal under the project's rules (numbers by value, a bool never a number);
+- `matcher_key`: which matcher a mapping is, if any.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import regex
 
-__all__ = ["REGEX_TIMEOUT_S", "compile_pattern", "is_number", "same_json", "same_kind", "standardize"]
+__all__ = ["MATCHER_KEYS", "REGEX_TIMEOUT_S", "compile_pattern", "is_number", "matcher_key", "same_json", "same_kind", "standardize"]
 
 
 @lru_cache(maxsize=1024)
@@ -70,3 +71,27 @@ def same_json(a: Any, b: Any) -> bool:
         return is_number(b) and a == b
     return type(a) is type(b) and a == b
 
+
+MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose", "$strict", "$python_eq"})
+# Keys a matcher may carry besides its `$` key.
+_MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
+
+
+def matcher_key(value: dict[str, Any]) -> str | None:
+    """The `$` key of a matcher mapping, or `None` for a plain mapping.
+
+    A mapping is a matcher when exactly one of its keys is a matcher key and
+    every other key is one that matcher allows (`tol` for `$approx`), in any
+    order. Anything else — `{"$regex": "x", "flags": 1}`, an unknown
+    `$where` — is a plain mapping compared key by key.
+    """
+    if not value or len(value) > 2 or MATCHER_KEYS.isdisjoint(value):
+        return None
+    found = [k for k in value if k in MATCHER_KEYS]
+    if len(found) != 1:
+        return None
+    key = found[0]
+    allowed = _MATCHER_EXTRA.get(key, frozenset())
+    if all(k == key or k in allowed for k in value):
+        return key
+    return None

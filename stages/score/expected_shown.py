@@ -1,0 +1,80 @@
+"""Expected values as a user reads them, and as a metric comparing with Python's `==` reads them.
+
+An expectation may hold `{"$python_eq": v}` (the `tau2-bench` format writes one where Python's `==` and the project's
+JSON rules could disagree): it says how `v` compares, not what was expected. `shown_expected` gives what reasons,
+reports and the viewer show (`amount: 50`); `python_values` gives what a metric using `==` itself compares (deepeval's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.score.value_rules import matcher_key as _matcher_key
+
+__all__ = ["python_values", "shown_expected"]
+
+
+def python_values(value: Any) -> Any:
+    """`value` with each `{"$python_eq": v}` in it, at any depth, read as `v`, and each mapping's key whose value is
+    `{"$absent": true}` left out (`value` itself when it holds neither).
+
+    For a metric that compares with Python's `==` itself (deepeval's): the matcher's own rule, so it meets what it meets;
+    and a mapping without the key is what `==` finds equal only to one that lacks it too, as `$absent` wants.
+    """
+    if type(value) is dict:
+        if len(value) == 1 and "$python_eq" in value:
+            return value["$python_eq"]
+        if any(map(_wants_absent, value.values())):
+            value = {k: v for k, v in value.items() if not _wants_absent(v)}
+    return _each(value, python_values)
+
+
+def _wants_absent(value: Any) -> bool:
+    return type(value) is dict and "$absent" in value and _matcher_key(value) == "$absent" and bool(value["$absent"])
+
+
+def shown_expected(value: Any) -> Any:
+    """An expected value as reasons, reports and the viewer show it: each `{"$python_eq": v}` that is read as a matcher
+    (at any depth of a mapping or list, or an `$any_of` option) is `v`; every other matcher is shown as written, and
+    nothing inside one is changed. `value` itself when it holds no `$python_eq`.
+
+    The wrapper says how `v` compares (Python's `==`, as the `tau2-bench` format reads an action's values), not what
+    was expected: `amount: 50`, not `amount: {"$python_eq": 50}`.
+    """
+    if type(value) is dict:
+        key = _matcher_key(value)
+        if key == "$python_eq":
+            return value[key]
+        if key is None:
+            return _containers(value)
+        options = value[key] if key == "$any_of" else None
+        if type(options) is list and (shown := _containers(options)) is not options:
+            return {**value, key: shown}
+        return value
+    return _containers(value) if type(value) is list else value
+
+
+def _containers(value: dict[str, Any] | list[Any]) -> Any:
+    """`value` with each mapping or list in it through `shown_expected`: `value` itself when none changes. Scalars are
+    passed over without a call, and a copy is made only at the first change: an expected call is rendered for every
+    case, and almost none holds a `$python_eq`."""
+    out: Any = None
+    for k, v in value.items() if type(value) is dict else enumerate(value):
+        if type(v) is dict or type(v) is list:
+            shown = shown_expected(v)
+            if shown is not v:
+                if out is None:
+                    out = dict(value) if type(value) is dict else list(value)
+                out[k] = shown
+    return value if out is None else out
+
+
+def _each(value: Any, read: Any) -> Any:
+    """A mapping's values or a list's items each through `read`: `value` itself when none changes (or it is neither)."""
+    if type(value) is dict:
+        out = {k: read(v) for k, v in value.items()}
+        return out if any(out[k] is not v for k, v in value.items()) else value
+    if type(value) is list:
+        items = [read(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    return value
