@@ -164,12 +164,10 @@ def test_report_without_summary_rebuilds_the_judges_spending_from_the_spend_jour
     lines = [json.loads(line) for line in (copy / "results.jsonl").read_text().splitlines()]
     on_lines = sum(s["judge"]["input_tokens"] + s["judge"]["output_tokens"] for r in lines for s in r["scores"].values())
     assert judge["input_tokens"] + judge["output_tokens"] > on_lines
-    # Where the figures came from, in the summary and on the terminal.
-    assert judge["spend_source"] == "judge_spend.jsonl"
-    assert judge["spend_note"].startswith("no summary.json: the judge's requests, tokens and dollars are rebuilt from judge_spend.jsonl")
-    assert "every request the run sent and every answer it paid for" in judge["spend_note"]
+    # The block a resume gives for these results, with nothing said to be missing: the counters no result line holds
+    # come from the killed segment's record (`partial_counters` says what that leaves out), not left out.
+    assert "spend_source" not in judge and "spend_note" not in judge and "retries" in judge and "mode" in judge
     out = done.stdout.replace("\n", " ")
-    assert f"judge: {len(sent)} requests" in out and judge["spend_note"] in out
-    # (a run still going has no summary.json either: its requests in flight were not "stopped")
+    assert f"judge: {len(sent)} requests" in out
     if flying:
-        assert f"{len(flying)} judge request{'s were' if len(flying) > 1 else ' was'} sent with no answer recorded (in flight at a kill, or still in flight if the run is going on)" in out
+        assert f"{len(flying)} judge request{'s were' if len(flying) > 1 else ' was'} in flight at a stop (sent, then the run was killed" in out

@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
+from tracejudge.core.records import UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
 from tracejudge.engine import journal_standing as standing
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
 from tracejudge.engine.journal_checkpoint import checkpoint_due, checkpoint_if_due, write_checkpoint
-from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, sum_usage
+from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, add_line_spend, sum_usage, transient_failure
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
@@ -253,20 +253,13 @@ class RunJournal:
         await self._writer.aflush()
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
-        for score in result.scores.values():
-            info = score.judge
-            if info is not None and not info.cached:
-                self.judge_spent["input_tokens"] += info.input_tokens
-                self.judge_spent["output_tokens"] += info.output_tokens
-                self.judge_spent["requests"] += info.requests
-                if score.value is not None:
-                    self.judge_spent["answered"] += info.requests - info.cached_requests
+        add_line_spend(self.judge_spent, result)
         # A provisional result stays out of the checkpointed aggregate (it is folded
         # only into summaries, see `summary_aggregate`) until a later result replaces it.
         if result.status is Status.skipped_budget or (result.error is not None and result.error.kind == UNTERMINATED_LINE):
             self.provisional[key] = line  # (a torn last line's: every resume reads the line again, however often)
             return
-        if result.status.value in RETRYABLE_STATUSES or (result.error is not None and result.error.kind == WORKER_ERROR):
+        if transient_failure(result):
             n = self.failures[key] = self.failures.get(key, 0) + 1
             if n <= self.max_retries:
                 self.provisional[key] = line

@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from tracejudge.core.records import WORKER_ERROR, CaseResult
+from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
 
-__all__ = ["KIND", "REFUSED", "add_judge_counts", "add_judge_tally", "agent_raised", "judge_block_with", "judge_refused", "refusal_line", "standing_judge_counts",
-           "standing_judge_tally", "sum_usage", "worker_died"]
+__all__ = ["KIND", "REFUSED", "add_judge_counts", "add_line_spend", "add_judge_tally", "agent_raised", "judge_block_with", "judge_refused", "refusal_line", "standing_judge_counts",
+           "standing_judge_tally", "sum_usage", "transient_failure", "worker_died"]
 
 # The prefix of `judge_final`'s keys counting the standing judge failures of one error kind (`add_judge_counts`).
 KIND = "error_kind:"
@@ -18,6 +18,27 @@ KIND = "error_kind:"
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def add_line_spend(into: dict[str, int], result: CaseResult) -> None:
+    """Add what one result line says the judge spent to `into` (a journal's `judge_spent`: `input_tokens`,
+    `output_tokens`, `requests`, `answered`): every line the run wrote counts, a superseded one too, as it was paid."""
+    for score in result.scores.values():
+        info = score.judge
+        if info is not None and not info.cached:
+            into["input_tokens"] += info.input_tokens
+            into["output_tokens"] += info.output_tokens
+            into["requests"] += info.requests
+            if score.value is not None:
+                into["answered"] += info.requests - info.cached_requests
+
+
+def transient_failure(result: CaseResult) -> bool:
+    """Whether `result` counts against its (case, trial)'s `run.max_resume_retries`: a judge, target or quota failure,
+    or a result whose worker process died (a budget skip or a torn last line is redone without counting)."""
+    if result.status is Status.skipped_budget or (result.error is not None and result.error.kind == UNTERMINATED_LINE):
+        return False
+    return result.status.value in RETRYABLE_STATUSES or (result.error is not None and result.error.kind == WORKER_ERROR)
 
 
 def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

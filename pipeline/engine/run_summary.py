@@ -69,7 +69,7 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     return with_journal_models(block, run_dir)
 
 
-def _with_killed_telemetry(block: dict[str, Any], run_dir: Path, segments: list[dict[str, Any]], current: dict[str, Any]) -> dict[str, Any]:
+def _with_killed_telemetry(block: dict[str, Any], run_dir: Path, segments: list[dict[str, Any]], current: dict[str, Any] | None) -> dict[str, Any]:
     """The judge `block` with each telemetry counter (`stage_summary.TELEMETRY`: cache hits, retries, what the cache saved)
     raised to the sum over the run's `segments`, when that is larger, and with `partial_counters` when some of them
     leave out results a killed segment wrote.
@@ -79,7 +79,8 @@ def _with_killed_telemetry(block: dict[str, Any], run_dir: Path, segments: list[
     the counters as they stood at its last checkpoint. Those a result line also holds (`stage_summary.FROM_LINES`: cache
     hits) are counted from the lines it wrote instead (`_killed_lines`), so a killed and resumed run counts what an unkilled
     one does; the others stay short by what it did after that checkpoint, and `partial_counters` says for how many
-    results. (Segments recorded before segments kept these have none: the block's figure stands.)
+    results. (Segments recorded before segments kept these have none: the block's figure stands.) `current` is None for
+    a run no segment is writing (`tracejudge report` on a killed run: `segments_read.resumed_judge_block`).
     """
     from tracejudge.stages.judge.stage_summary import FROM_LINES, TELEMETRY
 
@@ -142,6 +143,8 @@ def _killed_lines(run_dir: Path, segments: list[dict[str, Any]], killed: list[in
     from tracejudge.stages.judge.stage_summary import COUNTED_AT
 
     path = run_dir / store.RESULTS
+    if not path.exists():  # (killed before its first result was written: `tracejudge report` reads such a run)
+        return None if any(int(segments[i].get("results") or 0) for i in killed) else {i: ((0,), 0) for i in killed}
     total = sum(1 for _ in store.iter_result_lines(path))
     spans: dict[int, tuple[int, int, float]] = {}
     end = total

@@ -64,7 +64,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.records import ErrorInfo, Status
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
-from tracejudge.llm.prices import cost_usd, price_for
+from tracejudge.llm.prices import price_for
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batcher import Batcher
@@ -81,7 +81,7 @@ from tracejudge.stages.judge.repeat import sample_trial
 from tracejudge.stages.judge.requests import per_question, trace_reused
 from tracejudge.stages.judge.resources import JudgeResources, api_key, local_resources
 from tracejudge.stages.judge.settling import PLANNED, Planned, Probing, conclude, grouping, planned, settle_cached, slot
-from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary, segment_telemetry  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
+from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary, priced_prior, segment_telemetry  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
 from tracejudge.stages.judge.stopping import _stopping, _within_grace
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
@@ -108,14 +108,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     cfg = config.judge or JudgeConfig()
     key = api_key(config)
     check_tokenizer(spec_of(cfg))
-    prior = dict(prior or {})
     price = price_for(cfg.model, cfg.prices)
-    for k in ("cost_usd", "sync_equivalent_usd"):
-        if prior.get(k, 0.0) is None and price is not None:  # spending recovered from results: price it (without a price it stays unknown)
-            if k == "sync_equivalent_usd" and cfg.mode != "batch" and isinstance(prior.get("cost_usd"), (int, float)):
-                prior[k] = prior["cost_usd"]  # no batch discount: what the work costs synchronously is what was paid
-            else:
-                prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
+    prior = priced_prior(prior or {}, cfg, price)
     members = panel_members(config)
     tally = JudgeTally()
     state: dict[str, Any] = {"judge": None, "judges": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,

@@ -15,7 +15,7 @@ from tracejudge.stages.judge.judge_stats import JudgeTally
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["_ADDITIVE", "COUNTED_AT", "FROM_LINES", "PER_MODEL", "TELEMETRY", "UNPRICED", "judge_summary", "segment_telemetry"]
+__all__ = ["_ADDITIVE", "COUNTED_AT", "FROM_LINES", "PER_MODEL", "TELEMETRY", "UNPRICED", "judge_summary", "priced_prior", "segment_telemetry"]
 
 _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
@@ -46,6 +46,22 @@ COUNTED_AT = "results_bytes"
 
 # The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price or a reply reported no usage.
 UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
+
+
+def priced_prior(prior: dict[str, Any], cfg: Any, price: Any) -> dict[str, Any]:
+    """A copy of the earlier segments' judge block (`run_summary._prior_judge`) with its dollars that are unknown there
+    (None: spending recovered from the result lines or the spend journal) priced at `price` (the judge config `cfg`'s
+    model's), in US dollars rounded to 6 places; without a price they stay unknown."""
+    from tracejudge.llm.prices import cost_usd
+
+    prior = dict(prior)
+    for k in ("cost_usd", "sync_equivalent_usd"):
+        if prior.get(k, 0.0) is None and price is not None:
+            if k == "sync_equivalent_usd" and cfg.mode != "batch" and isinstance(prior.get("cost_usd"), (int, float)):
+                prior[k] = prior["cost_usd"]  # no batch discount: what the work costs synchronously is what was paid
+            else:
+                prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
+    return prior
 
 
 def _counters(judge: Judge) -> dict[str, Any]:

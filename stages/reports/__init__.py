@@ -27,6 +27,7 @@ from tracejudge.engine.rendered import Finished
 from tracejudge.engine.result_lines import torn_line_problem
 from tracejudge.engine.store import iter_results
 from tracejudge.engine.result_shape import check_score_values, line_problem
+from tracejudge.engine.segments_read import HEAD, LineCounts, resumed_judge_block, run_figures, settled_segments
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
@@ -293,6 +294,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     spent = LineSpend()  # and what its scores say the judge spent (`judge_spend.rebuilt_spend`)
     tally = None  # and its samples and panel counts (`judge_stats.JudgeTally`), made at the first result that has any
     died = 0  # results never scored because their worker process died: the gate fails on them (`gate.worker_error_check`)
+    lines = LineCounts()  # and what a resume counts from every line (its judge spending, failures past their retries)
 
     def torn(lineno: int, line: bytes) -> None:
         # A last line cut off mid-write (a kill) is named as the damaged lines are, not only counted as "cut short or
@@ -320,15 +322,22 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         spent.add(result)
         tally = add_judge_tally(tally, result)
         died += result.error is not None and result.error.kind == WORKER_ERROR
+        lines.add(result)
     prev: dict[str, Any] = {}
     try:
         prev = json.loads(store.read_text(run_dir / store.SUMMARY))
     except (OSError, ValueError):
         prev = {}
-    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "elapsed_measured", "usage", "segments", "configs", "judge", "shards",
-                                                    "retries_spent") if k in prev}
-    summary = {**keep, **agg.summary(), **({"worker_errors": died} if died else {})}
     unfinished = not _last_segment_finished(run_dir)
+    # A killed run's figures are those its resume would write for the results present (an earlier segment's summary
+    # leaves out the killed one's): from its files, the same code on the same files (`segments_read`).
+    killed = unfinished and in_progress is None and config is not None
+    if killed:
+        lines.add_superseded(path)
+    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "elapsed_measured", "usage", "segments", "configs", "judge", "shards",
+                                                    "retries_spent") if k in prev and not (killed and k == "retries_spent")}
+    spent_retries = lines.retries_spent(config.run.max_resume_retries) if killed else {}  # type: ignore[union-attr]
+    summary = {**keep, **agg.summary(), **spent_retries, **({"worker_errors": died} if died else {})}
     if unfinished:
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
         if _stopped_last(run_dir, prev.get("stopped")):
@@ -342,7 +351,10 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         summary["lost_results"] = {"lost": counted - agg.results, "counted": counted, "damaged_lines": len(damaged), "first": damaged[:3]}
     from tracejudge.stages.judge.judge_stats import standing_block  # (light: no client, no metric)
 
-    if "judge" in prev:
+    segments = settled_segments(run_dir) if unfinished and in_progress is None else None
+    if killed and config.judge is not None and segments is not None:  # type: ignore[union-attr]
+        summary["judge"] = resumed_judge_block(run_dir, config, lines.spent, standing_judge_counts(judged, ()), tally, segments)
+    elif "judge" in prev:
         # Its samples and panel figures counted from the results as they stand, as the run counts them (a summary
         # an earlier version wrote after a kill left out what the killed segment judged).
         summary["judge"] = standing_block(prev["judge"], tally) if isinstance(prev["judge"], dict) else prev["judge"]
@@ -359,14 +371,12 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
             if config.judge.samples > 1:
                 block["samples_per_request"] = config.judge.samples  # (as the run's block says it)
         summary["judge"] = judge_block_with(standing_block(block, tally) if tally is not None else block, standing_judge_counts(judged, ()))
-    if unfinished and in_progress is None:
+    if segments is not None:
         # Its segments, their time and usage as the resume will record them (`segments_read`): a killed segment wrote
         # no summary to keep them from, and an earlier segment's leave it out.
-        from tracejudge.engine.segments_read import HEAD, run_figures
-
         for k in ("elapsed_measured", "configs"):
             summary.pop(k, None)
-        summary.update(run_figures(run_dir, summary.get("judge")))
+        summary.update(run_figures(run_dir, summary.get("judge"), segments))
         summary = {**{k: summary[k] for k in HEAD if k in summary}, **summary}
     # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
     # key's place, so a diff of summary.json shows what changed, not a shuffle.
