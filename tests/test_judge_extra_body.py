@@ -90,6 +90,16 @@ def test_a_key_is_refused_only_where_tracejudge_sends_it_and_values_must_be_json
     assert SECRET not in _problem({"provider": "openai", "model": "m", "extra_body": {"api_key": SECRET, "n": 2}})
 
 
+def test_a_null_in_the_section_is_refused_and_a_null_inside_a_value_is_sent() -> None:
+    # A member's null leaves out the section's key; the same null in the section was sent as JSON null: one rule now.
+    said = _problem({"provider": "openai", "model": "m", "extra_body": {**NO_THINK, "seed": None}})
+    assert "judge.extra_body.seed: null: leave the key out to send nothing" in said, said
+    ok = {"dataset": {"path": "x.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}]}
+    inner = {"chat_template_kwargs": {"enable_thinking": False, "tools": None}}
+    judge = {"provider": "openai", "model": "m", "extra_body": inner}
+    assert validate_config({**ok, "judge": judge}, check_files=False).judge.extra_body == inner
+
+
 def test_a_panel_member_puts_its_own_fields_over_the_sections_key_by_key() -> None:
     data = {"dataset": {"path": "x.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}], "judge": {
         "provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "extra_body": {**NO_THINK, "seed": 1}, "models": [

@@ -8,7 +8,10 @@ member's), as OpenAI's SDK sends its `extra_body`.
 
 Rules (`validated`): the values are JSON (strings, finite numbers, booleans, null, lists, mappings with string keys);
 a key tracejudge sets itself in the request is refused, naming the setting that controls it (`reserved`): extra_body
-adds fields, it never replaces one tracejudge sends, nor is replaced by one. On Anthropic, `thinking` other than
+adds fields, it never replaces one tracejudge sends, nor is replaced by one. A top-level key given as null is refused:
+in a panel member's extra_body null means "not sent" (below), so the same null in the section sent as JSON null, as
+OpenAI's SDK sends an `extra_body` (and so inspect-ai's and pydantic-ai's), would read one way and act another; a null
+inside a value (`chat_template_kwargs: {x: null}`) is a value, sent as written. On Anthropic, `thinking` other than
 `{type: disabled}` is refused too: Anthropic refuses thinking beside a forced tool, and the verdict is a forced tool.
 
 A panel member's own `extra_body` is put over the section's key by key (`merged`); a key the member gives as null
@@ -94,12 +97,16 @@ def _refused(loc: tuple[Any, ...], message: str) -> ValidationError:
 
 def validated(extra: dict[str, Any], provider: str, structured: str = "json_schema", cache_hints: bool = True) -> dict[str, Any]:
     """`extra` (a judge's `extra_body`) as it is sent: lists for tuples. Raises pydantic's `ValidationError` located at
-    the offending key (`("extra_body", "chat_template_kwargs", "x")`) for a value JSON cannot hold, a key tracejudge
-    sets (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`. Values are never quoted: one may
+    the offending key (`("extra_body", "chat_template_kwargs", "x")`) for a value JSON cannot hold, a top-level key
+    given as null, a key tracejudge sets (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`. Values are never quoted: one may
     be a credential."""
     found = _json_problem(extra, ("extra_body",))
     if found is not None:
         raise _refused(*found)
+    for key, value in extra.items():
+        if value is None:
+            raise _refused(("extra_body", key), "null: leave the key out to send nothing (null is how a panel member's "
+                           "extra_body leaves out a key of the section's; here it would be sent as JSON null)")
     for key, setting in reserved(provider, structured, cache_hints).items():
         if key in extra:
             raise _refused(("extra_body", key), f"tracejudge sets `{key}` in every request, from {setting}: set it there "
