@@ -100,6 +100,31 @@ def test_a_null_in_the_section_is_refused_and_a_null_inside_a_value_is_sent() ->
     assert validate_config({**ok, "judge": judge}, check_files=False).judge.extra_body == inner
 
 
+def test_a_model_thinking_though_extra_body_turns_it_off_is_said_to_be_the_servers_doing(tmp_path: Path) -> None:
+    # A server that ignores chat_template_kwargs (a chat template without enable_thinking): the model thinks all the
+    # same, once cut at max_tokens while reasoning, once with its <think> block never closed. The advice names the
+    # server's flags, not the field the config already sends.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion("<think>Let me weigh each question" if "case-1" in json.dumps(body) else "")
+        message = reply["choices"][0]["message"]
+        if not message["content"]:
+            message["reasoning_content"], reply["choices"][0]["finish_reason"] = "Let me weigh each question at length", "length"
+            reply["usage"]["completion_tokens"] = body["max_tokens"]  # (cut at the max_tokens asked, not by the server)
+        return 200, reply
+
+    judge = {"provider": "openai", "model": "m", "base_url": "", "api_key_env": None, "extra_body": NO_THINK, "max_attempts": 1}
+    with Loopback(respond) as server:
+        judge["base_url"] = server.url + "/v1"
+        anyio.run(lambda: runner.run(validate_config(_config(tmp_path, judge, n=2, cache={"enabled": False}))))
+    lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 2
+    for line in lines:
+        msg = " ".join(line["error"]["message"].split())
+        assert "judge.extra_body already sends chat_template_kwargs.enable_thinking: false" in msg, msg
+        assert "the server seems to ignore it" in msg and "--default-chat-template-kwargs" in msg and "--jinja" in msg, msg
+        assert "by judge.extra_body: {chat_template_kwargs" not in msg and "sends it with every request" not in msg, msg
+
+
 def test_a_panel_member_puts_its_own_fields_over_the_sections_key_by_key() -> None:
     data = {"dataset": {"path": "x.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}], "judge": {
         "provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "extra_body": {**NO_THINK, "seed": 1}, "models": [

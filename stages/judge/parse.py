@@ -57,7 +57,7 @@ from typing import Any, TypeVar
 from tracejudge.stages.judge.reasoning_blocks import HARMONY, TAGS, first_tag, outside
 from tracejudge.stages.judge.repeated_keys import PLAIN, STRICT, VIEWS, Repeated, Views
 
-__all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
+__all__ = ["THINKING_FIELD_ADVICE", "ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
            "strip_reasoning", "unclosed_reasoning", "yes_no_from"]
 
 T = TypeVar("T")
@@ -121,6 +121,11 @@ def unclosed_reasoning(text: str) -> str:
     return outside(strip_invisible(text))[1]
 
 
+# How a parse error of a reply still thinking says to turn thinking off; a judge that sends that field already says the
+# server's side instead (`reply_notes.with_thinking_advice`).
+THINKING_FIELD_ADVICE = "on the server, or by judge.extra_body: {chat_template_kwargs: {enable_thinking: false}}"
+
+
 def _never_closed(text: str, exc: ParseError) -> ParseError:
     # A reply left without a verdict because its thinking never ended: say so and what to change, not only what was
     # missing (a draft verdict in that block was seen and deliberately not taken).
@@ -132,7 +137,7 @@ def _never_closed(text: str, exc: ParseError) -> ParseError:
     return ParseError(f"the reply's {where}, so the reply holds no verdict: a draft "
                       f"verdict inside it is never taken. The model stopped while still reasoning: raise judge.max_tokens, or change "
                       f"the server's reasoning settings (a chat template or reasoning parser that ends the thinking, or thinking "
-                      f"turned off, on the server or by judge.extra_body: {{chat_template_kwargs: {{enable_thinking: false}}}}) ({exc})")
+                      f"turned off: {THINKING_FIELD_ADVICE}) ({exc})")
 
 
 def _only_in_thinking(text: str, exc: ParseError) -> ParseError:
@@ -145,8 +150,7 @@ def _only_in_thinking(text: str, exc: ParseError) -> ParseError:
     where = "reasoning ({}…{})".format(*TAGS[tag]) if tag else "analysis channel (gpt-oss)"
     return ParseError(f"no JSON object after the model's thinking: the reply's JSON is in its {where}, "
                       "which is never read as the verdict (it may be a draft); the model gave no answer after it. Use a model or chat "
-                      "template that answers after its thinking, or turn its thinking off (on the server, or by judge.extra_body: "
-                      "{chat_template_kwargs: {enable_thinking: false}})")
+                      f"template that answers after its thinking, or turn its thinking off ({THINKING_FIELD_ADVICE})")
 
 
 def _any_object(text: str) -> bool:

@@ -86,7 +86,7 @@ def _unusable(br: BenchRequest, reply: Reply, protocol: str, cut: int | None = N
     truncated reply the server cut short itself (`reply_notes.server_cut`, the run's rule), `None` for any other."""
     from tracejudge.stages.judge.calls.asking import empty_reply
 
-    said = empty_reply(reply, protocol)
+    said = empty_reply(reply, protocol, extra_body=br.request.extra_body)
     if reply.truncated:
         cap = br.request.max_tokens
         if reply.window_full:

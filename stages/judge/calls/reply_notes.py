@@ -7,9 +7,12 @@ reply the server cut at a few tokens sent its user to raise a setting that could
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracejudge.llm.providers import Reply
 
-__all__ = ["SERVER_CUT_FIX", "WINDOW_FIX", "WINDOW_FULL", "cut_problem", "empty_reply", "server_cut"]
+__all__ = ["SERVER_CUT_FIX", "WINDOW_FIX", "WINDOW_FULL", "cut_problem", "empty_reply", "server_cut", "thinking_off", "thinking_sent_off",
+           "with_thinking_advice"]
 
 # A reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), before max_tokens:
 # the problem (told the model in the repair request too), and the setting that fixes it (raising max_tokens cannot).
@@ -51,18 +54,61 @@ def cut_problem(reply: Reply, max_tokens: int) -> str:
 
 # What turns off the thinking of a model behind an OpenAI-compatible server: a request field `judge.extra_body` sends
 # (`tracejudge.core.extra_body`), or the server's own default.
+_SERVER_DEFAULT = ("vLLM: --default-chat-template-kwargs '{\"enable_thinking\": false}'; llama.cpp llama-server: --reasoning-budget 0, "
+                   "and --jinja, without which it applies no chat_template_kwargs")
 _THINKING_OFF = ("turn the model's thinking off: judge.extra_body: {chat_template_kwargs: {enable_thinking: false}} sends it "
                  "with every request (vLLM, SGLang, llama.cpp's server; Ollama: {reasoning_effort: none}), or make it the "
-                 "server's default (vLLM: --default-chat-template-kwargs '{\"enable_thinking\": false}'; "
-                 "llama.cpp llama-server: --reasoning-budget 0)")
+                 f"server's default ({_SERVER_DEFAULT.partition(', and')[0]})")
+
+# The fields of `judge.extra_body` that ask a server to turn thinking off (`thinking_sent_off`), as the user wrote them.
+_OFF_FIELDS = ((("chat_template_kwargs", "enable_thinking"), False), (("reasoning_effort",), "none"),
+               (("reasoning", "effort"), "none"), (("thinking", "type"), "disabled"))
 
 
-def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None = None) -> str:
+def thinking_sent_off(extra_body: dict[str, Any] | None) -> str | None:
+    """The field of `extra_body` (a judge's `judge.extra_body`) that already asks the server to turn thinking off, as
+    `chat_template_kwargs.enable_thinking: false`; None when it sends none."""
+    for path, off in _OFF_FIELDS:
+        value: Any = extra_body or {}
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is off or (isinstance(off, str) and value == off):
+            return f"{'.'.join(path)}: {str(off).lower()}"
+    return None
+
+
+def thinking_off(extra_body: dict[str, Any] | None) -> str:
+    """The advice to turn a model's thinking off, for a judge sending `extra_body`: the field to send, or, when it is sent
+    already (`thinking_sent_off`) and the model thinks all the same, that the server seems to ignore it and the server
+    flag that makes thinking off its default (advising the field again would not help)."""
+    sent = thinking_sent_off(extra_body)
+    return _THINKING_OFF if sent is None else f"turn the model's thinking off {_ignored(sent)}"
+
+
+def _ignored(sent: str) -> str:
+    # The server's side, for a judge whose extra_body sends `sent` already.
+    return (f"on the server: judge.extra_body already sends {sent} with every request and the model thinks all the same, "
+            "so the server seems to ignore it (a chat template that reads no enable_thinking, or a server that drops the "
+            f"field); make it the server's default ({_SERVER_DEFAULT}) or serve a model without thinking")
+
+
+def with_thinking_advice(message: str, extra_body: dict[str, Any] | None) -> str:
+    """`message` (a parse error of a reply still thinking: `parse.THINKING_FIELD_ADVICE` in it) with that advice replaced
+    by the server's side when `extra_body` already sends the field (`thinking_off`); `message` unchanged otherwise."""
+    from tracejudge.stages.judge.parse import THINKING_FIELD_ADVICE
+
+    sent = thinking_sent_off(extra_body)
+    return message if sent is None else message.replace(THINKING_FIELD_ADVICE, _ignored(sent))
+
+
+def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None = None, extra_body: dict[str, Any] | None = None) -> str:
     """What to tell the user about a reply whose answer text is empty ("" when it is not): that the content was empty,
     and, when the server put the model's text elsewhere (`Reply.reasoning`), where, how long it was and the server
     setting usually responsible, for the protocol in use (`provider`: `judge.provider`, `anthropic` or an
     OpenAI-compatible server's `openai`). A verdict found there is never used: it may be a draft the model went on to
-    change. `max_tokens`: what the request asked, so a reply the server cut far under it (`server_cut`) is said so."""
+    change. `max_tokens`: what the request asked, so a reply the server cut far under it (`server_cut`) is said so.
+    `extra_body`: the judge's `judge.extra_body`, so a model thinking though it asks for thinking off is said so
+    (`thinking_off`)."""
     if reply.text.strip():
         return ""
     if not reply.reasoning and reply.tool_calls:
@@ -74,7 +120,7 @@ def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None =
         return "the reply's content was empty (null or \"\"): the server returned no text"
     n = len(reply.reasoning)
     if reply.truncated:
-        fix = "raise judge.max_tokens" + ("" if provider == "anthropic" else f", or {_THINKING_OFF}")
+        fix = "raise judge.max_tokens" + ("" if provider == "anthropic" else f", or {thinking_off(extra_body)}")
         short = None if max_tokens is None else server_cut(reply, max_tokens)
         cut = (f"the context window filled ({WINDOW_FIX})" if reply.window_full
                else f"the server cut it off at {short:,} tokens, under max_tokens {max_tokens} ({SERVER_CUT_FIX})" if short is not None
@@ -86,7 +132,7 @@ def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None =
                 "a verdict in thinking is never used: raise judge.max_tokens or turn extended thinking off")
     if reply.reasoning_field == "thinking":  # (an OpenAI-compatible server's content chunks: magistral's `thinking`)
         return (f"the reply held only thinking chunks ({n:,} characters), no text chunk; a verdict in thinking is never "
-                f"used: raise judge.max_tokens so the model can finish thinking and answer, or {_THINKING_OFF}")
+                f"used: raise judge.max_tokens so the model can finish thinking and answer, or {thinking_off(extra_body)}")
     return (f"the reply's content was empty (null or \"\") and the server put its text ({n:,} characters) in "
             f"message.{reply.reasoning_field}: its reasoning parser took the whole reply as reasoning (llama.cpp llama-server "
             "--reasoning-format none keeps it in the content; vLLM --reasoning-parser needs a model that closes its reasoning "
