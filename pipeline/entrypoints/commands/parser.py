@@ -34,7 +34,8 @@ _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
   1    FAIL: an assertion (the CI gate) failed
   2    bad config or input; nothing was run
-  3    a judge, trace store or http target that cannot be reached (one line naming the URL),
+  3    a judge, trace store or http target that cannot be reached (one line naming the URL; so is a judge that
+       accepts connections and replied to no request of the run, each cut at judge.timeout_s, for judge.max_retry_wait_s),
        an internal error, out of memory too (stderr names the file holding the traceback, RUN_DIR/crash.log),
        or a full disk (one line: what is full, what is kept, how to resume)
   75   report on a run another process is still writing: its figures so far (IN PROGRESS)
