@@ -150,11 +150,17 @@ def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     """
     if any(isinstance(leaf, MemoryError) for leaf in leaves(exc)):
         _free_memory(exc)
-        try:
-            return _crash(args, exc, err)
-        except MemoryError:
-            err.print("internal error: MemoryError: out of memory (the traceback could not be written)", highlight=False, markup=False)
-            return EXIT_INTERNAL
+        for last in (False, True):
+            try:
+                return _crash(args, exc, err)
+            # Out of memory again, or CPython's own SystemError ("error return without exception set") from an allocation
+            # that failed deep inside C code the log's writing reached: the memory that failed is often back a moment later.
+            except Exception:
+                if last:
+                    with contextlib.suppress(Exception):
+                        err.print("internal error: MemoryError: out of memory (the traceback could not be written)", highlight=False, markup=False)
+                    return EXIT_INTERNAL
+                gc.collect()
     return _crash(args, exc, err)
 
 
