@@ -15,6 +15,7 @@ refused as by every reader.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,39 @@ def test_an_empty_tool_name_multivon_loads_is_refused_naming_it(tmp_path: Path) 
     (cid, err), = extract_lines(tmp_path, "multivon", [record])
     assert (err.kind, err.line, err.field) == ("invalid_input", 1, "agent_trace[0].tool_calls[0].name")
     assert "empty" in err.message
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('{"v": NaN}', "agent_trace[0].tool_calls[0].arguments.v"),
+    ('{"v": [1, -Infinity]}', "agent_trace[0].tool_calls[0].arguments.v[1]"),
+    ('{"v": 1e400}', "agent_trace[0].tool_calls[0].arguments.v"),
+])
+def test_a_number_json_cannot_hold_multivon_refuses_is_refused_naming_it(tmp_path: Path, text: str, field: str) -> None:
+    # multivon's loader re-writes each case as strict JSON, so NaN, an infinity or 1e400 anywhere refuses the record;
+    # read, an argument NaN was written `null` by `extract`, and the extracted case then matched an expected null.
+    record = json.dumps(_mutated("odd number", (*_CALL, "arguments"), {"v": "HERE"})).replace('{"v": "HERE"}', text)
+    assert not _multivon_reads(json.loads(record))
+    (cid, err), = extract_lines(tmp_path, "multivon", [record])
+    assert (err.kind, Path(err.file).name, err.line, err.field) == ("invalid_input", "data.jsonl", 1, field)
+    assert "not a finite number" in err.message
+
+
+def test_a_result_holding_nan_is_refused_as_multivon_refuses_it(tmp_path: Path) -> None:
+    record = json.dumps(_mutated("nan result", (*_CALL, "result"), "HERE")).replace('"HERE"', "NaN")
+    assert not _multivon_reads(json.loads(record))
+    (cid, err), = extract_lines(tmp_path, "multivon", [record])
+    assert err.field == "agent_trace[0].tool_calls[0].result"
+
+
+@pytest.mark.parametrize(("record", "said"), [({"expected_output": "y"}, "no input"), ({"input": 5, "tags": []}, "a number")])
+def test_a_plain_case_without_text_input_is_refused_naming_input(tmp_path: Path, record: dict[str, Any], said: str) -> None:
+    # multivon refuses it for its input ("Case input must be a string"), not for a missing agent_trace, which it allows.
+    assert not _multivon_reads(record)
+    (cid, err), = extract_lines(tmp_path, "multivon", [record])
+    assert (err.kind, err.line, err.field) == ("invalid_input", 1, "input") and said in err.message
+
+
+def test_a_fraction_of_309_digits_is_refused_as_the_infinity_it_reads_as(tmp_path: Path) -> None:
+    record = json.dumps(_mutated("long number", (*_CALL, "arguments"), {"v": "HERE"})).replace('"HERE"', "9" * 309 + ".5")
+    (cid, err), = extract_lines(tmp_path, "multivon", [record])
+    assert err.field == "agent_trace[0].tool_calls[0].arguments.v" and "inf" in err.message

@@ -17,7 +17,7 @@ Each `AgentStep` is one step (`thought`, `tool_calls`, `output`); a
 `result`. Types are checked as multivon-eval's `case_from_dict` checks them
 (text `thought`/`output`, a list `tool_calls`, text `name`, mapping
 `arguments`, text `input`, list `tags`, mapping `metadata`): what it refuses
-(`null` included, and `arguments` as JSON text) is refused naming the field. multivon's
+(`null` included, `arguments` as JSON text, and a NaN or infinite number anywhere) is refused naming the field. multivon's
 `expected_tool_calls` is a list of tool *names*: each becomes an expected
 call matched on the name alone (`arguments: null`); objects `{name,
 arguments}` are accepted too. A call with an `error` (a message, or `true`)
@@ -45,13 +45,15 @@ or `tool` role, content that is not text, a key beside `role` and `content`), an
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.record_fields import tool_name_problem
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import CASE_FIELDS, build_case, case_fields, decode_line, fail, json_type, read_lines
+from tracejudge.stages.extract.common import CASE_FIELDS, JsonLine, build_case, case_fields, decode_line, fail, json_type, read_lines
 
 __all__ = ["NO_AGENT_TRACE", "Options", "adapt"]
 
@@ -142,6 +144,38 @@ def _case_types(record: dict[str, Any], cid: str) -> None:
         bad = next((i for i, x in enumerate(value) if not isinstance(x, str)), None) if key == "tags" else None
         if bad is not None:
             fail(f"expected a tag as text, got {json_type(value[bad])}", field=f"tags[{bad}]", case_id=cid)
+
+
+# A line holding a non-finite number spells NaN, an infinity, an exponent (`1e400`) or 309 digits in a row: what
+# `_may_hold_odd_number` looks for, in a few microseconds, since walking every record to find none cost a quarter of
+# the format's extract (the regular expressions are kept to what Python's engine scans fast).
+_EXPONENT = re.compile(rb"[eE][+0-9]")
+_DIGITS = b"0123456789"
+_DIGIT_RUN = re.compile(rb"[0-9]{309}")
+
+
+def _may_hold_odd_number(data: bytes) -> bool:
+    """Whether the JSON line `data` may hold a NaN or infinite number (False: surely none)."""
+    return (b"NaN" in data or b"Infinity" in data or _EXPONENT.search(data) is not None
+            or (len(data) - len(data.translate(None, _DIGITS)) >= 309 and _DIGIT_RUN.search(data) is not None))
+
+
+def _finite(value: Any, where: str, cid: str) -> None:
+    """Refuse a NaN or infinite number (`NaN`, `Infinity`, `1e400`) anywhere in `value`, naming its place.
+
+    multivon-eval's loader re-writes each case as strict JSON and refuses such a number wherever it is; read, an
+    argument's NaN would be written `null` by `extract`, and the extracted case would match an expected null.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            fail(f"{value} is not a finite number (a JSON number beyond ±1.8e308, or NaN/Infinity), which multivon-eval's "
+                 "loader refuses: write it as a string to keep it", field=where, case_id=cid)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, f"{where}.{key}" if where else str(key), cid)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _finite(item, f"{where}[{i}]", cid)
 
 
 _ROLES = ("user", "assistant")
@@ -282,9 +316,10 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         for key in foreign:
             if closest(str(key), _FIELDS, 1, typo=True):
                 _unknown(key, _FIELDS, "", cid)  # a misspelt field: named, with the one meant, not blamed on `agent_trace`
-        if foreign or not isinstance(record.get("input"), str):
-            fail("agent_trace: required list of steps is missing" + (f" (and {foreign[0]!r} is no EvalCase field)" if foreign
-                 else ""), field="agent_trace", case_id=cid)
+        if foreign:
+            fail(f"agent_trace: required list of steps is missing (and {foreign[0]!r} is no EvalCase field)",
+                 field="agent_trace", case_id=cid)
+        _case_types(record, cid)  # (multivon refuses a plain case for its input, not for the trace it may leave out)
         trace = []
         fields["metadata"] = {**(fields.get("metadata") or {}), NO_AGENT_TRACE: True}
     elif not isinstance(trace, list):
@@ -313,6 +348,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         if output is not None:
             last_output = output
     _case_types(record, cid)  # (after the steps: a record's trace problem is the one worth naming first)
+    if not isinstance(payload, JsonLine) or _may_hold_odd_number(payload.data):
+        _finite(record, "", cid)
     final = record.get("actual_output", record.get("output", last_output))
     # Without `conversation`, multivon's EvalCase records one request (`input`); a record may add the user's turns in the native shape.
     return build_case({**fields, "trace": {"steps": steps, "user_messages": users, "output": final}})
