@@ -294,6 +294,17 @@ def test_a_utf8_line_holding_a_nul_byte_names_it_where_a_utf16_line_is_told_utf1
                        "encoded; save it as UTF-8"}, got
 
 
+@pytest.mark.parametrize("nuls", [1, 3])
+def test_a_line_of_one_or_three_nuls_is_no_utf16_or_utf32_text(tmp_path: Path, nuls: int) -> None:
+    # Such a line has no byte at the place where UTF-16 (UTF-32) puts a character's, so no position was "sparse" but
+    # that empty one: it was told "looks UTF-16" (one NUL) or "UTF-32" (three), though it holds no text at all.
+    lines = _native_lines(10)
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\n".join([*lines[:8], b"\x00" * nuls, lines[9]]) + b"\n")
+    errors = _errors(_extract(path, "native"))
+    assert [(e.line, e.message) for e in errors] == [(9, NUL.format(1, 0))], errors
+
+
 def test_a_json_array_cut_short_says_the_file_ends_early(tmp_path: Path) -> None:
     body = require(RUNS).read_bytes()
     path = tmp_path / "runs.json"

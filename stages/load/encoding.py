@@ -65,7 +65,8 @@ def wide_line(raw: bytes) -> str | None:
     for width in (2, 4):
         places = [(body[at::width].count(0), len(body[at::width])) for at in range(width)]  # (NULs, bytes) at each position
         # (a character's byte may be 00 where ASCII's is not: 4E00 in UTF-16 LE is 00 4E)
-        sparse = [at for at, (nul, size) in enumerate(places) if nul <= size // 10]
+        # (a position holding no byte at all, on a line shorter than its width, is no character's place: `00` alone)
+        sparse = [at for at, (nul, size) in enumerate(places) if nul <= size // 10 and size > nul]
         if len(sparse) == 1 and all(3 * nul >= 2 * size for at, (nul, size) in enumerate(places) if at != sparse[0]):
             return why
     return None
