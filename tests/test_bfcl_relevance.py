@@ -122,3 +122,28 @@ def test_the_example_gives_upstreams_verdict_on_real_questions(tmp_path: Path, d
     bad = traces["live_relevance_10-10-0"]["steps"][0]  # the last shape: a call that decodes beside one that does not
     assert bad["error"].startswith("tool calls not decoded") and "{'q': 2}" in bad["error"] and not bad.get("tool_calls")
     assert bad["output"] == "Here:"
+
+
+def test_a_reply_holding_a_lone_surrogate_gets_upstreams_verdict(tmp_path: Path, data_dir: Path) -> None:
+    # JSON may spell half a UTF-16 pair (`"\ud800"`), and upstream's `json.loads` reads it as a call like any other;
+    # the trace, written as UTF-8, cannot hold it, and the reply was a target_error, no verdict at all.
+    bfcl = data_dir / "bfcl"
+    lines = (bfcl / "BFCL_v4_live_relevance.json").read_text().splitlines()[:2]
+    lines += (bfcl / "BFCL_v4_irrelevance.json").read_text().splitlines()[:3]
+    questions = tmp_path / "BFCL_v4_surrogates.json"
+    questions.write_text("\n".join(lines) + "\n")
+    shapes = [lambda f: {"content": None, "tool_calls": [_call(f, '{"q": "a\\ud800b"}')]},
+              lambda f: {"content": None, "tool_calls": [_call("\ud800", '{"q": 1}')]},  # (the name, as the SDK reads it)
+              lambda f: {"content": "I cannot \ud800 help.", "tool_calls": None}]
+    reply_of = {}
+    for i, line in enumerate(lines):
+        q = json.loads(line)
+        first = q["function"][0]["name"].replace(".", "_")
+        reply_of[q["question"][0][-1]["content"]] = {"id": q["id"], "message": {"role": "assistant", **shapes[i % len(shapes)](first)}}
+    with chat_server(lambda asked: reply_of[asked]["message"]) as url:
+        listed, traces = run_example(tmp_path, url, f"dataset.path={questions}")
+    results = {r["case_id"]: r for r in listed}
+    for r in reply_of.values():
+        passed = results[r["id"]]["scores"]["bfcl_relevance" if r["id"].startswith("live") else "ast_match"]["passed"]
+        assert passed == (upstream_has_call(r["message"]) == r["id"].startswith("live")), r
+    assert traces["live_relevance_0-0-0"]["steps"][0]["tool_calls"][0]["arguments"] == {"q": "a\ufffdb"}

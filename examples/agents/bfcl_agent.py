@@ -145,7 +145,27 @@ def respond(request: Any) -> dict[str, Any]:
     if text:
         step["output"] = text
     note = {"note": "multi-turn: only the first turn is answered (the calls are not executed)"} if context.get("involved_classes") else {}
-    return {"output": text, "trace": {"steps": [step], "output": text}, "metadata": note}
+    return sound({"output": text, "trace": {"steps": [step], "output": text}, "metadata": note})
+
+
+def sound(value: Any) -> Any:
+    """`value` with each lone surrogate in its text (`"\\ud800"` in the reply's JSON, half a UTF-16 pair) replaced by U+FFFD.
+
+    BFCL reads such a reply as any other (its `json.loads` takes the escape), so its call is a call and its text a
+    reply; a trace is written as UTF-8, which cannot hold the half pair. No answer BFCL accepts holds either
+    character, so a value holding one fails its check alike.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {sound(k): sound(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sound(v) for v in value]
+    return value
 
 
 NAMELESS = "(no function name)"
