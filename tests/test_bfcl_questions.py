@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from test_bfcl_java_js import _cases
@@ -47,8 +48,6 @@ def test_the_example_agent_asks_the_whole_turn(monkeypatch):
 
 def test_a_function_doc_that_is_no_doc_is_the_questions_error_naming_it(tmp_path):
     # Read as it was, it reached the target, whose crash (`string indices must be integers`) named no field of the file.
-    import json
-
     from hand_edits import filed
 
     good = {"id": "live_relevance_0-0-0", "question": [[{"role": "user", "content": "Paint me a portrait"}]], "function": _FN}
@@ -60,3 +59,33 @@ def test_a_function_doc_that_is_no_doc_is_the_questions_error_naming_it(tmp_path
     got = filed(tmp_path / "BFCL_v4_live_relevance.json", "bfcl", "".join(json.dumps(q) + "\n" for q in lines))
     assert got == [("live_relevance_0-0-0", None)] + [(f"live_relevance_{i}-{i}-0", f"{field}: {why}")
                                                       for i, (_, field, why) in enumerate(bad, 1)]
+
+
+def test_a_numeric_id_takes_its_category_from_the_file_name_as_upstream_or_is_refused(tmp_path):
+    # The category was read from the id's text, so `7` was no category's: a live_relevance question lost its
+    # `bfcl_relevance` check and an irrelevance one its "no call" without a word. Upstream's eval runner reads the
+    # category from the file name (`extract_test_category`), which is what a numeric id is now read by.
+    from test_bfcl_java_js import _Dataset
+    from tracejudge.core.registry import format_for
+    from tracejudge.stages.extract import extract_record
+
+    def read(name: str, qid: object = 7) -> list:
+        (tmp_path / name).write_text(json.dumps({"id": qid, "question": [[{"role": "user", "content": "Paint me"}]], "function": _FN}) + "\n")
+        fmt, ds = format_for("bfcl"), _Dataset(tmp_path / name)
+        ctx = fmt.prepare(ds)
+        return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+    (relevance,) = read("BFCL_v4_live_relevance.json")
+    assert relevance.id == "7" and relevance.tags == ["bfcl", "live_relevance"] and relevance.expected_tool_calls is None
+    assert [m["name"] for m in relevance.metrics] == ["bfcl_relevance"]
+    (irrelevance,) = read("BFCL_v4_irrelevance.json")
+    assert irrelevance.tags == ["bfcl", "irrelevance"] and irrelevance.expected_tool_calls == [] and irrelevance.metrics == []
+    # A file named otherwise says no category: the numeric id is the record's error, naming file, line and field.
+    ((cid, err),) = read("questions.jsonl")
+    assert (cid, err.kind, err.file, err.line, err.field) == ("7", "invalid_input", str(tmp_path / "questions.jsonl"), 1, "id")
+    assert "got a number, 7" in err.message and "BFCL_v4_<category>.json" in err.message
+    # So is a text id naming no category (it was its own category, `q1`); one that names one still decides.
+    ((_, err),) = read("questions.jsonl", "q1")
+    assert (err.field, "got a string, \"q1\"" in err.message) == ("id", True)
+    (named,) = read("questions.jsonl", "live_relevance_3-3-0")
+    assert named.tags == ["bfcl", "live_relevance"] and [m["name"] for m in named.metrics] == ["bfcl_relevance"]

@@ -18,7 +18,9 @@ question (refused when the config loads without one). Each question becomes one 
   and `missed_function` (multi_turn_miss_func: `{turn index: [names]}`, the
   functions upstream offers only from that turn on; that turn has no user
   message, so its `turns` entry is null);
-  `tags` = `["bfcl", category]`;
+  `tags` = `["bfcl", category]`, the category the id names
+  (`live_simple_106-63-0`), else the file name's (`BFCL_v4_<category>.json`,
+  as upstream's eval runner reads it); neither is the question's error, `id`;
 - `simple_java` / `simple_javascript` answers become the source text a
   model sends for them, as upstream converts it (`bfcl_lang`);
 - single-turn `ground_truth` `[{fn: {param: [accepted, …]}}]` becomes one
@@ -175,7 +177,7 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
                         except (ValueError, KeyError, TypeError, AttributeError):
                             continue  # an unreadable doc line leaves that function's argument names unknown
             params[cls] = table
-    return {"answers": answers, "params": params, "bad_answers": bad}
+    return {"answers": answers, "params": params, "bad_answers": bad, "category": file_category(question_file)}
 
 
 def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
@@ -201,10 +203,20 @@ def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
     return {"name": name, "arguments": args}
 
 
-def _category(qid: str) -> str:
-    """The category of a question id: what precedes its number (`live_simple_106-63-0`, `memory_0-customer-0`)."""
-    found = re.match(r"^(.*?)_\d", qid)
-    return found.group(1) if found else qid
+def _category(qid: Any) -> str | None:
+    """The category a question id names, what precedes its number (`live_simple_106-63-0`, `memory_0-customer-0`);
+    None for an id that names none (a number, `"7"`, `"q1"`)."""
+    found = re.match(r"^(.*?)_\d", qid) if isinstance(qid, str) else None
+    return found.group(1) if found and found.group(1) else None
+
+
+def file_category(question_file: Path | str) -> str | None:
+    """The category a question file's name gives (`BFCL_v4_live_relevance.json` -> `live_relevance`), None for another name.
+
+    Upstream's eval runner takes the category from the file name (`extract_test_category`).
+    """
+    found = re.fullmatch(r"BFCL_v\d+_(\w+?)\.json", Path(question_file).name)
+    return found.group(1) if found else None
 
 
 def _answer_texts(truth: Any) -> bool:
@@ -292,8 +304,16 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
         raise AdapterError(why, field="question", case_id=qid)
     if (bad := _bad_doc(rec.get("function"))) is not None:  # (read as it was, it reached the target as its crash)
         raise AdapterError(f"{bad[0]}: {bad[1]}", field=bad[0], case_id=qid)
-    category = _category(qid)
     ctx = ctx or {}
+    # The id's own category as upstream's generation reads it (a file may mix categories), else the file name's, as its
+    # eval runner reads it: an id naming none (a number) was its own category, the relevance check silently gone.
+    category = _category(rec["id"]) or ctx.get("category")
+    if category is None:
+        from tracejudge.stages.extract.common import json_type
+
+        raise AdapterError(f"id: names no category (`live_relevance_0-0-0`: the category, then `_` and a number), "
+                           f"nor does the file's name (BFCL_v4_<category>.json); got {json_type(rec['id'])}, {json.dumps(rec['id'])[:80]}",
+                           field="id", case_id=qid)
     answers, params = ctx.get("answers"), ctx.get("params") or {}
 
     expected: list[dict[str, Any]] | None
@@ -301,9 +321,9 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     if qid in (ctx.get("bad_answers") or {}):
         raise AdapterError(f"ground_truth: answer line unreadable: {ctx['bad_answers'][qid]}", field="ground_truth", case_id=qid)
     if answers is None or qid not in answers:
-        if qid.startswith(("irrelevance", "live_irrelevance")):
+        if category in ("irrelevance", "live_irrelevance"):
             expected = []
-        elif qid.startswith("live_relevance") or answers is None:
+        elif category == "live_relevance" or answers is None:
             expected = None
         else:
             raise AdapterError(f"ground_truth: question {qid!r} is not in the answer file", field="ground_truth", case_id=qid)
