@@ -53,6 +53,19 @@ CASES = [  # (the edit, the field named (`{k}`: the message holding calls), what
      "expected a usage object, got a string"),
     (lambda d: _sim(d)["messages"][0].__setitem__("usage", {"prompt_tokens": "12"}), "simulations[1].messages[0].usage.prompt_tokens",
      "expected a token count, got a string"),
+    # Upstream's data model reads neither: a message of no role was skipped without a word, an object content accepted.
+    (lambda d: _sim(d)["messages"][4].__setitem__("role", None), "simulations[1].messages[4].role",
+     "expected 'system' or 'assistant' or 'user' or 'tool'; got null"),
+    (lambda d: _sim(d)["messages"][4].pop("role"), "simulations[1].messages[4].role",
+     "expected 'system' or 'assistant' or 'user' or 'tool'; the field is missing"),
+    (lambda d: _sim(d)["messages"][4].__setitem__("role", "bot"), "simulations[1].messages[4].role",
+     "expected 'system' or 'assistant' or 'user' or 'tool'; got a string 'bot'"),
+    (lambda d: _sim(d)["messages"][4].__setitem__("content", {"text": "hi"}), "simulations[1].messages[4].content",
+     "expected text or null, got an object"),
+    (lambda d: _sim(d)["messages"][1].__setitem__("content", ["hi"]), "simulations[1].messages[1].content",
+     "expected text or null, got an array"),
+    (lambda d: _sim(d)["messages"][4].update(role="tool", tool_messages=[{"role": None}]),
+     "simulations[1].messages[4].tool_messages[0].role", "expected 'tool'; got null"),
     (_set(_sim, "reward_info", [1]), "simulations[1].reward_info", "expected an object, got an array"),
     (_set(REWARD, "action_checks", "x"), "simulations[1].reward_info.action_checks", "expected a list, got a string"),
     (_set(REWARD, "action_checks", [3]), "simulations[1].reward_info.action_checks[0]", "expected an object, got a number"),
@@ -82,3 +95,28 @@ def test_a_part_of_the_wrong_type_is_its_simulations_error_naming_the_field(tmp_
     place = "6-0" if not field.endswith("task_id") else next(cid for cid, _ in got if cid.startswith("F:"))
     assert [cid for cid, _ in got] == ["13-0", place, "16-0"]
     assert [(cid, error) for cid, error in got if error is not None] == [(place, f"{field}: {why}")]
+
+
+def test_tool_results_grouped_in_one_multi_tool_message_pair_as_when_apart(tmp_path, results):
+    # Upstream's data model holds a message's results in one `MultiToolMessage` (`role: tool`, `tool_messages`) too.
+    from tracejudge.core.registry import format_for
+    from tracejudge.stages.extract import extract_record
+
+    def traces(data: dict[str, Any]) -> list[Any]:
+        (tmp_path / "r.json").write_text(json.dumps(data), encoding="utf-8")
+        fmt = format_for("tau2-bench")
+        ds = type("D", (), {"path": tmp_path / "r.json", "tasks": None, "limit": None, "options": {}})()
+        return [extract_record(raw, fmt, None).trace for raw in fmt.read(ds)]
+
+    grouped = copy.deepcopy(results)
+    for sim in grouped["simulations"]:
+        messages: list[dict[str, Any]] = []
+        for msg in sim["messages"]:
+            if msg["role"] == "tool" and messages and messages[-1]["role"] == "tool":
+                last = messages[-1]
+                messages[-1] = {"role": "tool", "tool_messages": last.get("tool_messages", [last]) + [msg]}
+            else:
+                messages.append(msg)
+        sim["messages"] = messages
+    assert sum(len(s["messages"]) for s in grouped["simulations"]) < sum(len(s["messages"]) for s in results["simulations"])
+    assert traces(grouped) == traces(results)

@@ -33,6 +33,8 @@ warning per file:
   Python's `==`, as upstream compares it (`{"$python_eq": value}` where the
   project's rules could differ: `expected_from_action`).
   A task without `evaluation_criteria.actions` gives no expectation (`null`);
+- a message is read as upstream's `Message` (`tau2_shapes`): another role, or
+  a `content` neither text nor null, is the simulation's `invalid_input`;
 - every assistant message is one step (its text is the `thought` when it
   also calls tools, else the step's `output`); a user message that calls
   tools (τ²'s dual-control telecom domain) is a step too, because upstream
@@ -321,15 +323,16 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         role = msg.get("role")
         if role == "user" and msg.get("content"):
             users.append({"step": len(steps), "content": msg["content"]})
-        if role == "tool":
-            # (Keyed by a stand-in holding the id, so the call keeps the id it was recorded with, `""` included.)
-            waiting = pending.answer(msg.get("id") or None)
+        # (A MultiToolMessage holds its results in order. Keyed by a stand-in holding the id, so the call keeps the id it
+        # was recorded with, `""` included.)
+        parts = msg.get("tool_messages")
+        for part in ([msg] if parts is None else parts) if role == "tool" else []:
+            waiting = pending.answer(part.get("id") or None)
             if waiting is not None:
-                content = msg.get("content")
+                content = part.get("content")
                 waiting["call"]["result"] = maybe_json(content)
-                if msg.get("error"):
+                if part.get("error"):
                     waiting["call"]["error"] = content or "error"
-            continue
         if role not in ("assistant", "user"):
             continue
         if role == "assistant" and msg.get("usage"):

@@ -26,11 +26,34 @@ def _count(value: Any) -> bool:
     return value is None or isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# Upstream's `Message` (sierra-research/tau2-bench `src/tau2/data_model/message.py`): a system, assistant, user or tool
+# message, or a `MultiToolMessage` (`role: tool` holding `tool_messages`); each `content` is text or null.
+_ROLES = ("system", "assistant", "user", "tool")
+
+
+def _message(msg: Any, at: str, roles: tuple[str, ...] = _ROLES) -> tuple[str, str] | None:
+    """`(field, why)` when `msg` is no message upstream's data model reads (a role it has not, content not text)."""
+    if not isinstance(msg, dict):
+        return at, f"expected a message object, got {json_type(msg)}"
+    role = msg.get("role")
+    if role not in roles:  # (any other was skipped without a word, whatever it said)
+        got = "the field is missing" if "role" not in msg else f"got {json_type(role)}" + (f" {role!r}" if isinstance(role, str) else "")
+        return f"{at}.role", f"expected {' or '.join(repr(r) for r in roles)}; {got}"
+    if msg.get("content") is not None and not isinstance(msg["content"], str):
+        return f"{at}.content", f"expected text or null, got {json_type(msg['content'])}"
+    parts = msg.get("tool_messages")
+    if role == "tool" and parts is not None:
+        if not isinstance(parts, list):
+            return f"{at}.tool_messages", f"expected a list of tool messages, got {json_type(parts)}"
+        return next(filter(None, (_message(p, f"{at}.tool_messages[{i}]", ("tool",)) for i, p in enumerate(parts))), None)
+    return None
+
+
 def _messages(messages: list[Any], where: str) -> tuple[str, str] | None:
     for k, msg in enumerate(messages):
         at = f"{where}.messages[{k}]"
-        if not isinstance(msg, dict):
-            return at, f"expected a message object, got {json_type(msg)}"
+        if (problem := _message(msg, at)) is not None:
+            return problem
         calls = msg.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
             return f"{at}.tool_calls", f"expected a list of tool calls, got {json_type(calls)}"
