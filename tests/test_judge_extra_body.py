@@ -8,6 +8,7 @@ and the resume check; a key tracejudge sets itself is refused; a credential in t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -284,3 +285,36 @@ def test_a_credential_in_the_fields_is_masked_where_they_are_copied(simulator: C
             assert line["body"]["metadata"] == {"api_key": "[REDACTED]"}
         else:
             assert 'extra_body {"chat_template_kwargs": {"enable_thinking": false}, "metadata": {"api_key": "[REDACTED]"}}' in proc.stdout
+
+
+def test_a_long_value_is_recorded_by_its_digest_and_a_change_to_it_still_tells(simulator: Callable[..., SimulatorThread],
+                                                                               tmp_path: Path) -> None:
+    # A 2 MB value was copied whole into manifest.json (twice: its config and its history), summary.json, configs.jsonl
+    # and each entry of the cache's index.
+    sim = simulator()
+    base = {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1"}
+    big, other = "x" * 2_000_000, "x" * 1_999_999 + "y"
+    summary = _run(_config(tmp_path, {**base, "extra_body": {**NO_THINK, "blob": big}}, n=2, run_dir="r1"))
+    assert sim.stats.requests == 2 and _sent(sim, "blob") == {json.dumps(big): 2}  # sent whole
+    digest = hashlib.sha256(json.dumps(big).encode()).hexdigest()
+    shown = {**NO_THINK, "blob": f"[sha256 {digest} of 2000002 characters of JSON, not kept]"}
+    assert summary["judge"]["extra_body"] == shown
+    manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    assert manifest["config"]["judge"]["extra_body"] == manifest["history"][0]["config"]["judge"]["extra_body"] == shown
+    files = [*(tmp_path / "r1").rglob("*"), *(tmp_path / "cache").rglob("*")]
+    assert not any(big[:100_000].encode() in p.read_bytes() for p in files if p.is_file())
+    # The same value resumes; another of the same length is refused, named by its digests.
+    _run(_config(tmp_path, {**base, "extra_body": {**NO_THINK, "blob": big}}, n=2, run_dir="r1"))
+    with pytest.raises(ManifestMismatch) as err:
+        _run(_config(tmp_path, {**base, "extra_body": {**NO_THINK, "blob": other}}, n=2, run_dir="r1"))
+    [line] = err.value.changes
+    assert line.startswith("config judge.extra_body.blob: ") and digest[:12] in line
+    # The cache: answered from it with the same value, a miss explained with another; `compare` tells the runs apart.
+    again = _run(_config(tmp_path, {**base, "extra_body": {**NO_THINK, "blob": big}}, n=2, run_dir="r2"))
+    assert again["judge"]["cache_hits"] == 2
+    changed = _run(_config(tmp_path, {**base, "extra_body": {**NO_THINK, "blob": other}}, n=2, run_dir="r3", cache={"explain": True}))
+    assert changed["judge"]["cache_misses_explained"] == {"changed: extra_body": 2}
+    from tracejudge.stages.comparison.runs import compare_runs
+
+    assert compare_runs(tmp_path / "r1", tmp_path / "r2").warnings == []
+    assert "judges differ (judge.extra_body" in compare_runs(tmp_path / "r1", tmp_path / "r3").warnings[0]

@@ -17,6 +17,11 @@ inside a value (`chat_template_kwargs: {x: null}`) is a value, sent as written. 
 A panel member's own `extra_body` is put over the section's key by key (`merged`); a key the member gives as null
 is left out of its requests. A member on another provider than the section's does not inherit the section's
 extra_body (its fields are another server's), as it does not inherit its base URL.
+
+What a run directory records of it (`recorded`: manifest.json, configs.jsonl, summary.json) keeps a value longer than
+`RECORDED_MAX` characters of JSON as its size and sha256 (`"[sha256 … of 2097154 characters of JSON, not kept]"`): a
+prompt-sized field was copied whole into each. Two values compare as their digests do, so a resume and `compare` still
+tell any change; the config hash is computed over the values themselves.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from typing import Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
-__all__ = ["merged", "reserved", "secrets", "shown", "validated"]
+__all__ = ["RECORDED_MAX", "merged", "recorded", "recorded_config", "reserved", "secrets", "shown", "validated"]
+
+# Characters of JSON a value of extra_body may have and be recorded as it is (`recorded`).
+RECORDED_MAX = 4096
 
 # The keys tracejudge writes in every request of a protocol, and the setting that decides each.
 _BOTH = {
@@ -150,3 +158,37 @@ def secrets(extra: dict[str, Any]) -> tuple[str, ...]:
     from tracejudge.engine.config_secrets import masked_values
 
     return tuple(v for v in masked_values(extra, shown(extra)).values() if isinstance(v, str))
+
+
+def _capped(value: Any) -> Any:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if len(text) <= RECORDED_MAX:
+        return value
+    if isinstance(value, dict):  # (its short keys stay readable: `chat_template_kwargs.enable_thinking` beside a long one)
+        return {k: _capped(v) for k, v in value.items()}
+    import hashlib
+
+    return f"[sha256 {hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()} of {len(text)} characters of JSON, not kept]"
+
+
+def recorded(extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` as a run directory records it: `shown` (credentials masked), then each value whose JSON text is longer
+    than `RECORDED_MAX` characters (a mapping's own values first) replaced by `"[sha256 <hex of that text> of N characters of
+    JSON, not kept]"`. Idempotent: a recorded copy records as itself."""
+    out: dict[str, Any] = _capped(shown(extra))
+    return out
+
+
+def recorded_config(config: Any) -> Any:
+    """A run's config (a manifest's `config`, credentials masked) with `judge.extra_body` and each panel member's
+    `extra_body` as `recorded` keeps them; anything else, and a config without them, returned as it is."""
+    judge = config.get("judge") if isinstance(config, dict) else None
+    if not isinstance(judge, dict):
+        return config
+    out = dict(judge)
+    if isinstance(judge.get("extra_body"), dict):
+        out["extra_body"] = _capped(judge["extra_body"])
+    if isinstance(judge.get("models"), list):
+        out["models"] = [{**m, "extra_body": _capped(m["extra_body"])} if isinstance(m, dict) and isinstance(m.get("extra_body"), dict)
+                         else m for m in judge["models"]]
+    return {**config, "judge": out}

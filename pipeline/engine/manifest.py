@@ -31,6 +31,7 @@ from threading import Event
 from typing import Any
 
 from tracejudge.core.config import RunConfig
+from tracejudge.core.extra_body import recorded_config
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.user_code import lazy_getattr
 from tracejudge.core.version import __version__
@@ -186,7 +187,7 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files
         **shard,
         "dataset_fingerprint": _digest({role: f["sha256"] for role, f in files.items()}),
         "dataset": files,
-        "config": masked,
+        "config": recorded_config(masked),  # (a long extra_body value by its digest: hashed above in full)
     }
 
 
@@ -248,9 +249,10 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     is compared by its overall `dataset_fingerprint`.
     """
     lines: list[str] = []
-    # Both as a manifest keeps them, credentials masked (one written before they were is masked here, and never shown).
-    tree_a = hashed_config(_with_resolved_metrics(redact_config(old.get("config") or {})))
-    tree_b = hashed_config(_with_resolved_metrics(redact_config(new.get("config") or {})))
+    # Both as a manifest keeps them, credentials masked and a long extra_body value by its digest (one written before
+    # they were is so here, and never shown).
+    tree_a = hashed_config(_with_resolved_metrics(recorded_config(redact_config(old.get("config") or {}))))
+    tree_b = hashed_config(_with_resolved_metrics(recorded_config(redact_config(new.get("config") or {}))))
     a, b = flatten(tree_a, "", {}), flatten(tree_b, "", {})
     # A metric moved in the list is one line (moved and changed too), not one per parameter of the two metrics now at
     # each position.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.engine.manifest import diff
+from tracejudge.core.extra_body import recorded_config
 from tracejudge.llm.redact import redact_config
 
 __all__ = ["configs_by_segment", "known_config", "with_history"]
@@ -41,8 +42,9 @@ def with_history(old: dict[str, Any] | None, new: dict[str, Any], forced: list[s
     `forced` the changes `--force` accepted (recorded on the new entry). A
     config already in the history is not added again.
     """
-    # (Each past config as a manifest keeps it now, credentials masked: an entry written before they were is masked.)
-    history = [] if old is None else [{**h, "config": redact_config(h["config"])} if isinstance(h.get("config"), dict) else h
+    # (Each past config as a manifest keeps it now, credentials masked, a long extra_body value by its digest: an entry
+    # written before they were is so.)
+    history = [] if old is None else [{**h, "config": recorded_config(redact_config(h["config"]))} if isinstance(h.get("config"), dict) else h
                                       for h in _history(old)]
     if not any(h.get("config_hash") == new["config_hash"] and h.get("dataset_fingerprint") == new["dataset_fingerprint"] for h in history):
         entry = {k: new[k] for k in _HISTORY_KEYS if k in new}

@@ -23,8 +23,8 @@ changed (`served model changed: llama.cpp a.gguf (weights …) → …`).
 
 `extra_body` (the request fields of `judge.extra_body`) is held only by the key of a request that sends some: a
 verdict given with the model thinking does not answer a request that turns thinking off, and `explain` says
-`changed: extra_body`. The index keeps it with a value under a credential's key, or shaped like one, as a digest
-(`indexed`).
+`changed: extra_body`. The index keeps it with a value under a credential's key, or shaped like one, or longer than
+`RECORDED_MAX` characters of JSON, as a digest (`indexed`).
 
 Never ids, timestamps, run ids, retry/timeout/concurrency settings or
 provenance markers: the judge prompt renders a trace without call ids and
@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import diskcache
+from tracejudge.core.extra_body import RECORDED_MAX
 from tracejudge.core.memo import Memo
 from tracejudge.llm.redact import redact_config, redact_data, redact_url_passwords
 from tracejudge.llm.served_model import describe
@@ -163,14 +164,15 @@ def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def indexed(components: dict[str, Any]) -> dict[str, Any]:
     """`components` as the cache's index keeps them: `messages` (the prompts, trace text in them) replaced by
     `{"sha256": <hex of their canonical JSON>}`, a password in `base_url` masked, and an `extra_body` holding a
-    credential (`redact_config` masks a value of it) as `{"sha256": …}` too; already so, or without any of these,
+    credential (`redact_config` masks a value of it) or longer than `RECORDED_MAX` as `{"sha256": …}` too; already so, or without any of these,
     it is returned as it is."""
     base = components.get("base_url")
     if isinstance(base, str) and "@" in base:  # a password in the judge's URL (`http://user:pass@host`) is not kept either
         components = {**components, "base_url": redact_url_passwords(base)}
     extra = components.get("extra_body")
-    if isinstance(extra, dict) and redact_config(extra) != extra:
-        # (a digest, not the masked copy: two credentials must still read as a change to `explain`)
+    if isinstance(extra, dict) and (redact_config(extra) != extra or len(canonical(extra)) > RECORDED_MAX):
+        # (a digest, not the masked copy: two credentials must still read as a change to `explain`; nor a long value
+        # copied whole into each entry of the index)
         components = {**components, "extra_body": {"sha256": hashlib.sha256(canonical(extra).encode()).hexdigest()}}
     messages = components.get("messages")
     if messages is None or (type(messages) is dict and set(messages) == {"sha256"}):

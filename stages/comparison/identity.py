@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.extra_body import recorded_config
 from tracejudge.engine import store
 
 __all__ = ["IDENTITY_FIELDS", "identity_differences", "identity_of", "identity_warnings", "warning_line"]
@@ -51,7 +52,8 @@ def _request_fields(dirs: list[Path]) -> dict[str, Any] | None:
     it keeps them): `judge.extra_body` under `judge`, each panel member's own under its model, none left out when empty;
     None when no manifest says (a run without a judge, or a directory without a manifest)."""
     for d in dirs:
-        judge = ((store.read_manifest(d, strict=False) or {}).get("config") or {}).get("judge")
+        # (a long value by its digest, as a manifest now keeps it, in one written before too: alike when equal)
+        judge = (recorded_config((store.read_manifest(d, strict=False) or {}).get("config") or {})).get("judge")
         if isinstance(judge, dict):
             members = {str(m.get("model")): m["extra_body"] for m in judge.get("models") or [] if isinstance(m, dict) and m.get("extra_body")}
             return {**({"judge": judge["extra_body"]} if judge.get("extra_body") else {}), **members}

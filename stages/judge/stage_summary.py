@@ -181,11 +181,11 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
 
 def _extra_bodies(block: dict[str, Any], cfg: Any, judges: list[tuple[str, Judge]]) -> None:
     """The request fields of `judge.extra_body` the verdicts were given with (a model thinking or not), a credential in
-    them masked (`core.extra_body.shown`): `extra_body`, the section's, and `extra_body_by_model` for a panel whose
-    members send other fields than the section's."""
-    from tracejudge.core.extra_body import shown
+    them masked and a long value by its digest (`core.extra_body.recorded`): `extra_body`, the section's, and
+    `extra_body_by_model` for a panel whose members send other fields than the section's."""
+    from tracejudge.core.extra_body import recorded
 
     if cfg.extra_body:
-        block["extra_body"] = shown(cfg.extra_body)
+        block["extra_body"] = recorded(cfg.extra_body)
     if cfg.models and any(j.cfg.extra_body != cfg.extra_body for _, j in judges):
-        block["extra_body_by_model"] = {name: shown(j.cfg.extra_body) for name, j in judges}
+        block["extra_body_by_model"] = {name: recorded(j.cfg.extra_body) for name, j in judges}
