@@ -164,7 +164,8 @@ def test_a_panel_built_without_the_configs_validation_still_names_the_member(tmp
                                     "judge": {"provider": "simulator", "model": "x", "models": [{"model": "y"}, {"model": "openai:a", "provider": "simulator"}]}})
     with pytest.raises(ConfigError) as err:
         panel_members(cfg)
-    assert str(err.value) == "judge.models[1]: model 'openai:a' names provider 'openai' but provider is 'simulator'"
+    # (dotted, as the config's own validation names it: it was `judge.models[1]` here, `judge.models.1` there)
+    assert str(err.value) == "judge.models.1: model 'openai:a' names provider 'openai' but provider is 'simulator'"
 
 
 def test_a_value_outside_a_pattern_of_plain_words_names_the_words_and_the_nearest(tmp_path: Path) -> None:

@@ -56,8 +56,9 @@ def panel_members(config: RunConfig) -> list[Member]:
     members, problems = _members(config, cfg)
     if problems:
         loc, message = problems[0]
-        # (a check of the whole member has no key of its own: `judge.models[0]: …`, not `judge.models[0].: …`)
-        where = ".".join(map(str, (f"judge.models[{loc[2]}]", *loc[3:]))) if len(loc) > 2 else ".".join(map(str, loc))
+        # Dotted as every config error names a list item (`judge.models.0.limits.rmp`, `metrics.1.type`); a check of the
+        # whole member has no key of its own: `judge.models.0: …`.
+        where = ".".join(map(str, loc))
         raise ConfigError(f"{where}: {message}")
     return members
 
