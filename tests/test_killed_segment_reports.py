@@ -116,6 +116,10 @@ def _reported_interrupted(tmp_path: Path, run_dir: Path, resume: str) -> None:
     assert rep.stdout.splitlines()[-1] == f"verdict: INTERRUPTED (resume with: {resume})", rep.stdout
     assert _summary(run_dir)["verdict"]["verdict"] == "INTERRUPTED" and _run_error(run_dir).startswith("verdict: INTERRUPTED")
     assert "**Verdict: INTERRUPTED**" in (run_dir / "report.md").read_text()
+    # How it ended stays said, as the resumed segment's first result said it: it was dropped, `stopped` written only
+    # for a segment that recorded its own cause.
+    stopped = _summary(run_dir)["stopped"]
+    assert stopped["how"] == "killed" and stopped["reason"].endswith(f"resume with: {resume}"), stopped
 
 
 def _finished_pass(tmp_path: Path, run: str) -> tuple[Path, dict]:

@@ -130,12 +130,17 @@ def test_the_summary_report_writes_for_a_killed_run_has_its_segments_as_the_resu
     (killed,) = reported["segments"]
     assert (killed["segment"], killed["results"], killed["ended"]) == (1, 2, "killed") and "command" not in killed
     assert reported["elapsed_s_total"] == killed["elapsed_s"] and "killed" in reported["elapsed_measured"]
+    # How it ended, as a resume says it before its first new result: killed, no cause recorded, and how to go on.
+    assert reported["complete"] is False and reported["stopped"] == {
+        "how": "killed", "reason": "the run's last segment did not finish and wrote no reports: no process holds the run directory, "
+                                   "so it was killed (SIGKILL, a CI timeout, os._exit); resume with: tracejudge run c.yaml --no-progress"}
 
     (run_dir.parent / "release").touch()
     assert _tj("run", "c.yaml", "--no-progress", cwd=run_dir.parent).returncode == 0
     resumed = json.loads((run_dir / "summary.json").read_text())
-    # The sections of a finished run's summary, in its order, and the killed segment's record as the resume keeps it.
-    assert list(reported) == list(resumed)
+    # The sections of a finished run's summary, in its order (`stopped` no more), and the killed segment's record as the
+    # resume keeps it.
+    assert [k for k in reported if k != "stopped"] == list(resumed) and "stopped" not in resumed
     assert resumed["segments"][0] == killed
     assert {k: reported[k] for k in ("tracejudge_version", "config_hash")} == {k: resumed[k] for k in ("tracejudge_version", "config_hash")}
 
@@ -150,7 +155,8 @@ def test_a_run_killed_before_its_first_result_is_reported_interrupted_not_failed
     assert rep.returncode == 130, rep.stdout + rep.stderr
     assert "the run has no results: it was interrupted before its first one" in " ".join(rep.stdout.split())
     assert rep.stdout.splitlines()[-1] == "verdict: INTERRUPTED (resume with: tracejudge run c.yaml --no-progress)"
-    assert json.loads((run_dir / "summary.json").read_text())["verdict"]["verdict"] == "INTERRUPTED"
+    reported = json.loads((run_dir / "summary.json").read_text())
+    assert reported["verdict"]["verdict"] == "INTERRUPTED" and reported["stopped"]["how"] == "killed"
     # The command given resumes the run, which then finishes.
     (tmp_path / "release").touch()
     resumed = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)

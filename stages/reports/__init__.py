@@ -37,6 +37,7 @@ from tracejudge.stages.reports.html import render_html
 from tracejudge.stages.reports.judge_spend import LineSpend, rebuilt_spend
 from tracejudge.stages.reports.junit import JunitWriter
 from tracejudge.stages.reports.markdown import render_markdown
+from tracejudge.stages.reports.superseded import killed_stop
 
 __all__ = ["REPORT_FILES", "ReportFeed", "finish_run", "finish_stopped", "rebuild", "stop_cause", "write_reports"]
 
@@ -340,8 +341,8 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     summary = {**keep, **agg.summary(), **spent_retries, **({"worker_errors": died} if died else {})}
     if unfinished:
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
-        if _stopped_last(run_dir, prev.get("stopped")):
-            summary["stopped"] = prev["stopped"]  # the error or abort that ended the last segment (`finish_stopped`)
+        if stopped := prev["stopped"] if _stopped_last(run_dir, prev.get("stopped")) else killed_stop(run_dir) if killed else None:
+            summary["stopped"] = stopped  # the error or abort that ended the last segment (`finish_stopped`), else killed
     # The run's own summary says how many results it counted: fewer now means results were lost (damaged
     # lines, a file cut short or edited), which the gate fails on. A damaged line whose case a resumed run
     # redid on a later line costs nothing. (An earlier rebuild's summary keeps the run's own count, so

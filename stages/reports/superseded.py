@@ -11,8 +11,9 @@ through `result_writer`'s writer, which calls `mark_superseded` once, before its
   reports do not count; if this stays, that segment was killed; and the command that resumes it;
 - `summary.json` keeps every figure (the judge's spending, which a resume reads back: `engine.run_summary._prior_judge`),
   with `complete: false`, `stopped` `{"how": "killed", "reason"}` and the verdict INTERRUPTED, which `report`, the
-  gate, the viewer and the shard merge read as an unfinished run. `stopped` names no `segment`: `report` keeps no such
-  cause (a kill has none it could know); it rebuilds the reports from the results, INTERRUPTED (exit 130).
+  gate, the viewer and the shard merge read as an unfinished run. `stopped` names no `segment`: a kill has no cause
+  that could be known; `report` rebuilds the reports from the results, INTERRUPTED (exit 130), with the same `stopped`
+  (`killed_stop`), whether a later segment was killed or the run's first.
 
 The segment's own end (`finish_run`, or `finish_stopped` after an error or an abort) rewrites them all, as before. A
 segment that writes no result (a resume of a finished run) changes nothing: the directory stays byte- and
@@ -30,7 +31,7 @@ from typing import Any
 from tracejudge.engine import store
 from tracejudge.engine.result_writer import ResultWriter
 
-__all__ = ["REPORTS", "earlier_reports", "mark_superseded", "result_writer"]
+__all__ = ["REPORTS", "earlier_reports", "killed_stop", "mark_superseded", "result_writer"]
 
 REPORTS = (store.SUMMARY, "junit.xml", "report.md", "report.html")
 
@@ -118,6 +119,14 @@ def mark_superseded(run_dir: Path, segment: dict[str, Any]) -> None:
     if failed:
         get_logger("tracejudge.reports").warning("the reports of an earlier segment could not all be replaced", run_dir=str(run_dir),
                                                  error="; ".join(failed))
+
+
+def killed_stop(run_dir: Path) -> dict[str, str]:
+    """The `stopped` of a run whose last segment did not finish and that no process holds (killed: SIGKILL, a CI timeout,
+    `os._exit`), as `report` writes it: `{"how": "killed", "reason"}` naming the command that resumes it, the shape
+    `mark_superseded` writes."""
+    return {"how": "killed", "reason": "the run's last segment did not finish and wrote no reports: no process holds the run "
+            f"directory, so it was killed (SIGKILL, a CI timeout, os._exit); resume with: {_resume(run_dir, {})}"}
 
 
 def _summary(path: Path) -> dict[str, Any] | None:
