@@ -185,8 +185,11 @@ def test_a_resume_killed_with_sigkill_is_reported_interrupted_by_the_next_report
     assert rep.stdout.splitlines()[-1] == "verdict: INTERRUPTED (resume with: tracejudge run c.yaml --no-progress)"
     assert _verdict(run_dir) == "INTERRUPTED" and _run_error(run_dir).startswith("verdict: INTERRUPTED")
     assert "**Verdict: INTERRUPTED**" in (run_dir / "report.md").read_text()
-    # No cause is made up for a kill (nor an earlier segment's taken for it).
-    assert "stopped" not in json.loads((run_dir / "summary.json").read_text())
+    # The kill is said as the resume's own first result says it (`how: killed`, the command that resumes); no cause is made
+    # up for it, nor an earlier segment's taken for it.
+    stopped = json.loads((run_dir / "summary.json").read_text())["stopped"]
+    assert stopped["how"] == "killed" and "exit_status" not in stopped, stopped
+    assert stopped["reason"].endswith("resume with: tracejudge run c.yaml --no-progress"), stopped
 
 
 def test_report_applies_the_assertions_of_the_last_run_not_those_the_run_began_with(tmp_path: Path) -> None:
