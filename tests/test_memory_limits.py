@@ -73,3 +73,28 @@ def test_running_out_of_memory_is_exit_3_with_a_crash_log_not_a_gate_failure(tmp
         assert "MemoryError" in (tmp_path / executor / "crash.log").read_text()
         assert (tmp_path / executor / "results.jsonl").read_text() == ""  # no case marked invalid: the resume reads them again
 
+
+
+def test_an_error_raised_while_running_out_of_memory_is_reported_as_the_memory_error(tmp_path: Path) -> None:
+    # Out of memory, the stop path's own writing can fail next: a second MemoryError, or CPython's SystemError from an
+    # allocation that failed inside an import (`import structlog` for the warning). The one line names the MemoryError
+    # the run failed of, and the whole chain is in the crash log.
+    import argparse
+    import io
+
+    from rich.console import Console
+    from tracejudge.entrypoints.commands.failures import crash
+
+    try:
+        try:
+            raise MemoryError
+        except MemoryError:
+            raise SystemError("error return without exception set")  # noqa: B904 (as CPython chains it: the context)
+    except SystemError as exc:
+        failed: BaseException = ExceptionGroup("unhandled errors in a TaskGroup", [exc])
+    out = io.StringIO()
+    code = crash(argparse.Namespace(crash_dir=str(tmp_path), argv=["run", "c.yaml"]), failed, Console(file=out, width=400))
+    assert code == 3
+    assert out.getvalue().strip() == f"internal error: MemoryError: out of memory (traceback in {tmp_path / 'crash.log'})"
+    log = (tmp_path / "crash.log").read_text()
+    assert "MemoryError" in log and "SystemError: error return without exception set" in log

@@ -145,14 +145,16 @@ def _free_memory(exc: BaseException) -> None:
 def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     """Exit 3: the traceback goes to `RUN_DIR/crash.log` (or a temporary file), one line on stderr names the error and that file.
 
-    On a MemoryError the failing frames' locals and the start-up reserve are freed first; if writing the log still runs out
-    of memory, the one line says so, and the exit status is 3 all the same (never Python's bare traceback and 1).
+    On a MemoryError, or an error raised while one was handled (`_out_of_memory`: the one line names the MemoryError), the
+    failing frames' locals and the start-up reserve are freed first; if writing the log still fails, it is tried once
+    more, then the one line says so, and the exit status is 3 all the same (never Python's bare traceback and 1).
     """
-    if any(isinstance(leaf, MemoryError) for leaf in leaves(exc)):
+    oom = _out_of_memory(exc)
+    if oom is not None:
         _free_memory(exc)
         for last in (False, True):
             try:
-                return _crash(args, exc, err)
+                return _crash(args, exc, err, oom)
             # Out of memory again, or CPython's own SystemError ("error return without exception set") from an allocation
             # that failed deep inside C code the log's writing reached: the memory that failed is often back a moment later.
             except Exception:
@@ -164,8 +166,28 @@ def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     return _crash(args, exc, err)
 
 
-def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
-    leaf = leaves(exc)[0]
+def _out_of_memory(exc: BaseException) -> MemoryError | None:
+    """The MemoryError that `exc` is, holds, or was raised while handling (`__context__`, `__cause__`), if any.
+
+    Running out of memory is often reported as what failed next: the stop path writing reports under the same limit (a
+    second MemoryError), or CPython's own `SystemError` ("error return without exception set") from an allocation that
+    failed inside an import. The run failed because memory ran out, and the one line says so.
+    """
+    seen: set[int] = set()
+    todo = leaves(exc)
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, MemoryError):
+            return e
+        todo += [x for c in (e.__cause__, e.__context__) if c is not None for x in leaves(c)]
+    return None
+
+
+def _crash(args: argparse.Namespace, exc: BaseException, err: Console, oom: MemoryError | None = None) -> int:
+    leaf = oom if oom is not None else leaves(exc)[0]
     text = "".join(traceback.format_exception(exc))
     header = f"{datetime.now(UTC).isoformat(timespec='seconds')} tracejudge {__version__}: {' '.join(map(shlex.quote, ['tracejudge', *args.argv]))}\n"
     try:
