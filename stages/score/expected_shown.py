@@ -7,6 +7,7 @@ reports and the viewer show (`amount: 50`); `python_values` gives what a metric 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tracejudge.stages.score.value_rules import matcher_key as _matcher_key
@@ -26,7 +27,7 @@ def python_values(value: Any) -> Any:
             return value["$python_eq"]
         if any(map(_wants_absent, value.values())):
             value = {k: v for k, v in value.items() if not _wants_absent(v)}
-    return _each(value, python_values)
+    return _containers(value, python_values) if type(value) is dict or type(value) is list else value
 
 
 def _wants_absent(value: Any) -> bool:
@@ -46,35 +47,25 @@ def shown_expected(value: Any) -> Any:
         if key == "$python_eq":
             return value[key]
         if key is None:
-            return _containers(value)
+            return _containers(value, shown_expected)
         options = value[key] if key == "$any_of" else None
-        if type(options) is list and (shown := _containers(options)) is not options:
+        if type(options) is list and (shown := _containers(options, shown_expected)) is not options:
             return {**value, key: shown}
         return value
-    return _containers(value) if type(value) is list else value
+    return _containers(value, shown_expected) if type(value) is list else value
 
 
-def _containers(value: dict[str, Any] | list[Any]) -> Any:
-    """`value` with each mapping or list in it through `shown_expected`: `value` itself when none changes. Scalars are
-    passed over without a call, and a copy is made only at the first change: an expected call is rendered for every
-    case, and almost none holds a `$python_eq`."""
+def _containers(value: dict[str, Any] | list[Any], read: Callable[[Any], Any]) -> Any:
+    """`value` with each mapping or list in it through `read`: `value` itself when none changes. Scalars are passed
+    over without a call (`read` leaves them as they are), and a copy is made only at the first change: an expected
+    call is rendered for every case, and almost none holds a `$python_eq`."""
     out: Any = None
     for k, v in value.items() if type(value) is dict else enumerate(value):
         if type(v) is dict or type(v) is list:
-            shown = shown_expected(v)
+            shown = read(v)
             if shown is not v:
                 if out is None:
                     out = dict(value) if type(value) is dict else list(value)
                 out[k] = shown
     return value if out is None else out
 
-
-def _each(value: Any, read: Any) -> Any:
-    """A mapping's values or a list's items each through `read`: `value` itself when none changes (or it is neither)."""
-    if type(value) is dict:
-        out = {k: read(v) for k, v in value.items()}
-        return out if any(out[k] is not v for k, v in value.items()) else value
-    if type(value) is list:
-        items = [read(v) for v in value]
-        return items if any(a is not b for a, b in zip(items, value)) else value
-    return value

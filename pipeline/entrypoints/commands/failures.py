@@ -17,6 +17,7 @@ import shlex
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -121,13 +122,9 @@ def hold_reserve(size: int = 32 << 20) -> None:
             _reserve = mmap.mmap(-1, size)
 
 
-def _free_memory(exc: BaseException) -> None:
-    # What the failing frames still hold (the half-built list that ran out) goes with their locals;
-    # the traceback keeps every file and line.
-    global _reserve
-    if _reserve is not None:
-        _reserve.close()
-        _reserve = None
+def _related(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every exception it holds (an exception group's) or was raised from or while handling (`__cause__`,
+    `__context__`), each once."""
     seen: set[int] = set()
     todo = [exc]
     while todo:
@@ -135,10 +132,21 @@ def _free_memory(exc: BaseException) -> None:
         if id(e) in seen:
             continue
         seen.add(id(e))
-        traceback.clear_frames(e.__traceback__)
+        yield e
         todo += [x for x in (e.__cause__, e.__context__) if x is not None]
         if isinstance(e, BaseExceptionGroup):
             todo += list(e.exceptions)
+
+
+def _free_memory(exc: BaseException) -> None:
+    # What the failing frames still hold (the half-built list that ran out) goes with their locals;
+    # the traceback keeps every file and line.
+    global _reserve
+    if _reserve is not None:
+        _reserve.close()
+        _reserve = None
+    for e in _related(exc):
+        traceback.clear_frames(e.__traceback__)
     gc.collect()
 
 
@@ -173,17 +181,7 @@ def _out_of_memory(exc: BaseException) -> MemoryError | None:
     second MemoryError), or CPython's own `SystemError` ("error return without exception set") from an allocation that
     failed inside an import. The run failed because memory ran out, and the one line says so.
     """
-    seen: set[int] = set()
-    todo = leaves(exc)
-    while todo:
-        e = todo.pop(0)
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, MemoryError):
-            return e
-        todo += [x for c in (e.__cause__, e.__context__) if c is not None for x in leaves(c)]
-    return None
+    return next((e for e in _related(exc) if isinstance(e, MemoryError)), None)
 
 
 def _crash(args: argparse.Namespace, exc: BaseException, err: Console, oom: MemoryError | None = None) -> int:
