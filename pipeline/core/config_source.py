@@ -223,6 +223,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
             # (`-`, standard input to many tools, is YAML for a list holding null: kept as typed, `validate_config` says why
             # it is no dataset)
             value = yaml.safe_load(raw) if raw.strip() not in ("", STDIN) else raw.strip()
+        except RecursionError:
+            raise ConfigError(f"--set {redact_option(item)[:80]!r}: the value is nested too deeply (thousands of levels)") from None
         except yaml.YAMLError as exc:
             shown = redact_option(item)
             # (PyYAML's message quotes the value's text: only a value with nothing masked is quoted whole)
@@ -353,6 +355,8 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
         raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    except RecursionError:  # (PyYAML composes and builds nested collections by recursion)
+        raise ConfigError(f"{source}: nested too deeply for a config (thousands of levels of lists or mappings)") from None
     finally:
         loader.dispose()
     if data is None:

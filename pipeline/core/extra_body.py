@@ -37,6 +37,9 @@ __all__ = ["RECORDED_MAX", "merged", "recorded", "recorded_config", "reserved", 
 # Characters of JSON a value of extra_body may have and be recorded as it is (`recorded`).
 RECORDED_MAX = 4096
 
+# Levels of lists and mappings a value of extra_body may nest (no server's request field comes near).
+_MAX_DEPTH = 64
+
 # The keys tracejudge writes in every request of a protocol, and the setting that decides each.
 _BOTH = {
     "model": "judge.model (a panel member's `model`)",
@@ -73,7 +76,9 @@ def reserved(provider: str, structured: str = "json_schema", cache_hints: bool =
 
 
 def _json_problem(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
-    """`(loc, message)` of the first part of `value` that JSON cannot hold, or None."""
+    """`(loc, message)` of the first part of `value` that JSON cannot hold, or nested deeper than `_MAX_DEPTH`, or None."""
+    if len(loc) > _MAX_DEPTH + 1:  # (the run's recorded copies and the request's encoder stop well before Python's own limit)
+        return loc[:2], f"nested too deeply: more than {_MAX_DEPTH} levels of lists or mappings"
     if value is None or isinstance(value, (bool, str, int)):
         return None
     if isinstance(value, float):
