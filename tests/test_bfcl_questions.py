@@ -89,3 +89,14 @@ def test_a_numeric_id_takes_its_category_from_the_file_name_as_upstream_or_is_re
     assert (err.field, "got a string, \"q1\"" in err.message) == ("id", True)
     (named,) = read("questions.jsonl", "live_relevance_3-3-0")
     assert named.tags == ["bfcl", "live_relevance"] and [m["name"] for m in named.metrics] == ["bfcl_relevance"]
+
+
+def test_a_question_id_that_is_neither_text_nor_an_integer_is_refused_naming_id():
+    # `str()` made `null` the case `None` and `true` the case `True`, which matched an answer filed under that text.
+    import pytest
+    from tracejudge.stages.extract.bfcl import adapt
+    from tracejudge.stages.extract.errors import AdapterError
+
+    for qid, kind in ((None, "null"), (True, "true/false"), (1.5, "float"), ({"a": 1}, "dict")):
+        with pytest.raises(AdapterError, match=f"id: a question's id is text or an integer, got {kind}"):
+            adapt({**_question("live_relevance_0-0-0", [{"role": "user", "content": "Hi"}]), "id": qid}, {"category": "live_relevance"})

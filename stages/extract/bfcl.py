@@ -294,6 +294,9 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
         raise AdapterError(str(exc)) from None
     if not isinstance(rec, dict) or "id" not in rec:
         raise AdapterError("id: a question object with an `id` is required", field="id")
+    if isinstance(rec["id"], bool) or not isinstance(rec["id"], (str, int)):  # (as the answer file's ids are read)
+        kind = "null" if rec["id"] is None else "true/false" if isinstance(rec["id"], bool) else type(rec["id"]).__name__
+        raise AdapterError(f"id: a question's id is text or an integer, got {kind}", field="id")
     qid = str(rec["id"])
     question = rec.get("question")
     if not isinstance(question, list) or not question:
