@@ -74,7 +74,7 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
     undo = [
         _timed(fold.Aggregator, "fold", got, "fold"),
         _timed(metric_stats, "bootstrap_mean_ci", got, "bootstrap"),  # (the name the summary's figures call it by)
-        _timed(reports, "write_reports", got, "reports"),
+        _timed(getattr(reports, "finish", reports), "write_reports", got, "reports"),  # (where `finish_run` calls it)
         _timed(checkpoint.RunJournal, "_write_checkpoint", got, "checkpoint"),
     ]
     # A run whose results are rendered where they are scored folds and feeds them a batch at a time (`*_finished`).

@@ -43,7 +43,7 @@ from tracejudge.engine.cursor import Tracker
 from tracejudge.engine.admit import Admission
 from tracejudge.stages.aggregate.fold import Aggregator
 from tracejudge.stages.aggregate import metric_stats
-from tracejudge.stages import reports
+from tracejudge.stages.reports import finish as reports_finish
 from tracejudge.stages.reports import ReportFeed
 from tracejudge.stages.extract import struct_score
 t_imports = time.process_time()
@@ -111,7 +111,7 @@ patch(ResultWriter, "_write_group", "writer thread: write + fsync")
 patch(runner, "_build_summary", "summary (bootstrap CIs)")
 from tracejudge.stages.aggregate import stats
 patch(stats, "numpy", "numpy import")
-patch(reports, "write_reports", "reports at the end")
+patch(reports_finish, "write_reports", "reports at the end")  # (where `finish_run` calls it)
 cfg = load_config(sys.argv[1], sys.argv[2:])
 t_config = time.process_time()
 out = anyio.run(runner.run, cfg)

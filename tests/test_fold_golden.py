@@ -32,12 +32,11 @@ def test_reports_from_the_run_equal_reports_from_rereading_results(tmp_path: Pat
     # without it (re-reading results.jsonl, the reports' only way before) must give the same bytes,
     # durations included.
     from tracejudge.core.config import load_config
-    from tracejudge.stages import reports
-    from tracejudge.stages.reports import REPORT_FILES, finish_run
+    from tracejudge.stages.reports import REPORT_FILES, finish, finish_run
 
     reread = []
-    real = reports.collect_cases
-    monkeypatch.setattr(reports, "collect_cases", lambda *a, **kw: reread.append(1) or real(*a, **kw))
+    real = finish.collect_cases
+    monkeypatch.setattr(finish, "collect_cases", lambda *a, **kw: reread.append(1) or real(*a, **kw))
     run_dir = run_once(tmp_path)
     assert not reread  # the run's reports came from what it collected
     first = {name: (run_dir / name).read_bytes() for name in (*REPORT_FILES, "summary.json")}

@@ -23,8 +23,12 @@ def test_names_moved_out_of_a_module_are_still_importable_from_it() -> None:
     from tracejudge.core.registry import FORMAT_MODULES, METRIC_CLASSES
     from tracejudge.engine import manifest_history
     from tracejudge.engine.manifest import configs_by_segment, known_config, with_history
+    from tracejudge.stages import reports
+    from tracejudge.stages.reports import feed, finish, rebuilding
 
     assert FORMAT_MODULES is builtin_names.FORMAT_MODULES and METRIC_CLASSES is builtin_names.METRIC_CLASSES
     assert MAX_EXPANDED_NODES == yaml_checks.MAX_EXPANDED_NODES
     assert (configs_by_segment, known_config, with_history) == (manifest_history.configs_by_segment, manifest_history.known_config,
                                                                 manifest_history.with_history)
+    assert (reports.ReportFeed, reports.finish_run, reports.write_reports, reports.rebuild, reports.regression_baseline) == (
+        feed.ReportFeed, finish.finish_run, finish.write_reports, rebuilding.rebuild, rebuilding.regression_baseline)

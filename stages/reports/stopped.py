@@ -106,7 +106,7 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
     if not results_intact:  # results.jsonl could not be written (a full disk): no summary may claim what it holds
         return
     try:
-        from tracejudge.stages.reports import finish_run  # (the package imports this module)
+        from tracejudge.stages.reports.finish import finish_run
 
         finish_run(run_dir, summary, config)
     except Exception as err:  # noqa: BLE001  (the minimal junit.xml above stands)
