@@ -45,3 +45,40 @@ def test_a_segment_stopped_by_a_failed_write_ends_error_with_the_cause(tmp_path:
     assert [s["ended"] for s in segments] == ["error", "finished"]
     assert segments[0]["results"] == written and "lines_at_end" not in segments[0]
     assert sum(s["results"] for s in segments) == n == len(results.read_text().splitlines())
+
+
+def _report_stopped(run_dir: Path) -> dict:
+    shown = _forkserver.run([EXE, "report", str(run_dir)], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 130, shown.stdout + shown.stderr
+    assert "killed" not in shown.stdout and "File too large" in shown.stdout, shown.stdout
+    return json.loads((run_dir / "summary.json").read_text())["stopped"]
+
+
+def test_report_names_the_write_error_of_a_segment_that_wrote_no_summary(tmp_path: Path) -> None:
+    # Stopped by a failed write of results.jsonl: no summary may claim what it holds, so none is written; `report`
+    # reads the cause from the segment's record, not a kill.
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:05d}", ["a", "b"], ["a", "b"]) for i in range(3000)])
+    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run")
+    first = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(200_000))
+    assert first.returncode == 3 and not (tmp_path / "run" / "summary.json").exists(), first.stderr
+    stopped = _report_stopped(tmp_path / "run")
+    assert stopped["how"] == "error" and stopped["segment"] == 1 and stopped["exit_status"] == 3
+    assert stopped["reason"].startswith("cannot write: OSError: [Errno 27] File too large;") and "resume with: " in stopped["reason"]
+
+
+def test_a_segment_whose_last_results_fail_as_it_closes_records_the_error(tmp_path: Path) -> None:
+    # Under a 6 kB limit the first write that fails is a report's spool file, mid-run, and then the results' last group
+    # as the segment closes: that failure used to rise from the close before the segment's record was written, so the
+    # checkpoint still said `running` and both `report` and the resume called the segment killed.
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:05d}", ["a", "b"], ["a", "b"]) for i in range(3000)])
+    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run")
+    first = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(6_000))
+    assert first.returncode == 3 and "file size limit" in first.stderr, first.stderr
+    (seg,) = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["segments"]
+    assert seg["ended"] == "error" and seg["error"] == "OSError: [Errno 27] File too large"
+    assert _report_stopped(tmp_path / "run")["how"] == "error"
+
+    again = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    segments = json.loads((tmp_path / "run" / "summary.json").read_text())["segments"]
+    assert [(s["ended"], s.get("error")) for s in segments] == [("error", "OSError: [Errno 27] File too large"), ("finished", None)]

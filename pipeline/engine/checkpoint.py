@@ -333,14 +333,20 @@ class RunJournal:
         self._write_checkpoint()
 
     def close(self, ended: str) -> None:
-        """Flush, and record how this segment `ended` (`finished` or `interrupted`) if it did anything."""
+        """Flush, and record how this segment `ended` (`finished`, `interrupted`, or `error` with the segment's `error`) if
+        it did anything. A write that fails here (the last group: a full disk) does not raise: the segment is recorded
+        `ended: error` and `broken` says why."""
         w = self._writer
         if w is None or self._closed:
             return
         self._closed = True
         self._segment["ended"] = ended
         self._closing = True  # the final flush's checkpoint is written whatever the time
-        w.close()
+        try:
+            w.close()
+        except OSError:
+            if w.broken is None:  # (a failed write is recorded below: raised here, it left the segment `running`)
+                raise
         if w.broken is not None:
             # A write failed (disk full): the aggregate holds results that are not on disk, so
             # no checkpoint may claim it; the last one stands and the resume re-reads the tail.

@@ -49,6 +49,7 @@ from tracejudge.engine.read_ahead import read_ahead
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.run_scope import run_scope
 from tracejudge.engine.run_summary import _build_summary, _prior_judge
+from tracejudge.engine.segment_end import close_segment
 from tracejudge.engine.shards import parse_shard, shard_run_dir
 from tracejudge.engine.stage_plan import _per_case, build_stages
 from tracejudge.stages.score import time_limit
@@ -240,7 +241,7 @@ async def run(
                 for stage in stages:
                     if stage.aclose is not None:
                         await stage.aclose()
-            journal.close(ended)
+            ended, crashed = close_segment(journal, ended, crashed)  # (a failed write: recorded before the summary is tried)
             blocks = {stage.name: stage.summary() for stage in stages if stage.summary is not None}
             summary = _build_summary(journal, manifest, complete=ended == "finished", blocks=blocks)
             if crashed is not None:
@@ -252,6 +253,8 @@ async def run(
                 # Stopped without an error (a first Ctrl-C or SIGTERM): the saved reports name the command that resumes
                 # the run, as the terminal does (`reports.stopped_gracefully`).
                 summary["stopped"] = stopped_gracefully(journal.segment.get("segment"), command["line"], stop.is_set())
+        if crashed is not None:
+            raise crashed  # (the segment's last results could not be written as it closed: it stopped on that)
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)

@@ -13,20 +13,26 @@ checkpoint, and any lines past `lines_at_end` to a later segment that died
 before its first checkpoint. Writing can itself fail on a full disk (the
 rewrite is small, and the failed group was cut off, freeing its blocks): then
 nothing changes and the resume records `killed`, as before.
+
+A segment stopped by a write error elsewhere (its summary, a report, a spool
+file) with results.jsonl intact is recorded the same way by its last
+checkpoint (`close_segment`), before the summary is tried: a segment that
+could not write its summary is still reported with its cause, not as killed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-from tracejudge.core.errors import os_error
+from tracejudge.core.errors import leaves, os_error
 from tracejudge.engine import store
 
-__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
+__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
            "settle_segments"]
 
 # The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
@@ -38,6 +44,28 @@ LIVE_FILES = ("results.jsonl", "results.idx", "checkpoint.json", "judge_spend.js
 # checkpoint when no file says more.
 ELAPSED_NOTE = {"last_write": "from its start to its last write to the run directory (results, checkpoint or a paid judge answer)",
                 "last_checkpoint": "from its start to its last checkpoint"}
+
+
+# The errors of a write the machine refused (space, quota, file size limit, a read-only or unwritable file, the device).
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+
+
+def close_segment(journal: Any, ended: str, crashed: BaseException | None) -> tuple[str, BaseException | None]:
+    """Close `journal` (a `RunJournal`) for a segment that `ended` (`finished`, `interrupted`) having raised `crashed`
+    (None: it did not); returns how it ended and what stopped it.
+
+    A segment stopped by a failed write (`WRITE_ERRNOS`) is recorded `ended: error` with the error in its checkpoint
+    record; so is one whose last group of results could not be written as it closed, which then ends with that error
+    (the caller raises it once its summary and reports are tried).
+    """
+    failed = next((e for e in leaves(crashed) if isinstance(e, OSError) and e.errno in WRITE_ERRNOS), None) if crashed else None
+    if failed is not None:
+        ended = "error"
+        journal.segment["error"] = os_error(failed)
+    journal.close(ended)
+    if crashed is None and journal.broken is not None:
+        return "error", journal.broken
+    return ended, crashed
 
 
 def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, lines_at_end: int, started: float) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.judge.panel_spend import rebuilt_models
 from tracejudge.stages.reports.finish import finish_run
 from tracejudge.stages.reports.judge_spend import LineSpend, rebuilt_spend
-from tracejudge.stages.reports.superseded import killed_stop
+from tracejudge.stages.reports.superseded import failed_stop, killed_stop
 
 __all__ = ["rebuild", "regression_baseline"]
 
@@ -167,10 +167,14 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
                                                     "retries_spent") if k in prev and not (killed and k == "retries_spent")}
     spent_retries = lines.retries_spent(config.run.max_resume_retries) if killed else {}  # type: ignore[union-attr]
     summary = {**keep, **agg.summary(), **spent_retries, **({"worker_errors": died} if died else {})}
+    segments = settled_segments(run_dir) if unfinished and in_progress is None else None
     if unfinished:
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
-        if stopped := prev["stopped"] if _stopped_last(run_dir, prev.get("stopped")) else killed_stop(run_dir) if killed else None:
-            summary["stopped"] = stopped  # the error or abort that ended the last segment (`finish_stopped`), else killed
+        # The error or abort that ended the last segment (`finish_stopped`), else the write error its checkpoint recorded
+        # when it could not write its summary, else killed.
+        if stopped := prev["stopped"] if _stopped_last(run_dir, prev.get("stopped")) else (
+                failed_stop(run_dir, segments or []) or killed_stop(run_dir)) if killed else None:
+            summary["stopped"] = stopped
     # The run's own summary says how many results it counted: fewer now means results were lost (damaged
     # lines, a file cut short or edited), which the gate fails on. A damaged line whose case a resumed run
     # redid on a later line costs nothing. (An earlier rebuild's summary keeps the run's own count, so
@@ -180,7 +184,6 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         summary["lost_results"] = {"lost": counted - agg.results, "counted": counted, "damaged_lines": len(damaged), "first": damaged[:3]}
     from tracejudge.stages.judge.judge_stats import standing_block  # (light: no client, no metric)
 
-    segments = settled_segments(run_dir) if unfinished and in_progress is None else None
     if killed and config.judge is not None and segments is not None:  # type: ignore[union-attr]
         summary["judge"] = resumed_judge_block(run_dir, config, lines.spent, standing_judge_counts(judged, ()), tally, segments)
     elif "judge" in prev:

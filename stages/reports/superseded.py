@@ -31,7 +31,7 @@ from typing import Any
 from tracejudge.engine import store
 from tracejudge.engine.result_writer import ResultWriter
 
-__all__ = ["REPORTS", "earlier_reports", "killed_stop", "mark_superseded", "result_writer"]
+__all__ = ["REPORTS", "earlier_reports", "failed_stop", "killed_stop", "mark_superseded", "result_writer"]
 
 REPORTS = (store.SUMMARY, "junit.xml", "report.md", "report.html")
 
@@ -127,6 +127,18 @@ def killed_stop(run_dir: Path) -> dict[str, str]:
     `mark_superseded` writes."""
     return {"how": "killed", "reason": "the run's last segment did not finish and wrote no reports: no process holds the run "
             f"directory, so it was killed (SIGKILL, a CI timeout, os._exit); resume with: {_resume(run_dir, {})}"}
+
+
+def failed_stop(run_dir: Path, segments: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The `stopped` of a run whose last segment (of `segments`, as a resume settles them: `segments_read`) stopped on a
+    write error it recorded (`ended: error`, `engine.segment_end`) but wrote no summary after: `{"segment", "how":
+    "error", "exit_status": 3, "reason"}` naming the error and the command that resumes it, as `finish_stopped` says a
+    failed write. None when the last segment did not end so (then it was killed, `killed_stop`)."""
+    last = segments[-1] if segments else None
+    if not isinstance(last, dict) or last.get("ended") != "error" or not isinstance(last.get("error"), str):
+        return None
+    return {"segment": last.get("segment"), "how": "error", "exit_status": 3,
+            "reason": f"cannot write: {last['error']}; the results already written are kept; resume with: {_resume(run_dir, {})}"}
 
 
 def _summary(path: Path) -> dict[str, Any] | None:
