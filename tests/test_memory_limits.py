@@ -70,8 +70,16 @@ def test_running_out_of_memory_is_exit_3_with_a_crash_log_not_a_gate_failure(tmp
         assert got.returncode == 3, (executor, got.returncode, got.stderr[-2000:])
         line = got.stderr.strip().splitlines()[-1]
         assert line == f"internal error: MemoryError: out of memory (traceback in {tmp_path / executor / 'crash.log'})", line
-        assert "MemoryError" in (tmp_path / executor / "crash.log").read_text()
+        log = (tmp_path / executor / "crash.log").read_text()
+        assert "MemoryError" in log
         assert (tmp_path / executor / "results.jsonl").read_text() == ""  # no case marked invalid: the resume reads them again
+        # The failing frames are freed before the stop path writes the reports, so they fit in what is left: all three say
+        # why the run stopped, and the crash log holds the one MemoryError (writing them used to run out too, inside it).
+        assert "During handling of the above exception" not in log, log[-3000:]
+        stopped = json.loads((tmp_path / executor / "summary.json").read_text())["stopped"]
+        assert stopped["reason"] == "internal error: MemoryError: out of memory", stopped
+        for name in ("report.md", "report.html", "junit.xml"):
+            assert "out of memory" in (tmp_path / executor / name).read_text(), name
 
 
 

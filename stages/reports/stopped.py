@@ -69,7 +69,7 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
                    results_intact: bool = True, resume: str | None = None, stray_cancel: bool = False) -> None:
     """Make the reports of a run segment that `exc` ended (an error, an abort) say so, never what an earlier segment said.
 
-    First, at once, `junit.xml` becomes one `run` test case in `<error>` naming the cause and `report.md` and
+    Out of memory (`core.out_of_memory`), the failing frames' locals are freed before anything is written. Then, at once, `junit.xml` becomes one `run` test case in `<error>` naming the cause and `report.md` and
     `report.html` are removed: interrupted from here on (again, or killed), nothing left in the directory says PASS.
     Then, when the results file is intact, `finish_run` writes `summary.json` (with `stopped`: the cause, and the verdict
     INTERRUPTED) and the three reports from the results there. `resume`, the command line that resumes the run (the
@@ -81,6 +81,12 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
     from tracejudge.stages.aggregate.gate_coverage import stopped_words
     from tracejudge.stages.reports.junit import stopped_junit
 
+    from tracejudge.core.out_of_memory import free_frames, out_of_memory
+
+    if out_of_memory(exc) is not None:
+        # What ran out is held by the failing frames' locals until the run's error is reported: freed first, the reports
+        # fit in what is left (written before, they ran out too and the crash path had to report their MemoryError).
+        free_frames(exc)
     log = get_logger("tracejudge.reports")
     run_dir = Path(run_dir)
     cause = stop_cause(exc, stray_cancel=stray_cancel)

@@ -17,13 +17,13 @@ import shlex
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracejudge.core.regular_file import NotRegularFile
 from tracejudge.core.errors import leaves, text_of
+from tracejudge.core.out_of_memory import free_frames, out_of_memory
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL
 
@@ -122,22 +122,6 @@ def hold_reserve(size: int = 32 << 20) -> None:
             _reserve = mmap.mmap(-1, size)
 
 
-def _related(exc: BaseException) -> Iterator[BaseException]:
-    """`exc` and every exception it holds (an exception group's) or was raised from or while handling (`__cause__`,
-    `__context__`), each once."""
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        e = todo.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        todo += [x for x in (e.__cause__, e.__context__) if x is not None]
-        if isinstance(e, BaseExceptionGroup):
-            todo += list(e.exceptions)
-
-
 def _free_memory(exc: BaseException) -> None:
     # What the failing frames still hold (the half-built list that ran out) goes with their locals;
     # the traceback keeps every file and line.
@@ -145,19 +129,17 @@ def _free_memory(exc: BaseException) -> None:
     if _reserve is not None:
         _reserve.close()
         _reserve = None
-    for e in _related(exc):
-        traceback.clear_frames(e.__traceback__)
-    gc.collect()
+    free_frames(exc)
 
 
 def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     """Exit 3: the traceback goes to `RUN_DIR/crash.log` (or a temporary file), one line on stderr names the error and that file.
 
-    On a MemoryError, or an error raised while one was handled (`_out_of_memory`: the one line names the MemoryError), the
+    On a MemoryError, or an error raised while one was handled (`core.out_of_memory`: the one line names the MemoryError), the
     failing frames' locals and the start-up reserve are freed first; if writing the log still fails, it is tried once
     more, then the one line says so, and the exit status is 3 all the same (never Python's bare traceback and 1).
     """
-    oom = _out_of_memory(exc)
+    oom = out_of_memory(exc)
     if oom is not None:
         _free_memory(exc)
         for last in (False, True):
@@ -172,16 +154,6 @@ def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
                     return EXIT_INTERNAL
                 gc.collect()
     return _crash(args, exc, err)
-
-
-def _out_of_memory(exc: BaseException) -> MemoryError | None:
-    """The MemoryError that `exc` is, holds, or was raised while handling (`__context__`, `__cause__`), if any.
-
-    Running out of memory is often reported as what failed next: the stop path writing reports under the same limit (a
-    second MemoryError), or CPython's own `SystemError` ("error return without exception set") from an allocation that
-    failed inside an import. The run failed because memory ran out, and the one line says so.
-    """
-    return next((e for e in _related(exc) if isinstance(e, MemoryError)), None)
 
 
 def _crash(args: argparse.Namespace, exc: BaseException, err: Console, oom: MemoryError | None = None) -> int:
