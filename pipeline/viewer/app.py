@@ -34,6 +34,7 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 from aiohttp import web
+from tracejudge.core.shown_calls import capped_calls
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page, rest_html
@@ -216,7 +217,8 @@ async def _cases(request: web.Request) -> web.Response:
         reasons = {}
         for r in page.rows:
             res = run.index.result(r["case_id"], r["trial"]) or {}
-            reasons[(r["case_id"], r["trial"])] = {k: str(s.get("reason") or "") for k, s in (res.get("scores") or {}).items() if isinstance(s, dict)}
+            reasons[(r["case_id"], r["trial"])] = {k: capped_calls(str(s.get("reason") or "")) for k, s in (res.get("scores") or {}).items()
+                                                   if isinstance(s, dict)}
         return page, reasons, run.index.has_case_text()
 
     page, reasons, ready = await anyio.to_thread.run_sync(work)

@@ -7,6 +7,7 @@ from typing import Any
 
 from tracejudge.core.inert_text import visible
 from tracejudge.core.records import Case, ToolCall
+from tracejudge.core.shown_calls import capped_calls
 from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.stages.score.value_match import shown_expected
 from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, t, url
@@ -193,7 +194,7 @@ def _side(view: CaseView, case_id: str, trial: int) -> str:
         label = f'<br><span class="{"bad" if wrong else "muted"} label">{e(shown)}{" ≠ verdict" if wrong else ""}</span>' if shown else ""
         out.append(f'<tr data-metric="{e(key)}"><td>{e(key)}</td><td class=num>{f3(s.get("value"))}</td>'
                    f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
-                   f'<td class="reason">{t(s.get("reason"))}'
+                   f'<td class="reason">{t(capped_calls(str(s.get("reason") or "")))}'
                    + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
                    + "</td></tr>")
         d = s.get("details")

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from tracejudge.core.records import Case, ToolCall
+from tracejudge.core.shown_calls import STEP_CALLS, more_calls
 from tracejudge.stages.judge.trace_text import user_calls
 from tracejudge.viewer.html import e, t
 
@@ -176,13 +177,15 @@ def _user_turns(case: Case) -> dict[int, list[str]]:
 
 def _steps(case: Case, anchor: str, said: dict[int, list[str]], start: int, fold: int | None) -> tuple[list[str], int | None]:
     """The HTML of the steps from `start` (each after the user turns before it), numbered over the whole trace; with `fold`,
-    it stops before the first step that begins once `fold` calls are shown, and gives that step's index (else None)."""
+    it stops before the first step that begins once `fold` calls are shown, and gives that step's index (else None).
+    A step shows its first `STEP_CALLS` calls, then a line saying how many more it holds (`shown_calls.more_calls`)."""
     steps = case.trace.steps if case.trace else []
-    idx = first = sum(len(step.tool_calls) for step in steps[:start])
+    idx = sum(len(step.tool_calls) for step in steps[:start])
     by_user = user_calls(case)  # (τ²-bench's dual-control domains: calls the user made on their own device)
     out: list[str] = []
+    shown = 0
     for si in range(start, len(steps)):
-        if fold is not None and idx - first >= fold:
+        if fold is not None and shown >= fold:
             return out, si
         step = steps[si]
         out += said.get(si, [])
@@ -193,9 +196,14 @@ def _steps(case: Case, anchor: str, said: dict[int, list[str]], start: int, fold
         if step.thought:
             out.append(f'<details class="thought"><summary>thought ({len(step.thought):,} characters)</summary>'
                        f'{render_value(step.thought, "thinking")}</details>')
-        for call in step.tool_calls:
+        for call in step.tool_calls[:STEP_CALLS]:
             out.append(call_html(idx, call, anchor=anchor))
             idx += 1
+        if len(step.tool_calls) > STEP_CALLS:  # (a step that fans out: its first calls, then how many more)
+            left = len(step.tool_calls) - STEP_CALLS
+            out.append(f'<p class="muted more-calls">{e(more_calls(left))} in this step, not shown (#{idx:,} to #{idx + left - 1:,})</p>')
+            idx += left
+        shown += min(len(step.tool_calls), STEP_CALLS)
         if step.output:
             out.append(f'<div class="msg agent"><div class="label">assistant</div>{render_value(step.output, "said")}</div>')
         if step.error is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic_core
 from tracejudge.core.records import CaseResult, Status
+from tracejudge.core.shown_calls import capped_calls
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.reports.table_json import table_json
@@ -99,7 +100,8 @@ def _row(res: dict[str, Any]) -> CaseRow:
     scores = {}
     for k, s in (res.get("scores") or {}).items():
         if isinstance(s, dict):
-            scores[k] = {"value": s.get("value"), "passed": s.get("passed"), "reason": str(s.get("reason", ""))}
+            # (a reason listing a fanned-out step's every call is shown capped, as the viewer shows the step)
+            scores[k] = {"value": s.get("value"), "passed": s.get("passed"), "reason": capped_calls(str(s.get("reason", "")))}
     return CaseRow(str(res["case_id"]), int(res.get("trial", 0)), str(res.get("status", "ok")), scores, msg, list(res.get("tags") or []),
                    run_error_of(res.get("metadata")))
 

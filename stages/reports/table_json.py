@@ -16,6 +16,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from tracejudge.core.records import Score
+from tracejudge.core.shown_calls import lists_past_the_cap
 from tracejudge.engine.rendered import Finished
 
 __all__ = ["table_json"]
@@ -74,6 +75,8 @@ def _rendered_row(done: Finished, keys: dict[str, tuple[str, bytes]], values: di
     for key, piece in zip(cells, pieces):
         # (R, P and V hold none of the separators, so the last of each is theirs.)
         head, _, reason = piece.rpartition(b',"reason":"')
+        if lists_past_the_cap(reason):
+            return None  # (its lists of calls are shown capped: `cases._row`)
         head, _, passed = head.rpartition(b',"passed":')
         head, _, value = head.rpartition(b'{"value":')
         known = keys.get(key)
