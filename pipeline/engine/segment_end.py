@@ -46,8 +46,9 @@ ELAPSED_NOTE = {"last_write": "from its start to its last write to the run direc
                 "last_checkpoint": "from its start to its last checkpoint"}
 
 
-# The errors of a write the machine refused (space, quota, file size limit, a read-only or unwritable file, the device).
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+# The errors only a write meets (space, quota, file size limit, a read-only file system); a permission or I/O error may be
+# a read's, which is no write error to record.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def close_segment(journal: Any, ended: str, crashed: BaseException | None) -> tuple[str, BaseException | None]:
