@@ -1,7 +1,8 @@
 """Format `otel` against a `.truth.json` of the developer set (`otel_genai/`): what a trace file must read as.
 
-Shared by the tests of the real exports (`test_extract_otel_truth`) and of the same exports written in the other
-shapes agentevals' loader reads (`test_otel_input_shapes`).
+Shared by the tests of the real exports (`test_extract_otel_truth`), of the same exports written in the other
+shapes agentevals' loader reads (`test_otel_input_shapes`), and of agentevals' own fixture corpus
+(`test_agentevals_fixtures`).
 """
 
 from __future__ import annotations
@@ -55,3 +56,29 @@ def assert_truth(case: Case, truth: dict[str, Any]) -> None:
     assert case.trace.output == truth["turns"][-1]["final_text"]
     if "session_key" in truth:
         assert case.id == truth["session_key"]["value"]
+
+
+def assert_cases_truth(cases: list[Any], truth: dict[str, Any]) -> None:
+    """`cases`, read from one fixture, hold what `truth` says.
+
+    One conversation is one case. A fixture of several traces that carry no conversation key reads as a case a trace
+    (format `otel`'s rule, where agentevals keeps one session a file): each case then holds the truth's next turns, in
+    order. A truth with `extra_turns_allowed` lists only some turns; the case's other turns are not compared.
+    """
+    bad = [c for c in cases if not isinstance(c, Case)]
+    assert not bad, bad
+    if len(cases) == 1 and truth.get("extra_turns_allowed"):
+        turns = {t["user_text"]: t for t in cases[0].metadata["otel"]["turns"]}
+        assert all(t["user_text"] in turns for t in truth["turns"]), "every listed turn is read"
+        return
+    if len(cases) == 1 or "session_key" in truth:
+        assert len(cases) == 1, "one conversation per fixture"
+        assert_truth(cases[0], truth)
+        return
+    start = 0
+    for case in cases:
+        part = truth["turns"][start:start + len(case.metadata["otel"]["turns"])]
+        start += len(part)
+        tokens = {k: sum(t["tokens"][k] for t in part) for k in ("input", "output")}
+        assert_truth(case, dict(truth, turns=part, tokens=tokens))
+    assert start == len(truth["turns"]), "every turn of the truth is read"
