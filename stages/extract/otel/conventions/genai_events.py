@@ -19,7 +19,8 @@ tool message's `id` (the call it answers), and a choice's `index`, `finish_reaso
 
 Both are read into the messages `gen_ai.input.messages` / `gen_ai.output.messages` would hold. A choice's tool calls
 are under its `message` (the conventions) or beside it (OpenLLMetry 0.62); content is text, a list of content parts
-(OpenAI's `{"type": "text", "text"}`, Gemini's `{"text"}`) or, in a tool message, any value (the call's result); a
+(OpenAI's `{"type": "text", "text"}`, Gemini's `{"text"}`, or a whole Gemini `Content`, `{"parts", "role"}`, as
+Google ADK 2 writes it) or, in a tool message, any value (the call's result); a
 placeholder (`<elided>`: content capture off) is no content. The name of a system, assistant or tool message says its
 role, whatever its body's `role` says (OTel's vertexai instrumentation writes the Gemini content's, `user`, for a
 function's response); a user message's body may name another (OpenLLMetry's `developer`). Each `gen_ai.choice` is an
@@ -198,16 +199,25 @@ _GEMINI_PARTS = ("text", "function_call", "function_response")
 def _content(value: Any, role: str, field: str, where: str) -> Any:
     """A message's content as `normalise_one` reads it: text, content parts, or for a tool message any value; `None` when
     nothing was recorded. A Gemini part (`{"text"}`, `{"function_call"}`, `{"function_response"}`: OTel's vertexai
-    instrumentation writes a content's parts as they are) is read as ADK's content is (`adk`)."""
+    instrumentation writes a content's parts as they are) is read as ADK's content is (`adk`), and so are the parts of
+    a whole Gemini `Content` (`{"parts": [...], "role"}`: Google ADK 2's events of conventions 1.x write that)."""
     if not present(value):
         return None
     if role == "tool" or isinstance(value, str):
         return value
+    if _gemini_content(value):
+        # ADK 2's 1.x events write a message's whole `Content`, each part with every field of the model, most empty
+        value = value["parts"]
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
         _bad(where, field, f"must be text or a list of content parts, got {_kind(value)}")
     return [gemini_part(p) if isinstance(p, dict) and "type" not in p and any(k in p for k in _GEMINI_PARTS) else p for p in value]
+
+
+def _gemini_content(value: Any) -> bool:
+    """Whether `value` is a Gemini `Content`, `{"parts": [...], "role"}`, rather than one content part."""
+    return isinstance(value, dict) and isinstance(value.get("parts"), list) and "type" not in value and not any(k in value for k in _GEMINI_PARTS)
 
 
 def _tool_calls(value: Any, field: str, where: str) -> list[dict[str, Any]]:
@@ -241,7 +251,10 @@ def _message(name: str, body: dict[str, Any], where: str) -> dict[str, Any]:
     # a choice's content and calls are its message's; OpenLLMetry writes the calls beside the message, ADK Go the content
     content_field = f"{prefix}content" if "content" in msg else "content"
     calls_field = f"{prefix}tool_calls" if "tool_calls" in msg else "tool_calls"
-    content = _content(msg["content"] if "content" in msg else body.get("content"), role, content_field, where)
+    given = msg["content"] if "content" in msg else body.get("content")
+    if name == "gen_ai.user.message" and not msg.get("role") and _gemini_content(given) and given.get("role") == "model":
+        role = "assistant"  # ADK 2 writes each content of the history as a user message: the model's earlier replies too
+    content = _content(given, role, content_field, where)
     calls = _tool_calls(msg["tool_calls"] if "tool_calls" in msg else body.get("tool_calls"), calls_field, where)
     if role == "tool":
         cid = body.get("id")
