@@ -25,30 +25,35 @@ def extract(path: Path, **options: Any) -> list[Any]:
     return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
 
 
+def assert_turn(got: dict[str, Any], calls: list[Any], want: dict[str, Any]) -> None:
+    """One turn of `metadata.otel.turns`, with its tool calls, holds what a truth turn says: texts, agents, usage, calls."""
+    assert got["user_text"] == want["user_text"]
+    assert got["final_text"] == want["final_text"]
+    assert got["intermediate_texts"] == want["intermediate_texts"]
+    assert got["agents"] == want["agents"]
+    assert {"input": got["usage"]["input_tokens"], "output": got["usage"]["output_tokens"]} == want["tokens"]
+    if "llm_calls" in want:
+        assert got["usage"]["requests"] == want["llm_calls"]
+    actual = [
+        {
+            "name": c.name,
+            "args": None if c.arguments_missing else c.arguments,
+            "result": c.result,
+            "is_error": c.failed,
+            "error_type": c.error.split(":", 1)[0] if c.error else None,
+        }
+        for c in calls
+    ]
+    expected = [{k: tc[k] for k in ("name", "args", "result", "is_error", "error_type")} for tc in want["tool_calls"]]
+    assert actual == expected
+
+
 def assert_truth(case: Case, truth: dict[str, Any]) -> None:
     """`case` holds exactly what `truth` says: per turn its texts, agents, usage and tool calls, then the case's totals."""
     turns = case.metadata["otel"]["turns"]
     assert len(turns) == len(truth["turns"])
     for got, want, calls in zip(turns, truth["turns"], turn_calls(case)):
-        assert got["user_text"] == want["user_text"]
-        assert got["final_text"] == want["final_text"]
-        assert got["intermediate_texts"] == want["intermediate_texts"]
-        assert got["agents"] == want["agents"]
-        assert {"input": got["usage"]["input_tokens"], "output": got["usage"]["output_tokens"]} == want["tokens"]
-        if "llm_calls" in want:
-            assert got["usage"]["requests"] == want["llm_calls"]
-        actual = [
-            {
-                "name": c.name,
-                "args": None if c.arguments_missing else c.arguments,
-                "result": c.result,
-                "is_error": c.failed,
-                "error_type": c.error.split(":", 1)[0] if c.error else None,
-            }
-            for c in calls
-        ]
-        expected = [{k: tc[k] for k in ("name", "args", "result", "is_error", "error_type")} for tc in want["tool_calls"]]
-        assert actual == expected
+        assert_turn(got, calls, want)
     assert case.trace.usage.input_tokens == truth["tokens"]["input"]
     assert case.trace.usage.output_tokens == truth["tokens"]["output"]
     assert case.input == truth["turns"][0]["user_text"]
@@ -67,9 +72,11 @@ def assert_cases_truth(cases: list[Any], truth: dict[str, Any]) -> None:
     """
     bad = [c for c in cases if not isinstance(c, Case)]
     assert not bad, bad
-    if len(cases) == 1 and truth.get("extra_turns_allowed"):
-        turns = {t["user_text"]: t for t in cases[0].metadata["otel"]["turns"]}
-        assert all(t["user_text"] in turns for t in truth["turns"]), "every listed turn is read"
+    if truth.get("extra_turns_allowed"):
+        read = {t["user_text"]: (t, calls) for c in cases for t, calls in zip(c.metadata["otel"]["turns"], turn_calls(c))}
+        for want in truth["turns"]:
+            assert want["user_text"] in read, f"turn {want['user_text']!r} is read"
+            assert_turn(read[want["user_text"]][0], read[want["user_text"]][1], want)
         return
     if len(cases) == 1 or "session_key" in truth:
         assert len(cases) == 1, "one conversation per fixture"
