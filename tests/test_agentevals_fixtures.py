@@ -61,7 +61,7 @@ def test_the_copy_covers_every_mode_it_names():
     modes = {p.parent.name for p in COPY if p.parent.parent.name == "adk_py"}
     assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
                      "v2_span_and_event", "v2_span_only_contrib", "v2proj_event_only", "v2proj_span_only", "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 23
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 24
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))
@@ -87,6 +87,10 @@ def test_adk_events_of_gemini_contents_read_as_their_messages():
     assert case.input == "What is the price of XYZ?" and case.turns == []
     [call] = case.trace.tool_calls()
     assert (call.name, call.arguments, call.result) == ("get_stock_price", {"ticker": "XYZ"}, {"error": "ValueError: ticker not found: XYZ"})
+    # the model's text before its call, replayed in the next requests as a user message of role `model`, is its own
+    loop = extract(HERE / "adk_py" / "v1_event_stable" / "S2.json")[0]
+    assert [m.content for m in loop.trace.user_messages] == ["What is the weather and local time in Paris?"]
+    assert loop.trace.steps[0].thought == "Let me look that up."
 
 
 def test_a_broken_trace_beside_a_healthy_one_leaves_the_healthy_one_whole():
