@@ -78,6 +78,8 @@ def assert_cases_truth(cases: list[Any], truth: dict[str, Any]) -> None:
             assert want["user_text"] in read, f"turn {want['user_text']!r} is read"
             assert_turn(read[want["user_text"]][0], read[want["user_text"]][1], want)
         return
+    # each turn's user text is a user message of the case, and nothing else is (a framework's own note is not)
+    assert [m.content for c in cases for m in c.trace.user_messages] == [t["user_text"] for t in truth["turns"] if t["user_text"] is not None]
     if len(cases) == 1 or "session_key" in truth:
         assert len(cases) == 1, "one conversation per fixture"
         assert_truth(cases[0], truth)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
+from tracejudge.stages.extract.otel.adk_notes import adk_note
 from tracejudge.stages.extract.otel.server_blocks import is_server_block, server_part
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
@@ -261,12 +262,13 @@ def text_parts(message: Any) -> list[str]:
 
 
 def user_texts(messages: list[dict[str, Any]]) -> list[str]:
-    """The text of every user message, in order (messages with no text left out)."""
+    """The text of every user message, in order (messages with no text left out, and so are Google ADK's notes on
+    another agent's turn, which ADK writes as user messages: `adk_notes`)."""
     out = []
     for msg in messages:
         if msg.get("role") == "user":
             texts = text_parts(msg)
-            if texts:
+            if texts and not adk_note(texts):
                 out.append("\n".join(texts))
     return out
 
