@@ -81,8 +81,10 @@ def read(span: Span) -> View | None:
         result = _first(a, ("gen_ai.tool.call.result", "gcp.vertex.agent.tool_response"))
         if result is not MISSING:
             result = maybe_json(result)
-            if "gen_ai.tool.call.result" not in a and isinstance(result, dict) and set(result) == {"result"}:
-                result = result["result"]  # ADK wraps a non-mapping return value as {"result": X}
+            from_adk = "gen_ai.tool.call.result" not in a or span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in a)
+            if from_adk and isinstance(result, dict) and set(result) == {"result"}:
+                # ADK wraps a non-mapping return value as {"result": X}, under its own key and, since 2.x, the GenAI one
+                result = result["result"]
             else:
                 result, error, cid = unwrap_result(result)  # OpenLLMetry's LangChain: {"output": ToolMessage}
                 v.error, v.call_id = error, v.call_id or cid
