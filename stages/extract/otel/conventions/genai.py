@@ -88,6 +88,9 @@ def read(span: Span) -> View | None:
             else:
                 result, error, cid = unwrap_result(result)  # OpenLLMetry's LangChain: {"output": ToolMessage}
                 v.error, v.call_id = error, v.call_id or cid
+            if from_adk and result == {} and (span.status_error or present(a.get("error.type"))):
+                # a tool that raised returned nothing: ADK's `{}` there (its own content keys off) is the key's default
+                result = MISSING
         v.result = result if present(result) else MISSING
     if v.role in ("tool", "model", "agent"):
         v.error = (tool_error(span) if v.role == "tool" else span_error(span)) or v.error
