@@ -13,9 +13,7 @@ never share a run directory.
 
 from __future__ import annotations
 
-import errno
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationI
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict)
+from tracejudge.core.config_files import STDIN_DATASET, file_problems
 from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.inert_text import visible
@@ -43,6 +42,7 @@ __all__ = [
     "PriceConfig",
     "RunConfig",
     "RunSection",
+    "STDIN_DATASET",
     "TargetConfig",
     "SimulatorOptions",
     "TokenizerFactor",
@@ -53,16 +53,6 @@ __all__ = [
     "require_metrics",
     "run_warnings",
 ]
-
-
-def _baseline_exists(path: Path) -> bool:
-    # A run directory, or the name of a sharded run's directories.
-    from tracejudge.engine.shards import expand
-
-    try:
-        return bool(expand(path))
-    except Exception:
-        return False
 
 
 class RunConfig(_Strict):
@@ -160,7 +150,7 @@ def validate_config(
         # The format and the metrics are free values to the schema: their own mistakes are listed beside its errors,
         # so one command names every mistake instead of one at a time; all of them in the order of the file's lines.
         taken = {tuple(map(str, loc[:2])) for loc, _ in errors}
-        errors += [e for e in _unvalidated_problems(data) if tuple(map(str, e[0][:2])) not in taken]
+        errors += [e for e in _unvalidated_problems(data, check_files) if tuple(map(str, e[0][:2])) not in taken]
         errors.sort(key=lambda e: _locate(tuple(map(str, e[0])), lines) or float("inf"))
         raise ConfigError("\n".join(_fmt(source, loc, msg, lines, overridden) for loc, msg in errors))
 
@@ -226,33 +216,9 @@ def validate_config(
             # (about the metrics' names too: `--set metrics.0.name=a.b` makes a gate on the old name one on no metric)
             problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden, about=_METRIC_NAMES))
     if check_files:
-        for key in ("path", "tasks"):
-            p = getattr(config.dataset, key)
-            if p is not None and str(p) == "-":
-                # Standard input cannot be read again: a run reads its dataset more than once.
-                problems.append(_fmt(source, ("dataset", key), STDIN_DATASET, lines, overridden))
-            elif p is not None and not p.exists():
-                problems.append(_fmt(source, ("dataset", key), _missing(p), lines, overridden))
-            elif p is not None and (kind := _special_file(p)) is not None:
-                # Found now, before the run directory: reading a FIFO blocks for ever, /dev/zero never ends a line.
-                wanted = "a regular file or folder" if key == "path" and fmt is not None and fmt.reads_dirs else "a regular file"
-                problems.append(_fmt(source, ("dataset", key), f"{p} is {kind}, not {wanted}", lines, overridden))
-            elif p is not None and p.is_dir() and (key == "tasks" or (fmt is not None and not fmt.reads_dirs)):
-                # Found now, not after the run directory was created: reading a folder as lines fails late.
-                problems.append(_fmt(source, ("dataset", key), f"{p} is a directory; format {config.dataset.format!r} "
-                                     "reads one file: name the file", lines, overridden))
-            elif p is not None and key == "path" and fmt is not None and fmt.folder_file and p.is_dir() \
-                    and not (p / fmt.folder_file).is_file():
-                # τ²-bench's dir layout without its results.json: the run said "no file in the folder holds one" beside a
-                # full simulations/ folder, or went on to make each simulation an invalid_input of the missing file.
-                problems.append(_fmt(source, ("dataset", key), f"{p} is a folder without {fmt.folder_file}; format "
-                                     f"{config.dataset.format!r} reads one file, or a folder holding {fmt.folder_file} "
-                                     f"(and {fmt.beside}/)", lines, overridden))
         reg = config.assertions.regression
-        if reg is not None and reg.baseline is not None and not _baseline_exists(Path(reg.baseline)):
-            # Found now, not after a night of scoring that the gate would then fail anyway.
-            problems.append(_fmt(source, ("assertions", "regression", "baseline"),
-                                 f"baseline run not found: {reg.baseline} has no results.jsonl", lines, overridden))
+        problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in
+                     file_problems(config.dataset.model_dump(), fmt, reg.baseline if reg is not None else None)]
     if problems:
         raise ConfigError("\n".join(problems))
     return config
@@ -270,17 +236,19 @@ def _format_of(name: str) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
-def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """`(key path, message)` of each mistake in the dataset's format, its options and the metric specs of a config the
-    schema refused.
+def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> list[tuple[tuple[Any, ...], str]]:
+    """`(key path, message)` of each mistake in the dataset's format, its options, its files (`check_files`), a
+    regression baseline and the metric specs of a config the schema refused.
 
-    The schema takes a format name and each metric as free values, so validating it finds none of their mistakes; a
-    config with an unknown key and a misspelt metric type would otherwise name the second only once the first is fixed.
-    Only `registry.SpecError` is a metric's mistake here: anything else is left to the full validation.
+    The schema takes a format name and each metric as free values, so validating it finds none of their mistakes, and
+    the files are looked at only once it passed; a config with an unknown key, a misspelt metric type and a missing
+    dataset file would otherwise name them one run at a time. Only `registry.SpecError` is a metric's mistake here:
+    anything else is left to the full validation.
     """
     out: list[tuple[tuple[Any, ...], str]] = []
     dataset = data.get("dataset")
     name = dataset.get("format", "native") if isinstance(dataset, dict) else None
+    fmt = None
     if isinstance(name, str):
         fmt, why = _format_of(name)
         if why is not None:
@@ -291,6 +259,10 @@ def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], s
             except ValidationError as exc:
                 out += [(("dataset", "options", *err["loc"]), f"{name}: {_explain(err, fmt.options)}")
                         for err in suggest.pair_missing(suggest.merge_union_errors(exc.errors()), fmt.options)]
+    if check_files and isinstance(dataset, dict):
+        assertions = data.get("assertions")
+        regression = assertions.get("regression") if isinstance(assertions, dict) else None
+        out += file_problems(dataset, fmt, regression.get("baseline") if isinstance(regression, dict) else None)
     metrics = data.get("metrics")
     for i, spec in enumerate(metrics if isinstance(metrics, list) else []):
         if isinstance(spec, dict):
@@ -299,34 +271,6 @@ def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], s
             except registry.SpecError as exc:
                 out += [(("metrics", i, *loc), msg) for loc, msg in exc.problems]
     return out
-
-
-STDIN_DATASET = ("`-` (standard input) cannot be a dataset: a run reads its dataset file more than once (its fingerprint "
-                 "first, the cases again on a resume, the transcripts in `tracejudge view`), which a stream does not allow; "
-                 "save it to a file and give that file's path (`./-` for a file named `-`)")
-
-
-def _missing(path: Path) -> str:
-    """Why `path`, which does not exist as far as `exists()` can tell, cannot be read: not found, or a symlink loop."""
-    try:
-        path.stat()
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return f"{path} is a symlink loop (too many levels of symbolic links)"
-    return f"file not found: {path}"
-
-
-def _special_file(path: Path) -> str | None:
-    """What `path` is when it exists but is neither a regular file nor a folder (after symlinks), else None."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None  # unreadable metadata: the reader reports it with the file's name
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 # The keys a metric's name comes from (its `name`, else its `type`), or the metrics list or a metric set whole.
