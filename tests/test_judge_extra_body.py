@@ -60,13 +60,23 @@ def _problem(judge: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize(("provider", "key", "setting"), [
     ("openai", "temperature", "judge.temperature"), ("openai", "max_tokens", "judge.max_tokens"),
-    ("openai", "max_completion_tokens", "judge.max_tokens"), ("openai", "response_format", "judge.structured_output"),
-    ("openai", "n", "judge.samples"), ("openai", "prompt_cache_key", "judge.cache_hints"), ("openai", "model", "judge.model"),
-    ("simulator", "stream", "reads each reply whole"), ("anthropic", "system", "system prompt"),
-    ("anthropic", "tool_choice", "forces its verdict tool"), ("anthropic", "messages", "the metric's prompt")])
+    ("openai", "response_format", "judge.structured_output"), ("openai", "prompt_cache_key", "judge.cache_hints"),
+    ("openai", "model", "judge.model"), ("anthropic", "max_tokens", "judge.max_tokens")])
 def test_a_key_tracejudge_sets_is_refused_naming_the_setting_that_controls_it(provider: str, key: str, setting: str) -> None:
     said = _problem({"provider": provider, "model": "m", "extra_body": {key: 1, "seed": 3}})
-    assert f"judge.extra_body.{key}: tracejudge sets `{key}` in every request" in said and setting in said
+    assert f"judge.extra_body.{key}: tracejudge sets `{key}` in its requests, from {setting}" in said and "set it there" in said
+
+
+@pytest.mark.parametrize(("provider", "key", "why"), [
+    ("simulator", "stream", "tracejudge never streams"), ("openai", "stream_options", "tracejudge never streams"),
+    ("openai", "max_completion_tokens", "caps each reply with `max_tokens`, from judge.max_tokens"),
+    ("openai", "n", "judge.samples"), ("anthropic", "system", "system prompt"),
+    ("anthropic", "tool_choice", "forces its verdict tool"), ("anthropic", "messages", "writes every message")])
+def test_a_key_no_setting_lets_through_is_refused_as_reserved_saying_why(provider: str, key: str, why: str) -> None:
+    # `stream: false` was told "from no setting: …: set it there", where no setting controls streaming.
+    said = _problem({"provider": provider, "model": "m", "extra_body": {key: 1, "seed": 3}})
+    assert f"judge.extra_body.{key}: `{key}` is reserved: " in said and why in said and "leave it out" in said, said
+    assert "set it there" not in said and "no setting:" not in said, said
 
 
 def test_a_key_is_refused_only_where_tracejudge_sends_it_and_values_must_be_json() -> None:
@@ -134,7 +144,7 @@ def test_a_panel_member_puts_its_own_fields_over_the_sections_key_by_key() -> No
     # (a key given as null is not sent; a member on another provider inherits none of the section's server's fields)
     assert members == {"openai:a": {**NO_THINK, "seed": 1}, "openai:b": {"seed": 2, "top_k": 20}, "anthropic:c": {}}
     data["judge"]["models"][1]["extra_body"] = {"max_tokens": 9}
-    assert "judge.models.1.extra_body.max_tokens: tracejudge sets `max_tokens` in every request, from judge.max_tokens" in _problem(data["judge"])
+    assert "judge.models.1.extra_body.max_tokens: tracejudge sets `max_tokens` in its requests, from judge.max_tokens" in _problem(data["judge"])
 
 
 # ------------------------------------------------------------------ on the wire

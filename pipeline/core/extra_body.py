@@ -7,8 +7,10 @@ every request the judge makes (verdicts, repair requests, multi-item and pairwis
 member's), as OpenAI's SDK sends its `extra_body`.
 
 Rules (`validated`): the values are JSON (strings, finite numbers, booleans, null, lists, mappings with string keys);
-a key tracejudge sets itself in the request is refused, naming the setting that controls it (`reserved`): extra_body
-adds fields, it never replaces one tracejudge sends, nor is replaced by one. A top-level key given as null is refused:
+a key tracejudge sets itself in the request is refused, naming the setting that controls it, and so is one it never
+sends or sends with no setting to change it (`stream`: it never streams), saying so (`reserved`): extra_body adds
+fields, it never replaces one tracejudge sends, nor is replaced by one. A top-level key that is empty is refused: it
+names no field. A top-level key given as null is refused:
 in a panel member's extra_body null means "not sent" (below), so the same null in the section sent as JSON null, as
 OpenAI's SDK sends an `extra_body` (and so inspect-ai's and pydantic-ai's), would read one way and act another; a null
 inside a value (`chat_template_kwargs: {x: null}`) is a value, sent as written. On Anthropic, `thinking` other than
@@ -40,39 +42,48 @@ RECORDED_MAX = 4096
 # Levels of lists and mappings a value of extra_body may nest (no server's request field comes near).
 _MAX_DEPTH = 64
 
-# The keys tracejudge writes in every request of a protocol, and the setting that decides each.
-_BOTH = {
-    "model": "judge.model (a panel member's `model`)",
-    "messages": "the metric's prompt (tracejudge writes every message)",
-    "temperature": "judge.temperature",
-    "max_tokens": "judge.max_tokens",
-    "stream": "no setting: tracejudge reads each reply whole",
+# The top-level keys of a protocol extra_body may not send, each with why. A key tracejudge sends from a setting names
+# that setting (`set it there`); a key it never sends (it never streams, asks one choice) or sends with no setting to
+# change (the messages it writes, the verdict tool it forces) is reserved, and says so: no setting would let it through.
+_SENT = "sent"  # the value names the judge setting the field is sent from
+_BOTH: dict[str, tuple[str, str]] = {
+    "model": (_SENT, "judge.model (a panel member's `model`)"),
+    "messages": ("reserved", "tracejudge writes every message (the metric's prompt and the trace); no setting changes them"),
+    "temperature": (_SENT, "judge.temperature"),
+    "max_tokens": (_SENT, "judge.max_tokens"),
+    "stream": ("reserved", "tracejudge never streams (it sends no `stream`, whose default is false, and reads each reply "
+                           "whole), and no setting changes that"),
 }
-_OPENAI = {
+_OPENAI: dict[str, tuple[str, str]] = {
     **_BOTH,
-    "max_completion_tokens": "judge.max_tokens (sent as `max_tokens`; a server given both may read either)",
-    "n": "judge.samples (each sample is a request of its own, asking one choice)",
-    "stream_options": "no setting: tracejudge reads each reply whole",
+    "max_completion_tokens": ("reserved", "tracejudge caps each reply with `max_tokens`, from judge.max_tokens: set that "
+                                          "(a server given both may read either)"),
+    "n": ("reserved", "tracejudge reads one choice of each reply; judge.samples asks a request N times, each sample a "
+                      "request of its own"),
+    "stream_options": ("reserved", "tracejudge never streams (it reads each reply whole), so no stream option applies; "
+                                   "no setting changes that"),
 }
-_ANTHROPIC = {
+_ANTHROPIC: dict[str, tuple[str, str]] = {
     **_BOTH,
-    "system": "the metric's system prompt (tracejudge writes it)",
-    "tools": "no setting: the verdict schema goes to Anthropic as the one tool tracejudge forces",
-    "tool_choice": "no setting: tracejudge forces its verdict tool",
+    "system": ("reserved", "tracejudge writes the metric's system prompt there; no setting changes it"),
+    "tools": ("reserved", "the verdict schema goes to Anthropic as the one tool tracejudge forces; no setting changes it"),
+    "tool_choice": ("reserved", "tracejudge forces its verdict tool; no setting changes it"),
 }
 
 
 def reserved(provider: str, structured: str = "json_schema", cache_hints: bool = True) -> dict[str, str]:
-    """The top-level keys tracejudge sets in a request to `provider` (`simulator` speaks OpenAI's protocol) under
-    `structured` (`judge.structured_output`) and `cache_hints`, each with the judge setting that decides it."""
-    if provider == "anthropic":
-        return dict(_ANTHROPIC)
-    out = dict(_OPENAI)
-    if structured != "none":
-        out["response_format"] = "judge.structured_output (`none` sends no response_format)"
-    if cache_hints:
-        out["prompt_cache_key"] = "judge.cache_hints (false sends no prompt_cache_key)"
-    return out
+    """The top-level keys `judge.extra_body` may not send to `provider` (`simulator` speaks OpenAI's protocol) under
+    `structured` (`judge.structured_output`) and `cache_hints`, each with the refusal's reason: the judge setting a key
+    is sent from (`tracejudge sets `max_tokens` in its requests, from judge.max_tokens: set it there`), or why a key
+    no setting controls is reserved (`stream`: tracejudge never streams)."""
+    table = dict(_ANTHROPIC if provider == "anthropic" else _OPENAI)
+    if provider != "anthropic" and structured != "none":
+        table["response_format"] = (_SENT, "judge.structured_output (`none` sends no response_format, and extra_body may then send one)")
+    if provider != "anthropic" and cache_hints:
+        table["prompt_cache_key"] = (_SENT, "judge.cache_hints (false sends no prompt_cache_key, and extra_body may then send one)")
+    return {key: (f"tracejudge sets `{key}` in its requests, from {why}: set it there (extra_body adds fields to a request; "
+                  "it never replaces one tracejudge sends)" if how == _SENT else f"`{key}` is reserved: {why}; leave it out")
+            for key, (how, why) in table.items()}
 
 
 def _json_problem(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
@@ -100,34 +111,44 @@ def _json_problem(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], st
     return loc, f"not a JSON value (a {type(value).__name__}): give a string, a number, true/false, null, a list or a mapping"
 
 
-def _refused(loc: tuple[Any, ...], message: str) -> ValidationError:
-    # Raised from a validator, a ValidationError keeps its own location under the field's: the error names
-    # `judge.extra_body.<key>`, not the whole mapping. A section's own check (`value_error`, a mapping as its input) is
-    # said without the value it was given, which may be a credential. (`{why}`: the message is the template's one field.)
-    error = PydanticCustomError("value_error", "{why}", {"why": message})
-    return ValidationError.from_exception_data("extra_body", [InitErrorDetails(type=error, loc=loc, input={})])
+def _refused(problems: list[tuple[tuple[Any, ...], str]]) -> ValidationError:
+    # Raised from a validator, a ValidationError keeps its own locations under the field's: each error names
+    # `judge.extra_body.<key>`, not the whole mapping, and all of them are said at once. A section's own check
+    # (`value_error`, a mapping as its input) is said without the value it was given, which may be a credential.
+    # (`{why}`: the message is the template's one field.)
+    return ValidationError.from_exception_data("extra_body", [
+        InitErrorDetails(type=PydanticCustomError("value_error", "{why}", {"why": message}), loc=loc, input={})
+        for loc, message in problems])
 
 
 def validated(extra: dict[str, Any], provider: str, structured: str = "json_schema", cache_hints: bool = True) -> dict[str, Any]:
-    """`extra` (a judge's `extra_body`) as it is sent: lists for tuples. Raises pydantic's `ValidationError` located at
-    the offending key (`("extra_body", "chat_template_kwargs", "x")`) for a value JSON cannot hold, a top-level key
-    given as null, a key tracejudge sets (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`. Values are never quoted: one may
-    be a credential."""
+    """`extra` (a judge's `extra_body`) as it is sent: lists for tuples. Raises pydantic's `ValidationError` holding one
+    error per problem, each located at the offending key (`("extra_body", "chat_template_kwargs", "x")`): a value JSON
+    cannot hold, a top-level key that is empty (or blank) or given as null, a key tracejudge sets or reserves
+    (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`. Values are never quoted: one may be a
+    credential."""
     found = _json_problem(extra, ("extra_body",))
     if found is not None:
-        raise _refused(*found)
+        raise _refused([found])
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    refused = reserved(provider, structured, cache_hints)
     for key, value in extra.items():
-        if value is None:
-            raise _refused(("extra_body", key), "null: leave the key out to send nothing (null is how a panel member's "
-                           "extra_body leaves out a key of the section's; here it would be sent as JSON null)")
-    for key, setting in reserved(provider, structured, cache_hints).items():
-        if key in extra:
-            raise _refused(("extra_body", key), f"tracejudge sets `{key}` in every request, from {setting}: set it there "
-                           "(extra_body adds fields to a request; it never replaces one tracejudge sends)")
+        if not key.strip():
+            # A request's field name: sent as `"": …` it names no field, which a server ignores or refuses (Anthropic's
+            # 400). Inside a value an empty key is left alone: it is the value's own data, which JSON allows and the
+            # servers' parsers read (a `metadata` or `chat_template_kwargs` mapping is passed on as written).
+            problems.append((("extra_body", key), "an empty key names no request field: give the field's name, or remove it"))
+        elif value is None:
+            problems.append((("extra_body", key), "null: leave the key out to send nothing (null is how a panel member's "
+                             "extra_body leaves out a key of the section's; here it would be sent as JSON null)"))
+        elif key in refused:
+            problems.append((("extra_body", key), refused[key]))
     thinking = extra.get("thinking")
     if provider == "anthropic" and thinking is not None and not (isinstance(thinking, dict) and thinking.get("type") == "disabled"):
-        raise _refused(("extra_body", "thinking"), "Anthropic refuses extended thinking in a request that forces a tool, and "
-                       "tracejudge forces its verdict tool: only `{type: disabled}` can be sent")
+        problems.append((("extra_body", "thinking"), "Anthropic refuses extended thinking in a request that forces a tool, and "
+                         "tracejudge forces its verdict tool: only `{type: disabled}` can be sent"))
+    if problems:
+        raise _refused(problems)
     return _lists(extra)
 
 
