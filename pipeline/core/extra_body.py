@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
-__all__ = ["RECORDED_MAX", "merged", "recorded", "recorded_config", "reserved", "secrets", "shown", "validated"]
+__all__ = ["RECORDED_MAX", "is_digest", "merged", "recorded", "recorded_config", "reserved", "secrets", "shown", "validated"]
 
 # Characters of JSON a value of extra_body may have and be recorded as it is (`recorded`).
 RECORDED_MAX = 4096
@@ -195,6 +196,14 @@ def _capped(value: Any) -> Any:
     import hashlib
 
     return f"[sha256 {hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()} of {len(text)} characters of JSON, not kept]"
+
+
+def is_digest(value: Any) -> bool:
+    """Whether `value` is a long value as `recorded` keeps it (`"[sha256 <hex> of N characters of JSON, not kept]"`)."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+_DIGEST = re.compile(r"\[sha256 [0-9a-f]{64} of \d+ characters of JSON, not kept\]")
 
 
 def recorded(extra: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from threading import Event
 from typing import Any
 
 from tracejudge.core.config import RunConfig
-from tracejudge.core.extra_body import recorded_config
+from tracejudge.core.extra_body import is_digest, recorded_config
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.user_code import lazy_getattr
 from tracejudge.core.version import __version__
@@ -280,7 +280,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         lines[at:at] = moves
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
-    elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v)]):
+    elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v) or is_digest(v)]):
         # Equal masked configs of different hashes differ in a masked value (an expected argument's password), which
         # changes the results as any other value does: named by the keys whose digests differ (`config_secrets`), a URL's
         # password but (a proxy's, rotated without changing any answer).
@@ -291,8 +291,13 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
                    else "the recorded digests were made under another salt and cannot be compared with")
             lines.append(f"config: a masked value changed (the config hashes differ; {why} masked value, so which of the "
                          f"{len(hidden)} changed cannot be told)")
-        elif named := [k for k in hidden if k in got]:
+        elif named := [k for k in hidden if k in got and not is_digest(b[k])]:
             lines.append(f"config {' and '.join(named)}: {MASK} → {MASK} (a masked value changed: its digests differ)")
+        # A long extra_body value is recorded by a sha256 of its masked text, which a changed credential inside it
+        # leaves alike: the record's digests, of the values as given (under the salt), tell it changed.
+        if got is not None and (long := [k for k in hidden if is_digest(b[k]) and any(g == k or g.startswith(k + ".") for g in got)]):
+            lines += [f"config {k}: a credential masked inside this value (recorded by its digest) changed: the digests of the "
+                      "values as given differ" for k in long]
     old_files, new_files = old.get("dataset"), new["dataset"]
     if not isinstance(old_files, dict):
         if old.get("dataset_fingerprint") != new["dataset_fingerprint"]:
