@@ -138,7 +138,8 @@ class ProviderError(Exception):
     like any answer's, though it holds no verdict. `None` for every other failure. `billed_reply` is set on a 2xx of
     the wrong shape that reported usage (a `server` error, retried): an empty `Reply` holding that usage, which the
     provider billed though no verdict could be read. `unsent`: the judge's server
-    gate gave up on the request before it was ever sent, so it counts no request. `not_json`: a 2xx whose content type is not
+    gate gave up on the request before it was ever sent, so it counts no request. `given_up`: the gate gave up on the server
+as unavailable (down or silent for `judge.max_retry_wait_s`), sent or not. `not_json`: a 2xx whose content type is not
     JSON (an HTML page, plain text), which the server gate counts as an outage answer, as a proxy's 502 page.
     """
 
@@ -156,6 +157,7 @@ class ProviderError(Exception):
         self.unsent = False  # (the judge's gate gave up on a request it never sent: it counts no request)
         self.no_reply = False  # (`connection` only: lost before any status line came back)
         self.not_json = False  # (a 2xx whose content type is not JSON: an HTML page, plain text; `read_reply`)
+        self.given_up = False  # (the judge's gate gave up on its server as unavailable: every request now fails so)
 
     @property
     def retryable(self) -> bool:

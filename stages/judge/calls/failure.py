@@ -27,6 +27,8 @@ def failure(self: Judge, exc: ProviderError, case: str = "") -> Outcome:
     details: dict[str, Any] = {"error_kind": kind}
     if exc.status is not None:
         details["http_status"] = exc.status
+    if exc.given_up and self.reached:  # (the run's end names this cause first: `error_note.first_judge_error`)
+        details["given_up"] = True
     if exc.kind == "quota":
         wait = f"the provider asked to wait {exc.retry_after_s:g} s, over max_retry_after_s {self.cfg.max_retry_after_s:g}" \
             if exc.retry_after_s is not None else "the provider reports its quota exhausted"

@@ -277,6 +277,7 @@ class Gate:
                                 + ("; this request was not sent" if first else ""), err.status)
             out.no_reply = err.no_reply
             out.unsent = first  # (never sent: it counts no request)
+            out.given_up = True
             return out
         t = self.timeout_s
         if self.silent(now):
@@ -309,7 +310,7 @@ class Gate:
                 "the requests waiting and each new one fail at once while one at a time still tries it",
                 url=public_url(self._url()), silent_s=round(quiet, 1), timeout_s=t, max_retry_wait_s=self.budget_s)
         out = ProviderError("unreachable", why + ("; this request was not sent" if first else ""))
-        out.no_reply = True  # (accepted, never answered: no connection refused)
+        out.no_reply, out.given_up = True, True  # (accepted, never answered: no connection refused)
         out.unsent = first  # (never sent: it counts no request)
         return out
 
