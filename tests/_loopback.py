@@ -92,7 +92,7 @@ class Loopback:
             self._routes(app)
             runner = web.AppRunner(app)
             await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
+            site = self._site = web.TCPSite(runner, "127.0.0.1", 0)  # (a subclass may stop listening: `_site.stop()`)
             await site.start()
             port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
             self.url = f"http://127.0.0.1:{port}"

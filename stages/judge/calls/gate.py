@@ -110,6 +110,7 @@ class Gate:
         # error status too, says it is alive; only a silence this long while asked is a frozen server.
         self.quiet_since: float | None = None
         self.silence_told = False
+        self.down_told = False  # the give-up of the down gate was said (once an outage; again after the server came back)
         self._changed = anyio.Event()
 
     def reason(self) -> str:
@@ -267,12 +268,22 @@ class Gate:
             get_logger("tracejudge.judge").info("the judge answers again", url=public_url(self._url()), after_s=round(now - self.since, 1))
             self.reopened += self.state == "down"  # (a slow server was not restarted: its weights are the same)
         self.state, self.error, self.timeouts, self.stalled, self._delay = None, None, 0, False, FIRST_TRY_S
-        self.outages, self.answered, self.silence_told = 0, True, False
+        self.outages, self.answered, self.silence_told, self.down_told = 0, True, False, False
 
     def _failure(self, now: float, first: bool = False) -> ProviderError:
         err = self.error
         assert err is not None
         if self.state == "down":
+            if self._reached() and not self.down_told:
+                # Said once, as the silent gate says its give-up: the warning as requests began to wait was the last
+                # word, and every case after it failed without one. (Never answered, the run stops with its own line.)
+                from tracejudge.core.log import get_logger
+
+                self.down_told = True
+                get_logger("tracejudge.judge").warning(
+                    f"the judge could not serve for {now - self.since:.0f} s (judge.max_retry_wait_s {self.budget_s:g}): it is given up as "
+                    "unavailable; the requests waiting and each new one fail at once while one at a time still tries it",
+                    url=public_url(self._url()), answer=str(err)[:200], max_retry_wait_s=self.budget_s)
             out = ProviderError(err.kind, f"{err}; still so after {now - self.since:.0f} s of waiting (judge.max_retry_wait_s {self.budget_s:g})"
                                 + ("; this request was not sent" if first else ""), err.status)
             out.no_reply = err.no_reply
