@@ -118,7 +118,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         n_odd_answer, n_shapeless = int(script.get("odd_answer", 0)), int(script.get("shapeless", 0))
         out: list[tuple[str, str, Any]] = []
         for i, (cid, body) in enumerate(items):
-            sim.note_fields(body)
+            sim.note_fields(body, anthropic)
             if i < n_err:
                 out.append((cid, "error", "simulated per-request server error"))
                 continue

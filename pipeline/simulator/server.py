@@ -187,7 +187,10 @@ def build_app(config: SimConfig) -> web.Application:
         body = await read_body(request, anthropic)
         if isinstance(body, web.Response):
             return body
-        sim.note_fields(body)
+        sim.note_fields(body, anthropic)
+        if (field := sim.foreign_field(body, anthropic)) is not None:  # (Anthropic's 400 for a field it does not have)
+            st.refused += 1
+            return error_response(400, "invalid_request_error", f"{field}: Extra inputs are not permitted", {}, anthropic)
         refusal = request_error(body, anthropic)
         if refusal is not None:
             st.refused += 1

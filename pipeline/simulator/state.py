@@ -13,13 +13,21 @@ from tracejudge.simulator.flaws import Flaws
 from tracejudge.simulator.limits import Limits
 from tracejudge.simulator.served import Weights
 
-__all__ = ["READ_FIELDS", "Sim", "SimConfig", "SimStats"]
+__all__ = ["ANTHROPIC_FIELDS", "READ_ANTHROPIC", "READ_FIELDS", "Sim", "SimConfig", "SimStats"]
 
-# The request fields the simulator reads, or that change nothing it emulates (the prompt-cache key, sampling). Any
-# other (`chat_template_kwargs`, `reasoning_effort`, `thinking`…) is ignored, as a server ignores a field it does not
-# know (it emulates no thinking to turn off), and counted in `SimStats.unread_fields`: a test sees what a client sent.
+# The request fields the simulator reads, or that change nothing it emulates (the prompt-cache key, sampling), on
+# `/v1/chat/completions`. Any other (`chat_template_kwargs`, `reasoning_effort`…) is ignored, as a server ignores a
+# field it does not know (it emulates no thinking to turn off), and counted in `SimStats.unread_fields`: a test sees
+# what a client sent.
 READ_FIELDS = frozenset({"model", "messages", "system", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
                          "response_format", "tools", "tool_choice", "n", "stream", "stream_options", "prompt_cache_key"})
+# The same on `/v1/messages`: Anthropic's own fields it reads. An OpenAI field sent there (`response_format`, `n`,
+# `prompt_cache_key`) is no field of Anthropic's: it is counted, as any other it does not read (`thinking`, `metadata`).
+READ_ANTHROPIC = frozenset({"model", "messages", "system", "max_tokens", "temperature", "top_p", "top_k", "tools", "tool_choice", "stream"})
+# Every top-level field of Anthropic's Messages API (its documented request body). The API refuses any other with a 400
+# `invalid_request_error` naming it (`"<field>: Extra inputs are not permitted"`); `SimConfig.strict_fields` does too.
+ANTHROPIC_FIELDS = READ_ANTHROPIC | frozenset({"metadata", "stop_sequences", "thinking", "service_tier", "container", "mcp_servers",
+                                               "context_management", "output_config", "inference_geo"})
 _VALUES_KEPT = 16  # distinct values counted per unread field (a client sending one per request is not kept whole)
 
 
@@ -64,6 +72,10 @@ class SimConfig:
     max_reply_tokens: int | None = None
     # Present itself as a self-hosted server serving these weights (`tracejudge.simulator.served`).
     served: Weights | None = None
+    # Refuse a top-level field Anthropic's Messages API does not have, on `/v1/messages` (a batch's requests are only
+    # counted), as the API does: 400 `invalid_request_error`, `"<field>: Extra inputs are not permitted"`. Off, such a field is
+    # answered and counted in `unread_fields`, as an OpenAI-compatible server ignores a field it does not know.
+    strict_fields: bool = False
 
 
 @dataclass
@@ -116,17 +128,26 @@ class Sim:
         if config.served is not None:
             self.serve(config.served)
 
-    def note_fields(self, body: Any) -> None:
-        """Count the fields of request `body` the simulator does not read (`SimStats.unread_fields`)."""
+    def note_fields(self, body: Any, anthropic: bool = False) -> None:
+        """Count the fields of request `body` (to `/v1/messages` when `anthropic`) the simulator does not read
+        (`SimStats.unread_fields`)."""
         if not isinstance(body, dict):
             return
+        read = READ_ANTHROPIC if anthropic else READ_FIELDS
         for key, value in body.items():
-            if key in READ_FIELDS:
+            if key in read:
                 continue
             seen = self.stats.unread_fields.setdefault(str(key), {})
             text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
             if text in seen or len(seen) < _VALUES_KEPT:
                 seen[text] = seen.get(text, 0) + 1
+
+    def foreign_field(self, body: dict[str, Any], anthropic: bool) -> str | None:
+        """The first top-level field of `body` that Anthropic's API refuses, when `strict_fields` is on and the request is
+        Anthropic's; else None."""
+        if not (anthropic and self.config.strict_fields):
+            return None
+        return next((str(k) for k in body if k not in ANTHROPIC_FIELDS), None)
 
     def serve(self, weights: Weights | None) -> None:
         """Serve `weights` from now on (`None`: none described): its identity endpoints describe them, and verdicts

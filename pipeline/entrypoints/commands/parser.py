@@ -217,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--agreement", type=float, default=1.0, metavar="P", help="each answer equals the simulator's truth with probability P")
     sim.add_argument("--noise", type=float, default=0.0, metavar="Q", help="each answer flipped with probability Q, afresh per repeat of a request")
     sim.add_argument("--position-bias", type=float, default=0.0, metavar="B", help="a pairwise request answers 'the first run' with probability B")
+    sim.add_argument("--strict-fields", action="store_true",
+                     help="refuse (400 invalid_request_error) a /v1/messages request field Anthropic's API does not have, as that API does")
     sim.add_argument("--json-object-only", action="store_true",
                      help="answer a json_schema response_format with HTTP 500, as llama-cpp-python's server does (json_object only)")
     sim.add_argument("--tokenizer-factor", type=float, default=1.0, metavar="F", help="count prompt tokens as tiktoken's × F (a local model's tokenizer)")

@@ -50,7 +50,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
                        max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias,
                        json_object_only=args.json_object_only, tokenizer_factor=args.tokenizer_factor, context_tokens=args.context_tokens,
-                       max_reply_tokens=args.max_reply_tokens,
+                       max_reply_tokens=args.max_reply_tokens, strict_fields=args.strict_fields,
                        window_s=args.window_s, book=args.book, limit_count=args.limit_count, served=served, slots=args.slots)
 
     async def serve() -> None:
