@@ -5,6 +5,7 @@ and is written nowhere.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -53,3 +54,32 @@ def test_a_credential_changed_inside_a_long_value_is_named_by_its_key_on_resume(
     for p in (tmp_path / "run").rglob("*"):  # the value as given is written nowhere, nor the credential
         assert not p.is_file() or (KEY.encode() not in p.read_bytes() and other.encode() not in p.read_bytes()), p
     assert KEY not in str(err.value) and other not in str(err.value)
+
+
+def _blocks(run_dir: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
+    return [s["judge"] for r in lines for s in r["scores"].values() if s.get("judge")]
+
+
+def _digest(recorded: Any) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(recorded, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def test_each_scores_judge_block_names_the_fields_sent_by_digest_and_none_without_them(simulator: Callable[..., SimulatorThread],
+                                                                                       tmp_path: Path) -> None:
+    sim = simulator()
+    judge = {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1"}
+    extra = {"chat_template_kwargs": {"enable_thinking": False}, "metadata": {"api_key": KEY}}
+    summary = _run(_config(tmp_path, {**judge, "extra_body": extra}))
+    blocks = _blocks(tmp_path / "run")
+    # The digest of what summary.json shows of them (the credential masked, as there): a result line alone tells which.
+    assert summary["judge"]["extra_body"]["metadata"] == {"api_key": "[REDACTED]"}
+    assert len(blocks) == 2 and {b["extra_body"] for b in blocks} == {_digest(summary["judge"]["extra_body"])}
+    assert KEY not in (tmp_path / "run" / "results.jsonl").read_text()
+    # Without extra_body the block is as it was: no key at all.
+    _run(_config(tmp_path, judge, run_dir="plain"))
+    assert [b for b in _blocks(tmp_path / "plain") if "extra_body" in b] == []
+    # A panel whose members send other fields: the digest of what summary.json shows by member.
+    panel = {**judge, "model": "x", "extra_body": {"seed": 1}, "models": ["openai:a", {"model": "openai:b", "extra_body": {"seed": 2}}]}
+    summary = _run(_config(tmp_path, panel, run_dir="panel"))
+    assert {b["extra_body"] for b in _blocks(tmp_path / "panel")} == {_digest(summary["judge"]["extra_body_by_model"])}

@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
-__all__ = ["RECORDED_MAX", "is_digest", "merged", "recorded", "recorded_config", "reserved", "secrets", "shown", "validated"]
+__all__ = ["RECORDED_MAX", "digest", "is_digest", "merged", "recorded", "recorded_config", "reserved", "secrets", "shown", "validated"]
 
 # Characters of JSON a value of extra_body may have and be recorded as it is (`recorded`).
 RECORDED_MAX = 4096
@@ -212,6 +212,17 @@ def recorded(extra: dict[str, Any]) -> dict[str, Any]:
     JSON, not kept]"`. Idempotent: a recorded copy records as itself."""
     out: dict[str, Any] = _capped(shown(extra))
     return out
+
+
+def digest(shown_fields: Any) -> str:
+    """`sha256:<hex>` of `shown_fields` (extra_body as `recorded` keeps it, or a panel's mapping of member → that) as
+    canonical JSON: what a score's judge block records of the fields its requests carried (`JudgeInfo.extra_body`),
+    the digest of what summary.json shows of them, so a result line alone tells which were sent. Of the recorded
+    copy, credentials masked, never of the values as given: a digest of a short credential could be tested offline."""
+    import hashlib
+
+    text = json.dumps(shown_fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def recorded_config(config: Any) -> Any:

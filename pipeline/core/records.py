@@ -17,7 +17,7 @@ from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, arguments_text, decode_arguments, empty_list, no_bool
 
@@ -303,6 +303,10 @@ class JudgeInfo(BaseModel):
     cache (only with `cache.explain`). `model`, `prompt_version` (the metric's
     prompt template) and `structured_output` (how the verdict schema was sent)
     identify the judge, so `compare` can warn when two runs' judges differ.
+    `extra_body` is `sha256:<hex>` of the request fields `judge.extra_body` added, as summary.json shows them
+    (credentials masked; a panel whose members send other fields: its `extra_body_by_model`), so a result line
+    alone says what was sent (`tracejudge.core.extra_body.digest`); absent, not null, when none were, so a line
+    of a run without them reads as before.
     """
 
     model: str
@@ -317,6 +321,14 @@ class JudgeInfo(BaseModel):
     cache_miss: str | None = None
     prompt_version: str | None = None
     structured_output: str | None = None
+    extra_body: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_extra_body(self, handler: Any) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("extra_body", "") is None:
+            del out["extra_body"]  # (a run without extra_body writes the block it always wrote)
+        return out
 
 
 class Score(BaseModel):

@@ -29,7 +29,7 @@ from tracejudge.core.records import Score
 if TYPE_CHECKING:
     from tracejudge.stages.judge.base import JudgeMetric
 
-__all__ = ["Member", "make_judges", "member_key", "member_problems", "panel_members", "simulator_cache_name", "stamp"]
+__all__ = ["Member", "extra_body_digest", "make_judges", "member_key", "member_problems", "panel_members", "simulator_cache_name", "stamp"]
 
 
 @dataclass
@@ -194,10 +194,24 @@ def simulator_cache_name(options: Any) -> str:
     return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items())) + (f",seed={seed}" if seed else "")
 
 
-def stamp(score: Score, metric: JudgeMetric, cfg: Any) -> Score:
-    """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version and the structured-output mode
-    (`judge.structured_output`, `json_schema` where the config has no such key). A score no request was made for is left as it is."""
+def stamp(score: Score, metric: JudgeMetric, cfg: Any, extra_body: str | None = None) -> Score:
+    """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version, the structured-output mode
+    (`judge.structured_output`, `json_schema` where the config has no such key) and `extra_body`, the digest of the
+    request fields sent (`extra_body_digest`; None: none were). A score no request was made for is left as it is."""
     if score.judge is not None:
         score.judge.prompt_version = metric.prompt_version
         score.judge.structured_output = str(getattr(cfg, "structured_output", None) or "json_schema")
+        if extra_body is not None:
+            score.judge.extra_body = extra_body
     return score
+
+
+def extra_body_digest(cfg: Any, judges: list[tuple[str, Any]]) -> str | None:
+    """`core.extra_body.digest` of the request fields the judges of `cfg` (a `JudgeConfig`) send, as summary.json shows
+    them: the section's `extra_body`, or for a panel whose members send other fields, each member's by its name (its
+    `extra_body_by_model`); None when no judge sends any. `judges`: `(name, judge)` pairs, each judge's `cfg` its own."""
+    from tracejudge.core.extra_body import digest, recorded
+
+    if cfg.models and any(j.cfg.extra_body != cfg.extra_body for _, j in judges):
+        return digest({name: recorded(j.cfg.extra_body) for name, j in judges})
+    return digest(recorded(cfg.extra_body)) if cfg.extra_body else None
