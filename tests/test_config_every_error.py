@@ -74,3 +74,14 @@ def test_a_file_key_the_schema_refused_is_named_once_and_one_mistake_reads_as_be
     assert _errors(cfg) == [f"{cfg}:2: run.speed: unknown key"]
     cfg.write_text("dataset: {path: nowhere.jsonl}\n")
     assert _errors(cfg) == [f"{cfg}:1: dataset.path: file not found: {tmp_path / 'nowhere.jsonl'}"]
+
+
+def test_extra_bodys_problems_are_named_beside_another_mistake_of_the_judge_section(tmp_path: Path) -> None:
+    # The section's own check of extra_body ran only once every judge field was valid: a typo hid a reserved key.
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "trace": {"steps": []}}\n')
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: TaskCompletion}]\njudge:\n  provider: openai\n  model: m\n"
+                   "  timeout_s: -1\n  extra_body:\n    stream: false\n    max_tokens: 9\n")
+    got = _errors(cfg)
+    assert [line.split(": ")[1] for line in got] == ["judge.timeout_s", "judge.extra_body.stream", "judge.extra_body.max_tokens"], got
+    assert got[1].startswith(f"{cfg}:8: ") and got[2].startswith(f"{cfg}:9: "), got

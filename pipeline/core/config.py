@@ -263,6 +263,7 @@ def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> lis
         assertions = data.get("assertions")
         regression = assertions.get("regression") if isinstance(assertions, dict) else None
         out += file_problems(dataset, fmt, regression.get("baseline") if isinstance(regression, dict) else None)
+    out += _extra_body_problems(data.get("judge"))
     metrics = data.get("metrics")
     for i, spec in enumerate(metrics if isinstance(metrics, list) else []):
         if isinstance(spec, dict):
@@ -271,6 +272,23 @@ def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> lis
             except registry.SpecError as exc:
                 out += [(("metrics", i, *loc), msg) for loc, msg in exc.problems]
     return out
+
+
+# The judge keys `judge.extra_body`'s check depends on (which keys tracejudge sets: the provider, the schema mode, the hints).
+_EXTRA_BODY_KEYS = ("provider", "model", "structured_output", "cache_hints", "extra_body")
+
+
+def _extra_body_problems(judge: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """`(key path, message)` of each problem of `judge.extra_body` (a written judge section), checked on the keys it
+    depends on alone: the section's own check runs only once all its fields are valid, so a typo beside a reserved
+    key in extra_body named the key only once the typo was fixed."""
+    if not isinstance(judge, dict) or not isinstance(judge.get("extra_body"), dict) or not judge["extra_body"]:
+        return []
+    try:
+        JudgeConfig.model_validate({k: judge[k] for k in _EXTRA_BODY_KEYS if k in judge})
+    except ValidationError as exc:
+        return [(("judge", *err["loc"]), _explain(err, JudgeConfig)) for err in exc.errors() if err["loc"][:1] == ("extra_body",)]
+    return []
 
 
 # The keys a metric's name comes from (its `name`, else its `type`), or the metrics list or a metric set whole.
