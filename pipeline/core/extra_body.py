@@ -9,8 +9,9 @@ member's), as OpenAI's SDK sends its `extra_body`.
 Rules (`validated`): the values are JSON (strings, finite numbers, booleans, null, lists, mappings with string keys);
 a key tracejudge sets itself in the request is refused, naming the setting that controls it, and so is one it never
 sends or sends with no setting to change it (`stream`: it never streams), saying so (`reserved`): extra_body adds
-fields, it never replaces one tracejudge sends, nor is replaced by one. A top-level key that is empty is refused: it
-names no field. A top-level key given as null is refused:
+fields, it never replaces one tracejudge sends, nor is replaced by one. A top-level key that is empty (or blank) is
+refused: it names no field; inside a value an empty key is the value's own data, sent as written. Every problem is
+said at once. A top-level key given as null is refused:
 in a panel member's extra_body null means "not sent" (below), so the same null in the section sent as JSON null, as
 OpenAI's SDK sends an `extra_body` (and so inspect-ai's and pydantic-ai's), would read one way and act another; a null
 inside a value (`chat_template_kwargs: {x: null}`) is a value, sent as written. On Anthropic, `thinking` other than
@@ -23,7 +24,9 @@ extra_body (its fields are another server's), as it does not inherit its base UR
 What a run directory records of it (`recorded`: manifest.json, configs.jsonl, summary.json) keeps a value longer than
 `RECORDED_MAX` characters of JSON as its size and sha256 (`"[sha256 … of 2097154 characters of JSON, not kept]"`): a
 prompt-sized field was copied whole into each. Two values compare as their digests do, so a resume and `compare` still
-tell any change; the config hash is computed over the values themselves.
+tell any change; the config hash is computed over the values themselves. A credential inside such a value is masked
+before the digest, so a resume tells its change by the manifest's salted digests of the values as given
+(`engine.manifest.diff`). A score's judge block records the fields by `digest` of what summary.json shows.
 """
 
 from __future__ import annotations
