@@ -42,10 +42,12 @@ __all__ = ["HIDDEN", "Unread", "note_unread", "unread_requests", "warn_unread"]
 log = get_logger("tracejudge.extract.otel")
 
 # The settings that keep message content out of spans, as each instrumentation names them (shared with `adapt`'s refusal).
-HIDDEN = ("OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS, TRACELOOP_TRACE_CONTENT=false, "
-          "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT unset")
-HIDDEN_INPUTS = ("OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_INPUT_MESSAGES, TRACELOOP_TRACE_CONTENT=false, "
-                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT unset")
+# opentelemetry-util-genai 1.x (OTel's openai-v2 2.4 and google-genai instrumentations write through it) takes the old
+# `true` for NO_CONTENT, with a warning in the application's log only: a trace recorded so looks like capture was never set.
+_OTEL_CAPTURE = ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT unset, or `true` where opentelemetry-util-genai 1.x "
+                 "wants SPAN_ONLY / EVENT_ONLY / SPAN_AND_EVENT")
+HIDDEN = f"OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS, TRACELOOP_TRACE_CONTENT=false, {_OTEL_CAPTURE}"
+HIDDEN_INPUTS = f"OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_INPUT_MESSAGES, TRACELOOP_TRACE_CONTENT=false, {_OTEL_CAPTURE}"
 
 # Where each convention (`View.conventions`) keeps a request's input messages: what such a span lacks.
 INPUT_KEYS = {

@@ -1,0 +1,53 @@
+"""Format `otel` reads what OTel's own OpenAI instrumentation writes, in each of its modes.
+
+The recordings (`tests/data/openai-v2/`, made by `tests/frameworks/record_openai_v2.py`: opentelemetry-instrumentation-
+openai-v2 2.4b0 with opentelemetry-util-genai 1.1b0, against a loopback server) are a two-turn Chat Completions tool
+loop, plain and streamed, its messages on the spans (`SPAN_ONLY`), in `gen_ai.client.inference.operation.details` log
+records (`EVENT_ONLY`) or both; each request is a trace of its own, joined into the conversation by the history it
+replays. Recorded with capture off, or with the old `true` that util-genai 1.x takes for no content, the trace is
+refused, naming the settings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import extract_path
+from test_otel_loop_faults import facts
+
+DATA = Path(__file__).parent / "data" / "openai-v2"
+MODES = ["span-only", "event-only", "span-and-event"]
+
+
+def _truth(name: str) -> list[dict[str, Any]]:
+    return json.loads((DATA / f"{name}.truth.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("name", [f"v2-{m}{s}" for m in MODES for s in ("", "-stream")])
+def test_each_content_mode_reads_as_the_conversation_the_application_had(name: str) -> None:
+    got = extract_path(DATA / f"{name}.jsonl", "otel")
+    assert [facts(c) for c in got] == _truth(name), got
+    (case,) = got
+    assert case.input == "What is the weather in Paris?"
+    assert [t["final_text"] for t in case.metadata["otel"]["turns"]] == ["Sunny in Paris, 21 C.", "Rainy in Tokyo, 14 C."]
+
+
+def test_the_details_record_alone_holds_the_messages_in_event_only_mode() -> None:
+    # what makes `event-only` a test of the log records: no span carries a message
+    docs = [json.loads(line) for line in (DATA / "v2-event-only.jsonl").read_text().splitlines()]
+    spans = [s for d in docs for rs in d.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"]]
+    records = [r for d in docs for rl in d.get("resourceLogs", []) for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+    assert len(spans) == 4 and not any(a["key"].startswith("gen_ai.input") for s in spans for a in s["attributes"])
+    assert [r["eventName"] for r in records] == ["gen_ai.client.inference.operation.details"] * 4
+
+
+@pytest.mark.parametrize("name", ["v2-capture-true", "v2-capture-true-stream", "v2-no-content", "v2-no-content-stream"])
+def test_a_loop_recorded_without_content_is_refused_naming_the_setting(name: str) -> None:
+    got = extract_path(DATA / f"{name}.jsonl", "otel")
+    assert len(got) == 4 and all(isinstance(g, tuple) for g in got), got  # one a request: nothing joins them
+    for _, error in got:
+        assert error.kind == "invalid_input" and "carry no content" in error.message, error
+        assert "`true` where opentelemetry-util-genai 1.x wants SPAN_ONLY / EVENT_ONLY / SPAN_AND_EVENT" in error.message, error
