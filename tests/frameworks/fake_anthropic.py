@@ -55,14 +55,19 @@ class ScriptedAnthropic(FakeOpenAI):
         super()._routes(app)
         app.router.add_post("/v1/messages", self._messages)
 
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+    def _next(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """Keep `body`; its number and the reply scripted for it (None when the script has none left)."""
         n = len(self.bodies)
         self.bodies.append(body)
-        if n >= len(self.replies):
+        return n, self.replies[n] if n < len(self.replies) else None
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        n, reply = self._next(body)
+        if reply is None:
             return web.json_response({"type": "error", "error": {"type": "invalid_request_error", "message": f"no reply scripted for request {n}"}},
                                      status=400)
-        blocks, usage = self.replies[n]
+        blocks, usage = reply
         message = {"id": f"msg_{n:02d}", "type": "message", "role": "assistant", "model": RESPONSE_MODEL, "content": blocks,
                    "stop_reason": _stop_reason(blocks), "stop_sequence": None, "usage": usage}
         if not body.get("stream"):

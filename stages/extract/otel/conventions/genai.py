@@ -28,6 +28,7 @@ from tracejudge.stages.extract.otel.messages import last_user_text, normalise, o
 from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
 from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, tl_langchain_span
 from tracejudge.stages.extract.otel.conventions.genai_events import event_messages, holds_messages
+from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_messages
 from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present
@@ -230,6 +231,7 @@ def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         log_in, log_out = event_messages(span)
         inputs = inputs if inputs is not None else log_in
         outputs = outputs if outputs is not None else log_out
+    inputs, outputs = gemini_messages(span, inputs, outputs)  # OTel's google-genai instrumentation's made-up ids and chunks
     inputs, outputs = normalise(inputs) or [], normalise(outputs) or []
     if ADK_REQUEST in span.attrs or ADK_RESPONSE in span.attrs:
         # ADK's own attributes hold the request and response whatever the GenAI content mode; its

@@ -1,0 +1,58 @@
+"""Format `otel` reads a Gemini function-calling loop as OTel's and OpenInference's google-genai instrumentations write it.
+
+The recordings (`tests/data/google-genai/`, made by `tests/frameworks/record_google_genai.py` against a loopback Gemini
+API): two user turns, the first answered after two parallel function calls (no ids, as the API gives them), the second
+after one, plain and streamed. OTel's instrumentation gives each call and response an id of its own making,
+`<name>_<index of the part>`, so a call and its response have unrelated ids; read as ids they paired Paris's call with
+Tokyo's result and left Tokyo's without one. Streamed, it writes each chunk as an output message, which read as one
+answer broken by newlines. Both are undone for Gemini spans (`conventions/genai_gemini.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import extract_path
+from test_otel_loop_faults import facts
+
+DATA = Path(__file__).parent / "data" / "google-genai"
+NAMES = [f"{m}{s}" for m in ("otel-span-only", "otel-event-only", "oi") for s in ("", "-stream")]
+
+
+def _truth(name: str) -> list[dict[str, Any]]:
+    return json.loads((DATA / f"{name}.truth.json").read_text())["cases"]
+
+
+def _lines(name: str) -> list[str]:
+    return (DATA / f"{name}.jsonl").read_text().splitlines()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_recording_reads_as_the_conversation_the_application_had(name: str) -> None:
+    got = extract_path(DATA / f"{name}.jsonl", "otel")
+    assert [facts(c) for c in got] == _truth(name), got
+    (case,) = got
+    assert [t["final_text"] for t in case.metadata["otel"]["turns"]] == ["Paris is sunny (21 C); Tokyo is rainy (14 C).", "Snow in Oslo, -3 C."]
+
+
+def test_the_recording_holds_ids_that_do_not_tie_a_response_to_its_call() -> None:
+    # what makes the test above a test of the made-up ids: recorded as they are, Paris's call and Tokyo's result share one
+    text = _lines("otel-span-only")[0]
+    assert '\\"name\\":\\"get_weather\\",\\"id\\":\\"get_weather_1\\"' in text and '\\"rainy, 14 C\\"},\\"id\\":\\"get_weather_1\\"' in text
+
+
+def test_ids_of_that_form_from_another_provider_are_ids(tmp_path: Path) -> None:
+    # only a Gemini span's ids are taken for the instrumentation's own: elsewhere `get_weather_1` may be the real id
+    path = tmp_path / "other.jsonl"
+    path.write_text("\n".join(_lines("otel-span-only")).replace('"stringValue": "gemini"', '"stringValue": "acme"') + "\n")
+    (case,) = extract_path(path, "otel")
+    assert [(c.id, c.result) for c in case.trace.tool_calls()][:2] == [("get_weather_1", {"result": "rainy, 14 C"}), ("get_weather_2", None)]
+
+
+def test_a_streamed_reply_of_several_chunks_is_one_reply() -> None:
+    (case,) = extract_path(DATA / "otel-span-only-stream.jsonl", "otel")
+    assert [s.output for s in case.trace.steps] == [None, "Paris is sunny (21 C); Tokyo is rainy (14 C).", None, "Snow in Oslo, -3 C."]
+    assert [len(s.tool_calls) for s in case.trace.steps] == [2, 0, 1, 0]
