@@ -6,9 +6,11 @@
   `parentSpanId` is `0000000000000000` has no parent (it was hung from a stand-in for a lost parent, with a warning).
 - A 64-bit trace id (Jaeger's and Zipkin's, 8 bytes) is its 16 hex digits in small letters, also when protobuf's JSON
   mapping wrote it in base64 (12 characters, `=`-padded): the Jaeger download of a trace names it by those 16 digits,
-  and agentevals' OTLP receiver turns base64 ids to hex the same way. (The Collector's Jaeger and Zipkin receivers pad
-  such an id to 32 digits with zeros instead; that spelling is a 128-bit id as any other and is kept as it is.)
-  Any other id (`t1`) is kept as it is.
+  and agentevals' OTLP receiver turns base64 ids to hex the same way. The Collector's Jaeger and Zipkin receivers pad
+  such an id to 32 digits with zeros (`0000000000000000` + the 16; in base64 too): that spelling is the same id, read
+  as its 16 digits, so that the spans and log records of one trace exported through both paths are one trace. (Zipkin
+  and Jaeger themselves take a 128-bit id whose upper half is zeros for the 64-bit id of its lower half.) Any other id
+  (`t1`) is kept as it is.
 - `kind` may be the enum's name (`SPAN_KIND_CLIENT`), as the status code may (`STATUS_CODE_ERROR`, `spans._status`).
 - A time may be a JSON number, or text of a decimal number (`"1.7e18"`), besides the integer text OTLP/JSON writes.
 """
@@ -39,15 +41,21 @@ def otlp_id(raw: Any, size: int) -> str:
     text = raw.strip()
     for length in (size, _SHORT_TRACE) if size == TRACE_ID else (size,):
         if len(text) == 2 * length and set(text) <= _HEX:
-            return "" if set(text) == {"0"} else text.lower()
+            return "" if set(text) == {"0"} else _short(text.lower(), size)
         if len(text) == 4 * math.ceil(length / 3):  # base64 of `length` bytes: 24 characters for a trace id, 12 for a span id
             try:
                 decoded = base64.b64decode(text, validate=True)
             except (binascii.Error, ValueError):
                 decoded = b""
             if len(decoded) == length:
-                return decoded.hex() if any(decoded) else ""
+                return _short(decoded.hex(), size) if any(decoded) else ""
     return raw
+
+
+def _short(hex_id: str, size: int) -> str:
+    """A trace id of 32 digits whose upper 16 are zeros as the 64-bit id of its lower 16 (module docstring)."""
+    half = 2 * _SHORT_TRACE
+    return hex_id[half:] if size == TRACE_ID and len(hex_id) == 2 * TRACE_ID and hex_id[:half] == "0" * half else hex_id
 
 
 def span_kind(raw: Any) -> int:
