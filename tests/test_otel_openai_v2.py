@@ -1,11 +1,13 @@
 """Format `otel` reads what OTel's own OpenAI instrumentation writes, in each of its modes.
 
-The recordings (`tests/data/openai-v2/`, made by `tests/frameworks/record_openai_v2.py`: opentelemetry-instrumentation-
-openai-v2 2.4b0 with opentelemetry-util-genai 1.1b0, against a loopback server) are a two-turn Chat Completions tool
-loop, plain and streamed, its messages on the spans (`SPAN_ONLY`), in `gen_ai.client.inference.operation.details` log
-records (`EVENT_ONLY`) or both; each request is a trace of its own, joined into the conversation by the history it
+The recordings (`tests/data/openai-v2/`, made by `tests/frameworks/record_openai_v2.py` against a loopback server) are a
+two-turn Chat Completions tool loop, plain and streamed. Under opentelemetry-instrumentation-openai-v2 2.4b0 (with
+opentelemetry-util-genai 1.1b0) its messages are on the spans (`SPAN_ONLY`), in `gen_ai.client.inference.operation.details`
+log records (`EVENT_ONLY`) or both; each request is a trace of its own, joined into the conversation by the history it
 replays. Recorded with capture off, or with the old `true` that util-genai 1.x takes for no content, the trace is
-refused, naming the settings.
+refused, naming the settings. Under 2.3b0 each message is a log record of its own (`gen_ai.user.message`, …,
+`gen_ai.choice`); with capture off the records stay, without content: the calls' ids and names read, their arguments
+and results unknown, and each request is counted as one whose input messages lost their content.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from helpers import extract_path
 from test_otel_loop_faults import facts
 
 DATA = Path(__file__).parent / "data" / "openai-v2"
-MODES = ["span-only", "event-only", "span-and-event"]
+MODES = ["span-only", "event-only", "span-and-event", "events"]
 
 
 def _truth(name: str) -> list[dict[str, Any]]:
@@ -51,3 +53,21 @@ def test_a_loop_recorded_without_content_is_refused_naming_the_setting(name: str
     for _, error in got:
         assert error.kind == "invalid_input" and "carry no content" in error.message, error
         assert "`true` where opentelemetry-util-genai 1.x wants SPAN_ONLY / EVENT_ONLY / SPAN_AND_EVENT" in error.message, error
+
+
+@pytest.mark.parametrize("name", ["v2-events-off", "v2-events-off-stream"])
+def test_legacy_events_without_content_read_as_calls_whose_arguments_and_results_are_unknown(name: str,
+                                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        (case,) = extract_path(DATA / f"{name}.jsonl", "otel")
+    want = _truth(name)[0]
+    calls = case.trace.tool_calls()
+    assert [(c.id, c.name) for c in calls] == [(c["id"], c["name"]) for c in want["calls"]]
+    assert all(c.arguments_missing and c.result is None for c in calls), calls
+    assert case.input is None and case.trace.output is None
+    assert case.metadata["otel"]["missing_inputs"] == {"requests": 4, "no_messages": 0, "empty_messages": 4}
+    said = [r.getMessage() for r in caplog.records if "content parts were all dropped" in r.getMessage()]
+    assert len(said) == 1 and "no `content` in gen_ai.*.message log records" in said[0], said
+    assert "`opentelemetry.instrumentation.openai_v2` (4)" in said[0], said

@@ -6,20 +6,21 @@
 opentelemetry-instrumentation-openai-v2 (opentelemetry-python-contrib) instruments `chat.completions.create`. Which
 telemetry it writes is chosen by the environment when it instruments:
 
-- by default, one span a request (`chat <model>`) and, with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`,
-  each message of the request a log record of its own (`gen_ai.system.message`, `gen_ai.user.message`,
-  `gen_ai.assistant.message`, `gen_ai.tool.message`, one `gen_ai.choice` per choice): the events of semantic
-  conventions 1.28–1.36; with capture off the same records with no content;
-- with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`, through opentelemetry-util-genai: the messages as
-  `gen_ai.input.messages` / `gen_ai.output.messages` on the span (`SPAN_ONLY`), in one
-  `gen_ai.client.inference.operation.details` log record (`EVENT_ONLY`), or both (`SPAN_AND_EVENT`), the capture mode
-  being the value of `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`.
+- up to 2.3b0 (modes `events`, `events-off`), one span a request (`chat <model>`) and each message of the request a
+  log record of its own (`gen_ai.system.message`, `gen_ai.user.message`, `gen_ai.assistant.message`,
+  `gen_ai.tool.message`, one `gen_ai.choice` per choice): the events of semantic conventions 1.28–1.36, with content
+  when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, else without;
+- 2.4b0, through opentelemetry-util-genai 1.x, which takes every request for `OTEL_SEMCONV_STABILITY_OPT_IN=
+  gen_ai_latest_experimental` (set all the same, as its README says): the messages as `gen_ai.input.messages` /
+  `gen_ai.output.messages` on the span (`SPAN_ONLY`), in one `gen_ai.client.inference.operation.details` log record
+  (`EVENT_ONLY`), or both (`SPAN_AND_EVENT`), the capture mode being the value of
+  `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`; `true` (mode `capture-true`) is none of them, so no content, as
+  when nothing is set (`no-content`).
 
 The application is `record_openllmetry_events.loop`: a system prompt, two user turns (Paris, then Tokyo), each asking
 for one `get_weather` call whose result it sends back before the answer, against a scripted loopback server (no
 network). Scenarios, each in a subprocess of its own: `v2-<mode>` and `v2-<mode>-stream` (the same loop streamed with
-`stream_options={"include_usage": True}`) for the modes `events`, `events-off`, `span-only`, `event-only`,
-`span-and-event`. Each writes `<scenario>.jsonl` (the spans' and the log records' exports one a line, as a Collector's
+`stream_options={"include_usage": True}`) for each mode of `MODES`. Each writes `<scenario>.jsonl` (the spans' and the log records' exports one a line, as a Collector's
 file exporter writes both pipelines to one file) and `<scenario>.truth.json` (what the application sent and got).
 """
 
@@ -37,8 +38,13 @@ if str(HERE) not in sys.path:
 from common import record_each_in_subprocess, write_truth  # noqa: E402
 from record_openllmetry_events import REPLIES, TURNS, Logged, _providers, _write, loop  # noqa: E402
 
-# The environment each mode is recorded under (the instrumentation and opentelemetry-util-genai read it).
-MODES = {
+# The environment each mode is recorded under (the instrumentation and opentelemetry-util-genai read it); `LEGACY`'s
+# only under openai-v2 2.3b0 and earlier, the others under 2.4b0 (`_check_version`).
+LEGACY = {
+    "events": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"},
+    "events-off": {},
+}
+MODES = LEGACY | {
     "capture-true": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"},
     "no-content": {},
     "span-only": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
@@ -48,8 +54,21 @@ MODES = {
 }
 
 
+def _check_version(mode: str) -> None:
+    """Raise unless the installed openai-v2 writes `mode` (2.4b0 has only the util-genai path: see the data's README)."""
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    got = Version(version("opentelemetry-instrumentation-openai-v2"))
+    if (mode in LEGACY) != (got < Version("2.4b0")):
+        raise RuntimeError(f"mode {mode!r} is recorded with opentelemetry-instrumentation-openai-v2 "
+                           f"{'2.3b0 (in an environment of its own)' if mode in LEGACY else '2.4b0'}, not {got}")
+
+
 def record(out: Path, mode: str, stream: bool) -> Any:
     name = f"v2-{mode}" + ("-stream" if stream else "")
+    _check_version(mode)
     for key in ("OTEL_SEMCONV_STABILITY_OPT_IN", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT"):
         os.environ.pop(key, None)
     os.environ.update(MODES[mode])
@@ -61,7 +80,7 @@ def record(out: Path, mode: str, stream: bool) -> Any:
         OpenAIInstrumentor().instrument(tracer_provider=traces, logger_provider=logs)
         client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
         truth = loop(client, TURNS, 1, stream, parts=False)
-        _write(out, name, fake, traces, logs, logged=mode in ("event-only", "span-and-event"))
+        _write(out, name, fake, traces, logs, logged=mode in ("event-only", "span-and-event", "events", "events-off"))
     write_truth(out, name, {"cases": [truth], "environment": MODES[mode]})
     return truth["output"]
 

@@ -9,7 +9,10 @@ the instrumentation wrote none, and a message recorded with `"parts": []` one wh
   0.62 writes no `gen_ai.input.messages` for a request whose messages hold a base64 image (its image upload hook
   fails and the error is swallowed), its output and usage still written;
 - the message written with none of its parts: opentelemetry-instrumentation-openai-v2 2.4b0 records a user message
-  given as content parts (a text part and an image part) as `{"role": "user", "parts": []}`.
+  given as content parts (a text part and an image part) as `{"role": "user", "parts": []}`;
+- a message event written without its content: openai-v2 up to 2.3b0 with capture off writes each message's log record
+  all the same, a system or user message's with no body, a tool message's with the call id alone (its choices keep
+  the calls' ids and names, so the conversation reads, as calls without arguments or results).
 
 What those messages held is in no attribute: the user's words (the case `input`), the tool results sent back to
 the model (a call's result), and the history by which the requests of a plain loop, each a trace of its own, are
@@ -60,9 +63,11 @@ INPUT_KEYS = {
     "mlflow": "mlflow.spanInputs",
     "openai-agents": "span_data.input",
 }
-# The GenAI parts form, the one that can say a message had no part (read on the span's attribute; log-event mode's
-# messages are not looked at for it).
+# The GenAI parts form, the one that can say a message had no part (read on the span's attribute), and the message
+# events of conventions 1.27–1.36 as log records, which say it by a body without `content`.
 _EMPTY_KEY = "gen_ai.input.messages"
+_EMPTY_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}
+_EVENTS_KEY = "gen_ai.*.message log records"
 
 
 class Unread:
@@ -113,6 +118,13 @@ def _empty_roles(span: Span) -> list[str]:
     return [str(m.get("role")) for m in messages if isinstance(m, dict) and m.get("parts") == [] and m.get("role") not in ("assistant", None)]
 
 
+def _contentless_events(span: Span) -> list[str]:
+    """The roles of the system, user and tool message events `span`'s log records hold without `content` (module
+    docstring), in order, each once."""
+    return list(dict.fromkeys(_EMPTY_EVENTS[ev.name] for ev in span.logs
+                              if ev.name in _EMPTY_EVENTS and not (isinstance(ev.body, dict) and "content" in ev.body)))
+
+
 def unread_requests(group: Group) -> tuple[list[Unread], list[Span]]:
     """`(unread, requests)`: the model requests of `group` (`requests`, in start order) and those of them recorded
     without their input messages, or with one whose parts were all dropped (`unread`).
@@ -133,6 +145,7 @@ def unread_requests(group: Group) -> tuple[list[Unread], list[Span]]:
     heard: set[str] = set()  # requests that recorded their input, read as messages or not
     lossy: set[str] = set()
     empty: dict[str, list[str]] = {}
+    where: dict[str, str] = {}  # what said a request's message was empty
     keys: dict[str, list[str]] = {}
     for s in models:
         t = top[s.span_id].span_id
@@ -142,6 +155,10 @@ def unread_requests(group: Group) -> tuple[list[Unread], list[Span]]:
             lossy.add(t)
         if roles := _empty_roles(s):
             empty.setdefault(t, roles)
+            where.setdefault(t, _EMPTY_KEY)
+        elif roles := _contentless_events(s):
+            empty.setdefault(t, roles)
+            where.setdefault(t, _EVENTS_KEY)
         keys.setdefault(t, []).extend(INPUT_KEYS[c] for c in views[s.span_id].conventions or [] if c in INPUT_KEYS)
     requests = sorted({t.span_id: t for t in top.values()}.values(), key=lambda s: (s.start, s.span_id))
     unread = []
@@ -151,7 +168,7 @@ def unread_requests(group: Group) -> tuple[list[Unread], list[Span]]:
         if s.span_id not in heard:
             unread.append(Unread(s, "none", [], list(dict.fromkeys(keys[s.span_id]))))
         elif s.span_id in empty:
-            unread.append(Unread(s, "empty", empty[s.span_id], [_EMPTY_KEY]))
+            unread.append(Unread(s, "empty", empty[s.span_id], [where[s.span_id]]))
     return unread, requests
 
 
@@ -196,8 +213,10 @@ def _unread_text(found: list[Unread], total: int) -> str:
                     "joined by the history they replay: without it each reads as a case of its own)")
     if empty:
         roles = " / ".join(dict.fromkeys(r for u in empty for r in u.roles))
+        forms = " / ".join(dict.fromkeys({_EMPTY_KEY: f'`"parts": []` in `{_EMPTY_KEY}`', _EVENTS_KEY: f"no `content` in {_EVENTS_KEY}"}[k]
+                                         for u in empty for k in u.keys))
         said.append(f"{len(empty)} of {total} model request(s) hold a {roles} message whose content parts were all dropped "
-                    f"(`\"parts\": []` in `{_EMPTY_KEY}`; instrumentation scope {_scopes(empty)}): what it said is unknown (a "
+                    f"({forms}; instrumentation scope {_scopes(empty)}): what it said is unknown (a "
                     "first user message's text is the case's input)")
     if not empty and sdk_hid(u.span for u in none):  # the Agents SDK's own setting, not OpenInference's (`agents_hidden`)
         return f"{'; '.join(said)}. {SDK_HID}"
