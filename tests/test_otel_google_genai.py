@@ -2,7 +2,7 @@
 
 The recordings (`tests/data/google-genai/`, made by `tests/frameworks/record_google_genai.py` against a loopback Gemini
 API): two user turns, the first answered after two parallel function calls (no ids, as the API gives them), the second
-after one, plain and streamed. OTel's instrumentation gives each call and response an id of its own making,
+after one, plain and streamed, driven by hand or by the SDK's automatic function calling in a `chats` session (`-afc`). OTel's instrumentation gives each call and response an id of its own making,
 `<name>_<index of the part>`, so a call and its response have unrelated ids; read as ids they paired Paris's call with
 Tokyo's result and left Tokyo's without one. Streamed, it writes each chunk as an output message, which read as one
 answer broken by newlines. Both are undone for Gemini spans (`conventions/genai_gemini.py`).
@@ -19,7 +19,7 @@ from helpers import extract_path
 from test_otel_loop_faults import facts
 
 DATA = Path(__file__).parent / "data" / "google-genai"
-NAMES = [f"{m}{s}" for m in ("otel-span-only", "otel-event-only", "oi") for s in ("", "-stream")]
+NAMES = [f"{m}{a}{s}" for m in ("otel-span-only", "otel-event-only", "oi") for a in ("", "-afc") for s in ("", "-stream")]
 
 
 def _truth(name: str) -> list[dict[str, Any]]:

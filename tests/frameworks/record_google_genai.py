@@ -10,7 +10,9 @@ content of `function_response` parts (`{"result": <weather>}`), until a reply ma
 Tokyo) gets two parallel calls, the second (Oslo) one. The server (`fake_gemini.ScriptedGemini`, 127.0.0.1, no
 network) answers `:generateContent` / `:streamGenerateContent` from a script; the API gives function calls no id.
 
-Scenarios, each in a subprocess of its own, plain and `-stream`:
+`-afc`: the same turns through `client.chats` with the Python function as the tool, the SDK's automatic function
+calling running the calls (`chat_loop`). Scenarios, each in a subprocess of its own, plain and `-stream`, by hand and
+`-afc`:
 
 - `otel-span-only`, `otel-event-only`: opentelemetry-instrumentation-google-genai, which writes through
   opentelemetry-util-genai: `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and
@@ -111,6 +113,32 @@ def loop(client: Any, stream: bool) -> dict[str, Any]:
     return {"user_turns": TURNS, "output": answer, "calls": calls, "usage": spent}
 
 
+def chat_loop(client: Any, fake: Any, stream: bool) -> dict[str, Any]:
+    """The same two turns through a `client.chats` session with the Python function `get_weather` as its tool: the SDK's
+    automatic function calling runs the calls and sends their results back. Its truth: the calls the function saw with
+    what it returned (the SDK sends `{"result": <value>}`), the last answer, the usage the API gave (the server's: the
+    application sees only its last request's)."""
+    from google.genai import types
+
+    calls: list[dict[str, Any]] = []
+
+    def get_weather(city: str) -> str:
+        """Weather in a city."""
+        calls.append({"id": None, "name": "get_weather", "arguments": {"city": city}, "result": {"result": WEATHER[city]}})
+        return WEATHER[city]
+
+    chat = client.chats.create(model=MODEL, config=types.GenerateContentConfig(system_instruction=SYSTEM, tools=[get_weather]))
+    answer = None
+    for turn in TURNS:
+        if stream:
+            answer = "".join(c.text or "" for c in chat.send_message_stream(turn))
+        else:
+            answer = chat.send_message(turn).text
+    spent = [REPLIES[i][1] for i in range(len(fake.bodies))]
+    return {"user_turns": TURNS, "output": answer, "calls": calls, "usage": {
+        "input_tokens": sum(u["prompt"] for u in spent), "output_tokens": sum(u["output"] for u in spent), "requests": len(spent)}}
+
+
 def _instrument(mode: str, traces: Any, logs: Any) -> None:
     if mode == "oi":
         from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor
@@ -122,8 +150,8 @@ def _instrument(mode: str, traces: Any, logs: Any) -> None:
     GoogleGenAiSdkInstrumentor().instrument(tracer_provider=traces, logger_provider=logs, skip_dep_check=True)
 
 
-def record(out: Path, mode: str, stream: bool) -> Any:
-    name = mode + ("-stream" if stream else "")
+def record(out: Path, mode: str, stream: bool, afc: bool = False) -> Any:
+    name = mode + ("-afc" if afc else "") + ("-stream" if stream else "")
     os.environ.update(MODES[mode])
     from google import genai
     from google.genai import types
@@ -132,14 +160,14 @@ def record(out: Path, mode: str, stream: bool) -> Any:
         traces, logs = _providers(fake, "gemini-loop")
         _instrument(mode, traces, logs)
         client = genai.Client(api_key="fake-gemini-key", http_options=types.HttpOptions(base_url=fake.url))
-        truth = loop(client, stream)
+        truth = chat_loop(client, fake, stream) if afc else loop(client, stream)
         _write(out, name, fake, traces, logs, logged=mode == "otel-event-only")
     write_truth(out, name, {"cases": [truth], "environment": MODES[mode]})
     return truth["output"]
 
 
-SCENARIOS = {mode + ("-stream" if stream else ""): (lambda out, mode=mode, stream=stream: record(out, mode, stream))
-             for mode in MODES for stream in (False, True)}
+SCENARIOS = {mode + ("-afc" if afc else "") + ("-stream" if stream else ""): (lambda out, mode=mode, stream=stream, afc=afc: record(out, mode, stream, afc))
+             for mode in MODES for afc in (False, True) for stream in (False, True)}
 
 if __name__ == "__main__":
     sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(HERE.parent / "data" / "google-genai")], SCENARIOS))
