@@ -2,7 +2,8 @@
 
 The recordings (`tests/data/google-genai/`, made by `tests/frameworks/record_google_genai.py` against a loopback Gemini
 API): two user turns, the first answered after two parallel function calls (no ids, as the API gives them), the second
-after one, plain and streamed, driven by hand or by the SDK's automatic function calling in a `chats` session (`-afc`). OTel's instrumentation gives each call and response an id of its own making,
+after one, plain and streamed, driven by hand or by the SDK's automatic function calling in a `chats` session (`-afc`;
+`-afc-error`: the function raises for Oslo, which the SDK sends as `{"error": <message>}`, a failed call). OTel's instrumentation gives each call and response an id of its own making,
 `<name>_<index of the part>`, so a call and its response have unrelated ids; read as ids they paired Paris's call with
 Tokyo's result and left Tokyo's without one. Streamed, it writes each chunk as an output message, which read as one
 answer broken by newlines. Both are undone for Gemini spans (`conventions/genai_gemini.py`).
@@ -19,7 +20,7 @@ from helpers import extract_path
 from test_otel_loop_faults import facts
 
 DATA = Path(__file__).parent / "data" / "google-genai"
-NAMES = [f"{m}{a}{s}" for m in ("otel-span-only", "otel-event-only", "oi") for a in ("", "-afc") for s in ("", "-stream")]
+NAMES = [f"{m}{a}{s}" for m in ("otel-span-only", "otel-event-only", "oi") for a in ("", "-afc", "-afc-error") for s in ("", "-stream")]
 
 
 def _truth(name: str) -> list[dict[str, Any]]:
@@ -35,7 +36,18 @@ def test_each_recording_reads_as_the_conversation_the_application_had(name: str)
     got = extract_path(DATA / f"{name}.jsonl", "otel")
     assert [facts(c) for c in got] == _truth(name), got
     (case,) = got
-    assert [t["final_text"] for t in case.metadata["otel"]["turns"]] == ["Paris is sunny (21 C); Tokyo is rainy (14 C).", "Snow in Oslo, -3 C."]
+    last = "I could not get the weather in Oslo." if "-afc-error" in name else "Snow in Oslo, -3 C."
+    assert [t["final_text"] for t in case.metadata["otel"]["turns"]] == ["Paris is sunny (21 C); Tokyo is rainy (14 C).", last]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if "-afc-error" in n])
+def test_a_function_that_raised_is_a_failed_call_with_the_error_the_sdk_sent(name: str) -> None:
+    # automatic function calling sends a function that raised as `{"error": <message>}`: the Gemini API's failed call.
+    # Read as a result like any other, the call did not fail and its result was that object.
+    (case,) = extract_path(DATA / f"{name}.jsonl", "otel")
+    sent = _truth(name)[0]["calls"][-1]["result"]
+    assert "because of error weather service unavailable for Oslo" in sent
+    assert [c.error for c in case.trace.tool_calls()] == [None, None, sent]
 
 
 def test_the_recording_holds_ids_that_do_not_tie_a_response_to_its_call() -> None:

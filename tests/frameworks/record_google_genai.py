@@ -11,7 +11,8 @@ Tokyo) gets two parallel calls, the second (Oslo) one. The server (`fake_gemini.
 network) answers `:generateContent` / `:streamGenerateContent` from a script; the API gives function calls no id.
 
 `-afc`: the same turns through `client.chats` with the Python function as the tool, the SDK's automatic function
-calling running the calls (`chat_loop`). Scenarios, each in a subprocess of its own, plain and `-stream`, by hand and
+calling running the calls (`chat_loop`); `-afc-error`: the function raising for Oslo, which the SDK sends as
+`{"error": <its message>}`. Scenarios, each in a subprocess of its own, plain and `-stream`, by hand and
 `-afc`:
 
 - `otel-span-only`, `otel-event-only`: opentelemetry-instrumentation-google-genai, which writes through
@@ -54,6 +55,8 @@ REPLIES = [([{"text": "Checking both cities."}, _call("Paris"), _call("Tokyo")],
            ([{"text": "Paris is sunny (21 C); Tokyo is rainy (14 C)."}], {"prompt": 70, "output": 15}),
            ([_call("Oslo")], {"prompt": 95, "output": 6}),
            ([{"text": "Snow in Oslo, -3 C."}], {"prompt": 110, "output": 8})]
+FAILED = "weather service unavailable for Oslo"  # what `get_weather` raises for Oslo in the `-afc-error` scenarios
+REPLIES_FAILED = [*REPLIES[:3], ([{"text": "I could not get the weather in Oslo."}], {"prompt": 130, "output": 9})]
 MODES = {
     "otel-span-only": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
     "otel-event-only": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"},
@@ -113,18 +116,21 @@ def loop(client: Any, stream: bool) -> dict[str, Any]:
     return {"user_turns": TURNS, "output": answer, "calls": calls, "usage": spent}
 
 
-def chat_loop(client: Any, fake: Any, stream: bool) -> dict[str, Any]:
+def chat_loop(client: Any, fake: Any, stream: bool, fail: bool = False) -> dict[str, Any]:
     """The same two turns through a `client.chats` session with the Python function `get_weather` as its tool: the SDK's
     automatic function calling runs the calls and sends their results back. Its truth: the calls the function saw with
     what it returned (the SDK sends `{"result": <value>}`), the last answer, the usage the API gave (the server's: the
-    application sees only its last request's)."""
+    application sees only its last request's). `fail`: the function raises `FAILED` for Oslo, which the SDK sends the
+    model as `{"error": <its message naming the call and the exception>}`: that message is the call's result and error."""
     from google.genai import types
 
     calls: list[dict[str, Any]] = []
 
     def get_weather(city: str) -> str:
         """Weather in a city."""
-        calls.append({"id": None, "name": "get_weather", "arguments": {"city": city}, "result": {"result": WEATHER[city]}})
+        calls.append({"id": None, "name": "get_weather", "arguments": {"city": city}, "result": {"result": WEATHER.get(city)}})
+        if fail and city == "Oslo":
+            raise RuntimeError(FAILED)
         return WEATHER[city]
 
     chat = client.chats.create(model=MODEL, config=types.GenerateContentConfig(system_instruction=SYSTEM, tools=[get_weather]))
@@ -134,7 +140,10 @@ def chat_loop(client: Any, fake: Any, stream: bool) -> dict[str, Any]:
             answer = "".join(c.text or "" for c in chat.send_message_stream(turn))
         else:
             answer = chat.send_message(turn).text
-    spent = [REPLIES[i][1] for i in range(len(fake.bodies))]
+    spent = [fake.replies[i][1] for i in range(len(fake.bodies))]
+    if fail:  # the SDK's message, as the last request sent it
+        sent = [p["functionResponse"]["response"] for c in fake.bodies[-1]["contents"] for p in c["parts"] if "functionResponse" in p]
+        calls[-1]["result"] = sent[-1]["error"]
     return {"user_turns": TURNS, "output": answer, "calls": calls, "usage": {
         "input_tokens": sum(u["prompt"] for u in spent), "output_tokens": sum(u["output"] for u in spent), "requests": len(spent)}}
 
@@ -150,24 +159,24 @@ def _instrument(mode: str, traces: Any, logs: Any) -> None:
     GoogleGenAiSdkInstrumentor().instrument(tracer_provider=traces, logger_provider=logs, skip_dep_check=True)
 
 
-def record(out: Path, mode: str, stream: bool, afc: bool = False) -> Any:
-    name = mode + ("-afc" if afc else "") + ("-stream" if stream else "")
+def record(out: Path, mode: str, stream: bool, afc: str = "") -> Any:
+    name = mode + afc + ("-stream" if stream else "")
     os.environ.update(MODES[mode])
     from google import genai
     from google.genai import types
 
-    with ScriptedGemini(REPLIES) as fake:
+    with ScriptedGemini(REPLIES_FAILED if afc == "-afc-error" else REPLIES) as fake:
         traces, logs = _providers(fake, "gemini-loop")
         _instrument(mode, traces, logs)
         client = genai.Client(api_key="fake-gemini-key", http_options=types.HttpOptions(base_url=fake.url))
-        truth = chat_loop(client, fake, stream) if afc else loop(client, stream)
+        truth = chat_loop(client, fake, stream, afc == "-afc-error") if afc else loop(client, stream)
         _write(out, name, fake, traces, logs, logged=mode == "otel-event-only")
     write_truth(out, name, {"cases": [truth], "environment": MODES[mode]})
     return truth["output"]
 
 
-SCENARIOS = {mode + ("-afc" if afc else "") + ("-stream" if stream else ""): (lambda out, mode=mode, stream=stream, afc=afc: record(out, mode, stream, afc))
-             for mode in MODES for afc in (False, True) for stream in (False, True)}
+SCENARIOS = {mode + afc + ("-stream" if stream else ""): (lambda out, mode=mode, stream=stream, afc=afc: record(out, mode, stream, afc))
+             for mode in MODES for afc in ("", "-afc", "-afc-error") for stream in (False, True)}
 
 if __name__ == "__main__":
     sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(HERE.parent / "data" / "google-genai")], SCENARIOS))

@@ -15,6 +15,11 @@ on all but the last (the API's chunk carries none until then): the pieces of one
 
 Both only on a span whose `gen_ai.provider.name` (or `gen_ai.system`) is Gemini's or Vertex AI's, as the
 instrumentation names them; `tests/data/google-genai` holds its recordings.
+
+A function response `{"error": X}` (no `output`) is the Gemini API's failed call ("Use 'output' key to specify function
+output and 'error' key to specify error details", `FunctionResponse.response`): google-genai's automatic function
+calling sends a function that raised so (`_extra_utils.get_function_response_parts`). It is a failed result, X its
+text, on OpenInference's Gemini spans (`llm.provider` `google`) too: `gemini_failures`.
 """
 
 from __future__ import annotations
@@ -22,17 +27,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.extract.otel.spans import Span
 
-__all__ = ["gemini_messages", "is_gemini"]
+__all__ = ["gemini_failures", "gemini_messages", "is_gemini"]
 
-_PROVIDERS = frozenset({"gemini", "vertex_ai", "gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai"})
+_PROVIDERS = frozenset({"gemini", "vertex_ai", "gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai", "google"})
 _MADE_UP = re.compile(r"(?:(?P<name>.+)_)?(?P<index>\d+)")
 
 
 def is_gemini(span: Span) -> bool:
-    """Whether `span` says it is a request to Gemini or Vertex AI (`gen_ai.provider.name`, else `gen_ai.system`)."""
-    provider = span.attrs.get("gen_ai.provider.name") or span.attrs.get("gen_ai.system")
+    """Whether `span` says it is a request to Gemini or Vertex AI (`gen_ai.provider.name`, else `gen_ai.system`, else
+    OpenInference's `llm.provider`)."""
+    provider = span.attrs.get("gen_ai.provider.name") or span.attrs.get("gen_ai.system") or span.attrs.get("llm.provider")
     return isinstance(provider, str) and provider.lower() in _PROVIDERS
 
 
@@ -41,7 +48,25 @@ def gemini_messages(span: Span, inputs: Any, outputs: Any) -> tuple[Any, Any]:
     made-up call ids dropped and a streamed reply's chunk messages joined, on a Gemini span; unchanged on any other."""
     if not is_gemini(span):
         return inputs, outputs
-    return _without_made_up_ids(inputs), _joined_chunks(_without_made_up_ids(outputs))  # ids by each chunk's positions
+    return gemini_failures(_without_made_up_ids(inputs)), _joined_chunks(_without_made_up_ids(outputs))  # ids by each chunk's positions
+
+
+def gemini_failures(messages: Any) -> Any:
+    """`messages` (GenAI parts form; anything else returned as it is) with each function response `{"error": X}` a failed
+    result (module docstring): `is_error`, its response X when it says nothing else."""
+    if not isinstance(messages, list):
+        return messages
+    return [{**m, "parts": [_failure(p) for p in m["parts"]]} if isinstance(m, dict) and isinstance(m.get("parts"), list) else m
+            for m in messages]
+
+
+def _failure(part: Any) -> Any:
+    if not isinstance(part, dict) or part.get("type") != "tool_call_response":
+        return part
+    response = maybe_json(part.get("response")) if isinstance(part.get("response"), str) else part.get("response")
+    if not isinstance(response, dict) or "error" not in response or "output" in response:
+        return part
+    return {**part, "response": response["error"] if set(response) == {"error"} else response, "is_error": True}
 
 
 def _without_made_up_ids(messages: Any) -> Any:

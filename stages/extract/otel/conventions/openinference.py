@@ -49,6 +49,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.bodies import anthropic_results, fill_tool_texts, response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error, typed
+from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_failures, is_gemini
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
 from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, oi_langchain_span
 from tracejudge.stages.extract.otel.conventions.openai_choices import chat_reasoning, oi_choice
@@ -92,6 +93,7 @@ def read(span: Span) -> View | None:
             fill_tool_texts(v.inputs, a.get("input.value"))  # a tool's "" result, which the flattening left out
             hosted_flattened(v.inputs, a.get("input.value"))  # a response's hosted calls replayed, as the response reads
             anthropic_results(v.inputs, a.get("input.value"))  # a tool_result's is_error and block list, which it flattened away
+            v.inputs = gemini_failures(v.inputs) if is_gemini(span) else v.inputs  # a function response `{"error": …}`
         v.response_id, v.previous_response_id = response_ids(a.get("input.value"), a.get("output.value"), a.get("llm.invocation_parameters"))
         # a response that ran a server tool (Anthropic's, blocks and citations whole) or a hosted one (OpenAI's Responses API)
         served = anthropic_output(a.get("output.value")) or hosted_output(a.get("output.value"))
