@@ -98,6 +98,32 @@ def recorded(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str, mod
     return out
 
 
+def start_recordings(out: Path, record: Path, names: Any, modules: Any) -> tuple[Path, dict[str, subprocess.Popen[str]]]:
+    """Start recorder `record` on each scenario of `names` at once, each into `out` in a process of its own, for a module
+    `live` fixture (`recorded` waits for one); none when one of `modules` is not installed."""
+    import os
+    import sys
+
+    import _forkserver
+
+    if not all(installed(m) for m in modules):
+        return out, {}
+    env = {**os.environ, "RECORD_IN_PROCESS": "1"}  # the scenario runs in this process of its own (`common.record_each_in_subprocess`)
+    return out, {name: _forkserver.popen([sys.executable, str(record), str(out), name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True, env=env) for name in names}
+
+
+def live_truth(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str, modules: Any, data: Path) -> tuple[Path, list[Any]]:
+    """`(its file, its truth's cases)` of live recording `name` once recorded (`recorded`), having checked that the
+    application did and got what the committed recording's did (`data/<name>.truth.json`)."""
+    import json
+
+    out = recorded(live, name, modules)
+    want = json.loads((out / f"{name}.truth.json").read_text())["cases"]
+    assert want == json.loads((data / f"{name}.truth.json").read_text())["cases"]
+    return out / f"{name}.jsonl", want
+
+
 def calls(case: Case) -> list[tuple[Any, ...]]:
     """Each call of `case` as (id, name, arguments, result, error), in the trace's order."""
     assert case.trace is not None

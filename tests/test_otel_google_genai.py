@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import extract_path
+from helpers import extract_path, live_truth, start_recordings
 from test_otel_loop_faults import facts
 
 DATA = Path(__file__).parent / "data" / "google-genai"
@@ -68,3 +68,21 @@ def test_a_streamed_reply_of_several_chunks_is_one_reply() -> None:
     (case,) = extract_path(DATA / "otel-span-only-stream.jsonl", "otel")
     assert [s.output for s in case.trace.steps] == [None, "Paris is sunny (21 C); Tokyo is rainy (14 C).", None, "Snow in Oslo, -3 C."]
     assert [len(s.tool_calls) for s in case.trace.steps] == [2, 0, 1, 0]
+
+
+# --- re-recorded now by the installed libraries ------------------------------------------------------------------
+RECORD = Path(__file__).parent / "frameworks" / "record_google_genai.py"
+NEEDS = ("google.genai", "opentelemetry.instrumentation.google_genai", "openinference.instrumentation.google_genai", "opentelemetry.sdk")
+LIVE = ("otel-span-only-stream", "otel-event-only-afc-error", "oi-afc-error-stream")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The `LIVE` scenarios re-recorded at once into a temporary folder: (folder, scenario -> its process)."""
+    return start_recordings(tmp_path_factory.mktemp("google-genai-live"), RECORD, LIVE, NEEDS)
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_a_live_recording_reads_as_its_truth(live: tuple[Path, dict[str, Any]], name: str) -> None:
+    path, want = live_truth(live, name, NEEDS, DATA)
+    assert [facts(c) for c in extract_path(path, "otel")] == want

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import extract_path
+from helpers import extract_path, live_truth, start_recordings
 from test_otel_loop_faults import facts
 
 DATA = Path(__file__).parent / "data" / "openai-v2"
@@ -71,3 +71,21 @@ def test_legacy_events_without_content_read_as_calls_whose_arguments_and_results
     said = [r.getMessage() for r in caplog.records if "content parts were all dropped" in r.getMessage()]
     assert len(said) == 1 and "no `content` in gen_ai.*.message log records" in said[0], said
     assert "`opentelemetry.instrumentation.openai_v2` (4)" in said[0], said
+
+
+# --- re-recorded now by the installed libraries ------------------------------------------------------------------
+RECORD = Path(__file__).parent / "frameworks" / "record_openai_v2.py"
+NEEDS = ("openai", "opentelemetry.instrumentation.openai_v2", "opentelemetry.util.genai", "opentelemetry.sdk")
+LIVE = ("v2-span-and-event-stream", "v2-event-only")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The `LIVE` scenarios re-recorded at once into a temporary folder: (folder, scenario -> its process)."""
+    return start_recordings(tmp_path_factory.mktemp("openai-v2-live"), RECORD, LIVE, NEEDS)
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_a_live_recording_reads_as_its_truth(live: tuple[Path, dict[str, Any]], name: str) -> None:
+    path, want = live_truth(live, name, NEEDS, DATA)
+    assert [facts(c) for c in extract_path(path, "otel")] == want
