@@ -62,7 +62,7 @@ def test_the_copy_covers_every_mode_it_names():
     assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
                      "v2_span_and_event", "v2_span_only_contrib", "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only",
                      "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 26
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 27
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))
@@ -94,14 +94,18 @@ def test_adk_events_of_gemini_contents_read_as_their_messages():
     assert loop.trace.steps[0].thought == "Let me look that up."
 
 
-def test_a_failed_adk_tool_with_its_own_keys_off_returned_nothing():
-    """ADK 2 with its own content keys off writes `{}` as a tool span's response; a tool that raised (the run aborted,
-    no later request shows a response) returned nothing: no result, not an empty mapping. The arguments are the
-    model's call, which the span's `{}` does not replace."""
+def test_adk_tool_spans_with_its_own_keys_off_hold_no_values():
+    """ADK with its own content keys off writes `{}` as a tool span's arguments and response, their default. With
+    message content on, the model's call gives the arguments, and a tool that raised (the run aborted, no later
+    request shows a response) returned nothing: no result, not an empty mapping. With content capture off too, the
+    call keeps no arguments either."""
     case = extract(HERE / "adk_py" / "v2_span_only_nolegacy" / "S6a.json")[0]
     [call] = case.trace.tool_calls()
     assert (call.name, call.arguments, call.result) == ("get_stock_price", {"ticker": "XYZ"}, None)
     assert call.failed and call.error == "ValueError: ticker not found: XYZ"
+    off = extract(HERE / "adk_py" / "v1_nolegacy" / "S6a.json")[0]
+    [call] = off.trace.tool_calls()
+    assert (call.name, call.arguments_missing, call.result, call.error) == ("get_stock_price", True, None, "ValueError: ticker not found: XYZ")
 
 
 def test_a_broken_trace_beside_a_healthy_one_leaves_the_healthy_one_whole():

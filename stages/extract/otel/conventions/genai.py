@@ -40,6 +40,7 @@ NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
 WRAPPER_TOOLS = frozenset({"(merged tools)"})  # ADK's parallel wrapper: its children are the calls
+ADK_ARGS, ADK_RESULT = "gcp.vertex.agent.tool_call_args", "gcp.vertex.agent.tool_response"
 
 
 def read(span: Span) -> View | None:
@@ -71,7 +72,10 @@ def read(span: Span) -> View | None:
         cid = a.get("gen_ai.tool.call.id")
         v.call_id = str(cid) if present(cid) else None
         v.span_order = v.call_id is not None
-        raw = _first(a, ("gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args"))
+        # ADK with its own content keys off writes `{}` under both, their default: neither the call's arguments nor
+        # its result (a call of no arguments that returned `{}` still reads so from the model's parts)
+        keys_off = a.get(ADK_ARGS) == "{}" and a.get(ADK_RESULT) == "{}"
+        raw = _first(a, ("gen_ai.tool.call.arguments",) if keys_off else ("gen_ai.tool.call.arguments", ADK_ARGS))
         if raw is not MISSING:
             args, v.args_wrapped = unwrap_args(raw)  # OpenLLMetry's LangChain records the callback payload here
             v.args = args if v.args_wrapped or isinstance(args, dict) else raw
@@ -79,7 +83,7 @@ def read(span: Span) -> View | None:
                 # The JSON text of a string (`""`, `"{}"`) is a string, not an object: decoded once more it would read as
                 # `{}`, where pydantic-evals' ArgumentCorrectness finds "not a JSON object". The text stays as recorded.
                 v.args = raw
-        result = _first(a, ("gen_ai.tool.call.result", "gcp.vertex.agent.tool_response"))
+        result = _first(a, ("gen_ai.tool.call.result",) if keys_off else ("gen_ai.tool.call.result", ADK_RESULT))
         if result is not MISSING:
             result = maybe_json(result)
             from_adk = "gen_ai.tool.call.result" not in a or span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in a)
@@ -89,9 +93,6 @@ def read(span: Span) -> View | None:
             else:
                 result, error, cid = unwrap_result(result)  # OpenLLMetry's LangChain: {"output": ToolMessage}
                 v.error, v.call_id = error, v.call_id or cid
-            if from_adk and result == {} and (span.status_error or present(a.get("error.type"))):
-                # a tool that raised returned nothing: ADK's `{}` there (its own content keys off) is the key's default
-                result = MISSING
         v.result = result if present(result) else MISSING
     if v.role in ("tool", "model", "agent"):
         v.error = (tool_error(span) if v.role == "tool" else span_error(span)) or v.error
