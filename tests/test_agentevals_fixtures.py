@@ -62,7 +62,7 @@ def test_the_copy_covers_every_mode_it_names():
     assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
                      "v2_span_and_event", "v2_span_only_contrib", "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only",
                      "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 27
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 28
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))
@@ -106,6 +106,16 @@ def test_adk_tool_spans_with_its_own_keys_off_hold_no_values():
     off = extract(HERE / "adk_py" / "v1_nolegacy" / "S6a.json")[0]
     [call] = off.trace.tool_calls()
     assert (call.name, call.arguments_missing, call.result, call.error) == ("get_stock_price", True, None, "ValueError: ticker not found: XYZ")
+
+
+def test_adk_wraps_a_return_value_in_its_function_responses_too():
+    """An AgentTool's span with ADK's own keys off holds no result; the coordinator's next request shows ADK's function
+    response `{"result": "The capital of France is Paris."}`, ADK's wrapper around a return value that is no mapping:
+    the tool returned the text, as the span's result key reads once unwrapped in the other modes."""
+    case = extract(HERE / "adk_py" / "v2_span_only_nolegacy" / "S4b.json")[0]
+    [call] = case.trace.tool_calls()
+    assert (call.name, call.arguments, call.result) == ("research_agent", {"request": "What is the capital of France?"},
+                                                        "The capital of France is Paris.")
 
 
 def test_a_broken_trace_beside_a_healthy_one_leaves_the_healthy_one_whole():

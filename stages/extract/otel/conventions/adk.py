@@ -16,7 +16,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import tool_call_part, tool_response_part, unjson
 
-__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "ADK_SCOPE", "adk_messages", "gemini_part", "said"]
+__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "ADK_SCOPE", "adk_messages", "gemini_part", "said", "unwrap_results"]
 
 ADK_SCOPE = "gcp.vertex.agent"  # ADK's instrumentation scope name
 ADK_PREFIX = "gcp.vertex.agent."
@@ -27,6 +27,21 @@ ADK_RESPONSE = "gcp.vertex.agent.llm_response"
 def said(messages: list[dict[str, Any]] | None) -> bool:
     """Whether a normalised message list holds any part (a list of empty messages recorded nothing)."""
     return any(m.get("parts") for m in messages or [])
+
+
+def unwrap_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` (normalised) with each tool response of the form `{"result": X}` read as `X`.
+
+    ADK sends the model a tool's return value that is no mapping wrapped so, in its function responses and so in
+    every message key of its spans (GenAI keys, events, its own request): the tool returned `X`, as its span's result
+    key says once unwrapped (`genai`).
+    """
+    return [dict(m, parts=[_unwrapped(p) for p in m["parts"]]) if isinstance(m.get("parts"), list) else m for m in messages]
+
+
+def _unwrapped(part: Any) -> Any:
+    response = part.get("response") if isinstance(part, dict) and part.get("type") == "tool_call_response" else None
+    return dict(part, response=response["result"]) if isinstance(response, dict) and set(response) == {"result"} else part
 
 
 def adk_messages(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -25,7 +25,7 @@ from tracejudge.core.records import decode_arguments
 from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
-from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
+from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said, unwrap_results
 from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, tl_langchain_span
 from tracejudge.stages.extract.otel.conventions.genai_events import event_messages, holds_messages
 from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_messages
@@ -240,4 +240,6 @@ def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         adk_in, adk_out = adk_messages(span.attrs)
         inputs = inputs if said(inputs) else adk_in or inputs
         outputs = outputs if said(outputs) else adk_out or outputs
+    if span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in span.attrs):
+        inputs = unwrap_results(inputs)
     return inputs, outputs
