@@ -62,7 +62,7 @@ def test_the_copy_covers_every_mode_it_names():
     assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
                      "v2_span_and_event", "v2_span_only_contrib", "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only",
                      "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 28
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 29
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))
@@ -116,6 +116,15 @@ def test_adk_wraps_a_return_value_in_its_function_responses_too():
     [call] = case.trace.tool_calls()
     assert (call.name, call.arguments, call.result) == ("research_agent", {"request": "What is the capital of France?"},
                                                         "The capital of France is Paris.")
+
+
+def test_adk_function_responses_in_message_events_answer_their_own_tool():
+    """ADK 2's 1.x message events of a transfer: the coordinator's `transfer_to_agent` returned `{"result": null}`,
+    and the billing agent's last request shows `issue_refund`'s function response, which carries no id but the
+    tool's name: it answers `issue_refund`, never the transfer asked for before it."""
+    case = extract(HERE / "adk_py" / "v1_event_stable" / "S4a.json")[0]
+    assert [(c.name, c.result) for c in case.trace.tool_calls()] == [
+        ("transfer_to_agent", None), ("issue_refund", {"status": "refunded", "order_id": "42"})]
 
 
 def test_a_broken_trace_beside_a_healthy_one_leaves_the_healthy_one_whole():

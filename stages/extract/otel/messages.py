@@ -250,6 +250,9 @@ def _block(block: Any) -> dict[str, Any] | None:
         part = tool_response_part(block.get("tool_use_id", block.get("toolCallId", block.get("id", block.get("call_id")))), result)
         if block.get("is_error") is True:
             part["is_error"] = True
+        if isinstance(block.get("name"), str):
+            # the tool it answers (a Gemini function response): without an id, it pairs with a call of that name only
+            part["name"] = block["name"]
         return part
     return None
 
