@@ -80,9 +80,10 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import json_type, maybe_json
-from tracejudge.stages.extract.pairing import Pending
+from tracejudge.stages.extract.common import json_type
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
+from tracejudge.stages.extract.tau2_expected import expected_from_action
+from tracejudge.stages.extract.tau2_messages import walk_messages
 from tracejudge.stages.extract.tau2_shapes import criteria_actions, shape_problem
 from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
 from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
@@ -235,38 +236,6 @@ def _never_ran(sim: dict[str, Any], where: str) -> str:
             "the run is resumed, so it is no case to score")
 
 
-def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
-    """One τ²-bench expected action → `{name, arguments}`, honouring `compare_args`.
-
-    Without `compare_args` the expectation compares the keys the call carries (`argument_keys: "call"`): every
-    τ²-bench release (`Action.compare_with_tool_call`, v0.1.0 to v1.0.1) takes `tool_call.arguments.keys()` then,
-    so a call omitting an action's key still matches and one adding a key does not. Each value is compared as
-    upstream compares it, with Python's `==` (`_as_compared`).
-    """
-    args = action.get("arguments") or {}
-    keys = action.get("compare_args")
-    if keys is None:
-        return {"name": action["name"], "arguments": {k: _as_compared(v) for k, v in args.items()}, "argument_keys": "call"}
-    if not keys:
-        return {"name": action["name"], "arguments": None}
-    return {"name": action["name"], "arguments": {k: _as_compared(args[k]) if k in args else {"$absent": True} for k in keys}}
-
-
-def _as_compared(value: Any) -> Any:
-    """An action's argument value as upstream's `==` compares it: `{"$python_eq": value}` where the project's rules
-    could find otherwise, else `value` as it is (a reason shows either as the value: `shown_expected`).
-
-    They could for a number or a bool (`True == 1 == 1.0` there, a bool never a number here) and for a mapping
-    (compared whole there, key by key in `arguments: subset` here, a `$`-keyed one read as a matcher), at any depth
-    of a list; a string, null, or a list of only those, compares alike under both.
-    """
-    return value if _alike(value) else {"$python_eq": value}
-
-
-def _alike(value: Any) -> bool:
-    return value is None or isinstance(value, str) or isinstance(value, list) and all(map(_alike, value))
-
-
 def adapt(raw: Any, ctx: Any = None) -> Case:
     """Turn one simulation record (from `read_results`) into a `Case`; see the module docstring.
 
@@ -309,53 +278,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     actions = criteria_actions(task)
     expected = None if actions is None else [expected_from_action(a) for a in actions]
 
-    # A dict of results by id gave every call sharing an id (repeated, or empty: `ToolCall.id` defaults to "") the
-    # last result with it; upstream pairs by position (`Environment.set_state` in sierra-research/tau2-bench
-    # `src/tau2/environment/environment.py` only checks the ids are equal), which `Pending` keeps among equal ids.
-    pending = Pending()
-    steps: list[dict[str, Any]] = []
-    user_calls: list[int] = []
-    n_calls = 0
-    users: list[dict[str, Any]] = []
-    output: str | None = None
-    tokens_in = tokens_out = requests = 0
-    for k, msg in enumerate(messages):
-        role = msg.get("role")
-        if role == "user" and msg.get("content"):
-            users.append({"step": len(steps), "content": msg["content"]})
-        # (A MultiToolMessage holds its results in order. Keyed by a stand-in holding the id, so the call keeps the id it
-        # was recorded with, `""` included.)
-        parts = msg.get("tool_messages")
-        for part in ([msg] if parts is None else parts) if role == "tool" else []:
-            waiting = pending.answer(part.get("id") or None)
-            if waiting is not None:
-                content = part.get("content")
-                waiting["call"]["result"] = maybe_json(content)
-                if part.get("error"):
-                    waiting["call"]["error"] = content or "error"
-        if role not in ("assistant", "user"):
-            continue
-        if role == "assistant" and msg.get("usage"):
-            requests += 1
-            tokens_in += msg["usage"].get("prompt_tokens") or 0
-            tokens_out += msg["usage"].get("completion_tokens") or 0
-        calls = []
-        for j, tc in enumerate(msg.get("tool_calls") or []):
-            if not tc.get("name"):
-                raise AdapterError("tool call has no name", field=f"{where}.messages[{k}].tool_calls[{j}].name", case_id=case_id)
-            call = {"id": tc.get("id"), "name": tc["name"], "arguments": tc.get("arguments"), "result": None, "error": None}
-            pending.add({"id": tc.get("id") or None, "call": call})
-            calls.append(call)
-        text = msg.get("content")
-        if calls:
-            if role == "user":
-                user_calls.extend(range(n_calls, n_calls + len(calls)))
-            n_calls += len(calls)
-            steps.append({"thought": text or None, "tool_calls": calls})
-        elif role == "assistant":
-            steps.append({"output": text})
-            if isinstance(text, str):  # (an empty reply is the agent's last word too, as the tau-bench reader has it)
-                output = text
+    walked = walk_messages(messages, where, case_id)
 
     reward_info = sim.get("reward_info") or {}
     metadata: dict[str, Any] = {
@@ -369,28 +292,27 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
             {"action_id": (c.get("action") or {}).get("action_id"), "action_match": c.get("action_match")}
             for c in reward_info.get("action_checks") or []
         ],
-        "user_call_indices": user_calls,
+        "user_call_indices": walked.user_calls,
     }
     if raw.get("checked_task") is not None:
         metadata["checked_task_id"] = raw["checked_task"]
     usage = {
-        "input_tokens": tokens_in,
-        "output_tokens": tokens_out,
-        "requests": requests,
+        "input_tokens": walked.tokens_in,
+        "output_tokens": walked.tokens_out,
+        "requests": walked.requests,
         "cost_usd": sim.get("agent_cost"),
         "latency_s": sim.get("duration"),
     }
     return Case.model_validate(
         {
             "id": case_id,
-            "input": users[0]["content"] if users else None,
+            "input": walked.users[0]["content"] if walked.users else None,
             "expected_tool_calls": expected,
             "tags": ["tau2-bench"] + ([raw["domain"]] if raw.get("domain") else []),
             "metadata": metadata,
-            "trace": {"steps": steps, "user_messages": users, "output": output, "usage": usage},
+            "trace": {"steps": walked.steps, "user_messages": walked.users, "output": walked.output, "usage": usage},
         }
     )
-
 
 
 register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True,
