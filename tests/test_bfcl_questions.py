@@ -100,3 +100,36 @@ def test_a_question_id_that_is_neither_text_nor_an_integer_is_refused_naming_id(
     for qid, kind in ((None, "null"), (True, "true/false"), (1.5, "float"), ({"a": 1}, "dict")):
         with pytest.raises(AdapterError, match=f"id: a question's id is text or an integer, got {kind}"):
             adapt({**_question("live_relevance_0-0-0", [{"role": "user", "content": "Hi"}]), "id": qid}, {"category": "live_relevance"})
+
+
+def test_an_answer_id_that_is_neither_text_nor_an_integer_is_that_lines_error_naming_id(tmp_path):
+    # `str(true)` filed the answer under "True", which the question with that id then took as its own.
+    from tracejudge.core.records import Case
+    from tracejudge.core.registry import format_for
+    from tracejudge.stages.extract.bfcl_answers import read_answers
+    from tracejudge.stages.extract import extract_record
+
+    name = "BFCL_v4_simple_python.json"
+    (tmp_path / "possible_answer").mkdir()
+    answers = [{"id": True, "ground_truth": [{"book": {"to": ["Oslo"]}}]}, {"id": None, "ground_truth": []},
+               {"ground_truth": [], "id": 1.5}, {"id": "simple_python_1", "ground_truth": [{"book": {"to": ["Lima"]}}]}]
+    (tmp_path / "possible_answer" / name).write_text("".join(json.dumps(a) + "\n" for a in answers))
+    read = read_answers(tmp_path / "possible_answer" / name)
+    where = tmp_path / "possible_answer" / name
+    assert (list(read.answers), read.bad) == (["simple_python_1"], {})
+    assert read.unplaced == [f"{where}:1: id: an answer's id is text or an integer, got true/false",
+                             f"{where}:2: id: an answer's id is text or an integer, got null",
+                             f"{where}:3: id: an answer's id is text or an integer, got float"]
+    questions = [_question("True", [{"role": "user", "content": "To Oslo"}]), _question("simple_python_1", [{"role": "user", "content": "To Lima"}])]
+    (tmp_path / name).write_text("".join(json.dumps(q) + "\n" for q in questions))
+
+    class Dataset:
+        path, tasks, limit, options = tmp_path / name, None, None, {}
+
+    fmt = format_for("bfcl")
+    ctx = fmt.prepare(Dataset())
+    lost, found = (extract_record(raw, fmt, ctx) for raw in fmt.read(Dataset()))
+    assert isinstance(found, Case) and found.expected_tool_calls[0].arguments == {"to": {"$loose": "Lima"}}
+    assert (lost[0], lost[1].field) == ("True", "ground_truth")
+    assert lost[1].message == (f"ground_truth: question 'True' is not in the answer file; 3 answer line(s) have no readable id, "
+                               f"the first {where}:1: id: an answer's id is text or an integer, got true/false")

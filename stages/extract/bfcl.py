@@ -96,6 +96,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.bfcl_accepted import accepted_values, call_arguments, standard_string
+from tracejudge.stages.extract.bfcl_answers import id_problem, read_answers
 from tracejudge.stages.extract.bfcl_lang import language
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, loads_line, read_jsonl
 from tracejudge.stages.load.framing import quieted
@@ -142,25 +143,9 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
             log.warning("BFCL answer file not found: the questions are read without their expected calls, so metrics that "
                         "need them are not computed; put BFCL's possible_answer/ folder beside the question file, or name "
                         "the answer file in dataset.tasks", questions=str(question_file), looked_for=str(candidate))
-    answers: dict[str, Any] | None = None
-    # An answer line that cannot be read costs its question only: `{question id: "file:line: reason"}`.
-    bad: dict[str, str] = {}
-    if answer_file is not None:
-        from tracejudge.stages.extract.native import peek_id
-
-        answers = {}
-        with open(answer_file, "rb") as fh:
-            for lineno, (_, line) in enumerate(jsonl_lines(fh), 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = loads_line(line)
-                    if not isinstance(rec, dict) or not isinstance(rec.get("id"), (str, int)):
-                        raise ValueError("expected an object with an `id`")
-                except ValueError as exc:
-                    bad[peek_id(line) or f"{answer_file}:{lineno}"] = f"{answer_file}:{lineno}: {exc}"
-                    continue
-                answers[str(rec["id"])] = rec.get("ground_truth")
+    # An answer line that cannot be read costs its question only (`bfcl_answers.read_answers`).
+    read = None if answer_file is None else read_answers(Path(answer_file))
+    answers = None if read is None else read.answers
     params: dict[str, dict[str, list[str]]] = {}
     docs = folder / "multi_turn_func_doc"
     for cls, fname in _CLASS_DOCS.items():
@@ -177,7 +162,8 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
                         except (ValueError, KeyError, TypeError, AttributeError):
                             continue  # an unreadable doc line leaves that function's argument names unknown
             params[cls] = table
-    return {"answers": answers, "params": params, "bad_answers": bad, "category": file_category(question_file)}
+    return {"answers": answers, "params": params, "bad_answers": {} if read is None else read.bad,
+            "unplaced_answers": [] if read is None else read.unplaced, "category": file_category(question_file)}
 
 
 def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
@@ -294,9 +280,8 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
         raise AdapterError(str(exc)) from None
     if not isinstance(rec, dict) or "id" not in rec:
         raise AdapterError("id: a question object with an `id` is required", field="id")
-    if isinstance(rec["id"], bool) or not isinstance(rec["id"], (str, int)):  # (as the answer file's ids are read)
-        kind = "null" if rec["id"] is None else "true/false" if isinstance(rec["id"], bool) else type(rec["id"]).__name__
-        raise AdapterError(f"id: a question's id is text or an integer, got {kind}", field="id")
+    if (why := id_problem(rec["id"], "question")) is not None:  # (as the answer file's ids are read)
+        raise AdapterError(why, field="id")
     qid = str(rec["id"])
     question = rec.get("question")
     if not isinstance(question, list) or not question:
@@ -329,7 +314,10 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
         elif category == "live_relevance" or answers is None:
             expected = None
         else:
-            raise AdapterError(f"ground_truth: question {qid!r} is not in the answer file", field="ground_truth", case_id=qid)
+            # (A line whose id could not be read may have been this question's: said, not left silent.)
+            lost = ctx.get("unplaced_answers") or []
+            also = f"; {len(lost)} answer line(s) have no readable id, the first {lost[0]}" if lost else ""
+            raise AdapterError(f"ground_truth: question {qid!r} is not in the answer file{also}", field="ground_truth", case_id=qid)
     else:
         truth = answers[qid]
         expected = []
