@@ -120,3 +120,41 @@ def test_tool_results_grouped_in_one_multi_tool_message_pair_as_when_apart(tmp_p
         sim["messages"] = messages
     assert sum(len(s["messages"]) for s in grouped["simulations"]) < sum(len(s["messages"]) for s in results["simulations"])
     assert traces(grouped) == traces(results)
+
+
+@pytest.mark.parametrize("layout", ["file", "dir"])
+def test_a_bad_message_is_said_at_the_line_the_message_starts_on(tmp_path, results, layout):
+    # The simulation's own first line was said: hundreds of lines above the message, in a file τ²-bench pretty-prints.
+    from tracejudge.core.registry import format_for
+    from tracejudge.stages.extract import extract_record
+
+    data = copy.deepcopy(results)
+    k = _calling(data)[0]
+    sim = _sim(data)
+    other = copy.deepcopy(sim) | {"trial": 1}
+    other["messages"][2] = {"mark": "THERE", **other["messages"][2], "role": "bot"}
+    sim["messages"][k] = {"mark": "HERE", **sim["messages"][k]}  # (extra keys are read past, as upstream's model does)
+    sim["messages"][k]["tool_calls"][0]["name"] = None  # (the walk's own error, not the shapes')
+    data["simulations"].append(other)
+    if layout == "file":
+        path = tmp_path / "r.json"
+        path.write_text("\ufeff" + json.dumps(data, indent=2), encoding="utf-8")  # (a byte-order mark moves no line)
+        sims_text = [path.read_text(encoding="utf-8-sig")] * 4
+    else:
+        (tmp_path / "simulations").mkdir()
+        for i, s in enumerate(data["simulations"]):
+            (tmp_path / "simulations" / f"{i}.json").write_text(json.dumps(s, indent=2), encoding="utf-8")
+        path = tmp_path / "results.json"
+        path.write_text(json.dumps({k: v for k, v in data.items() if k != "simulations"}, indent=2), encoding="utf-8")
+        sims_text = [(tmp_path / "simulations" / f"{i}.json").read_text(encoding="utf-8") for i in range(4)]
+    fmt = format_for("tau2-bench")
+    ds = type("D", (), {"path": path, "tasks": None, "limit": None, "options": {}})()
+    got = [extract_record(raw, fmt, None) for raw in fmt.read(ds)]
+    errors = [(cid, e.field, e.line) for cid, e in (g for g in got if isinstance(g, tuple))]
+
+    def line_of(text: str, mark: str, nth: int) -> int:  # the line of the `{` opening the marked message
+        lines = text.splitlines()
+        return [i for i, line in enumerate(lines, 1) if f'"mark": "{mark}"' in line][nth] - 1
+
+    assert errors == [("6-0", f"simulations[1].messages[{k}].tool_calls[0].name", line_of(sims_text[1], "HERE", 0)),
+                      ("6-1", "simulations[3].messages[2].role", line_of(sims_text[3], "THERE", 0))]

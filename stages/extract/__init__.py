@@ -82,7 +82,8 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         return case
     except AdapterError as exc:
         cid = exc.case_id or raw_case_id(raw)
-        return cid, _invalid(raw, str(exc), exc.field)
+        error = _invalid(raw, str(exc), exc.field)
+        return cid, error if exc.line is None else error.model_copy(update={"line": exc.line})
     except ValidationError as exc:
         field, msg = case_problem(exc)
         return line_case_id(raw), _invalid(raw, msg, field)

@@ -34,7 +34,8 @@ warning per file:
   project's rules could differ: `expected_from_action`).
   A task without `evaluation_criteria.actions` gives no expectation (`null`);
 - a message is read as upstream's `Message` (`tau2_shapes`): another role, or
-  a `content` neither text nor null, is the simulation's `invalid_input`;
+  a `content` neither text nor null, is the simulation's `invalid_input`,
+  said at the line the message starts on (`tau2_places`);
 - every assistant message is one step (its text is the `thought` when it
   also calls tools, else the step's `output`); a user message that calls
   tools (τ²'s dual-control telecom domain) is a step too, because upstream
@@ -84,6 +85,7 @@ from tracejudge.stages.extract.common import json_type
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.extract.tau2_expected import expected_from_action
 from tracejudge.stages.extract.tau2_messages import walk_messages
+from tracejudge.stages.extract.tau2_places import message_line
 from tracejudge.stages.extract.tau2_shapes import criteria_actions, shape_problem
 from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
 from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
@@ -113,6 +115,8 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     file that is not a τ²-bench results object yields one record with `error`.
     `place` is the id (`file:line:column`) a simulation that names no case goes under, when another record
     started on its line before it (None: under `file:line`).
+    `start` is where the simulation starts (`tau2_places.Place`), for an error about one of its messages to be said at
+    the message's own line.
     """
     path = Path(path)
     folder = path / "simulations" if path.is_dir() else path.parent / "simulations"
@@ -146,8 +150,8 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
         by_actions.setdefault(_actions_key(criteria_actions(t)), []).append(tid)
     relabelled = 0
     notes = Notes(name)
-    found = _in_file(name, text, sims) if data.get("simulations") is True else _in_folder(folder)
-    for i, (where, line, place, sim, error) in enumerate(found):
+    found = _in_file(name, text, sims, base) if data.get("simulations") is True else _in_folder(folder)
+    for i, (where, line, place, sim, error, offset) in enumerate(found):
         if limit is not None and i >= limit:
             break
         if error is not None:
@@ -159,7 +163,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
                 relabelled += 1
                 task = tasks[checked]
             yield RawRecord(where, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place,
-                                          "no_tasks": not tasks})
+                                          "no_tasks": not tasks, "start": {"file": where, "offset": offset, "line": line}})
     # The commas' warnings, of the simulations read: said when the read ends by itself (`Notes`), not by a look at the first.
     for before, event, at_line in warnings:
         if limit is None or before < limit:
@@ -170,35 +174,38 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
                     file=name, simulations=relabelled)
 
 
-def _in_file(name: str, text: str, sims: list[Any]) -> Iterator[tuple[str, int, str | None, Any, str | None]]:
-    """`(file, line, place, simulation, error)` of each simulation of a results file's `simulations` list (`split_results`)."""
-    line, at = 1, 0
+def _in_file(name: str, text: str, sims: list[Any], base: int) -> Iterator[tuple[str, int, str | None, Any, str | None, int]]:
+    """`(file, line, place, simulation, error, byte offset)` of each simulation of a results file's `simulations` list
+    (`split_results`); `base` is the byte offset `text` starts at."""
+    line, at, byte = 1, 0, base
     starts = LineStarts(name)
     for offset, sim, error in sims:
         line += text.count("\n", at, offset)
+        # (The byte offset, for an error to find a message's own line in the file again: `tau2_places`.)
+        byte += len(text[at:offset].encode("utf-8", "surrogateescape"))
         at = offset
         # Not `file:line` for a simulation that names no case of its own, when one started on its line before (`LineStarts`).
         place = f"{name}:{line}:{offset - text.rfind(chr(10), 0, offset)}" if starts.see(line) else None
-        yield name, line, place, sim, error
+        yield name, line, place, sim, error, byte
 
 
-def _in_folder(folder: Path) -> Iterator[tuple[str, int, str | None, Any, str | None]]:
-    """`(file, 1, None, simulation, error)` of each `*.json` of a dir-layout `simulations/` folder, by file name as upstream
+def _in_folder(folder: Path) -> Iterator[tuple[str, int, str | None, Any, str | None, int]]:
+    """`(file, 1, None, simulation, error, byte offset)` of each `*.json` of a dir-layout `simulations/` folder, by file name as upstream
     loads them; a file that cannot be read or is not one JSON object is its own error, and the others are read."""
     for f in sorted(folder.glob("*.json")):
         try:
             raw = f.read_bytes()
             if not raw.removeprefix(BOM).strip():  # (not JSON's "Expecting value at line 1 column 1")
-                yield str(f), 1, None, None, "cannot read a tau2-bench simulation file: the file is empty"
+                yield str(f), 1, None, None, "cannot read a tau2-bench simulation file: the file is empty", 0
                 continue
             sim = json.loads(raw[len(BOM):] if raw.startswith(BOM) else raw)
         except (OSError, *JSON_ERRORS) as exc:
-            yield str(f), 1, None, None, f"cannot read a tau2-bench simulation file: {exc if isinstance(exc, OSError) else json_error(exc, 'file')}"
+            yield str(f), 1, None, None, f"cannot read a tau2-bench simulation file: {exc if isinstance(exc, OSError) else json_error(exc, 'file')}", 0
             continue
         if not isinstance(sim, dict):
-            yield str(f), 1, None, None, f"expected a tau2-bench simulation object, got {json_type(sim)}"
+            yield str(f), 1, None, None, f"expected a tau2-bench simulation object, got {json_type(sim)}", 0
         else:
-            yield str(f), 1, None, sim, None
+            yield str(f), 1, None, sim, None, len(BOM) if raw.startswith(BOM) else 0
 
 
 def _actions_key(actions: Any) -> str:
@@ -274,11 +281,15 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         raise AdapterError(f"{where}.task_id: task {task_id!r} is not in the file's tasks{none}", field=f"{where}.task_id", case_id=case_id)
 
     if (problem := shape_problem(sim, task, where)) is not None:  # (a hand edit's wrong type: named, not Python's error)
-        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
+        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id, line=message_line(raw.get("start"), problem[0]))
     actions = criteria_actions(task)
     expected = None if actions is None else [expected_from_action(a) for a in actions]
 
-    walked = walk_messages(messages, where, case_id)
+    try:
+        walked = walk_messages(messages, where, case_id)
+    except AdapterError as exc:
+        exc.line = message_line(raw.get("start"), exc.field)
+        raise
 
     reward_info = sim.get("reward_info") or {}
     metadata: dict[str, Any] = {
