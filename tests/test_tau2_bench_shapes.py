@@ -66,6 +66,16 @@ CASES = [  # (the edit, the field named (`{k}`: the message holding calls), what
      "expected text or null, got an array"),
     (lambda d: _sim(d)["messages"][4].update(role="tool", tool_messages=[{"role": None}]),
      "simulations[1].messages[4].tool_messages[0].role", "expected 'tool'; got null"),
+    # Upstream's `ToolMessage.id: str` and `ToolCall.id: str`, `ToolCall.arguments: dict` refuse these; read as they were,
+    # a number id paired with no call and text arguments were compared as text.
+    (lambda d: _sim(d)["messages"][_calling(d)[0] + 1].__setitem__("id", 7), "simulations[1].messages[{r}].id",
+     "expected the id of the call it answers (text), got a number"),
+    (lambda d: CALLS(d)["tool_calls"][0].__setitem__("id", None), "simulations[1].messages[{k}].tool_calls[0].id",
+     "expected the call's id (text), got null"),
+    (lambda d: CALLS(d)["tool_calls"][0].__setitem__("arguments", '{"a": 1}'), "simulations[1].messages[{k}].tool_calls[0].arguments",
+     "expected an object of arguments; got a string"),
+    (lambda d: CALLS(d)["tool_calls"][0].pop("arguments"), "simulations[1].messages[{k}].tool_calls[0].arguments",
+     "expected an object of arguments; the field is missing"),
     (_set(_sim, "reward_info", [1]), "simulations[1].reward_info", "expected an object, got an array"),
     (_set(REWARD, "action_checks", "x"), "simulations[1].reward_info.action_checks", "expected a list, got a string"),
     (_set(REWARD, "action_checks", [3]), "simulations[1].reward_info.action_checks[0]", "expected an object, got a number"),
@@ -91,7 +101,7 @@ def test_a_part_of_the_wrong_type_is_its_simulations_error_naming_the_field(tmp_
     data = copy.deepcopy(results)
     edit(data)
     got = filed(tmp_path / "r.json", "tau2-bench", json.dumps(data, indent=2))
-    field = field.format(k=_calling(results)[0])
+    field = field.format(k=_calling(results)[0], r=_calling(results)[0] + 1)
     place = "6-0" if not field.endswith("task_id") else next(cid for cid, _ in got if cid.startswith("F:"))
     assert [cid for cid, _ in got] == ["13-0", place, "16-0"]
     assert [(cid, error) for cid, error in got if error is not None] == [(place, f"{field}: {why}")]
@@ -158,3 +168,43 @@ def test_a_bad_message_is_said_at_the_line_the_message_starts_on(tmp_path, resul
 
     assert errors == [("6-0", f"simulations[1].messages[{k}].tool_calls[0].name", line_of(sims_text[1], "HERE", 0)),
                       ("6-1", "simulations[3].messages[2].role", line_of(sims_text[3], "THERE", 0))]
+
+
+def test_tool_ids_and_arguments_are_refused_exactly_where_upstreams_models_refuse_them():
+    # The field types of upstream's `ToolCall` and `ToolMessage` (sierra-research/tau2-bench
+    # `src/tau2/data_model/message.py`), validated by pydantic as upstream validates a results file.
+    from typing import Literal
+
+    from pydantic import BaseModel, ValidationError
+    from tracejudge.stages.extract.tau2_shapes import shape_problem
+
+    class ToolCall(BaseModel):
+        id: str = ""
+        name: str
+        arguments: dict
+
+    class ToolMessage(BaseModel):
+        id: str
+        role: Literal["tool"]
+        content: str | None = None
+
+    def upstream(model: type[BaseModel], value: dict[str, Any]) -> bool:
+        try:
+            model.model_validate(value)
+            return True
+        except ValidationError:
+            return False
+
+    def ours(call: dict[str, Any], result: dict[str, Any]) -> bool:
+        sim = {"messages": [{"role": "assistant", "tool_calls": [call]}, result]}
+        return shape_problem(sim, {"id": "1"}, "simulations[0]") is None
+
+    missing = object()
+    call, result = {"id": "c1", "name": "f", "arguments": {}}, {"role": "tool", "id": "c1", "content": "ok"}
+    for value in (missing, None, 5, 1.5, True, "", "c1", '{"a": 1}', [], [1], {}, {"a": 1}):
+        for key in ("id", "arguments"):
+            edited = {k: v for k, v in call.items() if k != key} | ({} if value is missing else {key: value})
+            assert ours(edited, result) is upstream(ToolCall, edited), (key, value)
+        edited = {k: v for k, v in result.items() if k != "id"} | ({} if value is missing else {"id": value})
+        # (A result without an id is read as none, pairing by order: a deliberate difference, `test_tau2_tool_ids`.)
+        assert ours(call, edited) is (value is missing or upstream(ToolMessage, edited)), ("result id", value)

@@ -33,8 +33,9 @@ warning per file:
   Python's `==`, as upstream compares it (`{"$python_eq": value}` where the
   project's rules could differ: `expected_from_action`).
   A task without `evaluation_criteria.actions` gives no expectation (`null`);
-- a message is read as upstream's `Message` (`tau2_shapes`): another role, or
-  a `content` neither text nor null, is the simulation's `invalid_input`,
+- a message is read as upstream's `Message` (`tau2_shapes`): another role,
+  a `content` neither text nor null, a tool result's or call's `id` that is
+  not text or a call's `arguments` not an object is the simulation's `invalid_input`,
   said at the line the message starts on (`tau2_places`);
 - every assistant message is one step (its text is the `thought` when it
   also calls tools, else the step's `output`); a user message that calls

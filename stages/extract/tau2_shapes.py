@@ -27,7 +27,8 @@ def _count(value: Any) -> bool:
 
 
 # Upstream's `Message` (sierra-research/tau2-bench `src/tau2/data_model/message.py`): a system, assistant, user or tool
-# message, or a `MultiToolMessage` (`role: tool` holding `tool_messages`); each `content` is text or null.
+# message, or a `MultiToolMessage` (`role: tool` holding `tool_messages`); each `content` is text or null, a tool
+# message's `id` text, a tool call's `id` text and its `arguments` an object.
 _ROLES = ("system", "assistant", "user", "tool")
 
 
@@ -42,10 +43,24 @@ def _message(msg: Any, at: str, roles: tuple[str, ...] = _ROLES) -> tuple[str, s
     if msg.get("content") is not None and not isinstance(msg["content"], str):
         return f"{at}.content", f"expected text or null, got {json_type(msg['content'])}"
     parts = msg.get("tool_messages")
+    # (`ToolMessage.id: str`. Upstream requires it; one left out is read as no id, pairing by order, for a writer that
+    # keeps none: a deliberate difference.)
+    if role == "tool" and parts is None and not isinstance(msg.get("id", ""), str):
+        return f"{at}.id", f"expected the id of the call it answers (text), got {json_type(msg['id'])}"
     if role == "tool" and parts is not None:
         if not isinstance(parts, list):
             return f"{at}.tool_messages", f"expected a list of tool messages, got {json_type(parts)}"
         return next(filter(None, (_message(p, f"{at}.tool_messages[{i}]", ("tool",)) for i, p in enumerate(parts))), None)
+    return None
+
+
+def _call(call: dict[str, Any], at: str) -> tuple[str, str] | None:
+    """As upstream's `ToolCall` validates them: `id: str = ""` (null is no text) and `arguments: dict`, required."""
+    if not isinstance(call.get("id", ""), str):
+        return f"{at}.id", f"expected the call's id (text), got {json_type(call['id'])}"
+    if not isinstance(call.get("arguments"), dict):
+        got = "the field is missing" if "arguments" not in call else f"got {json_type(call['arguments'])}"
+        return f"{at}.arguments", f"expected an object of arguments; {got}"
     return None
 
 
@@ -62,6 +77,8 @@ def _messages(messages: list[Any], where: str) -> tuple[str, str] | None:
                 return f"{at}.tool_calls[{j}]", f"expected a tool call object, got {json_type(call)}"
             if call.get("name") is not None and not isinstance(call["name"], str):
                 return f"{at}.tool_calls[{j}].name", f"expected the tool's name, got {json_type(call['name'])}"
+            if (problem := _call(call, f"{at}.tool_calls[{j}]")) is not None:
+                return problem
         usage = msg.get("usage")
         if usage is not None and not isinstance(usage, dict):
             return f"{at}.usage", f"expected a usage object, got {json_type(usage)}"
