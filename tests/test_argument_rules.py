@@ -68,13 +68,17 @@ KEY_RULES = [
     (["a", "z"], {"a": 1}),  # a listed key on neither side
     (["a", "z"], {"a": 1, "z": 0}),  # a listed key the call alone carries
     ([], {"x": 9}),  # compare_args empty: the name alone
+    (["a"], {"a": 1, "b": 2, "c": {"d": 1}}),  # keys compare_args leaves out, the action's and others: ignored
+    (["a", "b"], {"a": 1, "b": 2.0, "c": 3}),  # equal as Python's `==` has it, a key left out beside them
+    (["a"], {"a": 2, "c": 3}),  # the listed key differs
 ]
 
 
 @pytest.mark.parametrize("compare_args,call", KEY_RULES)
 def test_each_compare_args_rule_gives_upstreams_verdict(compare_args, call):
+    # In `exact` too: it refused a key compare_args leaves out, which upstream never reads.
     action = {"name": "book", "arguments": {"a": 1, "b": 2}, "compare_args": compare_args}
-    for arguments in ("shallow", "subset"):
+    for arguments in ("shallow", "subset", "exact"):
         metric = ToolCalls(arguments=arguments, pairing="reuse", score="recall")
         assert _pairs(metric, expected_from_action(action), call) is _tau2_check(action, call)
 
@@ -92,6 +96,10 @@ def test_argument_keys_call_leaves_expectations_without_it_alone():
     assert _pairs(metric, {"a": 1, "b": 2}, {"a": 1}) is False
     assert _pairs(metric, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}) is True
     assert _pairs(ToolCalls(arguments="exact"), {"name": "book", "arguments": {"a": 1, "b": 2}, "argument_keys": "call"}, {"a": 1}) is True
+    assert _pairs(ToolCalls(arguments="exact"), {"a": 1}, {"a": 1, "c": 3}) is False
+    exact_on_its_keys = {"name": "book", "arguments": {"a": {"n": 1}}, "argument_keys": "expected"}
+    assert _pairs(ToolCalls(arguments="exact"), exact_on_its_keys, {"a": {"n": 1}, "c": 3}) is True
+    assert _pairs(ToolCalls(arguments="exact"), exact_on_its_keys, {"a": {"n": 1, "m": 2}}) is False  # (nested: still exact)
 
 
 def test_nested_extra_keys_fail_shallow_but_pass_subset():

@@ -89,7 +89,7 @@ def test_the_expectations_say_which_keys_they_compare(tmp_path):
     expected = {e.name: e for e in _case(_results(tmp_path, RELEASES["v1.0.1"])).expected_tool_calls}
     assert expected["omits_key"].argument_keys == "call"
     assert expected["omits_key"].arguments == {"a": {"$python_eq": 1}, "b": {"$python_eq": 2}}
-    assert expected["listed"].argument_keys is None and expected["listed"].arguments == {"a": {"$python_eq": 1}}
+    assert expected["listed"].argument_keys == "expected" and expected["listed"].arguments == {"a": {"$python_eq": 1}}
     assert expected["listed_absent"].arguments == {"a": {"$python_eq": 1}, "z": {"$absent": True}}
     assert expected["listed_none"].arguments is None
 

@@ -182,13 +182,14 @@ class ExpectedToolCall(_Strict):
     `result` is the expected tool output; only `DeepEvalToolCorrectness` with
     `evaluation_params: [output]` reads it (deepeval's `expected_tools[].output`).
     `argument_keys: "call"` makes `ToolCalls` compare the top-level keys the *call* carries, not the expectation's:
-    one the call omits is not compared, one it adds fails (τ²-bench's rule for an action without `compare_args`).
+    one the call omits is not compared, one it adds fails (τ²-bench's rule for an action without `compare_args`);
+    `"expected"`, the expectation's only, a key only the call has never compared, in `exact` too (its rule with them).
     """
 
     name: ToolName
     arguments: dict[str, Any] | None = None
     result: Any = None
-    argument_keys: Literal["call"] | None = None
+    argument_keys: Literal["call", "expected"] | None = None
 
     @field_validator("arguments", mode="before")
     @classmethod

@@ -134,7 +134,7 @@ if _FAST:
         name: str  # (blank: refused by `_named`)
         arguments: dict[str, Any] | None = None
         result: Any = None
-        argument_keys: Literal["call"] | None = None
+        argument_keys: Literal["call", "expected"] | None = None
 
     class _Case(Struct, forbid_unknown_fields=True, gc=False):
         id: str

@@ -25,9 +25,11 @@ warning per file:
 - `input` is the user's first message (the first message of a simulation is
   the agent's fixed greeting); `expected_tool_calls` are the task's
   `evaluation_criteria.actions`, each restricted to its `compare_args` when
-  that is set: a key listed there but absent from the expected arguments
-  becomes `{"$absent": true}` (upstream compares it as missing on both
-  sides), and `compare_args: []` means the name alone (`arguments: null`);
+  that is set (`argument_keys: "expected"`: a key of the call it leaves out
+  is not compared, in `exact` too, as upstream ignores it): a key listed there
+  but absent from the expected arguments becomes `{"$absent": true}` (upstream
+  compares it as missing on both sides), and `compare_args: []` means the name
+  alone (`arguments: null`);
   without `compare_args` the keys compared are the call's, as upstream
   compares them (`argument_keys: "call"`). Each value is compared with
   Python's `==`, as upstream compares it (`{"$python_eq": value}` where the

@@ -12,8 +12,9 @@ def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
 
     Without `compare_args` the expectation compares the keys the call carries (`argument_keys: "call"`): every
     τ²-bench release (`Action.compare_with_tool_call`, v0.1.0 to v1.0.1) takes `tool_call.arguments.keys()` then,
-    so a call omitting an action's key still matches and one adding a key does not. Each value is compared as
-    upstream compares it, with Python's `==` (`_as_compared`).
+    so a call omitting an action's key still matches and one adding a key does not. With `compare_args` only those
+    keys are compared, whatever else the call carries (`argument_keys: "expected"`), in `exact` too. Each value is
+    compared as upstream compares it, with Python's `==` (`_as_compared`).
     """
     args = action.get("arguments") or {}
     keys = action.get("compare_args")
@@ -21,7 +22,9 @@ def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
         return {"name": action["name"], "arguments": {k: _as_compared(v) for k, v in args.items()}, "argument_keys": "call"}
     if not keys:
         return {"name": action["name"], "arguments": None}
-    return {"name": action["name"], "arguments": {k: _as_compared(args[k]) if k in args else {"$absent": True} for k in keys}}
+    # (The listed keys only, in every mode: upstream reads those of the call and ignores its others.)
+    return {"name": action["name"], "arguments": {k: _as_compared(args[k]) if k in args else {"$absent": True} for k in keys},
+            "argument_keys": "expected"}
 
 
 def _as_compared(value: Any) -> Any:

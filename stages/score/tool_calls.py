@@ -47,10 +47,25 @@ def _compatible(arguments: str, exp: ExpectedToolCall, act: ToolCall) -> bool:
         return True
     if act.arguments_missing:
         return False
-    want = exp.arguments if exp.argument_keys is None else _on_call_keys(exp.arguments, act.arguments)
+    want, got = _on_keys(exp, act.arguments)
     if arguments == "shallow":
-        return match_top_level(want, act.arguments, "subset")
-    return match_arguments(want, act.arguments, arguments)
+        return match_top_level(want, got, "subset")
+    return match_arguments(want, got, arguments)
+
+
+def _on_keys(exp: ExpectedToolCall, got: Any) -> tuple[Any, Any]:
+    """`(expected arguments, call arguments)` over the top-level keys `exp.argument_keys` says are compared: the
+    expectation's own (None, every key of both in `exact`), the call's (`call`), or the expectation's only, a call's
+    other keys not compared in any mode (`expected`: τ²-bench's rule for an action with `compare_args`, which reads the
+    listed keys of each side and ignores the rest)."""
+    if exp.argument_keys is None or exp.arguments is None:
+        return exp.arguments, got
+    if exp.argument_keys == "call":
+        return _on_call_keys(exp.arguments, got), got
+    decoded, ok = decode_arguments(got)
+    if not ok or not isinstance(decoded, dict):
+        return exp.arguments, got
+    return exp.arguments, {k: v for k, v in decoded.items() if k in exp.arguments}
 
 
 def _on_call_keys(want: dict[str, Any], got: dict[str, Any] | str) -> dict[str, Any]:
@@ -83,7 +98,10 @@ class ToolCalls(ToolMetric):
       - `ignore`: names only.
     An expected call with `argument_keys: call` compares the top-level keys
     the call carries instead of its own (one the call omits is not compared,
-    one it adds fails: τ²-bench's rule for an action without `compare_args`).
+    one it adds fails: τ²-bench's rule for an action without `compare_args`);
+    with `argument_keys: expected`, its own keys only, in every mode (a key
+    only the call has is not compared, in `exact` too: τ²-bench's rule for an
+    action with `compare_args`).
     An expected call without `arguments` matches on its name alone. A call
     whose arguments were not recorded (`arguments_missing`) pairs with no
     expected call that has `arguments` unless `arguments: ignore`; the reason
@@ -310,10 +328,10 @@ def _nearest(arguments: str, i: int, exp: ExpectedToolCall, unexpected: list[int
 
 
 def _difference(arguments: str, exp: ExpectedToolCall, call: ToolCall) -> str | None:
-    want = exp.arguments if exp.argument_keys is None or exp.arguments is None else _on_call_keys(exp.arguments, call.arguments)
+    want, got = _on_keys(exp, call.arguments)
     if arguments == "shallow":
-        return first_difference(want, call.arguments, "subset", nested_mode="exact")
-    return first_difference(want, call.arguments, "exact" if arguments == "exact" else "subset")
+        return first_difference(want, got, "subset", nested_mode="exact")
+    return first_difference(want, got, "exact" if arguments == "exact" else "subset")
 
 
 def _ordered_divergence(expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], adj: list[list[int]],
