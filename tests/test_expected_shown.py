@@ -34,8 +34,27 @@ def test_shown_expected_reads_only_the_python_eq_matchers():
         "n": 50, "l": [True, "x"], "m": {"k": {"z": 1}}, "any": {"$any_of": [2, {"$regex": "^A"}]}, "absent": {"$absent": True},
         "strict": {"$strict": 5}, "approx": {"$approx": 3.0, "tol": 0.1},
         "inside": {"$strict": {"$python_eq": 1}},  # ($strict's value is compared as it is: no matcher inside)
-        "twice": {"$python_eq": 1},  # (nor inside a $python_eq: its value is the value, `$` keys and all)
+        # (nor inside a $python_eq: its value is the value, `$` keys and all, so it keeps its wrapper, not read as one)
+        "twice": {"$python_eq": {"$python_eq": 1}},
     }
+
+
+def test_a_literal_value_shaped_as_a_matcher_keeps_its_wrapper_in_a_reason():
+    # Shown bare, `expected {"$regex":"^A"}` read as a regex matcher, though the value was compared with `==`.
+    from tracejudge.stages.score import ToolCalls
+    from tracejudge.stages.extract.tau2_expected import expected_from_action
+    from helpers import make_case
+
+    literal = {"$python_eq": {"$regex": "^A"}}
+    assert first_difference({"q": literal}, {"q": "Abc"}) == 'q: expected {"$python_eq":{"$regex":"^A"}}, got "Abc"'
+    assert first_difference({"q": {"$python_eq": [{"f": {"$regex": "^A"}}]}}, {"q": []}) == \
+        'q: expected {"$python_eq":[{"f":{"$regex":"^A"}}]}, got []'
+    assert first_difference({"q": {"$python_eq": {"f": {"$regex": "^A"}, "g": 1}}}, {"q": 1}).startswith('q: expected {"$python_eq":')
+    assert first_difference({"q": {"$python_eq": {"f": "^A"}}}, {"q": 1}) == 'q: expected {"f":"^A"}, got 1'  # (no matcher: bare)
+    action = {"name": "find", "arguments": {"q": {"$regex": "^A"}}, "compare_args": None}
+    case = make_case([expected_from_action(action)], [{"name": "find", "arguments": {"q": "Abc"}}])
+    score = ToolCalls(arguments="shallow", pairing="reuse", score="recall").evaluate(case)
+    assert score.value == 0.0 and '{"$python_eq":{"$regex":"^A"}}' in score.reason, score.reason
 
 
 def test_a_difference_inside_a_list_or_an_any_of_shows_the_value_bare():

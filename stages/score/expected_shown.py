@@ -40,12 +40,13 @@ def shown_expected(value: Any) -> Any:
     nothing inside one is changed. `value` itself when it holds no `$python_eq`.
 
     The wrapper says how `v` compares (Python's `==`, as the `tau2-bench` format reads an action's values), not what
-    was expected: `amount: 50`, not `amount: {"$python_eq": 50}`.
+    was expected: `amount: 50`, not `amount: {"$python_eq": 50}`. A `v` holding a mapping shaped as a matcher (the
+    literal value `{"$regex": "^A"}`, at any depth) keeps its wrapper: shown bare, it would read as the matcher it is not.
     """
     if type(value) is dict:
         key = _matcher_key(value)
         if key == "$python_eq":
-            return value[key]
+            return value if _holds_matcher(value[key]) else value[key]
         if key is None:
             return _containers(value, shown_expected)
         options = value[key] if key == "$any_of" else None
@@ -53,6 +54,13 @@ def shown_expected(value: Any) -> Any:
             return {**value, key: shown}
         return value
     return _containers(value, shown_expected) if type(value) is list else value
+
+
+def _holds_matcher(value: Any) -> bool:
+    """Whether `value` is, or holds at any depth, a mapping the project would read as a matcher (`value_rules.matcher_key`)."""
+    if type(value) is dict:
+        return _matcher_key(value) is not None or any(map(_holds_matcher, value.values()))
+    return type(value) is list and any(map(_holds_matcher, value))
 
 
 def _containers(value: dict[str, Any] | list[Any], read: Callable[[Any], Any]) -> Any:
