@@ -89,7 +89,7 @@ def chat_server(message_for: Callable[[str], dict[str, Any]]) -> Iterator[str]:
 def test_live_relevance_questions_carry_the_relevance_check() -> None:
     cases = load("live_relevance")
     assert len(cases) == 16 and all(c.expected_tool_calls is None for c in cases)
-    assert all(c.metrics == [{"type": "trajectory:step-count", "name": "bfcl_relevance", "value": {"type": "tool", "min": 1}}]
+    assert all(c.metrics == [{"type": "BfclRelevance", "name": "bfcl_relevance"}]
                for c in cases)
     assert all(c.metrics == [] and c.expected_tool_calls == [] for c in load("irrelevance")[:20])
 
@@ -147,3 +147,27 @@ def test_a_reply_holding_a_lone_surrogate_gets_upstreams_verdict(tmp_path: Path,
         passed = results[r["id"]]["scores"]["bfcl_relevance" if r["id"].startswith("live") else "ast_match"]["passed"]
         assert passed == (upstream_has_call(r["message"]) == r["id"].startswith("live")), r
     assert traces["live_relevance_0-0-0"]["steps"][0]["tool_calls"][0]["arguments"] == {"q": "a\ufffdb"}
+
+
+def test_the_check_reads_the_recorded_calls_as_upstream_whatever_the_target_recorded() -> None:
+    # A target of its own that records every call as the model sent it, decodable or not: the check passed any of them.
+    from tracejudge.core.records import Case
+    from tracejudge.stages.score.bfcl_relevance import BfclRelevance
+
+    checked = 0
+    for shape in REPLIES:
+        message = shape("f")
+        calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in message.get("tool_calls") or []]
+        if any(c["arguments"] == "" for c in calls):
+            continue  # (blank arguments text is a call without arguments to the trace model: README's differences)
+        steps = [{"output": message["content"], "tool_calls": calls}] if calls else [{"output": message["content"]}]
+        case = Case.model_validate({"id": "live_relevance_0-0-0", "trace": {"steps": steps}})
+        relevance, irrelevance = BfclRelevance().evaluate(case), BfclRelevance(expect="none").evaluate(case)
+        assert (relevance.passed, irrelevance.passed) == (upstream_has_call(message), not upstream_has_call(message)), message
+        checked += 1
+    assert checked == len(REPLIES) - 1
+    bad = Case.model_validate({"id": "x", "trace": {"steps": [{"tool_calls": [{"name": "f", "arguments": '{"q": 1}'},
+                                                                               {"name": "f", "arguments": "{'q': 2}"}]}]}})
+    score = BfclRelevance().evaluate(bad)
+    assert score.value == 0.0 and score.details == {"calls": 2, "undecodable": 1} and "{'q': 2}" in score.reason
+    assert BfclRelevance().evaluate(Case.model_validate({"id": "x"})).value is None  # (no trace)

@@ -36,6 +36,7 @@ _GOAL = "tracejudge.stages.judge.promptfoo_goal"  # promptfoo's model-graded `tr
 METRIC_CLASSES: dict[str, str] = {
     "AgentMemoryEval": f"{_JUDGE}:AgentMemoryEval",
     "ArgumentCorrectness": f"{_SCORE}.arguments:ArgumentCorrectness",
+    "BfclRelevance": f"{_SCORE}.bfcl_relevance:BfclRelevance",
     "Contains": f"{_SCORE}.output:Contains",
     "ContextRelevance": f"{_JUDGE}:ContextRelevance",
     "Cost": f"{_SCORE}.usage:Cost",

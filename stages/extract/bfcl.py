@@ -61,14 +61,15 @@ question (refused when the config loads without one). Each question becomes one 
 - `irrelevance` questions (no answer file) expect no call (`[]`);
   `live_relevance` questions (no answer file: any call is right) state no
   expected calls (`null`) and carry their own metric, `bfcl_relevance`
-  (`_RELEVANCE`: promptfoo's `trajectory:step-count` of tool calls, at least
-  one). Upstream checks both categories with one rule
-  (`relevance_file_runner`): the reply holds a call when its calls decode,
-  every call's arguments a JSON object, and there is at least one; any name
-  counts, offered or not. So `[]` scored by `ToolCalls` and `bfcl_relevance`
-  count the same calls, one passing exactly when the other would fail; a
-  reply whose calls do not decode is no call there, which the target must
-  record as no call (`examples/agents/bfcl_agent.py` does).
+  (`_RELEVANCE`: `BfclRelevance`). Upstream checks both categories with one
+  rule (`relevance_file_runner`): the reply holds a call when its calls
+  decode, every call's arguments a JSON object, and there is at least one;
+  any name counts, offered or not. `BfclRelevance` applies that rule to the
+  recorded calls itself, so a target recording undecodable arguments as a
+  call still fails it; `[]` scored by `ToolCalls` counts every recorded call,
+  so for irrelevance the target must record such a reply as no call
+  (`examples/agents/bfcl_agent.py` does), or score it with
+  `BfclRelevance(expect: none)`.
 
 Strings compare as BFCL's AST checker compares them (`standardize_string` in
 ShishirPatil/gorilla, `berkeley-function-call-leaderboard/bfcl_eval/eval_checker/ast_eval/ast_checker.py`):
@@ -106,7 +107,7 @@ log = get_logger("tracejudge.extract.bfcl")
 
 # A live_relevance case's own metric: no call is named, so no expected call can say "some call"; the count of tool calls
 # is what upstream's relevance check reads (`expected_tool_calls: []` is its mirror for irrelevance).
-_RELEVANCE = '{"type": "trajectory:step-count", "name": "bfcl_relevance", "value": {"type": "tool", "min": 1}}'
+_RELEVANCE = '{"type": "BfclRelevance", "name": "bfcl_relevance"}'
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call", "standard_string", "standardize"]
 
