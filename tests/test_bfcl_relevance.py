@@ -171,3 +171,22 @@ def test_the_check_reads_the_recorded_calls_as_upstream_whatever_the_target_reco
     score = BfclRelevance().evaluate(bad)
     assert score.value == 0.0 and score.details == {"calls": 2, "undecodable": 1} and "{'q': 2}" in score.reason
     assert BfclRelevance().evaluate(Case.model_validate({"id": "x"})).value is None  # (no trace)
+
+
+def test_a_catch_all_error_share_gate_counts_the_run_metric_live_relevance_skips_as_not_applicable(tmp_path: Path,
+                                                                                                  data_dir: Path) -> None:
+    # `ast_match` has no expected calls to check on a live_relevance question (upstream checks none there): "not
+    # computed", it was every such case's error under `"*": {max_error_share: 0}`, and the run failed.
+    bfcl = data_dir / "bfcl"
+    lines = (bfcl / "BFCL_v4_live_relevance.json").read_text().splitlines()[:2]
+    lines += (bfcl / "BFCL_v4_irrelevance.json").read_text().splitlines()[:2]
+    questions = tmp_path / "BFCL_v4_mixed.json"
+    questions.write_text("\n".join(lines) + "\n")
+    with chat_server(lambda asked: REPLIES[0]("f")) as url:
+        listed, _ = run_example(tmp_path, url, f"dataset.path={questions}", "assertions.metrics.*.max_error_share=0")
+    assert {r["case_id"]: r["scores"]["ast_match"]["reason"].split(":")[0] for r in listed if r["case_id"].startswith("live")} == \
+        {"live_relevance_0-0-0": "not applicable", "live_relevance_1-1-0": "not applicable"}
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    ast = summary["metrics"]["ast_match"]
+    assert (ast["scored"], ast["not_computed"], ast["not_applicable"], ast["error_share"]) == (2, 0, 2, 0.0)
+    assert summary["metrics"]["bfcl_relevance"]["not_applicable"] == 2  # (the irrelevance questions do not carry it)

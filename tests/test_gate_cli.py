@@ -402,7 +402,7 @@ def test_a_gate_on_a_case_level_metric_counts_over_the_cases_that_carry_it(tmp_p
     checks = {c["name"]: c for c in json.loads((tmp_path / "run" / "summary.json").read_text())["verdict"]["checks"]}
     assert checks["cm max_error_share"]["ok"] and checks["cm max_error_share"]["detail"].startswith(
         "0 of 1 results carrying 'cm' not scored (none excluded; not computed 0) = 0.0000; 3 of 4 results do not carry it")
-    assert "mean 0.0000 over 1 of 1 results carrying 'cm' (3 of 4 results do not: a case-level metric)" in checks["cm min_mean"]["detail"]
+    assert "mean 0.0000 over 1 of 1 results carrying 'cm' (3 of 4 results do not carry it or it does not apply to them)" in checks["cm min_mean"]["detail"]
     assert checks["tc min_mean"]["detail"] == "mean 1.0000 over 4 of 4 results, required >= 0.5"  # a run-level metric: as before
     capsys.readouterr()
     # The case's spec does not validate (`valu`): `cm` scored no case, and every check on it says so.
@@ -410,7 +410,7 @@ def test_a_gate_on_a_case_level_metric_counts_over_the_cases_that_carry_it(tmp_p
     cfg = write_config(tmp_path / "c-2.yaml", data, tmp_path / "run-2", assertions={"metrics": rules})
     assert main(["run", str(cfg), "--no-progress"]) == 1
     out = " ".join(capsys.readouterr().out.split())
-    assert "FAIL cm min_mean: no result scored 'cm': 0 of the 1 results carrying it (3 of 4 results do not: a case-level metric); " \
+    assert "FAIL cm min_mean: no result scored 'cm': 0 of the 1 results carrying it (3 of 4 results do not carry it or it does not apply to them); " \
            "no evidence is not a pass, required mean >= 0.5" in out, out
     assert "FAIL cm min_pass_rate: no result scored 'cm'" in out
     assert "FAIL cm max_error_share: 1 of 1 results carrying 'cm' not scored (none excluded; not computed 1) = 1.0000" in out

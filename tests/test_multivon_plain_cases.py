@@ -49,6 +49,10 @@ def test_a_case_without_agent_trace_is_skipped_by_tool_call_accuracy_and_its_out
     assert got["agent"]["scores"]["ToolCallAccuracy"]["value"] == 1.0
     assert got["empty-trace"]["scores"]["ToolCallAccuracy"]["value"] == 0.0
     assert NO_AGENT_TRACE not in got["agent"]["metadata"] and NO_AGENT_TRACE not in got["empty-trace"]["metadata"]
+    # Skipped as multivon-eval skips it: the metric does not apply there, so no error share of its counts those cases.
+    assert all(got[cid]["scores"]["ToolCallAccuracy"]["reason"].startswith("not applicable: ") for cid in ("plain", "null-trace"))
+    tca = json.loads((tmp_path / "run" / "summary.json").read_text())["metrics"]["ToolCallAccuracy"]
+    assert (tca["not_applicable"], tca["not_computed"]) == (2, 0)
 
 
 def test_an_agent_trace_that_is_not_a_list_is_still_refused_naming_its_line_and_field(tmp_path: Path) -> None:

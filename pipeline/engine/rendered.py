@@ -38,7 +38,7 @@ from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
 from tracejudge.llm.redact import redact_labels
 
-__all__ = ["METRIC_ERRORS", "Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
+__all__ = ["METRIC_ERRORS", "NOT_APPLICABLE", "Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
 
 # XML 1.0 cannot carry most control characters, nor U+FFFE and U+FFFF, even escaped (its `Char` production);
 # a parser refuses the whole file for one of them. (Lone surrogates cannot be written as UTF-8 at all.)
@@ -54,8 +54,11 @@ _RAISED = "metric raised "
 # ... or returned what no score can be (`stages.score.base.FAILED`: a value of the wrong type, outside [0, 1], details
 # JSON cannot carry): a bug in the metric too, counted with those that raised. (Returning None is not one.)
 _FAILED = "metric failed: "
-_REFUSED = (_RAISED, _FAILED)
 METRIC_ERRORS = (_RAISED, "metric_timeout:", _FAILED)
+# How the reason of a score starts whose metric does not apply to the case (`stages.score.base.NOT_APPLICABLE`): counted
+# with the results that do not carry a case-level metric, not as not computed. (A `Cell` has no reason to say it.)
+NOT_APPLICABLE = "not applicable: "
+_REFUSED = (_RAISED, _FAILED, NOT_APPLICABLE)
 _OK = Status.ok
 
 
@@ -233,8 +236,9 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
 
     `junit_keys` are the run's metric keys in report order: one `testcase_end` each. `refuse`: None too
     when a score not computed has a reason starting with it (read here, where each reason is read anyway). None
-    too when a metric raised or failed (`metric raised …`, `metric failed: …`): the general path's result keeps the reason the aggregate counts
-    (`MetricStats.raised`); a metric that timed out is named in `timed_out` instead.
+    too when a metric raised or failed (`metric raised …`, `metric failed: …`) or does not apply (`NOT_APPLICABLE`): the
+    general path's result keeps the reason the aggregate counts (`MetricStats.raised`, `not_applicable`); a metric
+    that timed out is named in `timed_out` instead.
     """
     tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
     try:

@@ -23,7 +23,8 @@ whose metric raised or timed out (`raised`) must not exceed
 
 Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
 x), `max_error_share` ((results − scored) / results <= x, over the results that
-carry the metric: a case-level metric's share leaves out the cases without it, while
+carry the metric: a case-level metric's share leaves out the cases without it, and any metric's the cases it does not
+apply to (a score `not applicable: …`, `score.base.no_expectation`), while
 results kept by `--force` from before a config metric was added count as not scored), `min_kappa` (agreement
 with reference labels, `summary.labels`); for a `PassAtK`
 key, `min_mean` bounds its value. `"*"` gives every metric its keys; a
@@ -163,7 +164,7 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         excl = ", ".join(f"{k} {n}" for k, n in m.get("excluded", {}).items()) or "none excluded"
         what = f"{carrying - m['scored']} of {carrying} results{' carrying ' + repr(key) if na else ''} not scored" if carrying \
             else f"no result carries {key!r}, so none scored it"
-        lacking = f"; {na} of {m['results']} results do not carry it (a case-level metric)" if na and carrying else ""
+        lacking = f"; {na} of {m['results']} results do not carry it or it does not apply to them" if na and carrying else ""
         before = m.get("written_before", 0)
         older = f", {before} of them written before {key!r} was in the config: --fresh scores every case with it" if before else ""
         ok = v is not None and v <= rule.max_error_share + 1e-12
@@ -180,7 +181,7 @@ def _denominator(key: str, m: dict[str, Any]) -> str:
     """
     na = m.get("not_applicable", 0)
     carrying = m["results"] - na
-    lacking = f" ({na} of {m['results']} results do not: a case-level metric)" if na else ""
+    lacking = f" ({na} of {m['results']} results do not carry it or it does not apply to them)" if na else ""
     if m.get("written_before"):
         lacking += f" ({m['written_before']} written before {key!r} was in the config, not scored with it)"
     if not carrying:

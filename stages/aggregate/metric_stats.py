@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Any
 
 from tracejudge.core.records import Score, Status, score_counts
-from tracejudge.engine.rendered import METRIC_ERRORS, Cell
+from tracejudge.engine.rendered import METRIC_ERRORS, NOT_APPLICABLE, Cell
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rng_for
 
 __all__ = ["HIST_BINS", "MetricStats", "bin_of"]
@@ -157,6 +157,9 @@ class MetricStats:
             self.count_absent(1)
             return
         if score.value is None:
+            if type(score) is not Cell and score.reason.startswith(NOT_APPLICABLE):  # (`render` leaves such a case to the general path)
+                self.not_applicable += 1
+                return
             self.not_computed += 1
             # A `Cell` carries no reason: a rendered result never holds a score whose metric raised (`render` leaves
             # such a case to the general path) and names those that timed out (`Rendered.timed_out`, `Aggregator`).
@@ -227,7 +230,8 @@ class MetricStats:
         Keys: `results` (denominator of the whole run or group), `scored`,
         `not_computed`, `written_before` (only when some are: the not computed results that were written
         before a metric of the run's own list was in the config), `raised` (only when some are: the not computed
-        results whose metric raised or timed out), `not_applicable`, `excluded` (by status), `error_share`
+        results whose metric raised or timed out), `not_applicable` (results without a case-level metric, or whose score
+        says the metric does not apply: `rendered.NOT_APPLICABLE`), `excluded` (by status), `error_share`
         ((results − not_applicable − scored) / (results − not_applicable)), `mean`, `std` (sample), `ci95` ([low, high] or
         null below two scored values), `passed`, `with_verdict`, `pass_rate`
         (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).

@@ -21,6 +21,8 @@ question (refused when the config loads without one). Each question becomes one 
   `tags` = `["bfcl", category]`, the category the id names
   (`live_simple_106-63-0`), else the file name's (`BFCL_v4_<category>.json`,
   as upstream's eval runner reads it); neither is the question's error, `id`;
+  `metadata`: `category`, and `not_applicable`, the expectations upstream
+  checks none of for the question (`_not_applicable`);
 - `simple_java` / `simple_javascript` answers become the source text a
   model sends for them, as upstream converts it (`bfcl_lang`);
 - single-turn `ground_truth` `[{fn: {param: [accepted, …]}}]` becomes one
@@ -206,6 +208,17 @@ def file_category(question_file: Path | str) -> str | None:
     return found.group(1) if found else None
 
 
+def _not_applicable(category: str, expected: Any, texts: Any) -> dict[str, list[str]]:
+    """`{"not_applicable": [...]}`: the expectations a question states none of because upstream checks none for it
+    (`score.base.NOT_APPLICABLE_KEY`: a metric needing one counts the case as not applicable, not as not computed):
+    answer texts in a call category, calls in an agentic one and in live_relevance. `{}` for a question whose answer
+    file is missing, which expects neither for want of it (not computed, as the warning says)."""
+    if expected is None and texts is None and category != "live_relevance":
+        return {}
+    skipped = [key for key, given in (("expected_tool_calls", expected), ("expected_output", texts)) if given is None]
+    return {"not_applicable": skipped} if skipped else {}
+
+
 def _answer_texts(truth: Any) -> bool:
     """Whether a `ground_truth` is a list of accepted answer texts (memory, web_search), not calls."""
     return isinstance(truth, list) and bool(truth) and all(isinstance(t, str) for t in truth)
@@ -362,7 +375,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
             "expected_output": answer_texts,
             "context": context or None,
             "tags": ["bfcl", category],
-            "metadata": {"category": category},
+            "metadata": {"category": category, **_not_applicable(category, expected, answer_texts)},
             "metrics": [json.loads(_RELEVANCE)] if category == "live_relevance" else [],  # (a copy per case)
         }
     )

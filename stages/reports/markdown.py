@@ -58,7 +58,8 @@ def run_errors_line(summary: dict[str, Any]) -> str | None:
 
 
 def not_applicable_note(m: dict[str, Any], sep: str = " ") -> str:
-    """`" (3 not applicable)"` for a metric some results do not carry (a case-level metric), else `""`.
+    """`" (3 not applicable)"` for a metric some results do not carry (a case-level metric) or that does not apply to
+    them (`rendered.NOT_APPLICABLE`), else `""`.
 
     The scored cell names them so a row adds up: scored + not computed +
     not applicable + excluded = results (`m` is one metric of summary.json).

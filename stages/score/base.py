@@ -13,11 +13,13 @@ from tracejudge.core.inert_text import INVISIBLE
 from tracejudge.core.memo import Memo
 from tracejudge.core.spec_messages import param_problems
 from tracejudge.core.records import Case, Score, ToolCall
+from tracejudge.engine.rendered import NOT_APPLICABLE
 from tracejudge.stages.score.faults import FAILED, SCORE_TASK, bounded, details_fault, metric_fault  # noqa: F401  (re-exported)
 from tracejudge.stages.score.views import CaseViews, case_views
 from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = [
+    "NOT_APPLICABLE_KEY",
     "InvalidSpec",
     "Metric",
     "ToolMetric",
@@ -282,8 +284,20 @@ def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | No
     return _by_name(enumerate(expected), include, exclude)
 
 
-def no_expectation(what: str = "expected_tool_calls") -> Score:
-    """The score of a case that states no expectation for this metric."""
+# A case's metadata key listing the expectations its format leaves unstated on purpose, because upstream scores no such
+# check for that case (`["expected_tool_calls"]`: a BFCL live_relevance question, checked by its own metric instead).
+NOT_APPLICABLE_KEY = "not_applicable"
+
+
+def no_expectation(what: str = "expected_tool_calls", case: Case | None = None) -> Score:
+    """The score of a case that states no expectation for this metric: not computed, or, when the case's
+    `metadata.not_applicable` lists `what` (`NOT_APPLICABLE_KEY`), a metric that does not apply to it
+    (`rendered.NOT_APPLICABLE`), which the figures and the gate count with the results not carrying it, not as
+    not computed."""
+    skipped = case.metadata.get(NOT_APPLICABLE_KEY) if case is not None else None
+    if isinstance(skipped, list) and what in skipped:
+        return Score(value=None, passed=None, reason=f"{NOT_APPLICABLE}the case has no {what}: its format's upstream scores "
+                                                     "no such check for it")
     return Score(value=None, passed=None, reason=f"not computed: the case has no {what}")
 
 

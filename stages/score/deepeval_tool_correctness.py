@@ -93,7 +93,7 @@ class DeepEvalToolCorrectness(ToolMetric):
             return no_trace()
         exp = expected_calls(self, case)
         if exp is None:
-            return no_expectation()
+            return no_expectation(case=case)
         # (`{"$python_eq": v}`, as the `tau2-bench` format writes an action's values, is `v` under deepeval's own `==`, and a
         # `compare_args` key the action lacks, `{"$absent": true}` there, is a key the action's parameters do not hold.)
         expected = [(e.name, python_values(e.arguments) if e.arguments is not None else {}, e.result) for _, e in exp]

@@ -97,7 +97,7 @@ class ExactMatch(Metric, defer_build=True):
         given = self.expected is not None or self.expected_null
         target = self.expected if given else case.expected_output
         if target is None and not given:
-            return no_expectation("expected_output")
+            return no_expectation("expected_output", case)
         out = _output(case)
         if not isinstance(target, str):
             try:
@@ -171,7 +171,7 @@ class Contains(Metric):
         value, case_sensitive, match = p["value"], p["case_sensitive"], p["match"]
         target = value if value is not None else case.expected_output
         if target is None:
-            return no_expectation("expected_output")
+            return no_expectation("expected_output", case)
         if p["require"] == "all":
             texts = [target] if isinstance(target, str) else target
             if isinstance(texts, list) and all(isinstance(t, str) for t in texts):

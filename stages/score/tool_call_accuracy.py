@@ -9,6 +9,7 @@ from __future__ import annotations
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.extract.multivon import NO_AGENT_TRACE
+from tracejudge.engine.rendered import NOT_APPLICABLE
 from tracejudge.stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
 from tracejudge.stages.score.reasons import ordinal
 
@@ -56,10 +57,10 @@ class ToolCallAccuracy(ToolMetric):
         if case.trace is None:
             return no_trace()
         if case.metadata.get(NO_AGENT_TRACE) is True and not case.trace.steps:
-            return Score(value=None, passed=None, reason="not computed: the case has no agent_trace (multivon-eval skips it)")
+            return Score(value=None, passed=None, reason=f"{NOT_APPLICABLE}the case has no agent_trace (multivon-eval skips it)")
         expected = expected_names(self, case, self.expected_tools)
         if expected is None:
-            return no_expectation()
+            return no_expectation(case=case)
         calls = self.actual_calls(case)
         actual = [c.name for _, c in calls]
 

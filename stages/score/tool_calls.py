@@ -174,7 +174,7 @@ class ToolCalls(ToolMetric):
         include, exclude = p["include_tools"], p["exclude_tools"]
         given = case.expected_tool_calls  # (`expected_calls`, with the filter read above)
         if given is None:
-            return no_expectation()
+            return no_expectation(case=case)
         expected = list(enumerate(given)) if include is None and not exclude else _by_name(enumerate(given), include, exclude)
         views = case_views(case)
         actual = views.selected((include, exclude, p["include_failed"]), self._keep)  # (`counted_calls`)

@@ -55,12 +55,12 @@ class ToolCorrectness(ToolMetric):
             names = [n for n in p["expected_tools"] if self.wanted(n)]
         elif p["include_tools"] is None and not p["exclude_tools"]:
             if case.expected_tool_calls is None:
-                return no_expectation()
+                return no_expectation(case=case)
             names = [e.name for e in case.expected_tool_calls]
         else:
             exp = expected_calls(self, case)
             if exp is None:
-                return no_expectation()
+                return no_expectation(case=case)
             names = [e.name for _, e in exp]
         expected = _count(names)
         views = case_views(case)

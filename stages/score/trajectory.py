@@ -113,12 +113,12 @@ class TrajectoryMatch(ToolMetric):
         p = self.__dict__  # (one attribute read for the options: each read on a pydantic model goes through its `__getattr__` hook)
         if p["expected_trajectory"] is None and p["include_tools"] is None and not p["exclude_tools"]:
             if case.expected_tool_calls is None:  # (`expected_names` without a parameter or filter, inline)
-                return no_expectation()
+                return no_expectation(case=case)
             expected = [e.name for e in case.expected_tool_calls]
         else:
             expected = expected_names(self, case, self.expected_trajectory)
             if expected is None:
-                return no_expectation()
+                return no_expectation(case=case)
         views = case_views(case)
         # (`counted_names`, read from the views when another metric of the case listed them: no method look-up.)
         actual = views.names.get((p["include_tools"], p["exclude_tools"], p["include_failed"])) or self.counted_names(views)
