@@ -14,7 +14,8 @@ dumped to JSON)::
 
 Each `AgentStep` is one step (`thought`, `tool_calls`, `output`); a
 `ToolCall` keeps `name`, `arguments` (a mapping; missing means `{}`) and
-`result`. Types are checked as multivon-eval's `case_from_dict` checks them
+`result`. Lines and text are read as multivon's loader reads them (`multivon_text`: Unicode-blank lines
+skipped, a byte-order mark refused, a blank tool name and half a UTF-16 pair kept in a form a case holds). Types are checked as multivon-eval's `case_from_dict` checks them
 (text `thought`/`output`, a list `tool_calls`, text `name`, mapping
 `arguments`, text `input`, list `tags`, mapping `metadata`): what it refuses
 (`null` included, `arguments` as JSON text, and a NaN or infinite number anywhere) is refused naming the field. multivon's
@@ -53,7 +54,8 @@ from pydantic import BaseModel, ConfigDict
 from tracejudge.core.record_fields import tool_name_problem
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import CASE_FIELDS, JsonLine, build_case, case_fields, decode_line, fail, json_type, read_lines
+from tracejudge.stages.extract.common import CASE_FIELDS, JsonLine, build_case, case_fields, decode_line, fail, json_type
+from tracejudge.stages.extract.multivon_text import blank_name, may_hold_lone_surrogate, mended, read_multivon
 
 __all__ = ["NO_AGENT_TRACE", "Options", "adapt"]
 
@@ -246,9 +248,9 @@ def _expected(value: Any, cid: str) -> list[dict[str, Any]] | None:
     out = []
     for i, item in enumerate(value):
         if isinstance(item, str):
-            out.append({"name": item, "arguments": None})
+            out.append({"name": blank_name(item), "arguments": None})
         elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            out.append({"name": item["name"], "arguments": item.get("arguments")})
+            out.append({"name": blank_name(item["name"]), "arguments": item.get("arguments")})
         else:
             fail("expected a tool name", field=f"expected_tool_calls[{i}]", case_id=cid)
     return out
@@ -264,8 +266,9 @@ def _call(tc: Any, where: str, cid: str, prefixes: tuple[str, ...]) -> dict[str,
         fail(f"the tool call has no name: multivon-eval's ToolCall needs one {_CALL}", field=f"{where}.name", case_id=cid)
     if not isinstance(name, str):
         fail(f"expected the tool's name as text, got {json_type(name)}", field=f"{where}.name", case_id=cid)
+    name = blank_name(name)  # (multivon loads `""`, which no trace holds: a name no tool has, `multivon_text`)
     problem = tool_name_problem(name)
-    if problem:  # (multivon loads `""`; here every reader refuses a call naming no tool, which no expectation could match)
+    if problem:
         fail(f"{problem[1]}: a call must name its tool", field=f"{where}.name", case_id=cid)
     args = tc.get("arguments", {})
     if not isinstance(args, dict):
@@ -302,6 +305,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     opts = options or Options()
     prefixes = tuple(opts.error_prefixes)
     record, default_id = decode_line(payload)
+    if isinstance(payload, JsonLine) and may_hold_lone_surrogate(payload.data):
+        record = mended(record, keep=frozenset({"id", "case_id"}))  # (multivon loads them; an id stays: `multivon_text`)
     fields = case_fields(_named(record), default_id)  # (`id` wins over `case_id` when both are given)
     cid = str(fields["id"])
     fields["expected_tool_calls"] = _expected(record.get("expected_tool_calls"), cid)
@@ -355,4 +360,4 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     return build_case({**fields, "trace": {"steps": steps, "user_messages": users, "output": final}})
 
 
-register_format(Format("multivon", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))
+register_format(Format("multivon", read=read_multivon, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))
