@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
         ToolCallNecessity,
         TrajectoryEfficiency,
     )
+    from tracejudge.stages.score.bfcl_relevance import BfclRelevance
     from tracejudge.stages.score.pass_at_k import PassHatK
     from tracejudge.stages.score.recorded_reward import RecordedReward
     from tracejudge.stages.score.tau_outputs import TauOutputs
@@ -67,6 +68,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
 _LAZY = {
     "AgentMemoryEval": "tracejudge.stages.judge.metrics",
     "ArgumentCorrectness": "tracejudge.stages.score",
+    "BfclRelevance": "tracejudge.stages.score.bfcl_relevance",
     "BudgetConfig": "tracejudge.core.config",
     "CacheConfig": "tracejudge.core.config",
     "Case": "tracejudge.core.records",
@@ -154,6 +156,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AgentMemoryEval",
     "ArgumentCorrectness",
+    "BfclRelevance",
     "BudgetConfig",
     "CacheConfig",
     "Case",
