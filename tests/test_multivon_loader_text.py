@@ -41,9 +41,10 @@ def _upstream(path: Path) -> list[Any] | str:
 
 def test_lines_of_only_unicode_white_space_are_blank_as_multivon_reads_them(tmp_path: Path) -> None:
     path = tmp_path / "cases.jsonl"
-    path.write_text('{"input": "a", "case_id": "a"}\n\u00a0\n\u2028\n \u3000\t\n{"input": "b", "case_id": "b"}\n', encoding="utf-8")
-    assert [c.case_id for c in _upstream(path)] == ["a", "b"]
-    assert [(line, c.id) for line, c in _ours(path)] == [(1, "a"), (5, "b")]
+    path.write_text('{"input": "a", "case_id": "a"}\n\u00a0\n\u2028\n \u3000\t\n{"input": "b", "case_id": "b"}\n'
+                    '\u00a0{"input": "c", "case_id": "c"}\u2028 \n', encoding="utf-8")  # (space around an object: stripped too)
+    assert [c.case_id for c in _upstream(path)] == ["a", "b", "c"]
+    assert [(line, c.id) for line, c in _ours(path)] == [(1, "a"), (5, "b"), (6, "c")]
 
 
 def test_a_line_starting_with_a_byte_order_mark_is_its_error_where_multivon_refuses_the_file(tmp_path: Path) -> None:

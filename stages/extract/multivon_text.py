@@ -2,7 +2,7 @@
 
 `load_jsonl` opens the file as UTF-8 text (not `utf-8-sig`), strips each line with `str.strip` and skips it when
 nothing is left, then decodes it with `json.loads`. So a line of only Unicode white space (a no-break space, U+2028)
-is blank and skipped, while a line starting with a byte-order mark is refused (`Unexpected UTF-8 BOM`); multivon
+is blank and skipped, one with such space around its object is that object, while a line starting with a byte-order mark is refused (`Unexpected UTF-8 BOM`); multivon
 refuses the whole file for it, this reader that line (one bad case never stops a run). `case_from_dict` takes any
 text: an empty tool name, which no trace can hold (`records.ToolName`), is read as a name no tool has
 (`blank_name`), and half a UTF-16 pair (`"\\ud800"`), which no UTF-8 file can hold, as U+FFFD (`mended`).
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tracejudge.stages.extract.common import read_lines
+from tracejudge.stages.extract.common import JsonLine, read_lines
 from tracejudge.stages.load import RawRecord
 from tracejudge.stages.load.encoding import BOM
 
@@ -66,25 +66,28 @@ def read_multivon(dataset: Any) -> Iterator[RawRecord]:
             marked.pop(0)
             if raw.error is None:
                 raw.error = f"line {_BOM_LINE}"
-        elif raw.error is None and _unicode_blank(raw.payload.data):
-            continue
+        elif raw.error is None and (stripped := _unicode_stripped(raw.payload.data)) is not None:
+            if not stripped:
+                continue
+            raw.payload = JsonLine(stripped, raw.payload.default_id)  # (`{…}` between no-break spaces: JSON once stripped)
         yield raw
     for line in marked if dataset.limit is None else []:
         yield RawRecord(str(dataset.path), line, error=f"line {_BOM_LINE}")
 
 
-def _unicode_blank(data: bytes | str) -> bool:
-    """Whether a line is only white space as `str.strip` has it, beyond the ASCII blanks the framing passes over."""
-    if not isinstance(data, bytes):
-        return not data.strip()
+def _unicode_stripped(data: bytes) -> bytes | None:
+    """The line as `str.strip` leaves it when Unicode white space beyond the ASCII blanks the framing passes over
+    starts or ends it (`b""`: a blank line), else None: the line as it is (most lines: two byte tests, no copy)."""
     at = _ASCII_BLANKS.match(data).end()  # type: ignore[union-attr]  (no copy of a long line, as `lstrip` makes)
-    if at == len(data) or data[at] < 0x80:
-        return False
+    tail = data[-8:].rstrip()
+    if at < len(data) and data[at] < 0x80 and tail and tail[-1] < 0x80:
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return not text.strip()
+        return None  # (not UTF-8: the line's own error, as ever)
+    stripped = text.strip()
+    return stripped.encode("utf-8") if stripped != text.strip(" \t\r\n\x0b\x0c") or not stripped else None
 
 
 def _bom_lines(path: Path) -> list[int]:
