@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from tracejudge.core.regular_file import open_regular
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet
 
@@ -51,8 +52,10 @@ class CheckpointFile(BaseModel):
 
 
 def read_index(path: Path, n: int) -> tuple[KeySet, int]:
-    """The first `n` keys of `results.idx` as a `KeySet` (built at once: `KeySet.from_index`), and their CRC-32."""
-    with open(path, "rb") as fh:
+    """The first `n` keys of `results.idx` as a `KeySet` (built at once: `KeySet.from_index`), and their CRC-32.
+
+    Raises `NotRegularFile` (an `OSError`) for a FIFO or a device in its place, which a plain open waited on."""
+    with open_regular(path) as fh:
         data = fh.read(n * 8)
     return KeySet.from_index(data, size_hint=n), zlib.crc32(data)
 

@@ -27,6 +27,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.regular_file import open_regular
+
 __all__ = ["CONFIGS", "append", "last"]
 
 CONFIGS = "configs.jsonl"
@@ -37,7 +39,8 @@ def last(run_dir: Path) -> dict[str, Any] | None:
     """The last readable entry of `RUN_DIR/configs.jsonl` (a dict with the manifest's `_KEYS`), or None."""
     path = Path(run_dir) / CONFIGS
     try:
-        data = path.read_bytes()
+        with open_regular(path) as fh:  # (a FIFO in its place: unreadable, not waited on)
+            data = fh.read()
     except OSError:
         return None
     for raw in reversed(data.splitlines()):

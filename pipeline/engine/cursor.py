@@ -53,6 +53,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.config import RunConfig
 from tracejudge.core.log import get_logger
+from tracejudge.core.regular_file import NotRegularFile, open_regular
 from tracejudge.engine import store
 from tracejudge.engine.admit import safe_text
 from tracejudge.engine.cursor_prior import PriorIds
@@ -238,7 +239,7 @@ class Tracker:
 
     def _read_index(self) -> None:
         # The results written since the last save (results.idx grows by 8 bytes a result, after its fsync).
-        with open(self.run_dir / store.INDEX, "rb") as fh:
+        with open_regular(self.run_dir / store.INDEX) as fh:
             fh.seek(self.idx_pos)
             data = fh.read()
         data = data[: len(data) // 8 * 8]
@@ -341,8 +342,12 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
         state = {"offset": 0, "line": 0, "records": 0, "ids": 0, "skipped": 0, "crc": 0}
         tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, state, stat, idx_pos)  # type: ignore[arg-type]
         return Resume(read_jsonl(path, limit), FirstSeen(size_hint=size_hint), tracker, 0)
-    with open(run_dir / CURSOR_IDS, "rb") as fh:
-        ids = fh.read(cur.ids * 16)
+    try:
+        with open_regular(run_dir / CURSOR_IDS) as fh:
+            ids = fh.read(cur.ids * 16)
+    except OSError as exc:
+        log.warning("resume cursor not used", run_dir=str(run_dir), reason=f"{type(exc).__name__}: {exc}"[:200])
+        return None
     name = str(path)
     seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=PriorIds(ids, done), prior_file=name)
     state = {"offset": cur.offset, "line": cur.line, "records": cur.records, "ids": cur.ids, "skipped": cur.skipped, "crc": cur.prefix_crc32}
@@ -359,7 +364,10 @@ def _usable(run_dir: Path, config: RunConfig, path: Path, recovery: dict[str, An
     if not p.exists():
         return None, None
     try:
-        cur = CursorFile.model_validate_json(p.read_bytes())
+        with open_regular(p) as fh:
+            cur = CursorFile.model_validate_json(fh.read())
+    except NotRegularFile as exc:  # (a FIFO in its place, which a plain read waited on: replaced by the new cursor)
+        return None, f"cursor.json is {exc.strerror}"
     except ValidationError as exc:
         return None, f"cursor.json does not validate ({str(exc).splitlines()[0][:120]})"
     if cur.format != _FORMAT:

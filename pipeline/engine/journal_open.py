@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
+from tracejudge.core.regular_file import open_regular
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, line_at, read_index, size_of, untouched
@@ -151,7 +152,8 @@ def _read_checkpoint(journal: RunJournal) -> CheckpointFile | None:
     if not p.exists():
         return None
     try:
-        return CheckpointFile.model_validate_json(p.read_bytes())
+        with open_regular(p) as fh:  # (a FIFO in its place: unreadable, not waited on)
+            return CheckpointFile.model_validate_json(fh.read())
     except (OSError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, ValidationError):

@@ -13,21 +13,27 @@ interrupted). Reading never runs code and never writes.
 - `run_state(run_dir)`: a `RunState` (state word, standing results, resume command, holder).
 - `foreign_files(run_dir)`: the files a run writes that a folder no run made holds (no results, no run's manifest):
   a run there would overwrite them.
+- `refuse_special_files(run_dir)`: a FIFO, a device or a socket where a run opens a file in place (`IN_PLACE`) is
+  an error naming it, before the run reads or writes anything.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shlex
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tracejudge.core.destination import run_manifest
+from tracejudge.core.regular_file import NotRegularFile
 from tracejudge.engine import store
 from tracejudge.engine.resume_line import PLACEHOLDER, PLACEHOLDER_NOT_SHOWN, is_run_line
 
-__all__ = ["RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
+__all__ = ["IN_PLACE", "RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "refuse_special_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
 
 
 # Every file a run may write in its directory (`.lock` aside, which it removes), in two kinds. `RUN_MARKS`: names only a
@@ -37,6 +43,12 @@ __all__ = ["RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "last_segment
 # and checks it wrote no other.
 RUN_MARKS = (store.RESULTS, store.INDEX, "cursor.ids", "batches.jsonl", "judge_spend.jsonl", "judge_run_id", "case_digests.txt")
 RUN_WRITES = (store.MANIFEST, store.CHECKPOINT, store.SUMMARY, *store.REPORT_NAMES, "configs.jsonl", "cursor.json", "traces.jsonl")
+# The files a run opens where they stand, to read them or to append to them, rather than writing a new file and renaming
+# it over the old one: a FIFO at one of these names (an unpacked artifact, a crafted directory) made the resume wait on
+# its open for a writer that never came, deaf to SIGTERM. The others (manifest, checkpoint, cursor.json, summary,
+# reports) are read through `open_regular`, and one that is not a file is taken as unreadable and written anew.
+IN_PLACE = (store.RESULTS, store.INDEX, "cursor.ids", "configs.jsonl", "judge_spend.jsonl", "batches.jsonl", "case_digests.txt",
+            "judge_run_id", "traces.jsonl")
 
 
 def foreign_files(run_dir: Path) -> list[str]:
@@ -48,6 +60,20 @@ def foreign_files(run_dir: Path) -> list[str]:
     if any((run_dir / name).exists() for name in RUN_MARKS) or run_manifest(run_dir / store.MANIFEST):
         return []
     return [name for name in RUN_WRITES if (run_dir / name).exists()]
+
+
+def refuse_special_files(run_dir: Path) -> None:
+    """Raise `NotRegularFile` (an `OSError`: `error: PATH: not a regular file (a FIFO, a device or a socket)`) for the
+    first of `IN_PLACE` that `run_dir` holds as anything but a regular file or a folder, symlinks followed. A missing
+    file, or one whose metadata cannot be read, is left to the reader that opens it (it names the file and its error)."""
+    for name in IN_PLACE:
+        path = Path(run_dir) / name
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, a device or a socket)", str(path))
 
 
 def summary_of(run_dir: Path) -> dict[str, Any] | None:

@@ -317,6 +317,7 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
                     ahead: FingerprintAhead | None = None, command: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
     # Refuses (ManifestMismatch) a directory of another config or dataset unless forced, and a folder no run made whose
     # own files a run would overwrite.
+    run_state.refuse_special_files(run_dir)  # (before the manifest is written: a refused resume leaves the directory as it was)
     if mine := run_state.foreign_files(run_dir):
         raise TracejudgeError(f"run.dir: {run_dir} is not a run directory, but holds {', '.join(mine)}, which a run writes and would overwrite: "
                               "name a new or empty folder (run.dir or --run-dir), or move those files away")

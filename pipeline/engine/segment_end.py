@@ -76,7 +76,7 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     """
     path = run_dir / store.CHECKPOINT
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
+        body = json.loads(store.read_text(path))
     except (OSError, ValueError):
         return None
     segments = body.get("segments") if isinstance(body, dict) else None

@@ -48,6 +48,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
+from tracejudge.core.regular_file import open_regular
+
 __all__ = ["SPEND", "MemberSpend", "SpendJournal", "spend_by_model", "spend_totals"]
 
 SPEND = "judge_spend.jsonl"
@@ -174,7 +176,7 @@ class MemberSpend:
 
 
 def _ends_a_line(path: Path) -> bool:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(-1, os.SEEK_END)
         return fh.read(1) == b"\n"
 
@@ -283,7 +285,7 @@ _READ_KEEP = 32
 def _tally(path: Path) -> _Tally | None:
     """The totals of every line of the journal at `path` (`None` when it cannot be read)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # (a FIFO in its place is no journal: `report` waited on it for a writer)
             st = os.fstat(fh.fileno())
             with _READ_LOCK:
                 seen = _READ.get(str(path))

@@ -108,13 +108,15 @@ def finished_keys(run_dir: Path) -> Callable[[int], bool] | None:
     but for those `checkpoint.json` holds as provisional (a budget skip, a failure the resume retries), and the lines
     of `results.jsonl` past the checkpoint (a segment killed before its next one: a line that `store` marks provisional
     is not final). Without a checkpoint, every line. Costs a read of the index, not a parse of every result."""
+    from tracejudge.core.regular_file import open_regular
     from tracejudge.engine import store
     from tracejudge.engine.keyset import KeySet, result_key
 
     try:
         cp = json.loads(store.read_text(run_dir / store.CHECKPOINT))
         start, provisional = int(cp["results_bytes"]), {int(k) for k in cp.get("provisional") or {}}
-        data = (run_dir / store.INDEX).read_bytes()
+        with open_regular(run_dir / store.INDEX) as fh:  # (a FIFO in its place: no index, not a wait)
+            data = fh.read()
         done = KeySet.from_index(data[: int(cp["results_lines"]) * 8])
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         start, provisional, done = 0, set(), KeySet()
