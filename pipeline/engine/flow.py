@@ -29,6 +29,7 @@ from tracejudge.engine.executors.pump import Mapped, ordered_map
 from tracejudge.engine.flow_streams import _EAGER, _Eager, _emit, _slices  # (`_EAGER`: as `flow._EAGER` too)
 from tracejudge.engine.keyset import FirstSeen, key_hash, result_key, trial_key
 from tracejudge.engine.live import LiveStatus
+from tracejudge.engine.read_ahead import ReadLeft
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.shards import Shard, shard_index
 from tracejudge.engine.unwritable import unencodable as _unencodable
@@ -141,27 +142,30 @@ class _Flow:
         peek = self.peek if len(self.journal.done) or self.shard is not None else None
         async with send, aclosing(records):  # type: ignore[type-var]
             batch: list[Any] = []
-            async for raw in records:
-                if self.stop.is_set():
-                    self.cut_short = True
-                    break
-                # One peek a record, shared by the cursor, the shard filter and the skip of finished records.
-                pid = self.peek(raw.payload) if (peek is not None or self.tracker is not None) and raw.error is None else None
-                if self.tracker is not None:
-                    self.tracker.read(raw, pid)
-                if type(raw.payload) is bytes and not raw.payload.endswith(b"\n"):  # a JSONL file's last line, torn?
-                    self.admission.note_torn(raw, self.peek)
-                if peek is not None and self.shard is not None and self.foreign(pid):
-                    continue  # known from the id alone: not even parsed
-                if peek is not None and self.finished(raw, pid):
-                    self.read_skipped += self.trials
-                    if self.read_skipped % 512 == 0:
-                        await anyio.lowlevel.checkpoint()  # let signals and flushes in
-                    continue
-                batch.append(raw)
-                if len(batch) >= self.raw_chunk:
-                    await send.send(batch)
-                    batch = []
+            try:
+                async for raw in records:
+                    if self.stop.is_set():
+                        self.cut_short = True
+                        break
+                    # One peek a record, shared by the cursor, the shard filter and the skip of finished records.
+                    pid = self.peek(raw.payload) if (peek is not None or self.tracker is not None) and raw.error is None else None
+                    if self.tracker is not None:
+                        self.tracker.read(raw, pid)
+                    if type(raw.payload) is bytes and not raw.payload.endswith(b"\n"):  # a JSONL file's last line, torn?
+                        self.admission.note_torn(raw, self.peek)
+                    if peek is not None and self.shard is not None and self.foreign(pid):
+                        continue  # known from the id alone: not even parsed
+                    if peek is not None and self.finished(raw, pid):
+                        self.read_skipped += self.trials
+                        if self.read_skipped % 512 == 0:
+                            await anyio.lowlevel.checkpoint()  # let signals and flushes in
+                        continue
+                    batch.append(raw)
+                    if len(batch) >= self.raw_chunk:
+                        await send.send(batch)
+                        batch = []
+            except ReadLeft:  # a stop came while the reader waited (`read_ahead`): the records after are the resume's
+                self.cut_short = True
             if batch:
                 await send.send(batch)
 

@@ -1,6 +1,6 @@
 """How the run's pipeline (`engine.flow`) reads and writes its memory streams: `_Eager` takes what a stream holds
 without a checkpoint per item (a trip round the event loop each cost more than a cached case's judging), `_emit`
-hands works on, `_slices` and `_aiter` feed them."""
+hands works on, `_slices` feeds them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["_EAGER", "_Eager", "_aiter", "_emit", "_slices"]
+__all__ = ["_EAGER", "_Eager", "_emit", "_slices"]
 
 
 # Works a task takes without a checkpoint before it yields to the loop all the same: each
@@ -68,7 +68,3 @@ async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], singl
     elif items:
         await send.send(items)
 
-
-async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
-    for item in items:
-        yield item

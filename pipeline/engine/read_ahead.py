@@ -15,6 +15,11 @@ and then blocks keeps the records of the hop under way until its next record or 
 runs beside the event loop's own work: the loop waits for the hop (a reading thread alongside the
 scoring would contend with it for the interpreter). The records keep their order; the reader's
 exception arrives after the records read before it.
+
+A stop (the run's first SIGTERM or Ctrl-C, `stop`) ends the read even while a hop waits on the reader: a reader blocked
+on a pipe that stays open without data, or on a server that stalls mid-page, never returned, and the run, waiting for
+the hop, could not wind down until it did. The hop's thread is then left inside the reader (it is not closed: a thread
+is inside it) and ends with the process (`cli.console_main` does not wait for such a thread).
 """
 
 from __future__ import annotations
@@ -25,13 +30,17 @@ from typing import Any
 
 import anyio
 
-__all__ = ["BATCH_SECONDS", "MAX_BATCH", "read_ahead"]
+__all__ = ["BATCH_SECONDS", "MAX_BATCH", "ReadLeft", "read_ahead"]
 
 MAX_BATCH = 512
 """Records one hop to the worker thread reads at most: the hop's cost (tens of µs) spread over them."""
 
 BATCH_SECONDS = 0.02
 """A hop whose records took longer than this (s) hands them on and makes the next hop a single record."""
+
+
+class ReadLeft(Exception):
+    """Raised by `read_ahead` when its stop was set while a hop waited on the reader: the records after it were not read."""
 
 
 def _gather(it: Iterator[Any], size: int) -> tuple[list[Any], bool, BaseException | None, bool]:
@@ -50,17 +59,45 @@ def _gather(it: Iterator[Any], size: int) -> tuple[list[Any], bool, BaseExceptio
     return out, True, None, False
 
 
-async def read_ahead(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
+async def _hop(it: Iterator[Any], size: int, stop: anyio.Event) -> tuple[list[Any], bool, BaseException | None, bool] | None:
+    """`_gather(it, size)` in a worker thread; None when `stop` is set first (the thread is then left to finish alone)."""
+    got = None
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await stop.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        got = await anyio.to_thread.run_sync(_gather, it, size, abandon_on_cancel=True)
+        tg.cancel_scope.cancel()
+    return got
+
+
+async def read_ahead(items: Iterable[Any], stop: anyio.Event | None = None) -> AsyncGenerator[Any, None]:
     """`items` (a format's `read(dataset)`), advanced in a worker thread; an async generator of the same items.
 
     Raises what iterating `items` raises, after the items read before it. Closing this generator closes
-    `items`' iterator (its open files), which no thread is then inside.
+    `items`' iterator (its open files), which no thread is then inside. With `stop`: once it is set while a hop waits
+    on the reader, raises `ReadLeft` at once, and `items`' iterator, which that hop's thread is still inside, is left
+    unclosed.
     """
     it = iter(items)
     size = 1
+    inside = False  # a hop's thread is (or may still be) inside `it`: it is not closed then
     try:
         while True:
-            batch, ended, error, slow = await anyio.to_thread.run_sync(_gather, it, size)
+            if stop is None:
+                got = await anyio.to_thread.run_sync(_gather, it, size)
+            else:
+                if stop.is_set():
+                    raise ReadLeft("the dataset's read was left on a stop")
+                inside = True  # (till the hop returns: a cancellation from outside leaves its thread too)
+                got = await _hop(it, size, stop)
+                if got is None:
+                    raise ReadLeft("the dataset's read was left on a stop")
+                inside = False
+            batch, ended, error, slow = got
             size = 1 if slow else min(size * 2, MAX_BATCH)
             for item in batch:
                 yield item
@@ -70,5 +107,5 @@ async def read_ahead(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
                 return
     finally:
         close = getattr(it, "close", None)
-        if close is not None:
+        if close is not None and not inside:
             close()

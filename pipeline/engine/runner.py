@@ -42,7 +42,6 @@ from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.fingerprint_ahead import FingerprintAhead
 from tracejudge.engine.flow import _Flow
-from tracejudge.engine.flow_streams import _aiter
 from tracejudge.engine.journal_counts import agent_raised, judge_refused, worker_died
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.read_ahead import read_ahead
@@ -231,7 +230,7 @@ async def run(
                     # numpy (the summary's bootstrap) is imported while this process mostly waits on its workers,
                     # not after the last result, when every other core is idle.
                     tg.start_soon(_import_numpy)
-                await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir, digests))
+                await flow.run(executor, read_ahead(resume.records, stop) if resume is not None else _records(config, fmt, source, run_dir, digests, stop))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), None
         except BaseException as exc:
             ended, crashed = "interrupted", exc
@@ -393,8 +392,9 @@ def _case_digests(run_dir: Path, journal: RunJournal, source: MemorySource, tria
     return digests
 
 
-def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path, digests: CaseDigests | None = None) -> AsyncIterator[Any]:
+def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path, digests: CaseDigests | None = None,
+             stop: anyio.Event | None = None) -> AsyncIterator[Any]:
     if source is not None:
         return source.records() if digests is None else digests.checked(source.records())
     dataset = fmt.bind(config.dataset, run_dir) if fmt.bind is not None else config.dataset
-    return read_ahead(fmt.read(dataset))  # (a server's pages, a file's records: the event loop goes on meanwhile)
+    return read_ahead(fmt.read(dataset), stop)  # (a server's pages, a file's records: the event loop goes on meanwhile)
