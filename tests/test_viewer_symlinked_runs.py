@@ -96,3 +96,58 @@ def test_a_link_retargeted_while_the_viewer_runs_is_served_as_a_fresh_start_woul
         (runs / "latest").unlink()
         (runs / "latest").symlink_to("b")
         assert _listed(url) == ["a", "nightly", "b"]
+
+
+def _case_ids(url: str, rid: str) -> tuple[int, list[str]]:
+    status, page = get(f"{url}/run/{rid}/cases")
+    return status, sorted(set(re.findall(r"\b(?:north|south)-\d\b", page)))
+
+
+def _indexed(run_dir: Path) -> list[str]:
+    """The case ids a run directory's own `view.idx` holds rows for."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{run_dir / 'view.idx'}?mode=ro", uri=True)
+    try:
+        return sorted(row[0] for row in db.execute("SELECT case_id FROM results"))
+    finally:
+        db.close()
+
+
+def test_a_run_directory_replaced_by_a_link_is_followed_as_a_link(built: dict[str, Path], tmp_path: Path) -> None:
+    # A directory served as itself was never looked at again: replaced by a link to `a`, it was listed beside `a` and
+    # its pages served `a`'s run under its own name.
+    runs, store = tmp_path / "runs", tmp_path / "store"
+    runs.mkdir()
+    copy_run(built["north"], runs / "a")
+    copy_run(built["south"], runs / "b")
+    with view_server(str(runs)) as url:
+        assert _case_ids(url, "b") == (200, ["south-0", "south-1", "south-2"])
+        store.mkdir()
+        (runs / "b").rename(store / "b")
+        (runs / "b").symlink_to("a")
+        status, page = get(url + "/run/b")  # (its own page first: a link to a run is followed there too)
+        assert status == 410 and "now points to the run served as a" in page, (status, page[:300])
+        assert _listed(url) == ["a"]
+        # A link pointed at a run of its own again, and a link replaced by a directory again, are served as that run.
+        (runs / "b").unlink()
+        (runs / "b").symlink_to(store / "b")
+        assert _listed(url) == ["a", "b"] and _case_ids(url, "b") == (200, ["south-0", "south-1", "south-2"])
+        (runs / "b").unlink()
+        copy_run(built["north"], runs / "b")
+        assert _case_ids(url, "b") == (200, ["north-0", "north-1", "north-2"])
+
+
+def test_a_link_retargeted_outside_the_folder_is_read_with_its_new_run_s_index(built: dict[str, Path], tmp_path: Path) -> None:
+    # The index opened for the old target was kept: the new run's rows were written into the old run's view.idx.
+    runs, store = tmp_path / "runs", tmp_path / "store"
+    runs.mkdir()
+    (runs / "latest").symlink_to(copy_run(built["south"], store / "r1"))
+    with view_server(str(runs)) as url:
+        assert _case_ids(url, "latest") == (200, ["south-0", "south-1", "south-2"])
+        (runs / "latest").unlink()
+        (runs / "latest").symlink_to(copy_run(built["north"], store / "r2"))
+        assert _listed(url) == ["latest"]
+        assert _case_ids(url, "latest") == (200, ["north-0", "north-1", "north-2"])
+        assert _indexed(store / "r2") == ["north-0", "north-1", "north-2"]
+        assert _indexed(store / "r1") == ["south-0", "south-1", "south-2"]

@@ -40,7 +40,8 @@ from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page, rest_html
 from tracejudge.viewer.pages_cases import cases_page
 from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
-from tracejudge.viewer.runs import Run, RunTable, differs
+from tracejudge.viewer.run_table import RunTable
+from tracejudge.viewer.runs import Run, differs
 from tracejudge.viewer.server_log import server_log
 
 __all__ = ["make_app", "start_viewer"]  # (`tracejudge view` itself: `tracejudge.viewer.command.serve_command`)

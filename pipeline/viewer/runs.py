@@ -15,7 +15,7 @@ from tracejudge.engine import store
 from tracejudge.viewer.index import RunIndex
 from tracejudge.viewer.traces import CaseSource, read_object
 
-__all__ = ["Run", "RunTable", "differs", "discover_runs", "load_runs", "shown_time", "viewer_paths", "watched_folders"]
+__all__ = ["Run", "differs", "discover_runs", "load_runs", "shown_time", "viewer_paths", "watched_folders"]
 
 
 @dataclass
@@ -26,8 +26,9 @@ class Run:
     path: Path
     name: str
     _index: RunIndex | None = field(default=None, repr=False)
+    _index_for: tuple[int, int] | None = field(default=None, repr=False)  # (the directory `_index` is of: `_identity`)
     _source: CaseSource | None = field(default=None, repr=False)
-    _source_key: tuple[int, int] | None = field(default=None, repr=False)
+    _source_key: tuple[Any, ...] | None = field(default=None, repr=False)
     _summary: tuple[tuple[int, int, int], dict[str, Any], str | None] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: The name of the run served whose directory this run's link now points at (`RunTable.scan`), else None.
@@ -35,10 +36,15 @@ class Run:
 
     @property
     def index(self) -> RunIndex:
-        """The run's `view.idx` (built on first use; call `refresh()` to catch up with a growing run)."""
+        """The run's `view.idx` (built on first use; call `refresh()` to catch up with a growing run). Opened again when
+        `path` names another directory since (a link retargeted, a directory replaced by a link to another run): the one
+        kept was the other directory's, its rows that run's, and its refresh wrote the new run's rows into that index."""
+        now = _identity(self.path)
         with self._lock:  # worker threads ask for it concurrently: open it once
+            if self._index is not None and now is not None and now != self._index_for:
+                self._index = None  # (not closed: a page may still be reading it; it closes when the last one lets go)
             if self._index is None:
-                self._index = RunIndex(self.path)
+                self._index, self._index_for = RunIndex(self.path), now
             return self._index
 
     @property
@@ -49,7 +55,7 @@ class Run:
         perhaps, while the viewer is open): the old one would read the old dataset and keep its cached cases.
         """
         with self._lock:
-            key = _stamp(self.path / store.MANIFEST)
+            key = (_identity(self.path), _stamp(self.path / store.MANIFEST))
             if self._source is None or key != self._source_key:
                 self._source, self._source_key = CaseSource(self.path, self.manifest()), key
             return self._source
@@ -191,6 +197,15 @@ def _stamp(path: Path) -> tuple[int, int]:
     return (st.st_mtime_ns, st.st_size)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """`(device, inode)` of the directory `path` names now, links followed; None when it names none (one stat)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     return read_object(path)[0]
 
@@ -258,110 +273,6 @@ def _new_run(path: Path, seen: set[str]) -> Run:
         rid, n = f"{base}-{n}", n + 1
     seen.add(rid)
     return Run(rid, path, name)
-
-
-class RunTable:
-    """The runs a viewer serves by id: those it started with, and each run directory written since into a folder it
-    watches (`watched_folders`: `runs/`, or a folder of runs named on the command line), found by `scan`.
-
-    A run keeps its id while the viewer runs, its directory deleted or not (its pages then say it is gone, `Run.gone`),
-    so a link to it never comes to name another run. A run served through a symlink that is retargeted since at a run
-    served under another name (`ln -sfn a runs/latest`) is that run's second name: no longer listed nor offered, its
-    pages say which run it now is, as a viewer started after the `ln` would not serve it at all. Safe to use from
-    several threads.
-    """
-
-    def __init__(self, runs: list[Run], folders: Sequence[Path] = ()) -> None:
-        self._runs = {r.rid: r for r in runs}
-        self._folders = list(folders)
-        self._names = {str(r.path) for r in runs}  # (each run's spelling, as `discover_runs` spells an entry)
-        self._real = {r.rid: str(r.path.resolve()) for r in runs}  # (followed again on each scan for a symlink's run)
-        self._links = {r.rid for r in runs if r.path.is_symlink()}
-        self._lock = threading.Lock()
-
-    def get(self, rid: str) -> Run | None:
-        """The run of id `rid`, or None (call `scan` first to find one written since)."""
-        with self._lock:
-            return self._runs.get(rid)
-
-    def __contains__(self, rid: object) -> bool:
-        with self._lock:
-            return rid in self._runs
-
-    def linked(self, rid: str) -> bool:
-        """Whether the run of id `rid` was reached through a symlink (which may point at another run since: `scan`)."""
-        with self._lock:
-            return rid in self._links
-
-    def values(self) -> list[Run]:
-        """Every run served, those the viewer started with first, then those found since in the order found; less a
-        link's run whose link now points at a run served under another name (`second_name_of`)."""
-        with self._lock:
-            return [r for r in self._runs.values() if r.second_name_of is None]
-
-    def scan(self) -> int:
-        """Follow again the symlinks runs are served through, and add the run directories in the watched folders not
-        served yet; returns how many were added. Blocking (a listing of each folder, a stat per run served through a
-        link, and a stat or two per entry not served yet); a folder that cannot be listed adds none."""
-        self._follow_links()
-        found: list[Path] = []
-        for folder in self._folders:
-            try:
-                names = sorted(os.listdir(folder))
-            except OSError:  # (the folder removed or unreadable meanwhile: the runs already served stay)
-                continue
-            # (an entry served already is known by its name, spelled as `discover_runs` spells it: only the others are
-            # looked at, so the cost is one listing however many runs the folder holds)
-            found += [p for name in names if str(p := folder / name) not in self._names and _is_run(p)]
-        added = 0
-        with self._lock:
-            # (resolved only when new by its spelling: a second name of a run served, a symlink, is not served twice;
-            # a symlink beside the run it points to leaves that run its own name, even one served before the run came)
-            served = [(r, self._real[r.rid], r.rid in self._links) for r in self._runs.values()]
-            new = [(p, str(p.resolve()), p.is_symlink()) for p in found if str(p) not in self._names]
-            for p, real, link in _firsts([((p, real, link), real, link) for p, real, link in new], set(), served):
-                run = _new_run(p, set(self._runs))
-                self._runs[run.rid] = run
-                self._names.add(str(p))
-                self._real[run.rid] = real
-                if link:
-                    self._links.add(run.rid)
-                added += 1
-        self._mark_second_names()
-        return added
-
-    def _follow_links(self) -> None:
-        """Resolve again the runs served through a symlink: one may point at another directory since."""
-        with self._lock:
-            linked = [r for r in self._runs.values() if r.rid in self._links]
-        now = {r.rid: str(r.path.resolve()) for r in linked}
-        with self._lock:
-            self._real.update(now)
-
-    def _mark_second_names(self) -> None:
-        """Mark as a second name each run whose directory is served under another name, by `_one_per_run`'s rule (a
-        run's own directory first, else the link served first), as a fresh start would serve them; one whose link
-        points away again is listed again."""
-        with self._lock:
-            runs = [(r, self._real[r.rid], r.rid in self._links) for r in self._runs.values()]
-        first = {real: r for r, real in _firsts([((r, real), real, link) for r, real, link in runs], set())}
-        for r, real, _ in runs:
-            other = first[real]
-            r.second_name_of = None if other is r else other.name
-
-    def present(self) -> list[Run]:
-        """The runs a page offers to open or compare with: every run served whose directory is there, the watched folders
-        listed again first (`scan`), so a run written since the viewer started is among them and one removed is not.
-        Blocking (a listing per folder and a stat or two per run)."""
-        self.scan()
-        return [r for r in self.values() if r.gone() is None]
-
-    def close(self) -> None:
-        """Close every run's index."""
-        with self._lock:
-            runs = list(self._runs.values())
-        for run in runs:
-            run.close()
 
 
 def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
