@@ -101,3 +101,54 @@ def test_closing_early_closes_the_reader() -> None:
     assert anyio.run(main) == 3
     assert closed == [True]
 
+
+
+def test_a_stop_leaves_a_reader_that_waits_and_says_so() -> None:
+    # The reader waits for data that never comes (a pipe held open): the stop ends the read at once with `ReadLeft`,
+    # after the records read before it; the reader, which its thread is still inside, is not closed under it.
+    waiting, release, closed = threading.Event(), threading.Event(), []
+
+    def reader():
+        try:
+            yield "first"
+            waiting.set()
+            release.wait(60)
+            yield "never"
+        finally:
+            closed.append(True)
+
+    async def main() -> list[str]:
+        stop, out = anyio.Event(), []
+
+        async def stop_once_it_waits() -> None:
+            await anyio.to_thread.run_sync(waiting.wait, 30)
+            stop.set()
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_once_it_waits)
+                with pytest.raises(ra.ReadLeft):
+                    async for x in ra.read_ahead(reader(), stop):
+                        out.append(x)
+        return out
+
+    try:
+        assert anyio.run(main) == ["first"]
+        assert closed == []
+    finally:
+        release.set()
+
+
+def test_with_a_stop_that_never_comes_every_record_is_read_and_the_reader_closed() -> None:
+    closed = []
+
+    def reader():
+        try:
+            yield from range(ra.MAX_BATCH * 2 + 3)
+        finally:
+            closed.append(True)
+
+    async def main() -> list[int]:
+        return [x async for x in ra.read_ahead(reader(), anyio.Event())]
+
+    assert anyio.run(main) == list(range(ra.MAX_BATCH * 2 + 3)) and closed == [True]
