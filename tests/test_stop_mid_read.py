@@ -7,11 +7,13 @@ process under a generous timeout: one still waiting is killed by it and the test
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -38,6 +40,23 @@ fmt = dataclasses.replace(_native, name="piped", read=_read, peek_id=None, count
 '''
 
 
+def _writer(pipe: Path, proc: subprocess.Popen) -> int:
+    """A descriptor writing to `pipe` once the run's reader has opened it; fails when the run ends first or never does."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)  # (ENXIO while no reader has it open)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+        else:
+            os.set_blocking(fd, True)
+            return fd
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never opened the pipe"
+        time.sleep(0.02)
+
+
 def _run(cfg: Path) -> subprocess.Popen:
     return _forkserver.popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=cfg.parent,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -56,7 +75,7 @@ def test_sigterm_while_the_reader_waits_on_a_pipe_stops_the_run(tmp_path: Path) 
 
     proc = _run(cfg)
     try:
-        fd = os.open(pipe, os.O_WRONLY)  # (returns once the run's reader has opened the pipe)
+        fd = _writer(pipe, proc)
         try:
             os.write(fd, lines[0])  # one case, then nothing: the reader waits for the next line
             proc.send_signal(signal.SIGTERM)
@@ -74,8 +93,11 @@ def test_sigterm_while_the_reader_waits_on_a_pipe_stops_the_run(tmp_path: Path) 
     # The resume reads the pipe again from its start and finishes the run.
     proc = _run(cfg)
     try:
-        with open(pipe, "wb") as fh:
-            fh.write(b"".join(lines))
+        fd = _writer(pipe, proc)
+        try:
+            os.write(fd, b"".join(lines))
+        finally:
+            os.close(fd)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
