@@ -62,7 +62,7 @@ def test_the_copy_covers_every_mode_it_names():
     assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
                      "v2_span_and_event", "v2_span_only_contrib", "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only",
                      "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 29
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 30
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))
@@ -135,3 +135,14 @@ def test_a_broken_trace_beside_a_healthy_one_leaves_the_healthy_one_whole():
     assert all(isinstance(c, Case) for c in got)
     assert [len(c.metadata["otel"]["turns"]) for c in got] == [1, 0]
     assert (got[0].input, got[0].trace.output) == ("Ping?", "Pong.")
+
+
+def test_adk_turns_without_content_stay_turns_with_nothing_to_send():
+    """ADK with content capture off over three turns of one session, a tool call in the second: three turns, one a trace,
+    each with its usage and no user text; the case's `turns` (what a live re-run sends after the input) hold none."""
+    [case] = extract(HERE / "adk_py" / "v2proj_no_content" / "S3.json")
+    turns = case.metadata["otel"]["turns"]
+    assert [(t["user_text"], t["usage"]["input_tokens"], t["usage"]["requests"]) for t in turns] == [
+        (None, 10, 1), (None, 80, 2), (None, 70, 1)]
+    assert (case.input, case.turns) == (None, [])
+    assert [c.name for c in case.trace.tool_calls()] == ["get_weather"]
