@@ -52,7 +52,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     """
     for span in group.spans:
         if span.problem:
-            fail(span.problem, field=f"span {span.span_id}", case_id=group.case_id)
+            fail(span.problem, field=f"span {span.span_id}" if span.span_id else "spanId", case_id=group.case_id)
     index = {s.span_id: s for s in group.spans}
     views = group_views(group)
     role = {sid: v.role for sid, v in views.items()}
@@ -111,7 +111,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             return run_anchor(span, heads[span.span_id], index, role)
         top = span if role[span.span_id] == "agent" else None
         node = _ancestor(span, index, lambda p: role[p.span_id] == "agent")
-        while node is not None:
+        passed = {span.span_id}
+        while node is not None and node.span_id not in passed:  # (an agent seen before: the export's parents loop)
+            passed.add(node.span_id)
             top = node
             node = _ancestor(node, index, lambda p: role[p.span_id] == "agent")
         return top or _root(span, index)

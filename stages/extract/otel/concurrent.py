@@ -252,9 +252,12 @@ def _fresh(runs: list[Span], kids: dict[str, list[Span]], views: dict[str, Any])
 def _first_request(run: Span, kids: dict[str, list[Span]], views: dict[str, Any]) -> Span | None:
     """The model request under `run` that started first, else None."""
     found: list[Span] = []
-    stack = [run]
+    stack, seen = [run], set()
     while stack:
         node = stack.pop()
+        if node.span_id in seen:
+            continue  # (a loop of parents in a hostile export: each span once)
+        seen.add(node.span_id)
         if views[node.span_id].role == "model":
             found.append(node)
             continue

@@ -138,8 +138,10 @@ def unread_requests(group: Group) -> tuple[list[Unread], list[Span]]:
     models = [s for s in group.spans if views[s.span_id].role == "model"]
     top: dict[str, Span] = {}
     for s in models:
-        outer = s
-        while (up := ancestor(outer, index, lambda p: views[p.span_id].role == "model")) is not None:
+        outer, passed = s, {s.span_id}
+        # (Each step goes up one model span; one seen before means the export's parents loop, and the walk ends there.)
+        while (up := ancestor(outer, index, lambda p: views[p.span_id].role == "model")) is not None and up.span_id not in passed:
+            passed.add(up.span_id)
             outer = up
         top[s.span_id] = outer
     heard: set[str] = set()  # requests that recorded their input, read as messages or not

@@ -83,7 +83,7 @@ def _holder(host: Group, span: Span) -> Span:
     manager's call: its code's calls are traces of their own too) whose time holds `span`, when the spans holding it
     nest (two managed runs at once that both hold it: the innermost span holding both); when none does, the root that
     started last before it (a loop joined from one trace per request: the request whose round the call ran in, not
-    the first turn's), else the first root."""
+    the first turn's), else the first root (the first span when a loop of parents leaves none)."""
     views = group_views(host)
     around = [s for s in host.spans if s.start <= span.start and span.end <= s.end
               and (views[s.span_id].role not in ("model", "tool") or code_run(s))]
@@ -96,7 +96,10 @@ def _holder(host: Group, span: Span) -> Span:
     ids = {s.span_id for s in host.spans}
     roots = [s for s in host.spans if s.parent_id not in ids]
     before = [s for s in roots if s.start <= span.start]
-    return max(before, key=lambda s: s.start) if before else roots[0]
+    if before:
+        return max(before, key=lambda s: s.start)
+    # (a host whose every span has a parent in it — a loop of parents in a hostile export — has no root: its first span)
+    return roots[0] if roots else min(host.spans, key=lambda s: (s.start, s.span_id))
 
 
 def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:

@@ -17,11 +17,12 @@ HOPS = 10_000  # a parent chain longer than this is a cycle in a hostile export
 def ancestor(span: Span, index: dict[str, Span], pred: Any) -> Span | None:
     """The nearest ancestor of `span` for which `pred` holds (`None`: none, or a chain past `HOPS`)."""
     seen = 0
-    parent = index.get(span.parent_id or "")
-    while parent is not None and seen < HOPS:
+    # (No parent id is no parent, not the span filed under "": a span that lost its spanId would be everyone's parent.)
+    parent = index.get(span.parent_id) if span.parent_id else None
+    while parent is not None and parent is not span and seen < HOPS:
         if pred(parent):
             return parent
-        parent = index.get(parent.parent_id or "")
+        parent = index.get(parent.parent_id) if parent.parent_id else None
         seen += 1
     return None
 

@@ -183,9 +183,10 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
     index = {s.span_id: s for s in spans}
     for agent, tool, text, model in stopped_runs(spans, kind, view):
         warn_cancel_lookalike(agent, tool, text, model, f"otel: {agent.file}:{agent.line}: trace {agent.trace_id}")
-        anchor, node = agent, agent
-        while node.parent_id in index and kind(node) != "tool":
+        anchor, node, passed = agent, agent, {agent.span_id}
+        while node.parent_id in index and node.parent_id not in passed and kind(node) != "tool":  # (a loop of parents ends)
             node = index[node.parent_id]  # type: ignore[index]
+            passed.add(node.span_id)
             if kind(node) == "agent":
                 anchor = node
         later = [s for s in spans if kind(s) == "model" and s.start > tool.start and _under(s, anchor, index)]

@@ -109,9 +109,12 @@ def _runnable_in_tool(span: Span, index: dict[str, Span], children: dict[str, li
     parent = index.get(span.parent_id) if span.parent_id is not None else None
     if parent is None or views[parent.span_id].role != "tool" or views[parent.span_id].agent_name:
         return False  # (a call that names the agent it ran holds that agent's steps: a smolagents managed agent's `Step 1`)
-    todo = list(children.get(span.span_id, ()))
+    todo, seen = list(children.get(span.span_id, ())), {span.span_id}
     while todo:
         s = todo.pop()
+        if s.span_id in seen:
+            continue  # (a loop of parents in a hostile export: each span once)
+        seen.add(s.span_id)
         if views[s.span_id].role == "model":
             return True
         todo.extend(children.get(s.span_id, ()))
