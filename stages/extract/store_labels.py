@@ -14,7 +14,10 @@ make them (an annotation queue, a reviewer in the UI), and so do evaluators and 
   made (`llm`, `code`, `api`): kept apart, so `judge.labels.fields` reads a person's only unless it names these. A
   source the reader does not know (a kind the store added since) is no person's either: its labels are kept here,
   their source `unknown:<the store's word>` (`unknown` when it names none), and the first of each kind is warned about
-  (`unknown_source`).
+  (`unknown_source`);
+- `metadata.label_details.<name>` / `metadata.other_label_details.<name>`: present only where a store keeps more than the
+  value (an OTel evaluation result's explanation, its text label beside the number kept): one object per label, in the
+  order of the sources (`{}` for a label without any).
 
 tracejudge's own verdicts, written back by `tracejudge export --to phoenix|mlflow`, are none of these: a label
 marked as an export's (`ours`) is dropped, since calibrating the judge against what it said before proves nothing.
@@ -33,18 +36,21 @@ __all__ = ["HUMAN", "StoreLabel", "label_metadata", "merge_label_metadata", "pla
 
 HUMAN = "human"
 _KEYS = (("labels", "label_sources"), ("other_labels", "other_label_sources"))
+_DETAILS = {"labels": "label_details", "other_labels": "other_label_details"}
 log = get_logger("tracejudge.extract.labels")
 
 
 @dataclass(frozen=True)
 class StoreLabel:
     """One label a store holds on a trace: `name`, `value` (bool, float or text), `source` (`human`, `llm`, `code` or `api`),
-    `when` (the store's time of making it, ISO text: the order of several of one name)."""
+    `when` (the store's time of making it, ISO text: the order of several of one name), `details` (what the store keeps
+    beside the value, `label_details`: e.g. `{"explanation": ...}`; empty for most stores)."""
 
     name: str
     value: bool | float | str
     source: str
     when: str = ""
+    details: tuple[tuple[str, Any], ...] = ()
 
 
 def plain_value(raw: Any) -> bool | float | str | None:
@@ -91,18 +97,23 @@ def _shaped(values: list[Any], sources: list[Any]) -> tuple[Any, Any]:
 def label_metadata(found: list[StoreLabel]) -> dict[str, Any]:
     """The metadata keys (`labels`, `label_sources`, `other_labels`, `other_label_sources`) for `found`, each present only
     when it has a label: one value per name (of several, the value they agree on, with the list of their sources), or
-    the list of values that differ, oldest first (module docstring)."""
+    the list of values that differ, oldest first (module docstring); `label_details` / `other_label_details` only for
+    names some label of which has `details`."""
     out: dict[str, Any] = {}
     for (values_key, sources_key), human in zip(_KEYS, (True, False)):
         values: dict[str, list[Any]] = {}
         sources: dict[str, list[str]] = {}
+        details: dict[str, list[dict[str, Any]]] = {}
         for lab in sorted((x for x in found if (x.source == HUMAN) == human), key=lambda x: x.when):
             values.setdefault(lab.name, []).append(lab.value)
             sources.setdefault(lab.name, []).append(lab.source)
+            details.setdefault(lab.name, []).append(dict(lab.details))
         if values:
             shaped = {n: _shaped(v, sources[n]) for n, v in values.items()}
             out[values_key] = {n: v for n, (v, _) in shaped.items()}
             out[sources_key] = {n: s for n, (_, s) in shaped.items()}
+            if kept := {n: d for n, d in details.items() if any(d)}:
+                out[_DETAILS[values_key]] = kept
     return out
 
 
