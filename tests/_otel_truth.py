@@ -63,6 +63,28 @@ def assert_truth(case: Case, truth: dict[str, Any]) -> None:
     assert case.trace.output == truth["turns"][-1]["final_text"]
     if "session_key" in truth:
         assert case.id == truth["session_key"]["value"]
+    assert_evaluations(case, [e for t in truth["turns"] for e in t.get("external_evaluations", [])])
+
+
+def _results(case: Case) -> list[dict[str, Any]]:
+    """The evaluation results `case` holds as labels (`metadata.other_labels`), as a truth lists them: name, score
+    value (None for a result of a text label only) and score label."""
+    out = []
+    labels, details = case.metadata.get("other_labels", {}), case.metadata.get("other_label_details", {})
+    for name, value in labels.items():
+        for i, detail in enumerate(details.get(name, [])):
+            one = value[i] if isinstance(value, list) else value
+            number = one if isinstance(one, float) else None
+            out.append({"name": name, "score_value": number, "score_label": detail.get("score_label", None if number is not None else one)})
+    return out
+
+
+def assert_evaluations(case: Case, want: list[dict[str, Any]]) -> None:
+    """`case`'s labels are the evaluation results a truth lists (`external_evaluations`: name, score value and label),
+    in any order; a truth listing none leaves the case without."""
+    key = lambda r: (r["name"], str(r["score_value"]), str(r["score_label"]))  # noqa: E731
+    expected = [{k: e.get(k) for k in ("name", "score_value", "score_label")} for e in want]
+    assert sorted(_results(case), key=key) == sorted(expected, key=key)
 
 
 def assert_cases_truth(cases: list[Any], truth: dict[str, Any]) -> None:

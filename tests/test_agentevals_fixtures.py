@@ -62,7 +62,7 @@ def test_the_copy_covers_every_mode_it_names():
     assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
                      "v2_span_and_event", "v2_span_only_contrib", "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only",
                      "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 30
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 34
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))

@@ -81,6 +81,8 @@ What a conversation becomes:
 - a model request recorded without its input messages, or with one whose parts were all dropped, is said once per
   file, its case counting it in `metadata.otel.missing_inputs`: its input, results and conversation are left
   unknown, never guessed (`missing_inputs`);
+- evaluation results recorded with the trace (`gen_ai.evaluation.result`, span events and log records) are the case's
+  `metadata.other_labels`, for `judge.labels.fields` (`conventions.genai_evaluations`);
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
   the input / output tokens they recorded, a count that some request of a
@@ -175,6 +177,7 @@ from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_sdk import unanswered_usage
+from tracejudge.stages.extract.otel.conventions.genai_evaluations import evaluation_labels
 from tracejudge.stages.extract.otel.conventions.langfuse_cost import langfuse_cost
 from tracejudge.stages.extract.otel.dropped import warn_lost
 from tracejudge.stages.extract.otel.export_files import bare_where, export_files, not_an_export, otlp_document, warn_blank
@@ -319,6 +322,7 @@ def adapt(group: Group | Refused, options: Options | None = None) -> Case:
              f"span and could belong to several requests{_lost(group.unread)}; scored, it would pass every budget while the run made calls and requests. "
              "Record with content to evaluate it", case_id=group.case_id)
     note_unread(case.metadata, unread_requests(group)[0])  # requests recorded without their input messages (`missing_inputs`)
+    case.metadata.update(evaluation_labels(group))  # evaluation results recorded with the trace (`genai_evaluations`)
     return case
 
 

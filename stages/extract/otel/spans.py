@@ -18,6 +18,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.dropped import dropped_count
+from tracejudge.stages.extract.otel.evaluation_records import place_evaluations
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, nanos, otlp_id, span_kind
 from tracejudge.stages.extract.otel.keys import split_trace
@@ -73,6 +74,7 @@ class Span:
     stand_in: bool = False  # not delivered: made for a lost parent several spans name (`links.stand_in_parents`)
     dropped_attributes: int = 0  # attributes its SDK dropped past the limit per span (`droppedAttributesCount`: `dropped`)
     resource: dict[str, Any] = field(default_factory=dict)  # its resource's attributes (one dict shared by the resource's spans)
+    evaluations: list[LogEvent] = field(default_factory=list)  # evaluation results logged about it (`evaluation_records`)
 
 
 @dataclass(slots=True)
@@ -300,6 +302,7 @@ class Collector:
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         rootless: list[tuple[str, list[Span], list[Span]]] = []
+        evaluations = place_evaluations(self.spans, self.logs, self.log_traces)
         untraced_records(self.spans, self.logs)
         unplaced_spans(self.spans, self.logs, self.log_traces)
         for trace_id, delivered in self.spans.items():
@@ -310,6 +313,7 @@ class Collector:
             owner = lone_request(spans) if unplaced else None
             for span in spans:
                 span.logs = _once_logs(self.logs.get(span.span_id, []) + (unplaced if span is owner else []))
+                span.evaluations = _once_logs(evaluations.get(span.span_id, []))
             split = split_trace(trace_id, spans, keys or [])
             if isinstance(split, RawRecord):
                 self.refused.append(split)
