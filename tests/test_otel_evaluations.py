@@ -133,3 +133,16 @@ def test_a_run_pairs_the_recorded_results_with_the_judges_verdicts(tmp_path: Pat
     [problem] = got["problems"]
     assert problem.startswith("case 'conv-1' metadata.other_labels.Relevance: label: the case's 2 labels of this name (from its traces ")
     assert "disagree: 0.9, 0.4; none is taken" in problem
+
+
+def test_the_drafts_shapes_read_alike(tmp_path: Path) -> None:
+    """A draft emitter's `gen_ai.evaluation` log record, its explanation in the body (opentelemetry-util-genai-dev), and
+    a span event of another name whose `event.name` attribute says what it is."""
+    body = {"kvlistValue": {"values": [{"key": "gen_ai.evaluation.explanation", "value": {"stringValue": "on topic"}}]}}
+    path = _export(tmp_path, [{"eventName": "gen_ai.evaluation", "gen_ai.evaluation.name": "relevance", "gen_ai.evaluation.score.value": 0.8,
+                               "gen_ai.evaluation.score.label": "relevant", "body": body, "traceId": "ab" * 16, "spanId": "c1" * 8}],
+                   events=[{"name": "evaluation", "event.name": "gen_ai.evaluation.result", "gen_ai.evaluation.name": "bias",
+                            "gen_ai.evaluation.score.label": "none"}])
+    [case] = extract(path)
+    assert case.metadata["other_labels"] == {"relevance": 0.8, "bias": "none"}
+    assert case.metadata["other_label_details"]["relevance"] == [{"span_id": "c1" * 8, "score_label": "relevant", "explanation": "on topic"}]
