@@ -224,7 +224,7 @@ def test_bad_override_is_named_as_such(tmp_path):
 def test_invalid_yaml_and_missing_config(tmp_path):
     cfg = tmp_path / "broken.yaml"
     cfg.write_text("dataset: {path: [unclosed\n")
-    with pytest.raises(ConfigError, match=r"broken.yaml:\d+: invalid YAML"):
+    with pytest.raises(ConfigError, match=r"broken.yaml:\d+:\d+: invalid YAML"):
         load_config(cfg)
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "absent.yaml")

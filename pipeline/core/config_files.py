@@ -8,9 +8,10 @@ in one go, not the file only once the key is fixed.
 from __future__ import annotations
 
 import errno
-import stat
 from pathlib import Path
 from typing import Any
+
+from tracejudge.core.regular_file import special_kind
 
 __all__ = ["STDIN_DATASET", "file_problems"]
 
@@ -80,8 +81,4 @@ def _special_file(path: Path) -> str | None:
         mode = path.stat().st_mode
     except OSError:
         return None  # unreadable metadata: the reader reports it with the file's name
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "a special file")
+    return special_kind(mode)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.field_paths import shown_path
 from tracejudge.core.inert_text import visible
-from tracejudge.core.yaml_checks import MAX_EXPANDED_NODES, cycle, duplicate_key, expanded_size
+from tracejudge.core.config_yaml import parse, read_text
+from tracejudge.core.yaml_checks import MAX_EXPANDED_NODES, cycle
 
 if TYPE_CHECKING:
     import yaml
@@ -225,6 +227,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
             value = yaml.safe_load(raw) if raw.strip() not in ("", STDIN) else raw.strip()
         except RecursionError:
             raise ConfigError(f"--set {redact_option(item)[:80]!r}: the value is nested too deeply (thousands of levels)") from None
+        except ValueError:  # (a whole number Python will not read from text: `sys.get_int_max_str_digits()`)
+            raise ConfigError(f"--set {visible(dotted)}=…: {shown_path(_key_parts(dotted))}: a whole number of more than "
+                              f"{sys.get_int_max_str_digits():,} digits is not read") from None
         except yaml.YAMLError as exc:
             shown = redact_option(item)
             # (PyYAML's message quotes the value's text: only a value with nothing masked is quoted whole)
@@ -323,42 +328,13 @@ def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     """The config file at `path` read, checked as YAML, its paths resolved and `overrides` applied (`config.load_config`'s
     first half: PyYAML only, no pydantic, so `tracejudge run` can start hashing the dataset before its models load).
 
-    Raises `ConfigError` naming the file (and line) for an unreadable file, invalid YAML, an alias bomb, a duplicate
-    key, a recursive alias, a top level that is not a mapping, or a bad `--set`.
+    Raises `ConfigError` naming the file (and line) for a missing, unreadable or non-regular file (a FIFO), invalid YAML
+    (line and column), an alias bomb, a duplicate key, a number of too many digits, a recursive alias, a top level that
+    is not a mapping, or a bad `--set`.
     """
-    import yaml
-
     cfg_path = Path(path)
     source = str(path)
-    try:
-        text = cfg_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{source}: config file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read config: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
-                          "save the config as UTF-8 YAML") from None
-    # Parsed once: the node graph gives the alias-bomb check and every key's line, then the data is built from it.
-    loader = yaml.SafeLoader(text)
-    try:
-        root = loader.get_single_node()
-        if (expanded := expanded_size(root)) > MAX_EXPANDED_NODES:
-            raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
-                              f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
-        if (dup := duplicate_key(root)) is not None:
-            key, line, first = dup
-            raise ConfigError(f"{source}:{line}: {shown_path(key)}: duplicate key (first on line {first}); "
-                              "YAML would keep only this one and drop the first silently: merge them into one")
-        data = None if root is None else loader.construct_document(root)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark else source
-        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    except RecursionError:  # (PyYAML composes and builds nested collections by recursion)
-        raise ConfigError(f"{source}: nested too deeply for a config (thousands of levels of lists or mappings)") from None
-    finally:
-        loader.dispose()
+    root, data = parse(read_text(cfg_path, source), source)
     if data is None:
         data = {}
     if not isinstance(data, dict):

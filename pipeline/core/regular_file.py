@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["NotRegularFile", "open_regular"]
+__all__ = ["NotRegularFile", "open_regular", "special_kind"]
 
 
 class NotRegularFile(OSError):
@@ -34,3 +34,13 @@ def open_regular(path: str | Path, buffering: int = -1) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of `st_mode` `mode` is when it is neither a regular file nor a folder ("a FIFO (named pipe)", "a
+    character device", "a block device", "a socket", "a special file"), else None."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import yaml
 
-__all__ = ["MAX_EXPANDED_NODES", "cycle", "duplicate_key", "expanded_size"]
+__all__ = ["MAX_EXPANDED_NODES", "cycle", "duplicate_key", "expanded_size", "huge_int"]
 
 # Generous: a real config has hundreds of nodes; a nine-level "billion laughs" has 10**9 from a few lines.
 MAX_EXPANDED_NODES = 1_000_000
@@ -84,6 +84,33 @@ def duplicate_key(root: yaml.Node | None) -> tuple[tuple[str, ...], int, int] | 
             stack.extend(reversed([(value, (*path, str(key.value))) for key, value in node.value]))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(reversed([(item, (*path, str(i))) for i, item in enumerate(node.value)]))
+    return None
+
+
+def huge_int(root: yaml.Node | None, limit: int) -> tuple[tuple[str, ...], int, int] | None:
+    """The first decimal whole number of more than `limit` digits, as (key path, its line, its digits), or None.
+
+    Python refuses to read such a number from text (`sys.get_int_max_str_digits()`, 4,300 by default: the cost of the
+    conversion grows with the square of its length), and PyYAML's constructor lets that `ValueError` out with no
+    place; the composed graph still knows the key. Hexadecimal, octal and binary numbers have no such limit.
+    """
+    import yaml
+
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    while stack:  # iterative, as `duplicate_key`
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(reversed([(n, (*path, str(key.value))) for key, value in node.value for n in (key, value)]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(item, (*path, str(i))) for i, item in enumerate(node.value)]))
+        elif isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
+            digits = node.value.lstrip("+-").replace("_", "")
+            if digits.isdigit() and len(digits) > limit and not (digits.startswith("0") and len(digits) > 1):
+                return path, node.start_mark.line + 1, len(digits)
     return None
 
 
