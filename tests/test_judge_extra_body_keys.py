@@ -111,3 +111,33 @@ def test_an_empty_key_inside_a_value_is_sent_as_written(simulator: Callable[...,
     data = _config(tmp_path, {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1", "extra_body": extra})
     assert anyio.run(lambda: runner.run(validate_config(data))).summary["status"] == {"ok": 2}
     assert sim.stats.unread_fields["metadata"] == {json.dumps(extra["metadata"], sort_keys=True, separators=(",", ":")): 2}
+
+
+def test_type_problems_are_said_with_the_rest_in_the_files_order(tmp_path: Path) -> None:
+    # (the first value JSON cannot hold used to be the only line: a NaN hid the date, the reserved and empty keys after it)
+    (tmp_path / "c.jsonl").write_text('{"id": "a", "trace": {"steps": []}}\n')
+    cfg = tmp_path / "eb.yaml"
+    cfg.write_text("dataset: {path: c.jsonl}\nmetrics: [{type: TaskCompletion}]\njudge:\n  provider: simulator\n  extra_body:\n"
+                   "    a: .nan\n    b: [1, .inf, 2001-12-14]\n    c: 2001-12-14\n    stream: true\n    \"\": 1\n"
+                   "    d: {1: 2, e: {true: .nan}}\n    f: {x: .nan}\n")
+    from tracejudge.core.config import load_config
+
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    got = [line.split(": ", 2)[:2] for line in str(err.value).splitlines()]
+    assert got == [[f"{cfg}:6", "judge.extra_body.a"], [f"{cfg}:7", "judge.extra_body.b.1"], [f"{cfg}:7", "judge.extra_body.b.2"],
+                   [f"{cfg}:8", "judge.extra_body.c"], [f"{cfg}:9", "judge.extra_body.stream"], [f"{cfg}:10", 'judge.extra_body[""]'],
+                   [f"{cfg}:11", "judge.extra_body.d.1"], [f"{cfg}:11", "judge.extra_body.d.e.true"],
+                   [f"{cfg}:11", "judge.extra_body.d.e.true"], [f"{cfg}:12", "judge.extra_body.f.x"]], str(err.value)
+    text = str(err.value)
+    assert text.count("not a finite number") == 4 and text.count("not a JSON value (a date)") == 2, text
+    assert text.count("a key must be a string") == 2 and "`stream` is reserved" in text and "an empty key" in text, text
+
+
+def test_a_value_nested_too_deeply_is_one_line_however_wide() -> None:
+    deep: Any = 1
+    for _ in range(70):
+        deep = [deep]
+    got = _problems({"provider": "openai", "model": "m", "extra_body": {"x": [deep, deep, deep], "stream": True}})
+    assert [line.split(": ")[1] for line in got] == ["judge.extra_body.x", "judge.extra_body.stream"], got
+    assert "nested too deeply" in got[0], got

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
@@ -90,29 +91,42 @@ def reserved(provider: str, structured: str = "json_schema", cache_hints: bool =
             for key, (how, why) in table.items()}
 
 
-def _json_problem(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
-    """`(loc, message)` of the first part of `value` that JSON cannot hold, or nested deeper than `_MAX_DEPTH`, or None."""
+def _json_problems(value: Any, loc: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """`(loc, message)` of each part of `value` that JSON cannot hold, or nested deeper than `_MAX_DEPTH`, in the
+    order of `value`'s keys and items (a mapping's key before its value)."""
     if len(loc) > _MAX_DEPTH + 1:  # (the run's recorded copies and the request's encoder stop well before Python's own limit)
-        return loc[:2], f"nested too deeply: more than {_MAX_DEPTH} levels of lists or mappings"
+        yield loc[:2], f"nested too deeply: more than {_MAX_DEPTH} levels of lists or mappings"
+        return
     if value is None or isinstance(value, (bool, str, int)):
-        return None
+        return
     if isinstance(value, float):
-        return None if math.isfinite(value) else (loc, "not a finite number: JSON has no NaN or Infinity")
-    if isinstance(value, dict):
+        if not math.isfinite(value):
+            yield loc, "not a finite number: JSON has no NaN or Infinity"
+    elif isinstance(value, dict):
         for k, v in value.items():
+            # (named as the file spells it: `true`, `null`, not Python's `True`, `None`, nor `1` for `true` under it)
+            spelt = k if isinstance(k, str) else json.dumps(k) if k is None or isinstance(k, (bool, int, float)) else str(k)
             if not isinstance(k, str):
-                # (named as the file spells it: `true`, `null`, not Python's `True`, `None`)
-                spelt = json.dumps(k) if k is None or isinstance(k, (bool, int, float)) else str(k)
-                return (*loc, spelt), f"a key must be a string, as a JSON object's keys are (got {type(k).__name__})"
-            if (found := _json_problem(v, (*loc, k))) is not None:
-                return found
-        return None
-    if isinstance(value, (list, tuple)):
+                yield (*loc, spelt), f"a key must be a string, as a JSON object's keys are (got {type(k).__name__})"
+            yield from _json_problems(v, (*loc, spelt))
+    elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            if (found := _json_problem(v, (*loc, i))) is not None:
-                return found
-        return None
-    return loc, f"not a JSON value (a {type(value).__name__}): give a string, a number, true/false, null, a list or a mapping"
+            yield from _json_problems(v, (*loc, i))
+    else:
+        yield loc, f"not a JSON value (a {type(value).__name__}): give a string, a number, true/false, null, a list or a mapping"
+
+
+def _key_problem(key: str, value: Any, refused: dict[str, str]) -> str | None:
+    """Why top-level key `key` (given `value`) may not be sent, or None: empty, null, or set or reserved by tracejudge."""
+    if not key.strip():
+        # A request's field name: sent as `"": …` it names no field, which a server ignores or refuses (Anthropic's
+        # 400). Inside a value an empty key is left alone: it is the value's own data, which JSON allows and the
+        # servers' parsers read (a `metadata` or `chat_template_kwargs` mapping is passed on as written).
+        return "an empty key names no request field: give the field's name, or remove it"
+    if value is None:
+        return ("null: leave the key out to send nothing (null is how a panel member's extra_body leaves out a key of the "
+                "section's; here it would be sent as JSON null)")
+    return refused.get(key)
 
 
 def _refused(problems: list[tuple[tuple[Any, ...], str]]) -> ValidationError:
@@ -129,24 +143,20 @@ def validated(extra: dict[str, Any], provider: str, structured: str = "json_sche
     """`extra` (a judge's `extra_body`) as it is sent: lists for tuples. Raises pydantic's `ValidationError` holding one
     error per problem, each located at the offending key (`("extra_body", "chat_template_kwargs", "x")`): a value JSON
     cannot hold, a top-level key that is empty (or blank) or given as null, a key tracejudge sets or reserves
-    (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`. Values are never quoted: one may be a
-    credential."""
-    found = _json_problem(extra, ("extra_body",))
-    if found is not None:
-        raise _refused([found])
+    (`reserved`), or, for Anthropic, `thinking` other than `{type: disabled}`; every problem, in the order of the
+    keys (a value's problems before its key's own). Values are never quoted: one may be a credential."""
     problems: list[tuple[tuple[Any, ...], str]] = []
+    seen: set[tuple[tuple[Any, ...], str]] = set()
     refused = reserved(provider, structured, cache_hints)
     for key, value in extra.items():
-        if not key.strip():
-            # A request's field name: sent as `"": …` it names no field, which a server ignores or refuses (Anthropic's
-            # 400). Inside a value an empty key is left alone: it is the value's own data, which JSON allows and the
-            # servers' parsers read (a `metadata` or `chat_template_kwargs` mapping is passed on as written).
-            problems.append((("extra_body", key), "an empty key names no request field: give the field's name, or remove it"))
-        elif value is None:
-            problems.append((("extra_body", key), "null: leave the key out to send nothing (null is how a panel member's "
-                             "extra_body leaves out a key of the section's; here it would be sent as JSON null)"))
-        elif key in refused:
-            problems.append((("extra_body", key), refused[key]))
+        # Each key's problems in the file's order, its value's before its own: one run names every one, not the first
+        # (a NaN hid a date, a reserved key and an empty key beside it).
+        for found in _json_problems({key: value}, ("extra_body",)):
+            if found not in seen:  # (one line for a value nested too deeply, however wide)
+                seen.add(found)
+                problems.append(found)
+        if isinstance(key, str) and (why := _key_problem(key, value, refused)) is not None:
+            problems.append((("extra_body", key), why))
     thinking = extra.get("thinking")
     if provider == "anthropic" and thinking is not None and not (isinstance(thinking, dict) and thinking.get("type") == "disabled"):
         problems.append((("extra_body", "thinking"), "Anthropic refuses extended thinking in a request that forces a tool, and "
