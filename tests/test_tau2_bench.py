@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,26 @@ def test_a_tasks_file_given_as_results_is_named_as_such_not_as_broken_json(tmp_p
         assert "tasks file?" in str(exc) and "mend it there" not in str(exc), str(exc)
     else:
         raise AssertionError("a tasks file read as results is a config error")
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("oops", "expected a list of messages, got a string"),
+    ({}, "expected a list of messages, got an object"),
+    (None, "null where a list of messages is expected"),
+    (..., "required message list is missing"),
+])
+def test_messages_of_the_wrong_type_are_named_as_such_not_as_missing(tmp_path, value, why):
+    # (a string there was said to be a missing list: the list is there, of a type τ²-bench never writes)
+    doc = json.loads(next(p for p in FILES if "airline" in p.name).read_text(encoding="utf-8"))
+    if value is ...:
+        del doc["simulations"][0]["messages"]
+    else:
+        doc["simulations"][0]["messages"] = value
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    fmt = format_for("tau2-bench")
+    raws = list(fmt.read(_Dataset(edited)))
+    got = extract_record(raws[0], fmt, None)
+    assert isinstance(got, tuple), got
+    assert got[1].message == f"simulations[0].messages: {why}" and got[1].field == "simulations[0].messages"
+    assert isinstance(extract_record(raws[1], fmt, None), Case)

@@ -84,7 +84,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import json_type
+from tracejudge.stages.extract.common import json_type, not_a_list
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.extract.tau2_expected import expected_from_action
 from tracejudge.stages.extract.tau2_messages import walk_messages
@@ -275,9 +275,14 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     if not isinstance(messages, list):
         ticks = sim.get("ticks")
         # A full-duplex (voice) run stores `ticks` (what each side said and called per time slice) in place of messages.
-        why = (f"required message list is missing: a full-duplex (voice) simulation ({len(ticks)} ticks), whose `ticks` "
-               "tracejudge does not read" if isinstance(ticks, list) else "required message list is missing")
-        raise AdapterError(f"{where}.messages: {why}", field=f"{where}.messages", case_id=case_id)
+        if isinstance(ticks, list) and messages is None:
+            why = (f"{where}.messages: required message list is missing: a full-duplex (voice) simulation ({len(ticks)} ticks), "
+                   "whose `ticks` tracejudge does not read")
+        elif "messages" in sim:  # (a string or an object there is the wrong type, not a missing list: τ²-bench's is a list)
+            why = not_a_list(messages, f"{where}.messages", "messages")
+        else:
+            why = f"{where}.messages: required message list is missing"
+        raise AdapterError(why, field=f"{where}.messages", case_id=case_id)
     if task is None:
         # A file with no `tasks` at all (a submission that kept only its simulations) is said as such, not as a bad id.
         none = " (the file has no `tasks`: a results file holds the tasks its simulations ran)" if raw.get("no_tasks") else ""
