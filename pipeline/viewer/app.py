@@ -6,7 +6,7 @@ Routes (all GET; nothing writes to a run except its derived `view.idx`):
   folder it watches is listed, and served, as it appears: `RunTable`); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
   parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
   — Case page, side by side with run `vs` (`h=<hash>` instead of `id=` for an id too long for a URL:
-  `tracejudge.viewer.html.case_url`); `/run/{rid}/case/rest?id=&trial=&part=&from=` — the part of a long Case page
+  `tracejudge.viewer.html.case_url`; the Cases parameters of the list it was opened from, to move along it: `case_nav`); `/run/{rid}/case/rest?id=&trial=&part=&from=` — the part of a long Case page
   left to be fetched (`pages_case.rest_html`); `/diff?a=&b=` — Diff page;
 - `/api/run/{rid}/state` — `{"results": n, "complete": bool}` (and `"gone": why` once the run directory is
   deleted or moved), polled by the page script to follow a run still being written;
@@ -36,7 +36,7 @@ import anyio.to_thread
 from aiohttp import web
 from tracejudge.core.shown_calls import capped_calls
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
-from tracejudge.viewer.index import CaseQuery
+from tracejudge.viewer.case_nav import Place, list_params, list_query, nav_html, place_of
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page, rest_html
 from tracejudge.viewer.pages_cases import cases_page
 from tracejudge.viewer.pages_run import gone_page, results_drift, run_page, runs_page, unreadable_page
@@ -204,9 +204,7 @@ async def _cases(request: web.Request) -> web.Response:
     # A NUL (`%00`) is read as U+FFFD, as the page shows it (`html.e`): SQLite would cut the text there, applying a
     # search other than the one the box shows (`refund%00` matched as `refund`, `%00` as no search at all).
     p = {k: v.replace("\x00", "\ufffd") for k, v in request.query.items()}
-    q = CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
-                  sort=p.get("sort", "case"), desc=p.get("desc", "") in _YES, page=_int(p.get("page"), 1, "page", any_whole=True),
-                  size=_int(p.get("size"), 50, "size", any_whole=True))
+    q = list_query(p, _int(p.get("page"), 1, "page", any_whole=True), _int(p.get("size"), 50, "size", any_whole=True))
     # A mistyped value or name is said on the page, never a silent fall-back to another table than the one asked for.
     if p.get("desc", "") not in (*_YES, *_NO):
         q.notes.append(f"desc={p['desc'][:40]}: not a yes or no the page reads (1, on or true; 0, off, false or nothing); sorted ascending.")
@@ -249,11 +247,14 @@ async def _case(request: web.Request) -> web.Response:
         case, note = r.source.get(case_id, trial)
         return CaseView(r, res, case, note, damaged)
 
-    def work() -> tuple[CaseView, CaseView | None, list[int]]:
-        trials = sorted({*run.index.trials(case_id), *(tr for _, tr, _ in run.index.bad_lines(case_id))})
-        return view_of(run), (view_of(other) if other is not None else None), trials
+    # (opened from the Cases table, the page carries its filters and order: where the case stands in that list)
+    listed = list_query(request.query, size=_int(request.query.get("size"), 50, "size", any_whole=True))
 
-    main, side, trials = await anyio.to_thread.run_sync(work)
+    def work() -> tuple[CaseView, CaseView | None, list[int], Place | None]:
+        trials = sorted({*run.index.trials(case_id), *(tr for _, tr, _ in run.index.bad_lines(case_id))})
+        return view_of(run), (view_of(other) if other is not None else None), trials, place_of(run.index, listed, case_id, trial)
+
+    main, side, trials, place = await anyio.to_thread.run_sync(work)
     if side is not None and side.result is None and not side.damaged and not request.query.get("vs"):
         side = None  # the default baseline lacks this case: show it alone
     if main.result is None and not main.damaged and (side is None or side.result is None):
@@ -263,7 +264,8 @@ async def _case(request: web.Request) -> web.Response:
     note = "" if not asked or asked in ("-", run.rid) or other is not None else (
         f"vs={asked[:40]}: " + ("that run's directory is gone" if asked in request.app[_RUNS] else "no run of that id is served here")
         + "; the case is shown alone.")
-    return _html(case_page(case_id, trial, trials or [trial], main, side, choices, note))
+    nav = nav_html(run.rid, listed, place, request.query.get("vs", ""))
+    return _html(case_page(case_id, trial, trials or [trial], main, side, choices, note, nav, list_params(listed)))
 
 
 async def _case_id(request: web.Request, run: Run) -> str:

@@ -25,7 +25,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +87,6 @@ class RunIndex:
             db.close()
             raise
         return db
-
-    # -- building -------------------------------------------------------------------------
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -370,17 +368,15 @@ class RunIndex:
         return data
 
     def case_by_hash(self, h: str) -> str | None:
-        """The case id whose `html.id_hash` is `h` (how the Case page of a long id is linked), or None."""
+        """The case id whose `html.id_hash` is `h` (how the Case page of a long id is linked), or None; a case whose only
+        line is damaged has its page too, which says so."""
         from tracejudge.viewer.html import id_hash
-
-        with self._lock:  # (a case whose only line is damaged has its page too, which says so)
-            ids = [r[0] for r in self._db.execute("SELECT case_id FROM results UNION SELECT case_id FROM bad WHERE case_id IS NOT NULL")]
+        ids = [r[0] for r in self.select("SELECT case_id FROM results UNION SELECT case_id FROM bad WHERE case_id IS NOT NULL")]
         return next((cid for cid in ids if id_hash(cid) == h), None)
 
     def trials(self, case_id: str) -> list[int]:
         """The trials recorded for a case, ascending."""
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT trial FROM results WHERE case_id=? ORDER BY trial", (case_id,))]
+        return [r[0] for r in self.select("SELECT trial FROM results WHERE case_id=? ORDER BY trial", (case_id,))]
 
     def counts(self) -> dict[str, int]:
         """Results by status, plus `failed` (a failed verdict or a non-ok status)."""
@@ -391,8 +387,12 @@ class RunIndex:
 
     def run_errors(self) -> int:
         """How many results' agent run ended in an error (`metadata.run_error`; their status is `ok` all the same)."""
+        return int(self.select("SELECT COUNT(*) FROM results WHERE run_error IS NOT NULL")[0][0])
+
+    def select(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of a read-only `sql` over the index (tables `results`, `bad`, `casetext`), read under its lock."""
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM results WHERE run_error IS NOT NULL").fetchone()[0])
+            return self._db.execute(sql, args).fetchall()
 
     def close(self) -> None:
         """Close the SQLite connection."""

@@ -208,16 +208,19 @@ def _side(view: CaseView, case_id: str, trial: int) -> str:
     return "".join(out) + "</div>"
 
 
-def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other: CaseView | None, runs: list[Run], note: str = "") -> str:
+def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other: CaseView | None, runs: list[Run], note: str = "",
+              nav: str = "", kept: dict[str, Any] | None = None) -> str:
     """The case page of `main`, with `other` (a baseline) side by side when given; `note`: why the baseline the URL
-    named is not beside it (shown above the case), or ""."""
-    rid = main.run.rid
-    links = [f'<a href="{case_url(rid, case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
+    named is not beside it (shown above the case), or ""; `nav`: the bar moving along the list it was opened from
+    (`case_nav.nav_html`), whose parameters `kept` its other links keep."""
+    rid, kept = main.run.rid, kept or {}
+    links = [f'<a href="{case_url(rid, case_id, trial=t, vs=other.run.rid if other else "", **kept)}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
              for t in trials]
-    vs = [f'<a class="vs-link" href="{case_url(rid, case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid and differs(r, main.run) is None]
+    vs = [f'<a class="vs-link" href="{case_url(rid, case_id, trial=trial, vs=r.rid, **kept)}">beside {e(r.name)}</a>'
+          for r in runs if r.rid != rid and differs(r, main.run) is None]
     if other is not None:
-        vs.append(f'<a id="alone-link" href="{case_url(rid, case_id, trial=trial, vs="-")}">alone</a>')
-    head = (f'<h1>Case <code id="case-id">{shown_id(case_id)}</code></h1><p>{" · ".join(links)}'
+        vs.append(f'<a id="alone-link" href="{case_url(rid, case_id, trial=trial, vs="-", **kept)}">alone</a>')
+    head = (f'{nav}<h1>Case <code id="case-id">{shown_id(case_id)}</code></h1><p>{" · ".join(links)}'
             + (" — " + " · ".join(vs) if vs else "") + "</p>" + (f'<p class="bad filter-note" id="vs-note">{t(note)}</p>' if note else ""))
     if other is None:
         body = head + f'<div class="sides one">{_side(main, case_id, trial)}</div>'
@@ -225,7 +228,7 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
         body = head + f'<div class="sides two">{_side(other, case_id, trial)}{_side(main, case_id, trial)}</div>'
     short = visible(case_id) if len(case_id) <= 120 else visible(case_id[:119]) + "…"  # (the title and crumb of a long id: its start)
     return frame(f"{short} · {main.run.name}", body, live_run=None,
-                 crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (short, case_url(rid, case_id, trial=trial))])
+                 crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", url(f"/run/{rid}/cases", **kept)), (short, case_url(rid, case_id, trial=trial))])
 
 
 def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:

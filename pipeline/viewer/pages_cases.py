@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+
+from tracejudge.viewer.case_nav import list_params
 from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, t, url
 from tracejudge.viewer.case_query import metric_sort
 from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
@@ -116,6 +118,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         shown = re.sub(r"([a-z])(?=[A-Z])|_", lambda m: m.group(0) + "<wbr>", e(label))  # names wrap at a word, never mid-word
         return f'<th class="{cls}{" sorted" if on else ""}" data-sort="{e(key)}"><a class="sort" href="{link}" title="sort by {e(label)}">{shown}{mark}</a></th>'
 
+    kept = list_params(q)
     nav = []
     if q.page > 1:
         nav.append(f'<a rel="prev" href="{url(base, **params, page=q.page - 1)}">← previous</a>')
@@ -128,7 +131,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
     for r in page.rows:
         key = (r["case_id"], r["trial"])
         why = reasons.get(key, {})
-        link = case_url(rid, r["case_id"], trial=r["trial"])
+        link = case_url(rid, r["case_id"], trial=r["trial"], **kept)  # (the case page moves along this list: `case_nav`)
         err = str((r["error"] or {}).get("message", "")) if r["error"] else ""
         said = r["run_error"]  # the agent's run ended in an error (the result is scored, `ok` all the same): marked, as report.html does
         tags = " ".join(f"<span class=tag>{t(tag)}</span>" for tag in r["tags"])

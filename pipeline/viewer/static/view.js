@@ -150,3 +150,25 @@ document.addEventListener('click', function (ev) {
   });
   if (location.hash) reveal(decodeURIComponent(location.hash.slice(1)), false);
 })();
+// Keys, for reading case after case without the mouse (never while typing in a field, nor with a modifier held):
+// on the Cases table j / k move to the next / previous row (its case link takes the focus: Enter opens it, and the
+// Case page keeps the list's filters); on a Case page j / k open the next / previous case of that list and u goes back
+// to the list's page holding it.
+document.addEventListener('keydown', function (ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+  var el = ev.target;
+  if (el && (el.isContentEditable || /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(el.tagName))) return;
+  var key = ev.key;
+  if (key !== 'j' && key !== 'k' && key !== 'u') return;
+  var link = {j: 'next-case', k: 'prev-case', u: 'to-list'}[key];
+  var go = document.getElementById(link);
+  if (go && go.tagName === 'A') { ev.preventDefault(); location.href = go.href; return; }
+  if (key === 'u') return;
+  var links = Array.prototype.slice.call(document.querySelectorAll('#cases a.case-link'));
+  if (!links.length) return;
+  var at = links.indexOf(document.activeElement);
+  var next = at < 0 ? (key === 'j' ? 0 : links.length - 1) : Math.max(0, Math.min(links.length - 1, at + (key === 'j' ? 1 : -1)));
+  ev.preventDefault();
+  links[next].focus();
+  links[next].scrollIntoView({block: 'nearest'});
+});

@@ -1,0 +1,87 @@
+"""Moving from one case to the next without going back to the list: a Case page opened from the Cases table carries
+that table's filters and order in its URL (`status`, `below`, `tag`, `q`, `sort`, `desc`, `size`: none is a parameter
+of the Case page itself), and shows where the case stands in it, with links to the previous and next (case, trial)
+of the same list and back to the list's page that holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracejudge.viewer.case_query import CaseQuery, where_and_order
+from tracejudge.viewer.html import case_url, e, url
+from tracejudge.viewer.index import RunIndex
+
+__all__ = ["LIST_PARAMS", "Place", "list_params", "list_query", "nav_html", "place_of"]
+
+# The Cases table's parameters a Case page keeps (its `page` is derived from where the case stands).
+LIST_PARAMS = ("status", "below", "tag", "q", "sort", "desc", "size")
+_YES = ("1", "on", "true")
+
+
+@dataclass
+class Place:
+    """Where (case, trial) stands in a filtered, sorted list: `position` (1-based) of `total`, its neighbours as
+    `(case_id, trial)` or None at either end."""
+
+    position: int
+    total: int
+    prev: tuple[str, int] | None
+    next: tuple[str, int] | None
+
+
+def list_query(params: Any, page: int = 1, size: int = 50) -> CaseQuery:
+    """The `CaseQuery` of a request's query parameters (a mapping of str to str; a NUL read as U+FFFD, as pages show
+    it: SQLite would cut the text there). `page` and `size` are parsed by the caller, which refuses one not a number."""
+    p = {k: str(v).replace("\x00", "\ufffd") for k, v in params.items()}
+    return CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
+                     sort=p.get("sort", "case"), desc=p.get("desc", "") in _YES, page=page, size=size)
+
+
+def list_params(q: CaseQuery) -> dict[str, Any]:
+    """The non-default list parameters of `q`, as a Case page's links carry them (an empty dict for the plain list)."""
+    out = {"status": q.status, "below": q.below, "tag": q.tag, "q": q.q, "sort": q.sort if q.sort != "case" else "",
+           "desc": "1" if q.desc else "", "size": q.size if q.size != 50 else ""}
+    return {k: v for k, v in out.items() if v not in ("", None)}
+
+
+def place_of(index: RunIndex, q: CaseQuery, case_id: str, trial: int) -> Place | None:
+    """Where (case_id, trial) stands among the results `q` matches, in `q`'s order; None when it is not among them (a
+    filter it does not pass, a result not indexed). Raises `sqlite3.Error` when the index cannot be read."""
+    cond, args, order = where_and_order(q, index.metrics)
+    # (one numbering of the matching rows, read three times: a window over the list, never the rows themselves)
+    rows = index.select(
+        f"WITH o AS (SELECT case_id, trial, ROW_NUMBER() OVER (ORDER BY {order}) AS n FROM results{cond}), "
+        "me AS (SELECT n FROM o WHERE case_id = ? AND trial = ?) "
+        "SELECT o.case_id, o.trial, o.n, (SELECT COUNT(*) FROM o) FROM o, me WHERE o.n BETWEEN me.n - 1 AND me.n + 1 ORDER BY o.n",
+        [*args, case_id, trial])
+    at = next((r for r in rows if r[0] == case_id and r[1] == trial), None)
+    if at is None:
+        return None
+    near = {r[2] - at[2]: (str(r[0]), int(r[1])) for r in rows}
+    return Place(int(at[2]), int(at[3]), near.get(-1), near.get(1))
+
+
+def nav_html(rid: str, q: CaseQuery, place: Place | None, vs: str = "") -> str:
+    """The Case page's bar: `case 3 of 113 in the list (below=writes_exact)`, previous and next links (keys k and j),
+    and the list's page holding the case (key u); says so when the case is not in that list."""
+    kept = list_params(q)
+    shown = ", ".join(f"{k}={v}" for k, v in kept.items()) or "all results"
+    if place is None:
+        return (f'<nav id="case-nav" class="case-nav" aria-label="cases of the list"><a id="to-list" href="{url(f"/run/{rid}/cases", **kept)}">'
+                f'Cases</a> <span class="muted">this case is not in the list ({e(shown)})</span></nav>')
+    page = (place.position - 1) // q.size + 1
+    links = [f'<a id="to-list" href="{url(f"/run/{rid}/cases", **kept, page=page if page > 1 else "")}" aria-keyshortcuts="u">'
+             f'↑ list</a>']
+
+    def step(to: tuple[str, int] | None, rel: str, label: str, key: str) -> str:
+        if to is None:
+            return f'<span class="muted" id="{rel}-case">{label}</span>'
+        return (f'<a id="{rel}-case" rel="{rel}" aria-keyshortcuts="{key}" title="{e(label)} (key {key})" '
+                f'href="{case_url(rid, to[0], trial=to[1], vs=vs, **kept)}">{label}</a>')
+
+    links += [step(place.prev, "prev", "← previous", "k"), step(place.next, "next", "next →", "j")]
+    return (f'<nav id="case-nav" class="case-nav" aria-label="cases of the list">{" ".join(links)} '
+            f'<span>case <b id="case-pos">{place.position:,}</b> of {place.total:,} in the list '
+            f'<span class="muted">({e(shown)})</span></span></nav>')

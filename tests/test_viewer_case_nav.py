@@ -1,0 +1,102 @@
+"""Reading failing case after failing case: a Case page opened from a filtered Cases table says where the case stands in
+that list and links to the previous and next case of it and back to the list's page holding it, over HTTP on
+127.0.0.1 (a real `tracejudge view` process); j / k / u do the same from the keyboard, in Debian's headless Chromium.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _runs import view_server, write_config, write_dataset
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+from test_viewer import browser, needs_chromium  # noqa: F401  (browser: the shared fixture)
+from test_viewer_usability import _cases, get
+from tracejudge.entrypoints.cli import main
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`nav`: 8 native cases `nav-0` … `nav-7`; `nav-0`, `nav-3` and `nav-6` call one tool too few (tc and traj fail).
+    Five metrics, as the demo scores: the Cases table is as crowded as a user's."""
+    tmp = tmp_path_factory.mktemp("case-nav")
+    data = write_dataset(tmp / "nav.jsonl", _cases("nav", "navigate"))
+    metrics = [{"type": "ToolCorrectness", "name": "tc"}, {"type": "TrajectoryMatch", "name": "traj", "order": "in_order", "threshold": 0.9},
+               {"type": "ToolCalls", "name": "writes_exact"}, {"type": "ToolCallAccuracy"}, {"type": "MaxToolCalls", "max_calls": 10}]
+    assert main(["run", str(write_config(tmp / "nav.yaml", data, tmp / "nav", metrics=metrics)), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp / "nav")) as url:
+        yield url
+
+
+def _nav(page: str) -> dict[str, str]:
+    """The Case page's bar: each link's id mapped to its href (unescaped), and `pos` to the case's place."""
+    bar = re.search(r'<nav id="case-nav".*?</nav>', page, re.S).group(0)
+    out = {m.group(1): html.unescape(m.group(2)) for m in re.finditer(r'<a id="([a-z-]+)"[^>]*href="([^"]*)"', bar)}
+    text = re.sub(r"<[^>]+>", "", bar)
+    out["pos"] = text[text.find("case "):].strip()
+    return out
+
+
+def test_the_case_links_of_a_filtered_list_carry_its_filter_and_the_case_page_moves_along_it(server: str) -> None:
+    status, listing = get(server + "/run/nav/cases?below=tc&sort=case&desc=1")
+    assert status == 200
+    links = [html.unescape(h) for h in re.findall(r'class="case-link" href="([^"]*)"', listing)]
+    assert links == [f"/run/nav/case?id=nav-{i}&below=tc&desc=1" for i in (6, 3, 0)]
+    bar = _nav(get(server + links[1])[1])
+    assert bar["pos"] == "case 2 of 3 in the list (below=tc, desc=1)"
+    assert bar["prev-case"] == links[0] and bar["next-case"] == links[2]
+    assert bar["to-list"] == "/run/nav/cases?below=tc&desc=1"
+    last = get(server + links[2])[1]
+    assert 'id="next-case">next →</span>' in last and _nav(last)["pos"].startswith("case 3 of 3")  # the end: no link past it
+
+
+def test_the_list_link_opens_the_page_holding_the_case_and_a_case_outside_the_list_says_so(server: str) -> None:
+    bar = _nav(get(server + "/run/nav/case?id=nav-7&size=25&sort=metric:tc")[1])
+    assert bar["pos"] == "case 8 of 8 in the list (sort=metric:tc, size=25)"
+    assert bar["to-list"] == "/run/nav/cases?sort=metric%3Atc&size=25"
+    page = get(server + "/run/nav/case?id=nav-1&below=tc")[1]
+    assert "this case is not in the list (below=tc)" in page and 'id="next-case"' not in page
+    plain = _nav(get(server + "/run/nav/case?id=nav-1")[1])  # (no list named: every result, in case order)
+    assert plain["pos"] == "case 2 of 8 in the list (all results)"
+    assert plain["prev-case"] == "/run/nav/case?id=nav-0" and plain["next-case"] == "/run/nav/case?id=nav-2"
+
+
+def test_a_list_page_past_the_first_holds_the_case_the_list_link_goes_back_to(server: str) -> None:
+    bar = _nav(get(server + "/run/nav/case?id=nav-7&size=25")[1])
+    assert bar["to-list"] == "/run/nav/cases?size=25"  # (8 results: one page)
+    status, page = get(server + "/run/nav/case?id=nav-0&size=abc")
+    assert status == 400 and "size='abc'" in page
+
+
+def press(driver: Any, key: str) -> None:
+    """`key` pressed where the focus is (an element's `send_keys` would move the focus to that element first)."""
+    ActionChains(driver).send_keys(key).perform()
+
+
+@needs_chromium
+def test_j_k_and_u_move_along_the_failing_cases_from_the_keyboard(server: str, browser: Any) -> None:  # noqa: F811
+    browser.get(server + "/run/nav/cases?below=tc")
+    press(browser, "j")
+    press(browser, "j")
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("class") == "case-link" and focused.text == "nav-3"
+    assert browser.execute_script("return getComputedStyle(arguments[0]).outlineStyle", focused) != "none"  # focus visible
+    focused.send_keys(Keys.ENTER)
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-pos") and d.find_element(By.ID, "case-id").text == "nav-3")
+    press(browser, "j")
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-id") and d.find_element(By.ID, "case-id").text == "nav-6")
+    press(browser, "k")
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-id") and d.find_element(By.ID, "case-id").text == "nav-3")
+    press(browser, "u")
+    WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/run/nav/cases?below=tc"))
+    search = browser.find_element(By.ID, "f-q")
+    search.send_keys("jk")  # typed into the search box: text, not moves
+    assert search.get_attribute("value") == "jk" and browser.current_url.endswith("/run/nav/cases?below=tc")
+
