@@ -75,6 +75,10 @@ def test_a_list_page_past_the_first_holds_the_case_the_list_link_goes_back_to(se
     assert status == 400 and "size='abc'" in page
 
 
+def test_the_cases_header_gives_the_unit_of_durations(server: str) -> None:
+    assert "took (s)" in get(server + "/run/nav/cases")[1]
+
+
 def press(driver: Any, key: str) -> None:
     """`key` pressed where the focus is (an element's `send_keys` would move the focus to that element first)."""
     ActionChains(driver).send_keys(key).perform()
@@ -100,3 +104,27 @@ def test_j_k_and_u_move_along_the_failing_cases_from_the_keyboard(server: str, b
     search.send_keys("jk")  # typed into the search box: text, not moves
     assert search.get_attribute("value") == "jk" and browser.current_url.endswith("/run/nav/cases?below=tc")
 
+
+def test_a_reasons_clauses_each_start_a_line_and_read_as_written(server: str) -> None:
+    page = get(server + "/run/nav/case?id=nav-0")[1]
+    cell = re.search(r'<tr data-metric="writes_exact">.*?<td class="reason">(.*?)<details>', page, re.S).group(1)
+    clauses = [html.unescape(c) for c in re.findall(r'<span class="clause">(.*?)</span>', cell)]
+    assert len(clauses) >= 2 and clauses[1].startswith("missing: [1] book("), clauses
+    assert "".join(clauses) == html.unescape(re.sub(r"<[^>]+>", "", cell))  # (only line breaks added: the text is the reason's)
+    assert '<td class="metric">writes_<wbr>exact</td>' in page  # (a narrow column breaks the name at its word, not mid-word)
+
+
+@needs_chromium
+def test_at_800_px_the_cases_table_keeps_a_column_for_the_request_and_every_header_whole(server: str, browser: Any) -> None:  # noqa: F811
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 800, "height": 600, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        browser.get(server + "/run/nav/cases")
+        WebDriverWait(browser, 30).until(lambda d: d.execute_script(
+            "const c = document.querySelector('#cases td.snippet'); return c && getComputedStyle(c).whiteSpace === 'nowrap'"))
+        # (five metric columns left the request's words a column 0 px wide: the input was not shown at all)
+        assert browser.find_element(By.CSS_SELECTOR, "#cases th.c-input").rect["width"] >= 90
+        cut = browser.execute_script("return [...document.querySelectorAll('#cases thead th')].filter(th => th.scrollWidth > th.clientWidth)"
+                                     ".map(th => th.textContent)")
+        assert cut == [], cut  # ("Trajector", "Completi": a header clipped by its column)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from tracejudge.core.inert_text import visible
 
-__all__ = ["LONG_ID", "case_url", "e", "f3", "frame", "id_hash", "pretty", "shown_id", "t", "url"]
+__all__ = ["LONG_ID", "case_url", "e", "f3", "frame", "id_hash", "name_html", "pretty", "shown_id", "t", "url"]
 
 # A case id longer than this URL-encoded is linked by its hash (`h=`), not by itself (`id=`): aiohttp refuses a request
 # line over `app.MAX_LINE` bytes, and 9,000 ASCII or 2,800 CJK characters made the case page unreachable.
@@ -37,6 +38,12 @@ def t(value: Any) -> str:
     terminal show them. A bidirectional override in a tool's output would otherwise reorder what the reader sees
     ("Trojan Source"); the marks right-to-left writing needs (LRM, RLM) and the joiners are shown as they are."""
     return e(visible("" if value is None else str(value)))
+
+
+def name_html(name: Any) -> str:
+    """A metric's name, escaped (`e`), that wraps at a word of it (`Tool<wbr>Correctness`, `writes_<wbr>exact`) in a narrow
+    column, never mid-word."""
+    return re.sub(r"([a-z])(?=[A-Z])|_", lambda m: m.group(0) + "<wbr>", e(name))
 
 
 def f3(x: Any, signed: bool = False) -> str:

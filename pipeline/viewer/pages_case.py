@@ -10,8 +10,9 @@ from tracejudge.core.records import Case, ToolCall
 from tracejudge.core.shown_calls import capped_calls
 from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.stages.score.value_match import shown_expected
-from tracejudge.viewer.html import case_url, e, f3, frame, pretty, shown_id, t, url
+from tracejudge.viewer.html import case_url, e, f3, frame, name_html, pretty, shown_id, t, url
 from tracejudge.viewer.labels import label_cell, labels_of
+from tracejudge.viewer.reason_lines import reason_html
 from tracejudge.viewer.runs import Run, differs
 from tracejudge.viewer.transcript import FOLD_CALLS, call_html, rest_placeholder, steps_html, transcript_html
 
@@ -182,7 +183,7 @@ def _side(view: CaseView, case_id: str, trial: int) -> str:
         out.append(f'<p class="bad reason">{t(err.get("kind"))}: {t(err.get("message"))}'
                    + (f' <span class="muted">({e(where)}{" field " + e(err.get("field")) if err.get("field") else ""})</span>' if where else "") + "</p>")
     scores = res.get("scores") or {}
-    out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="w10"><col class="w12"><col></colgroup>'
+    out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="c-val"><col class="c-val"><col></colgroup>'
                "<thead><tr><th>metric</th><th>value</th><th>verdict</th><th>reason</th></tr></thead><tbody>")
     extras = []
     labels, threshold = labels_of(view.run.manifest(), res)
@@ -192,9 +193,9 @@ def _side(view: CaseView, case_id: str, trial: int) -> str:
         p = s.get("passed")
         shown, wrong = label_cell(labels.get(key), p, threshold)
         label = f'<br><span class="{"bad" if wrong else "muted"} label">{e(shown)}{" ≠ verdict" if wrong else ""}</span>' if shown else ""
-        out.append(f'<tr data-metric="{e(key)}"><td>{e(key)}</td><td class=num>{f3(s.get("value"))}</td>'
+        out.append(f'<tr data-metric="{e(key)}"><td class="metric">{name_html(key)}</td><td class=num>{f3(s.get("value"))}</td>'
                    f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
-                   f'<td class="reason">{t(capped_calls(str(s.get("reason") or "")))}'
+                   f'<td class="reason">{reason_html(capped_calls(str(s.get("reason") or "")))}'
                    + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
                    + "</td></tr>")
         d = s.get("details")

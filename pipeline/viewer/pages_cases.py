@@ -9,11 +9,9 @@ reverses it); the filters, search and pages are server-side
 
 from __future__ import annotations
 
-import re
-
 
 from tracejudge.viewer.case_nav import list_params
-from tracejudge.viewer.html import case_url, e, f3, frame, shown_id, t, url
+from tracejudge.viewer.html import case_url, e, f3, frame, name_html, shown_id, t, url
 from tracejudge.viewer.case_query import metric_sort
 from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
 from tracejudge.viewer.runs import Run
@@ -115,7 +113,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         on = q.sort == key
         mark = (" ▼" if q.desc else " ▲") if on else ""
         link = url(base, **{**params, "sort": key, "desc": "1" if on and not q.desc else "", "page": 1})
-        shown = re.sub(r"([a-z])(?=[A-Z])|_", lambda m: m.group(0) + "<wbr>", e(label))  # names wrap at a word, never mid-word
+        shown = name_html(label)
         return f'<th class="{cls}{" sorted" if on else ""}" data-sort="{e(key)}"><a class="sort" href="{link}" title="sort by {e(label)}">{shown}{mark}</a></th>'
 
     kept = list_params(q)
@@ -155,7 +153,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
         rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>"
                     f'<tr class="why" hidden><td colspan="{ncols}">{detail}</td></tr>')
     heads = head("case", "case", "c-id") + head("trial", "trial") + '<th class="c-input">input</th>' + head("status", "status")
-    heads += "".join(head(m, metric_sort(m), "c-metric") for m in page.metrics) + head("took s", "duration")
+    heads += "".join(head(m, metric_sort(m), "c-metric") for m in page.metrics) + head("took (s)", "duration")
     body = (f'<h1>Cases of {e(run.name)} <span class="small muted"><b id="n-matching">{page.total}</b> {"result matches" if page.total == 1 else "results match"}.{note}</span></h1>'
             f'{_form(run, page, statuses, base)}{_notes(run, page, statuses)}'
             f'<table class="grid cases compact" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-input"><col class="c-status">'
