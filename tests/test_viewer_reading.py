@@ -1,6 +1,8 @@
 """Reading failing case after failing case: a Case page opened from a filtered Cases table says where the case stands in
 that list and links to the previous and next case of it and back to the list's page holding it, over HTTP on
 127.0.0.1 (a real `tracejudge view` process); j / k / u do the same from the keyboard, in Debian's headless Chromium.
+What is read on the way: a reason one clause a line, a chip's hover kept short, a Cases table of five metrics that
+keeps its request column and whole headers at 800 px.
 """
 
 from __future__ import annotations
@@ -128,3 +130,11 @@ def test_at_800_px_the_cases_table_keeps_a_column_for_the_request_and_every_head
         assert cut == [], cut  # ("Trajector", "Completi": a header clipped by its column)
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_a_chips_hover_gives_the_start_of_its_reason_and_the_row_under_it_all_of_it(server: str) -> None:
+    page = get(server + "/run/nav/cases?size=25")[1]
+    row = re.search(r'<tr data-case="nav-0".*?</tr><tr class="why" hidden>.*?</tr>', page, re.S).group(0)
+    title = html.unescape(re.search(r'data-metric="writes_exact"><span class="chip fail" title="([^"]*)"', row).group(1))
+    full = html.unescape(re.search(r'<b>writes_exact</b>.*?<span class="reason">(.*?)</span></div>', row, re.S).group(1))
+    assert len(full) > 170 and title == "writes_exact: fail — " + full[:159] + "…"  # (600 characters made a third of the page)
