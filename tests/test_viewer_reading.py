@@ -102,6 +102,10 @@ def test_j_k_and_u_move_along_the_failing_cases_from_the_keyboard(server: str, b
     WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-id") and d.find_element(By.ID, "case-id").text == "nav-3")
     press(browser, "u")
     WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/run/nav/cases?below=tc"))
+    # (back on the list, the case just read has the focus: j goes on from there)
+    WebDriverWait(browser, 30).until(lambda d: d.switch_to.active_element.text == "nav-3")
+    press(browser, "j")
+    assert browser.switch_to.active_element.text == "nav-6"
     search = browser.find_element(By.ID, "f-q")
     search.send_keys("jk")  # typed into the search box: text, not moves
     assert search.get_attribute("value") == "jk" and browser.current_url.endswith("/run/nav/cases?below=tc")

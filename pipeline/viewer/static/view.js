@@ -172,3 +172,24 @@ document.addEventListener('keydown', function (ev) {
   links[next].focus();
   links[next].scrollIntoView({block: 'nearest'});
 });
+// Back on the list from a case (its ↑ list, the keys, the browser's back button): the row of the case just read has
+// the focus, so the reader goes on from where they were (j / k from there), not from the top of the page.
+(function () {
+  try {
+    var params = new URLSearchParams(location.search);
+    var cases = location.pathname.replace(/\/case$/, '/cases');
+    if (document.getElementById('case-nav') && params.get('id') !== null) {
+      sessionStorage.setItem('read:' + cases, JSON.stringify([params.get('id'), params.get('trial') || '0']));
+      return;
+    }
+    if (!/^\/run\/[^/]+\/cases$/.test(location.pathname)) return;
+    var read = JSON.parse(sessionStorage.getItem('read:' + location.pathname) || 'null');
+    sessionStorage.removeItem('read:' + location.pathname);
+    if (!read) return;
+    var row = Array.prototype.find.call(document.querySelectorAll('#cases tr[data-case]'), function (tr) {
+      return tr.getAttribute('data-case') === read[0] && tr.getAttribute('data-trial') === read[1];
+    });
+    var link = row && row.querySelector('a.case-link');
+    if (link) { link.focus({preventScroll: true}); link.scrollIntoView({block: 'center'}); }
+  } catch (e) { /* storage refused: the list opens at its top */ }
+})();
