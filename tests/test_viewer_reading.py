@@ -27,13 +27,16 @@ from tracejudge.entrypoints.cli import main
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`nav`: 8 native cases `nav-0` … `nav-7`; `nav-0`, `nav-3` and `nav-6` call one tool too few (tc and traj fail).
-    Five metrics, as the demo scores: the Cases table is as crowded as a user's."""
+    Five metrics, as the demo scores: the Cases table is as crowded as a user's. `nav-recall`: the same cases, writes_exact
+    scored by recall."""
     tmp = tmp_path_factory.mktemp("case-nav")
     data = write_dataset(tmp / "nav.jsonl", _cases("nav", "navigate"))
     metrics = [{"type": "ToolCorrectness", "name": "tc"}, {"type": "TrajectoryMatch", "name": "traj", "order": "in_order", "threshold": 0.9},
                {"type": "ToolCalls", "name": "writes_exact"}, {"type": "ToolCallAccuracy"}, {"type": "MaxToolCalls", "max_calls": 10}]
     assert main(["run", str(write_config(tmp / "nav.yaml", data, tmp / "nav", metrics=metrics)), "--no-progress"]) in (0, 1)
-    with view_server(str(tmp / "nav")) as url:
+    metrics[2] = {**metrics[2], "score": "recall"}  # (a baseline scoring writes_exact otherwise: 0.5 where nav has 0.667)
+    assert main(["run", str(write_config(tmp / "recall.yaml", data, tmp / "nav-recall", metrics=metrics)), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp / "nav"), str(tmp / "nav-recall")) as url:
         yield url
 
 
@@ -142,3 +145,13 @@ def test_a_chips_hover_gives_the_start_of_its_reason_and_the_row_under_it_all_of
     title = html.unescape(re.search(r'data-metric="writes_exact"><span class="chip fail" title="([^"]*)"', row).group(1))
     full = html.unescape(re.search(r'<b>writes_exact</b>.*?<span class="reason">(.*?)</span></div>', row, re.S).group(1))
     assert len(full) > 170 and title == "writes_exact: fail — " + full[:159] + "…"  # (600 characters made a third of the page)
+
+
+def test_beside_a_baseline_each_score_says_how_it_moved(server: str) -> None:
+    page = get(server + "/run/nav/case?id=nav-0&vs=nav-recall")[1]
+    left, right = page.split('<div class="side" data-run="nav">')
+    assert 'class="delta' not in left  # (the baseline's own column is not told against itself)
+    cell = lambda m: re.search(rf'<tr data-metric="{m}">.*?<td class=num><span class="v">(.*?)</td>', right, re.S).group(1)  # noqa: E731
+    assert re.search(r'<span class="ok small delta" title="nav-recall: 0.500 \(fail\)">\+0.167</span>', cell("writes_exact")), cell("writes_exact")
+    assert ">= baseline</span>" in cell("tc")
+    assert 'class="delta' not in get(server + "/run/nav/case?id=nav-0&vs=-")[1]  # alone: nothing to move from

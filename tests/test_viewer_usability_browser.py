@@ -125,8 +125,10 @@ def test_800x600_shows_a_case_above_its_baseline(server: str, narrow: Any) -> No
     assert [s.get_attribute("data-run") for s in sides] == ["alpha-again", "alpha"]
     width = narrow.execute_script("return document.documentElement.clientWidth")
     assert all(s.rect["width"] > 0.8 * width for s in sides)  # one above the other, each the page's width
-    broken = [t for t, n in narrow.execute_script(LINES_JS, "table.scores th, table.scores td.num") if n > 1]
+    # (a value and, under it, how it moved from the baseline's: each on one line)
+    broken = [t for t, n in narrow.execute_script(LINES_JS, "table.scores th, table.scores td.num .v, table.scores .delta") if n > 1]
     assert broken == [], broken  # "va|lu|e", "1.|00|0"
+    assert len(narrow.find_elements(By.CSS_SELECTOR, "table.scores .delta")) > 0
     no_overflow(narrow)
 
 

@@ -165,7 +165,25 @@ def _judge_answers(key: str, details: dict[str, Any], case: Case | None = None, 
             f'<thead><tr><th>question</th><th>text</th><th>verdict</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def _side(view: CaseView, case_id: str, trial: int) -> str:
+def _vs_baseline(score: dict[str, Any], before: Any, name: str) -> str:
+    """Under a score's value, how it moved from the baseline's (`before`, that metric's score there, or None): `+0.250`
+    (green) or `−0.250` (red), `= baseline`, or `not in baseline`; its title gives the baseline's value and verdict."""
+    if not isinstance(before, dict):
+        return f'<br><span class="muted small delta">not in {e(name)}</span>'
+    was, now = before.get("value"), score.get("value")
+    verdict = {True: "pass", False: "fail"}.get(before.get("passed"), "no verdict")
+    title = f"{name}: {f3(was)} ({verdict})"
+    try:
+        d = float(now) - float(was)
+    except (TypeError, ValueError):
+        return f'<br><span class="muted small delta" title="{e(title)}">was {f3(was)}</span>'
+    if abs(d) < 5e-4:  # (what f3 shows as the same number)
+        return f'<br><span class="muted small delta" title="{e(title)}">= baseline</span>'
+    return f'<br><span class="{"ok" if d > 0 else "bad"} small delta" title="{e(title)}">{"+" if d > 0 else "−"}{abs(d):.3f}</span>'
+
+
+def _side(view: CaseView, case_id: str, trial: int, baseline: CaseView | None = None) -> str:
+    """One run's column of the case page; `baseline`: the run beside it, whose scores each of this one's is told against."""
     res = view.result
     rid = view.run.rid
     rest = case_url(rid, case_id, path="case/rest", trial=trial, part="transcript")
@@ -187,13 +205,14 @@ def _side(view: CaseView, case_id: str, trial: int) -> str:
                "<thead><tr><th>metric</th><th>value</th><th>verdict</th><th>reason</th></tr></thead><tbody>")
     extras = []
     labels, threshold = labels_of(view.run.manifest(), res)
+    before = ((baseline.result or {}).get("scores") or {}) if baseline is not None and baseline.result is not None else None
     for key, s in scores.items():
         if not isinstance(s, dict):
             continue
         p = s.get("passed")
         shown, wrong = label_cell(labels.get(key), p, threshold)
         label = f'<br><span class="{"bad" if wrong else "muted"} label">{e(shown)}{" ≠ verdict" if wrong else ""}</span>' if shown else ""
-        out.append(f'<tr data-metric="{e(key)}"><td class="metric">{name_html(key)}</td><td class=num>{f3(s.get("value"))}</td>'
+        out.append(f'<tr data-metric="{e(key)}"><td class="metric">{name_html(key)}</td><td class=num><span class="v">{f3(s.get("value"))}</span>{_vs_baseline(s, before.get(key), baseline.run.name) if before is not None and baseline else ""}</td>'
                    f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
                    f'<td class="reason">{reason_html(capped_calls(str(s.get("reason") or "")))}'
                    + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
@@ -226,7 +245,7 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
     if other is None:
         body = head + f'<div class="sides one">{_side(main, case_id, trial)}</div>'
     else:
-        body = head + f'<div class="sides two">{_side(other, case_id, trial)}{_side(main, case_id, trial)}</div>'
+        body = head + f'<div class="sides two">{_side(other, case_id, trial)}{_side(main, case_id, trial, other)}</div>'
     short = visible(case_id) if len(case_id) <= 120 else visible(case_id[:119]) + "…"  # (the title and crumb of a long id: its start)
     return frame(f"{short} · {main.run.name}", body, live_run=None,
                  crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", url(f"/run/{rid}/cases", **kept)), (short, case_url(rid, case_id, trial=trial))])
