@@ -84,6 +84,30 @@ def test_the_cases_header_gives_the_unit_of_durations(server: str) -> None:
     assert "took (s)" in get(server + "/run/nav/cases")[1]
 
 
+# Each place an element's text goes on to a new line: (the character before, the one after).
+BREAKS_JS = """
+return [...document.querySelectorAll(arguments[0])].map(el => {
+  const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), out = [];
+  let top = null, prev = "";
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) for (let i = 0; i < n.data.length; i++) {
+    const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+    const y = Math.round(r.getBoundingClientRect().top);
+    if (top !== null && y > top + 2) out.push([prev, n.data[i]]);
+    top = y; prev = n.data[i];
+  }
+  return [el.textContent, out];
+});
+"""
+
+
+def mid_word(driver: Any, selector: str) -> list[tuple[str, list[list[str]]]]:
+    """The elements matching `selector` whose text goes to a new line inside a word: not at a space, after a `_`, or
+    between a lower-case letter and an upper-case one (`Tool|Correctness`, as `html.name_html` lets a name wrap)."""
+    def fine(a: str, b: str) -> bool:
+        return a.isspace() or b.isspace() or a in "_-,/" or (a.islower() and b.isupper())
+    return [(text, br) for text, br in driver.execute_script(BREAKS_JS, selector) if not all(fine(a, b) for a, b in br)]
+
+
 def press(driver: Any, key: str) -> None:
     """`key` pressed where the focus is (an element's `send_keys` would move the focus to that element first)."""
     ActionChains(driver).send_keys(key).perform()
@@ -135,6 +159,11 @@ def test_at_800_px_the_cases_table_keeps_a_column_for_the_request_and_every_head
         cut = browser.execute_script("return [...document.querySelectorAll('#cases thead th')].filter(th => th.scrollWidth > th.clientWidth)"
                                      ".map(th => th.textContent)")
         assert cut == [], cut  # ("Trajector", "Completi": a header clipped by its column)
+        browser.get(server + "/run/nav")
+        WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#summary td.num"))
+        assert mid_word(browser, "#summary td:first-child a, #summary td.num, #summary th") == []  # ("ToolCorre|ctness", "0.52|4")
+        aligned = browser.execute_script("return [...document.querySelectorAll('#summary td.num')].map(td => getComputedStyle(td).textAlign)")
+        assert aligned and set(aligned) == {"right"}  # (figures line up on their last digit)
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 

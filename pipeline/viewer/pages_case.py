@@ -290,6 +290,6 @@ def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:
                 link = case_url(b.rid, mv.case_id, trial=mv.trial, vs=a.rid)
                 out.append(f'<tr><td><a class="mover-link" href="{link}">{shown_id(mv.case_id)}</a></td><td class=num>{mv.trial}</td>'
                            f'<td class=num>{f3(mv.a)}</td><td class="num {"bad" if mv.b < mv.a else "ok"}">{f3(mv.b)}</td>'
-                           f'<td class="reason">{t(mv.reason_a)}</td><td class="reason">{t(mv.reason_b)}</td></tr>')
+                           f'<td class="reason">{reason_html(mv.reason_a)}</td><td class="reason">{reason_html(mv.reason_b)}</td></tr>')
             out.append("</tbody></table>")
     return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=crumbs)

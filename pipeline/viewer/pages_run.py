@@ -7,7 +7,7 @@ from typing import Any
 from tracejudge.stages.aggregate.group_labels import group_value
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
-from tracejudge.viewer.html import e, f3, frame, url
+from tracejudge.viewer.html import e, f3, frame, name_html, url
 from tracejudge.viewer.pages_cases import bad_line_links
 from tracejudge.viewer.runs import Run, differs, shown_time
 
@@ -211,7 +211,7 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: in
         ) + "</tr></thead><tbody>")
         for row in metric_rows(s):
             key = row[0]
-            link = f'<a href="{url(f"/run/{rid}/cases", below=key)}" title="cases failing {e(key)}">{e(key)}</a>'
+            link = f'<a href="{url(f"/run/{rid}/cases", below=key)}" title="cases failing {e(key)}">{name_html(key)}</a>'
             out.append("<tr><td>" + link + "</td>" + "".join(f'<td{" class=num" if i in (3, 4, 5) else ""}>{e(c)}</td>'
                                                             for i, c in enumerate(row[1:], 1)) + "</tr>")
         out.append("</tbody></table>")
