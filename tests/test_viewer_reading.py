@@ -143,7 +143,8 @@ def test_a_reasons_clauses_each_start_a_line_and_read_as_written(server: str) ->
     cell = re.search(r'<tr data-metric="writes_exact">.*?<td class="reason">(.*?)<details>', page, re.S).group(1)
     clauses = [html.unescape(c) for c in re.findall(r'<span class="clause">(.*?)</span>', cell)]
     assert len(clauses) >= 2 and clauses[1].startswith("missing: [1] book("), clauses
-    assert "".join(clauses) == html.unescape(re.sub(r"<[^>]+>", "", cell))  # (only line breaks added: the text is the reason's)
+    text = re.sub(r' <a class="to-part".*', "", cell)  # (the link to the expected-vs-actual table the reason sums up)
+    assert "".join(clauses) == html.unescape(re.sub(r"<[^>]+>", "", text))  # (only line breaks added: the text is the reason's)
     assert '<td class="metric">writes_<wbr>exact</td>' in page  # (a narrow column breaks the name at its word, not mid-word)
 
 
@@ -184,3 +185,12 @@ def test_beside_a_baseline_each_score_says_how_it_moved(server: str) -> None:
     assert re.search(r'<span class="ok small delta" title="nav-recall: 0.500 \(fail\)">\+0.167</span>', cell("writes_exact")), cell("writes_exact")
     assert ">= baseline</span>" in cell("tc")
     assert 'class="delta' not in get(server + "/run/nav/case?id=nav-0&vs=-")[1]  # alone: nothing to move from
+
+
+def test_a_score_links_to_the_table_its_reason_sums_up_and_the_side_to_its_transcript(server: str) -> None:
+    page = get(server + "/run/nav/case?id=nav-0&vs=nav-recall")[1]
+    jumps = [html.unescape(h) for h in re.findall(r'<a class="to-part" href="#([^"]*)"', page)]
+    assert {"nav-align-writes_exact", "nav-transcript", "nav-recall-align-writes_exact", "nav-recall-transcript"} <= set(jumps), jumps
+    ids = set(re.findall(r' id="([^"]*)"', page))
+    assert set(jumps) <= ids  # (each side's links lead into that side)
+    assert re.search(r'<div id="nav-align-writes_exact"><div class="alignment" data-metric="writes_exact">', page)

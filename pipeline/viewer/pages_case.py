@@ -194,7 +194,8 @@ def _side(view: CaseView, case_id: str, trial: int, baseline: CaseView | None = 
     out.append(_damaged(view))
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
-               + (f' · tags {t(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
+               + (f' · tags {t(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "")
+               + f' · <a class="to-part" href="#{e(rid)}-transcript">transcript ↓</a></p>')
     if res.get("error"):
         err = res["error"]
         where = ":".join(str(x) for x in (err.get("file"), err.get("line")) if x is not None)
@@ -212,19 +213,25 @@ def _side(view: CaseView, case_id: str, trial: int, baseline: CaseView | None = 
         p = s.get("passed")
         shown, wrong = label_cell(labels.get(key), p, threshold)
         label = f'<br><span class="{"bad" if wrong else "muted"} label">{e(shown)}{" ≠ verdict" if wrong else ""}</span>' if shown else ""
+        d = s.get("details")
+        aligned = isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d)
+        answered = isinstance(d, dict) and isinstance(d.get("answers"), dict)
+        # (the table a reason sums up is further down the page, below every score: a link to it, not a scroll to find it)
+        jumps = "".join(f' <a class="to-part" href="#{e(rid)}-{part}-{e(key)}">{words} ↓</a>'
+                        for part, words, has in (("align", "expected vs actual", aligned), ("judge", "the judge's answers", answered)) if has)
         out.append(f'<tr data-metric="{e(key)}"><td class="metric">{name_html(key)}</td><td class=num><span class="v">{f3(s.get("value"))}</span>{_vs_baseline(s, before.get(key), baseline.run.name) if before is not None and baseline else ""}</td>'
                    f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
-                   f'<td class="reason">{reason_html(capped_calls(str(s.get("reason") or "")))}'
+                   f'<td class="reason">{reason_html(capped_calls(str(s.get("reason") or "")))}{jumps}'
                    + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
                    + "</td></tr>")
-        d = s.get("details")
-        if isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d):
-            extras.append(_alignment(key, d, view.case, str(s.get("reason") or ""), rest.removesuffix("&amp;part=transcript")))
-        if isinstance(d, dict) and isinstance(d.get("answers"), dict):
-            extras.append(_judge_answers(key, d, view.case, rid))
+        if aligned:
+            extras.append(f'<div id="{e(rid)}-align-{e(key)}">'
+                          + _alignment(key, d, view.case, str(s.get("reason") or ""), rest.removesuffix("&amp;part=transcript")) + "</div>")
+        if answered:
+            extras.append(f'<div id="{e(rid)}-judge-{e(key)}">' + _judge_answers(key, d, view.case, rid) + "</div>")
     out.append("</tbody></table>")
     out += extras
-    out.append(transcript_html(view.case, view.note, rid, rest))
+    out.append(f'<div id="{e(rid)}-transcript">' + transcript_html(view.case, view.note, rid, rest) + "</div>")
     return "".join(out) + "</div>"
 
 
