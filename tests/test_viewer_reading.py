@@ -28,7 +28,7 @@ from tracejudge.entrypoints.cli import main
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`nav`: 8 native cases `nav-0` … `nav-7`; `nav-0`, `nav-3` and `nav-6` call one tool too few (tc and traj fail).
     Five metrics, as the demo scores: the Cases table is as crowded as a user's. `nav-recall`: the same cases, writes_exact
-    scored by recall."""
+    scored by recall; `nav-judged`: the same cases judged by the simulator (a judge block: tokens and dollars)."""
     tmp = tmp_path_factory.mktemp("case-nav")
     data = write_dataset(tmp / "nav.jsonl", _cases("nav", "navigate"))
     metrics = [{"type": "ToolCorrectness", "name": "tc"}, {"type": "TrajectoryMatch", "name": "traj", "order": "in_order", "threshold": 0.9},
@@ -36,7 +36,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert main(["run", str(write_config(tmp / "nav.yaml", data, tmp / "nav", metrics=metrics)), "--no-progress"]) in (0, 1)
     metrics[2] = {**metrics[2], "score": "recall"}  # (a baseline scoring writes_exact otherwise: 0.5 where nav has 0.667)
     assert main(["run", str(write_config(tmp / "recall.yaml", data, tmp / "nav-recall", metrics=metrics)), "--no-progress"]) in (0, 1)
-    with view_server(str(tmp / "nav"), str(tmp / "nav-recall")) as url:
+    judged = write_config(tmp / "judged.yaml", data, tmp / "nav-judged", metrics=[{"type": "TaskCompletion"}],
+                          judge={"provider": "simulator", "model": "gpt-4o-mini"})
+    assert main(["run", str(judged), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp / "nav"), str(tmp / "nav-recall"), str(tmp / "nav-judged")) as url:
         yield url
 
 
@@ -194,3 +197,11 @@ def test_a_score_links_to_the_table_its_reason_sums_up_and_the_side_to_its_trans
     ids = set(re.findall(r' id="([^"]*)"', page))
     assert set(jumps) <= ids  # (each side's links lead into that side)
     assert re.search(r'<div id="nav-align-writes_exact"><div class="alignment" data-metric="writes_exact">', page)
+
+
+def test_the_judge_blocks_figures_read_as_counts_and_dollars(server: str) -> None:
+    page = get(server + "/run/nav-judged")[1]
+    block = dict(re.findall(r"<tr><th>([a-z ]+)</th><td class=num>([^<]*)</td></tr>", re.search(r'id="judge">(.*?)</table>', page, re.S).group(1)))
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", block["input tokens"]), block  # (thousands of tokens, grouped: 4,104 not 4104)
+    assert re.fullmatch(r"\$\d+\.\d{4}", block["cost usd"]), block
+    assert block["requests"] == "8" and block["mode"] in ("sync", "batch")

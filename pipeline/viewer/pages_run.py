@@ -111,13 +111,23 @@ def unreadable_page(run: Run, why: str) -> str:
     return frame(run.name, body, crumbs=[(run.name, f"/run/{e(run.rid)}")])
 
 
+def _judge_figure(key: str, value: Any) -> str:
+    """A figure of the judge block as read: counts with thousands separators (`1,234,567` tokens), dollars as `$0.0123`;
+    anything else (a mode, `unknown (no price)`) as written."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if key == "cost_usd":
+        return f"${value:,.4f}"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
+
+
 def _judge_block(summary: dict[str, Any]) -> str:
     j = summary.get("judge") or {}
     if not j:
         return '<p class="muted">No judge block in summary.json.</p>'
     keys = ["requests", "cache_hits", "retries", "rate_limited", "input_tokens", "output_tokens", "cost_usd", "items_per_request", "mode"]
     shown = {**j, "cost_usd": "unknown (no price)"} if "cost_usd" in j and j["cost_usd"] is None else j  # null: a model without a price
-    cells = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td class=num>{e(shown[k])}</td></tr>" for k in keys if k in j)
+    cells = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td class=num>{e(_judge_figure(k, shown[k]))}</td></tr>" for k in keys if k in j)
     segs = summary.get("segments") or []
     seg_rows = "".join(
         f"<tr><td class=num>{e(s.get('segment'))}</td><td>{e(shown_time(str(s['started_at'])) if s.get('started_at') else '—')}</td><td>{_duration(s.get('elapsed_s'))}</td>"
