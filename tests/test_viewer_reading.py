@@ -22,6 +22,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from test_viewer import browser, needs_chromium  # noqa: F401  (browser: the shared fixture)
 from test_viewer_usability import _cases, get
 from tracejudge.entrypoints.cli import main
+from tracejudge.viewer.case_nav import Place, nav_html
+from tracejudge.viewer.case_query import CaseQuery
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +78,15 @@ def test_the_list_link_opens_the_page_holding_the_case_and_a_case_outside_the_li
     assert plain["prev-case"] == "/run/nav/case?id=nav-0" and plain["next-case"] == "/run/nav/case?id=nav-2"
 
 
-def test_a_list_page_past_the_first_holds_the_case_the_list_link_goes_back_to(server: str) -> None:
+def test_the_list_link_goes_back_to_the_lists_page_holding_the_case(server: str) -> None:
     bar = _nav(get(server + "/run/nav/case?id=nav-7&size=25")[1])
     assert bar["to-list"] == "/run/nav/cases?size=25"  # (8 results: one page)
     status, page = get(server + "/run/nav/case?id=nav-0&size=abc")
     assert status == 400 and "size='abc'" in page
+    # (the 60th of 80 results, 25 a page: page 3; the first page's link names no page)
+    far = _nav(nav_html("r", CaseQuery(below="tc", size=25), Place(60, 80, ("a", 0), ("b", 1))))
+    assert far["to-list"] == "/run/r/cases?below=tc&size=25&page=3" and far["next-case"] == "/run/r/case?id=b&trial=1&below=tc&size=25"
+    assert _nav(nav_html("r", CaseQuery(size=25), Place(25, 80, None, None)))["to-list"] == "/run/r/cases?size=25"
 
 
 def test_the_cases_header_gives_the_unit_of_durations(server: str) -> None:
@@ -146,7 +152,7 @@ def test_a_reasons_clauses_each_start_a_line_and_read_as_written(server: str) ->
     cell = re.search(r'<tr data-metric="writes_exact">.*?<td class="reason">(.*?)<details>', page, re.S).group(1)
     clauses = [html.unescape(c) for c in re.findall(r'<span class="clause">(.*?)</span>', cell)]
     assert len(clauses) >= 2 and clauses[1].startswith("missing: [1] book("), clauses
-    text = re.sub(r' <a class="to-part".*', "", cell)  # (the link to the expected-vs-actual table the reason sums up)
+    text = re.sub(r'<div class="to-parts">.*', "", cell)  # (the link to the expected-vs-actual table the reason sums up)
     assert "".join(clauses) == html.unescape(re.sub(r"<[^>]+>", "", text))  # (only line breaks added: the text is the reason's)
     assert '<td class="metric">writes_<wbr>exact</td>' in page  # (a narrow column breaks the name at its word, not mid-word)
 

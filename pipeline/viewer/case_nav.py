@@ -69,8 +69,8 @@ def nav_html(rid: str, q: CaseQuery, place: Place | None, vs: str = "") -> str:
     kept = list_params(q)
     shown = ", ".join(f"{k}={v}" for k, v in kept.items()) or "all results"
     if place is None:
-        return (f'<nav id="case-nav" class="case-nav" aria-label="cases of the list"><a id="to-list" href="{url(f"/run/{rid}/cases", **kept)}">'
-                f'Cases</a> <span class="muted">this case is not in the list ({e(shown)})</span></nav>')
+        return (f'<nav id="case-nav" class="case-nav" aria-label="cases of the list"><a id="to-list" href="{url(f"/run/{rid}/cases", **kept)}" '
+                f'aria-keyshortcuts="u">↑ list</a> <span class="muted">this case is not in the list ({e(shown)})</span></nav>')
     page = (place.position - 1) // q.size + 1
     links = [f'<a id="to-list" href="{url(f"/run/{rid}/cases", **kept, page=page if page > 1 else "")}" aria-keyshortcuts="u">'
              f'↑ list</a>']

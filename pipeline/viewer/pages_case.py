@@ -217,8 +217,9 @@ def _side(view: CaseView, case_id: str, trial: int, baseline: CaseView | None = 
         aligned = isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d)
         answered = isinstance(d, dict) and isinstance(d.get("answers"), dict)
         # (the table a reason sums up is further down the page, below every score: a link to it, not a scroll to find it)
-        jumps = "".join(f' <a class="to-part" href="#{e(rid)}-{part}-{e(key)}">{words} ↓</a>'
-                        for part, words, has in (("align", "expected vs actual", aligned), ("judge", "the judge's answers", answered)) if has)
+        jumps = " · ".join(f'<a class="to-part" href="#{e(rid)}-{part}-{e(key)}">{words} ↓</a>'
+                           for part, words, has in (("align", "expected vs actual", aligned), ("judge", "the judge's answers", answered)) if has)
+        jumps = f'<div class="to-parts">{jumps}</div>' if jumps else ""
         out.append(f'<tr data-metric="{e(key)}"><td class="metric">{name_html(key)}</td><td class=num><span class="v">{f3(s.get("value"))}</span>{_vs_baseline(s, before.get(key), baseline.run.name) if before is not None and baseline else ""}</td>'
                    f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
                    f'<td class="reason">{reason_html(capped_calls(str(s.get("reason") or "")))}{jumps}'
