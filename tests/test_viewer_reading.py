@@ -78,6 +78,15 @@ def test_the_list_link_opens_the_page_holding_the_case_and_a_case_outside_the_li
     assert plain["prev-case"] == "/run/nav/case?id=nav-0" and plain["next-case"] == "/run/nav/case?id=nav-2"
 
 
+def test_in_a_list_of_passes_and_fails_the_bar_also_skips_to_the_previous_and_next_failed_result(server: str) -> None:
+    bar = _nav(get(server + "/run/nav/case?id=nav-4&tag=nav-tag")[1])
+    assert bar["prev-failed"] == "/run/nav/case?id=nav-3&tag=nav-tag" and bar["next-failed"] == "/run/nav/case?id=nav-6&tag=nav-tag"
+    assert bar["prev-case"] == "/run/nav/case?id=nav-3&tag=nav-tag" and bar["next-case"] == "/run/nav/case?id=nav-5&tag=nav-tag"
+    last = get(server + "/run/nav/case?id=nav-7")[1]
+    assert _nav(last)["prev-failed"] == "/run/nav/case?id=nav-6" and 'id="next-failed">failed →</span>' in last  # (none after it)
+    assert "next-failed" not in get(server + "/run/nav/case?id=nav-3&status=failed")[1]  # (its next already is the next failed)
+
+
 def test_the_list_link_goes_back_to_the_lists_page_holding_the_case(server: str) -> None:
     bar = _nav(get(server + "/run/nav/case?id=nav-7&size=25")[1])
     assert bar["to-list"] == "/run/nav/cases?size=25"  # (8 results: one page)
@@ -136,6 +145,7 @@ def test_j_k_and_u_move_along_the_failing_cases_from_the_keyboard(server: str, b
     WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-id") and d.find_element(By.ID, "case-id").text == "nav-6")
     press(browser, "k")
     WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-id") and d.find_element(By.ID, "case-id").text == "nav-3")
+    assert not browser.find_elements(By.ID, "next-failed")  # (a list of failed results: n and p are j and k there)
     press(browser, "u")
     WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/run/nav/cases?below=tc"))
     # (back on the list, the case just read has the focus: j goes on from there)
@@ -145,6 +155,9 @@ def test_j_k_and_u_move_along_the_failing_cases_from_the_keyboard(server: str, b
     search = browser.find_element(By.ID, "f-q")
     search.send_keys("jk")  # typed into the search box: text, not moves
     assert search.get_attribute("value") == "jk" and browser.current_url.endswith("/run/nav/cases?below=tc")
+    browser.get(server + "/run/nav/case?id=nav-1")  # (every result: n skips the passing ones to the next failed)
+    press(browser, "n")
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "case-id") and d.find_element(By.ID, "case-id").text == "nav-3")
 
 
 def test_a_reasons_clauses_each_start_a_line_and_read_as_written(server: str) -> None:

@@ -152,18 +152,18 @@ document.addEventListener('click', function (ev) {
 })();
 // Keys, for reading case after case without the mouse (never while typing in a field, nor with a modifier held):
 // on the Cases table j / k move to the next / previous row (its case link takes the focus: Enter opens it, and the
-// Case page keeps the list's filters); on a Case page j / k open the next / previous case of that list and u goes back
-// to the list's page holding it.
+// Case page keeps the list's filters); on a Case page j / k open the next / previous case of that list, n / p its next /
+// previous failed one, and u goes back to the list's page holding it.
 document.addEventListener('keydown', function (ev) {
   if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
   var el = ev.target;
   if (el && (el.isContentEditable || /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(el.tagName))) return;
   var key = ev.key;
-  if (key !== 'j' && key !== 'k' && key !== 'u') return;
-  var link = {j: 'next-case', k: 'prev-case', u: 'to-list'}[key];
+  var link = {j: 'next-case', k: 'prev-case', n: 'next-failed', p: 'prev-failed', u: 'to-list'}[key];
+  if (!link) return;
   var go = document.getElementById(link);
   if (go && go.tagName === 'A') { ev.preventDefault(); location.href = go.href; return; }
-  if (key === 'u') return;
+  if (key !== 'j' && key !== 'k') return;
   var links = Array.prototype.slice.call(document.querySelectorAll('#cases a.case-link'));
   if (!links.length) return;
   var at = links.indexOf(document.activeElement);
