@@ -12,16 +12,17 @@ results.jsonl and the trace keep every call.
 
 from __future__ import annotations
 
-import regex
+import re
 
 __all__ = ["STEP_CALLS", "capped_calls", "lists_past_the_cap", "more_calls"]
 
 STEP_CALLS = 100
 
 # A reason's list of tool names as `names_repr` (`repr` of a list of str) writes it: `['a', 'b']`, a name in single quotes
-# with any quote or backslash in it escaped. Possessive: a long reason that is no such list is passed over in one pass.
+# with any quote or backslash in it escaped. Possessive (`re` has them since 3.11; `regex` would cost a plain run its
+# import): a long reason that is no such list is passed over in one pass.
 _ITEM = r"'(?:[^'\\\n]|\\.)*+'"
-_NAMES = regex.compile(rf"\[{_ITEM}(?:, {_ITEM})*+\]")
+_NAMES = re.compile(rf"\[{_ITEM}(?:, {_ITEM})*+\]")
 _SEP = "', '"
 
 
@@ -40,7 +41,7 @@ def capped_calls(text: str) -> str:
     if not lists_past_the_cap(text):
         return text
 
-    def cut(m: regex.Match[str]) -> str:
+    def cut(m: re.Match[str]) -> str:
         items = _items(m.group())
         if len(items) <= STEP_CALLS:
             return m.group()
@@ -51,4 +52,4 @@ def capped_calls(text: str) -> str:
 
 def _items(listed: str) -> list[str]:
     # The quoted items of a matched list, as written (quotes and escapes kept).
-    return [m.group() for m in regex.finditer(_ITEM, listed[1:-1])]
+    return [m.group() for m in re.finditer(_ITEM, listed[1:-1])]
