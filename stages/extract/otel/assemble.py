@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import fail
-from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, deferred_call, part_call
+from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, by_call_id, deferred_call, part_call
 from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, approved_run, run_approved
@@ -159,6 +159,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                                       lambda m: _parts(views[m.span_id].inputs, "tool_call_response"),
                                       lambda s: s.parent_id in index and index[s.parent_id].status_error)
     refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
+    first_of = by_call_id(tool_list)  # (the call ids are final once the retries are folded)
     held = [t for t in tool_list if t.error == AWAITING]  # the Agents SDK's calls held for approval: run on resume (`agents_approval`)
 
 
@@ -179,10 +180,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             named = [t for t in named if scope(t.span) is within] or named
             t = next((t for t in named if agrees(t.args, wanted)), named[0] if named else None)
             return t, t is not None and t.call_id == pid
-        if pid is not None:
-            for t in tool_list:
-                if not t.claimed and t.call_id == pid:
-                    return t, True
+        if pid is not None and (t := first_of(pid)) is not None:
+            return t, True
         wanted = unjson(part.get("arguments"))
         free = [t for t in tool_list if not t.claimed and t.name == part["name"] and t.span.start >= after and (t.call_id is None or t.call_id not in all_part_ids)
                 and agrees(t.args, wanted) is not False]

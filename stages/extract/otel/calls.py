@@ -11,6 +11,8 @@ call (`call_results.Responses`).
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from tracejudge.stages.extract.common import mcp_error
@@ -18,7 +20,7 @@ from tracejudge.stages.extract.otel.call_results import Responses
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["Responses", "Tool", "answer_value", "build_call", "deferred_call", "part_call"]
+__all__ = ["Responses", "Tool", "answer_value", "build_call", "by_call_id", "deferred_call", "part_call"]
 
 
 class Tool:
@@ -51,6 +53,24 @@ class Tool:
             self.call_id = inner.call_id
         if self.error is None:
             self.error = inner.error
+
+
+def by_call_id(tools: list[Tool]) -> Callable[[str], Tool | None]:
+    """A look-up of the first of `tools` (in their order) of a call id that is not claimed yet, else None.
+
+    Built once the call ids are final; a tool once claimed stays claimed, so each id's queue only loses its front:
+    scanning every tool for each part is quadratic in a wide fan-out."""
+    queues: dict[str, deque[Tool]] = {}
+    for t in tools:
+        if t.call_id is not None:
+            queues.setdefault(t.call_id, deque()).append(t)
+
+    def first(pid: str) -> Tool | None:
+        queue = queues.get(pid)
+        while queue and queue[0].claimed:
+            queue.popleft()
+        return queue[0] if queue else None
+    return first
 
 
 def _part_args(part: dict[str, Any] | None) -> Any:

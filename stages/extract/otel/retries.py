@@ -43,10 +43,28 @@ from tracejudge.stages.extract.otel.view import MISSING, unjson
 __all__ = ["fold_retries"]
 
 
-def _asks(t: Tool, parts: list[dict[str, Any]]) -> tuple[int, ...]:
-    """The indexes of the `parts` span `t` may be: its name, its call id (or none), arguments agreeing (else not contradicting)."""
-    named = [i for i, p in enumerate(parts) if p.get("name") == t.name
-             and (t.call_id is None or p.get("id") is None or str(p["id"]) == t.call_id)]
+_Named = dict[str, tuple[list[int], dict[str, list[int]], list[int]]]
+
+
+def _by_name(parts: list[dict[str, Any]]) -> _Named:
+    """The indexes of `parts` by tool name: all of them, those by call id (as text), those of no id.
+
+    Looked up once per request: matching each tool span against every part is quadratic in a wide fan-out."""
+    out: _Named = {}
+    for i, p in enumerate(parts):
+        if not isinstance(p.get("name"), str):
+            continue  # (a tool span's name is text: no other name is its)
+        every, by_id, no_id = out.setdefault(p["name"], ([], {}, []))
+        every.append(i)
+        (no_id if p.get("id") is None else by_id.setdefault(str(p["id"]), [])).append(i)
+    return out
+
+
+def _asks(t: Tool, parts: list[dict[str, Any]], named_as: _Named) -> tuple[int, ...]:
+    """The indexes of the `parts` span `t` may be: its name, its call id (or none), arguments agreeing (else not
+    contradicting). `named_as`: `_by_name(parts)`."""
+    every, by_id, no_id = named_as.get(t.name, ([], {}, []))
+    named = every if t.call_id is None else sorted(by_id.get(t.call_id, []) + no_id)
     said = [(i, agrees(t.args, unjson(parts[i].get("arguments")))) for i in named]
     return tuple(i for i, ok in said if ok) or tuple(i for i, ok in said if ok is not False)
 
@@ -88,9 +106,10 @@ def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], 
     lost: list[tuple[Tool, str]] = []  # a failed span whose call a later run answered, its span missing; the part's id
     for asker, spans in rounds.values():
         asked = parts(asker)
+        named_as = _by_name(asked)
         alike: dict[tuple[int, ...], list[Tool]] = {}
         for t in spans:
-            if (which := _asks(t, asked)):
+            if (which := _asks(t, asked, named_as)):
                 alike.setdefault(which, []).append(t)
         plan: dict[int, Tool] = {}
         gone: list[tuple[Tool, str]] = []
