@@ -63,10 +63,16 @@ def run_heads(spans: list[Span], views: dict[str, Any]) -> dict[str, Span]:
     holds = _above(spans, index, lambda s: views[s.span_id].role == "model")
     agents = _above(spans, index, lambda s: views[s.span_id].role == "agent")
     tools = [s for s in spans if own(s, "tool")]
+    inward = _throughs(spans, kids, holds, views)
+
+    def through(span: Span) -> Span:
+        got = inward.get(id(span))
+        return got if got is not None else _through(span, kids, holds, views)
+
     heads: dict[str, Span] = {}
     stack: list[Span] = []
     for tops in _by_trace(roots).values():  # a trace's roots are the runs of an unnamed container: the trace itself
-        runs = _not_in_a_tool([_through(r, kids, holds, views) for r in tops if r.span_id in holds], tools)
+        runs = _not_in_a_tool([through(r) for r in tops if r.span_id in holds], tools)
         if _side_by_side(runs) and all(_is_run(r, None, agents, views) for r in runs):
             for r in runs:
                 _claim(r, kids, heads)
@@ -78,7 +84,7 @@ def run_heads(spans: list[Span], views: dict[str, Any]) -> dict[str, Span]:
         if node.span_id in seen or not _container(node, views):
             continue  # a request, a call or a run records its own: what is under it is that run's
         seen.add(node.span_id)
-        runs = _not_in_a_tool([_through(c, kids, holds, views) for c in kids.get(node.span_id, []) if c.span_id in holds], tools)
+        runs = _not_in_a_tool([through(c) for c in kids.get(node.span_id, []) if c.span_id in holds], tools)
         # (the Agents SDK's trace span, as OpenInference or MLflow writes it, holds each `Runner.run` in it as a run of its
         # own, one after another too, when no run's request goes on with the one before: a harness's loop over questions)
         sdk_trace = agents_sdk_trace(node, spans) or mlflow_sdk_trace(node, kids.get(node.span_id, []))
@@ -178,12 +184,45 @@ def _through(span: Span, kids: dict[str, list[Span]], holds: set[str], views: di
     """`span`, or, for a span of no role (a harness's own span, the Agents SDK export's `task` span) wrapping one
     run, that run's span."""
     hops = 0
-    while views[span.span_id].role is None and hops < _HOPS:
-        inner = [c for c in kids.get(span.span_id, []) if c.span_id in holds]
-        if len(inner) != 1:
-            break
-        span, hops = inner[0], hops + 1
+    while hops < _HOPS and (inner := _inner(span, kids, holds, views)) is not None:
+        span, hops = inner, hops + 1
     return span
+
+
+def _inner(span: Span, kids: dict[str, list[Span]], holds: set[str], views: dict[str, Any]) -> Span | None:
+    """The one run `_through` steps into from `span`, else None (`span` has a role, or not exactly one such child)."""
+    if views[span.span_id].role is not None:
+        return None
+    inner = [c for c in kids.get(span.span_id, []) if c.span_id in holds]
+    return inner[0] if len(inner) == 1 else None
+
+
+def _throughs(spans: list[Span], kids: dict[str, list[Span]], holds: set[str], views: dict[str, Any]) -> dict[int, Span]:
+    """`_through` of each of `spans`, by `id()` of the span, in one pass; a span whose steps reach a cycle is left out.
+
+    Walking down from every span of a chain of wrappers is quadratic in its depth (thousands of nested spans): each span
+    steps into at most one, so the steps form chains ending at a span that stops; walked up from those ends once, a span
+    `d` steps above its end gets the span `min(d, _HOPS)` steps below it, as `_through` would."""
+    above: dict[int, list[Span]] = {}
+    ends = []
+    for s in spans:
+        step = _inner(s, kids, holds, views)
+        if step is None:
+            ends.append(s)
+        else:
+            above.setdefault(id(step), []).append(s)
+    out: dict[int, Span] = {}
+    for end in ends:
+        path = [end]
+        out[id(end)] = end
+        todo = [(s, 1) for s in above.get(id(end), [])]
+        while todo:  # (no recursion: the chain may be thousands deep)
+            node, depth = todo.pop()
+            del path[depth:]
+            path.append(node)
+            out[id(node)] = path[max(depth - _HOPS, 0)]
+            todo.extend((s, depth + 1) for s in above.get(id(node), []))
+    return out
 
 
 def _to_hosts(owner: dict[str, str | None], spans: list[Span], index: dict[str, Span]) -> None:

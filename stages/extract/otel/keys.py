@@ -11,6 +11,8 @@ key. Its spans join no conversation, and the other traces read on.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.stages.extract.conversation_groups import Refused, key_of
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["split_trace"]
 
+_HOPS = 10_000  # a parent chain longer than this is a cycle in a hostile export
 Parts = list[tuple[tuple[str | None, str], list["Span"]]]
 
 
@@ -33,6 +36,38 @@ def _holds(value: Any) -> bool:
 def _source(span: Span, on_resource: bool) -> dict[str, Any]:
     """Where a key is read: the span's own attributes, or those of the resource that exported it."""
     return span.resource if on_resource else span.attrs
+
+
+def _tops(spans: list[Span], index: dict[str, Span], holds: Callable[[Span], bool]) -> dict[int, Span | None]:
+    """The topmost of the `_HOPS` spans at and above each span (parent by parent through `index`) for which `holds`
+    is true, or None, by `id()` of the span; a span whose parents reach a cycle is left out.
+
+    One pass top down, keeping the depths of the holders on the way: walking up from every span of a deep chain is
+    quadratic in its depth."""
+    below: dict[int, list[Span]] = {}
+    roots = []
+    for s in spans:
+        parent = index.get(s.parent_id or "")
+        if parent is None:
+            roots.append(s)
+        else:
+            below.setdefault(id(parent), []).append(s)
+    out: dict[int, Span | None] = {}
+    for root in roots:
+        depths: list[int] = []  # of the holders on the path down to the span at hand, and those holders
+        holders: list[Span] = []
+        todo = [(root, 0)]
+        while todo:  # (no recursion: a chain may be thousands deep)
+            node, depth = todo.pop()
+            cut = bisect_left(depths, depth)
+            del depths[cut:], holders[cut:]
+            if holds(node):
+                depths.append(depth)
+                holders.append(node)
+            i = bisect_left(depths, depth - _HOPS + 1)
+            out[id(node)] = holders[i] if i < len(holders) else None
+            todo.extend((s, depth + 1) for s in below.get(id(node), []))
+    return out
 
 
 def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | RawRecord:
@@ -48,12 +83,15 @@ def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | Ra
         return [((None, trace_id), spans)]
     attr, on_resource = found
     index = {s.span_id: s for s in spans}
+    tops = _tops(spans, index, lambda s: _holds(_source(s, on_resource).get(attr)))
 
     def top(span: Span) -> Span | None:
-        found: Span | None = None
+        if id(span) in tops:
+            return tops[id(span)]
+        found: Span | None = None  # (a span under a parent cycle: walked, as far as the hops allow)
         node: Span | None = span
         hops = 0
-        while node is not None and hops < 10_000:
+        while node is not None and hops < _HOPS:
             if _holds(_source(node, on_resource).get(attr)):
                 found = node
             node = index.get(node.parent_id or "")
