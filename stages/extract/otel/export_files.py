@@ -24,6 +24,16 @@ def _a_file(p: Path) -> bool:
     return p.is_file() or (p.is_symlink() and not p.exists())
 
 
+def _not_a_file(p: Path) -> str | None:
+    """What `p` is when it is a FIFO, a socket or a device (through a link too): never opened, so a named pipe with no
+    writer holds up nothing; else None."""
+    if p.is_fifo():
+        return "a FIFO (named pipe)"
+    if p.is_socket():
+        return "a socket"
+    return "a device" if p.is_block_device() or p.is_char_device() else None
+
+
 def export_files(path: Path, include: list[str], exclude: list[str]) -> list[Path]:
     """The export files to read: `path` itself, or the files under it matching an `include` glob and no `exclude` one.
 
@@ -42,15 +52,25 @@ def export_files(path: Path, include: list[str], exclude: list[str]) -> list[Pat
         return any(fnmatch.fnmatch(rel(p), ex) or fnmatch.fnmatch(p.name, ex) for ex in exclude)
 
     kept = sorted(p for p in found if not excluded(p))
-    unmatched = sorted(rel(p) for p in path.rglob("*") if _a_file(p) and p not in found)
+    everything = list(path.rglob("*"))
+    unmatched = sorted(rel(p) for p in everything if _a_file(p) and p not in found)
     removed = len(found) - len(kept)
-    if (unmatched or removed) and first_time("folder_files", str(path)):  # once per folder, however often a run lists it
-        why = [f"{len(unmatched)} match no include glob ({', '.join(include)}): {', '.join(unmatched[:3])}{', …' if len(unmatched) > 3 else ''}"] \
-            if unmatched else []
+    special: dict[str, list[str]] = {}  # (a FIFO among the exports was left out without a word)
+    for p in everything:
+        if (kind := _not_a_file(p)) is not None:
+            special.setdefault(kind, []).append(rel(p))
+    if (unmatched or removed or special) and first_time("folder_files", str(path)):  # once per folder, however often a run lists it
+        why = [f"{len(unmatched)} match no include glob ({', '.join(include)}): {_some(unmatched)}"] if unmatched else []
         why += [f"{removed} removed by the exclude globs ({', '.join(exclude)})"] if removed else []
-        log.warning(f"otel: {len(unmatched) + removed} files under {path} not read: {'; '.join(why)} "
-                    "(dataset.options.include / exclude choose the files)")
+        why += [f"{len(names)} {kind}, not a regular file: {_some(sorted(names))}" for kind, names in special.items()]
+        count = len(unmatched) + removed + sum(len(names) for names in special.values())
+        hint = " (dataset.options.include / exclude choose the files)" if unmatched or removed else ""
+        log.warning(f"otel: {count} files under {path} not read: {'; '.join(why)}{hint}")
     return kept
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
 
 
 def warn_blank(path: Path, blank: list[str]) -> None:

@@ -26,6 +26,7 @@ collector's file exporter; `.jsonl`, or a `.json` file holding more than one val
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import re
@@ -123,6 +124,8 @@ def _document(path: Path, data: bytes) -> Iterator[tuple[int, Any, str | None]]:
 def _unreadable(path: Path, exc: OSError) -> str:
     """The error of a file that cannot be opened (a link to a missing file, no permission): one record, not a stop."""
     why = exc.strerror or type(exc).__name__
+    if exc.errno == errno.ELOOP:  # (its target is not missing: the links lead back to themselves)
+        return f"cannot read the file: {why} (a symbolic link loop)"
     return f"cannot read the file: {why}" + (" (a symbolic link whose target is missing)" if path.is_symlink() and not path.exists() else "")
 
 
