@@ -72,6 +72,11 @@ def member_problems(config: RunConfig) -> list[tuple[tuple[Any, ...], str]]:
     return _members(config, cfg)[1]
 
 
+def _said(loc: tuple[Any, ...], err: Any, section: type[JudgeConfig] | type[LimitsConfig]) -> tuple[tuple[Any, ...], str]:
+    said = "unknown key" if err["type"] == "extra_forbidden" else suggest.message(err)  # (as the config says it)
+    return loc, f"{said}{suggest.error_hint(err, section)}"
+
+
 def _members(config: RunConfig, cfg: JudgeConfig) -> tuple[list[Member], list[tuple[tuple[Any, ...], str]]]:
     """The panel's members as built, and the problems of those that do not build (`member_problems`)."""
     if cfg.mode == "batch":
@@ -97,16 +102,19 @@ def _members(config: RunConfig, cfg: JudgeConfig) -> tuple[list[Member], list[tu
                 data[k] = getattr(m, k)
         # The section's fields are for the section's server: a member on another provider starts from none of them.
         data["extra_body"] = merged(cfg.extra_body if provider == cfg.provider else {}, m.extra_body)
-        section: type[JudgeConfig] | type[LimitsConfig] = JudgeConfig
+        # Both checks run, and every error of each is said: one member's unknown limit hid its extra_body's key.
+        found: list[tuple[tuple[Any, ...], str]] = []
+        member_cfg = limits = None
         try:
             member_cfg = JudgeConfig.model_validate(data)
-            section = LimitsConfig
+        except ValidationError as exc:
+            found += [_said(("judge", "models", i, *err["loc"]), err, JudgeConfig) for err in exc.errors()]
+        try:
             limits = LimitsConfig.model_validate({**config.limits.model_dump(), **m.limits}) if m.limits else None
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ("judge", "models", i, *(err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))
-            said = "unknown key" if err["type"] == "extra_forbidden" else suggest.message(err)  # (as the config says it)
-            problems.append((loc, f"{said}{suggest.error_hint(err, section)}"))
+            found += [_said(("judge", "models", i, "limits", *err["loc"]), err, LimitsConfig) for err in exc.errors()]
+        if found or member_cfg is None:
+            problems += found
             continue
         members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
     names = [m.name for m in members]
