@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationI
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict)
+from tracejudge.core.config_partial import extra_body_problems, gate_problems, panel_problems
 from tracejudge.core.config_files import STDIN_DATASET, file_problems
 from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
@@ -151,6 +152,11 @@ def validate_config(
         # so one command names every mistake instead of one at a time; all of them in the order of the file's lines.
         taken = {tuple(map(str, loc[:2])) for loc, _ in errors}
         errors += [e for e in _unvalidated_problems(data, check_files) if tuple(map(str, e[0][:2])) not in taken]
+        # A member's and a gate's checks sit under a key path the schema may have refused beside them (another
+        # member's key, another gate's rule): only the very same key path is said once.
+        said = {tuple(map(str, loc)) for loc, _ in errors}
+        errors += [e for e in [*panel_problems(data, errors), *gate_problems(data.get("assertions"), data.get("metrics"))]
+                   if tuple(map(str, e[0])) not in said]
         errors.sort(key=lambda e: _locate(tuple(map(str, e[0])), lines) or float("inf"))
         raise ConfigError("\n".join(_fmt(source, loc, msg, lines, overridden) for loc, msg in errors))
 
@@ -211,10 +217,11 @@ def validate_config(
             problems.append(_fmt(source, ("metrics", i, *loc), msg, lines, overridden))
     per_result = [m.key for m in built if not getattr(m, "over_trials", False)]
     over_trials = [m.key for m in built if getattr(m, "over_trials", False)]
-    if len(built) == len(config.metrics):  # else the metric errors above already say what is wrong
-        for loc, msg in assertion_problems(config.assertions, per_result, over_trials):
-            # (about the metrics' names too: `--set metrics.0.name=a.b` makes a gate on the old name one on no metric)
-            problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden, about=_METRIC_NAMES))
+    gates = (assertion_problems(config.assertions, per_result, over_trials) if len(built) == len(config.metrics)
+             else [(loc[1:], msg) for loc, msg in gate_problems(data.get("assertions"), data.get("metrics"))])
+    for loc, msg in gates:
+        # (about the metrics' names too: `--set metrics.0.name=a.b` makes a gate on the old name one on no metric)
+        problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden, about=_METRIC_NAMES))
     if check_files:
         reg = config.assertions.regression
         problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in
@@ -263,7 +270,7 @@ def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> lis
         assertions = data.get("assertions")
         regression = assertions.get("regression") if isinstance(assertions, dict) else None
         out += file_problems(dataset, fmt, regression.get("baseline") if isinstance(regression, dict) else None)
-    out += _extra_body_problems(data.get("judge"))
+    out += extra_body_problems(data.get("judge"), _explain)
     metrics = data.get("metrics")
     for i, spec in enumerate(metrics if isinstance(metrics, list) else []):
         if isinstance(spec, dict):
@@ -272,23 +279,6 @@ def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> lis
             except registry.SpecError as exc:
                 out += [(("metrics", i, *loc), msg) for loc, msg in exc.problems]
     return out
-
-
-# The judge keys `judge.extra_body`'s check depends on (which keys tracejudge sets: the provider, the schema mode, the hints).
-_EXTRA_BODY_KEYS = ("provider", "model", "structured_output", "cache_hints", "extra_body")
-
-
-def _extra_body_problems(judge: Any) -> list[tuple[tuple[Any, ...], str]]:
-    """`(key path, message)` of each problem of `judge.extra_body` (a written judge section), checked on the keys it
-    depends on alone: the section's own check runs only once all its fields are valid, so a typo beside a reserved
-    key in extra_body named the key only once the typo was fixed."""
-    if not isinstance(judge, dict) or not isinstance(judge.get("extra_body"), dict) or not judge["extra_body"]:
-        return []
-    try:
-        JudgeConfig.model_validate({k: judge[k] for k in _EXTRA_BODY_KEYS if k in judge})
-    except ValidationError as exc:
-        return [(("judge", *err["loc"]), _explain(err, JudgeConfig)) for err in exc.errors() if err["loc"][:1] == ("extra_body",)]
-    return []
 
 
 # The keys a metric's name comes from (its `name`, else its `type`), or the metrics list or a metric set whole.
