@@ -82,3 +82,26 @@ def test_a_segment_whose_last_results_fail_as_it_closes_records_the_error(tmp_pa
     assert again.returncode == 0, again.stdout + again.stderr
     segments = json.loads((tmp_path / "run" / "summary.json").read_text())["segments"]
     assert [(s["ended"], s.get("error")) for s in segments] == [("error", "OSError: [Errno 27] File too large"), ("finished", None)]
+
+
+def test_a_closing_checkpoint_that_cannot_be_written_records_the_error(tmp_path: Path) -> None:
+    # Grouped by a value each case has alone, the closing checkpoint (the fold's state, ~50 kB) outgrows a 40 kB limit
+    # that results.jsonl (~11 kB) stays under: its failed write used to rise from the close before the segment's record
+    # was written, and left its half-written temporary file. Now the earlier checkpoint on disk is rewritten to say why.
+    n = 20
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:03d}", ["a", "b"], ["a", "b"][:1 + i % 2], tags=[f"t{i}"],
+                                                                 metadata={"k": f"v{i}"}) for i in range(n)])
+    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run", aggregate={"group_by": ["k"]})
+    first = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(40_000))
+    assert first.returncode == 3 and "file size limit" in first.stderr, first.stderr
+    run = tmp_path / "run"
+    assert len((run / "results.jsonl").read_text().splitlines()) == n
+    assert not list(run.glob(".*.tmp"))
+    (seg,) = json.loads((run / "checkpoint.json").read_text())["segments"]
+    assert seg["ended"] == "error" and seg["error"] == "OSError: [Errno 27] File too large" and seg["lines_at_end"] == n
+    assert _report_stopped(run)["how"] == "error"
+
+    again = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    segments = json.loads((run / "summary.json").read_text())["segments"]
+    assert [(s["ended"], s["results"]) for s in segments] == [("error", n), ("finished", 0)]

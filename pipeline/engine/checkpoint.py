@@ -52,7 +52,7 @@ from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.result_guards import guard_scores
 from tracejudge.llm.redact import redact_labels
-from tracejudge.engine.segment_end import record_failed_end
+from tracejudge.engine.segment_end import closing_checkpoint_failed, record_failed_end
 
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
@@ -125,6 +125,7 @@ class RunJournal:
         self._closed = False
         self._closing = False
         self._checkpointed_at_close = False
+        self.close_error: OSError | None = None  # the closing checkpoint's failed write, if any
         self._last_checkpoint = 0.0
         self._lines_at_checkpoint = 0  # results.jsonl's line count the last checkpoint covers
         self._expected: frozenset[str] | None = None  # (`_per_result`)
@@ -334,8 +335,8 @@ class RunJournal:
 
     def close(self, ended: str) -> None:
         """Flush, and record how this segment `ended` (`finished`, `interrupted`, or `error` with the segment's `error`) if
-        it did anything. A write that fails here (the last group: a full disk) does not raise: the segment is recorded
-        `ended: error` and `broken` says why."""
+        it did anything. A write that fails here (the last group, the checkpoint: a full disk) does not raise: the segment is
+        recorded `ended: error` and `broken` (the group's) or `close_error` (the checkpoint's) says why."""
         w = self._writer
         if w is None or self._closed:
             return
@@ -344,19 +345,20 @@ class RunJournal:
         self._closing = True  # the final flush's checkpoint is written whatever the time
         try:
             w.close()
-        except OSError:
-            if w.broken is None:  # (a failed write is recorded below: raised here, it left the segment `running`)
-                raise
+        except OSError as exc:
+            if w.broken is None:  # (results are on disk: the checkpoint its flush wrote could not be)
+                return closing_checkpoint_failed(self, exc)
         if w.broken is not None:
-            # A write failed (disk full): the aggregate holds results that are not on disk, so
-            # no checkpoint may claim it; the last one stands and the resume re-reads the tail.
-            # Only its record of this segment changes, to say why it ended.
+            # A write failed (disk full): the aggregate holds results not on disk, so no checkpoint may claim it; the last
+            # one stands and the resume re-reads the tail. Only its record of this segment changes, to say why it ended.
             record = record_failed_end(self.run_dir, self._segment, w.broken, w.lines, self._t0)
             if record is not None:
                 self._segment.update(ended="error", error=record["error"])
             return
-        if not self._checkpointed_at_close:
-            self._checkpoint()
+        try:
+            self._checkpointed_at_close or self._checkpoint()
+        except OSError as exc:
+            closing_checkpoint_failed(self, exc)
 
     def detach(self) -> None:
         """Drop the hooks the run set and the writer's hook back to this journal, once the segment is closed.

@@ -32,7 +32,7 @@ from typing import Any
 from tracejudge.core.errors import leaves, os_error
 from tracejudge.engine import store
 
-__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
+__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "closing_checkpoint_failed", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
            "settle_segments"]
 
 # The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
@@ -64,8 +64,8 @@ def close_segment(journal: Any, ended: str, crashed: BaseException | None) -> tu
         ended = "error"
         journal.segment["error"] = os_error(failed)
     journal.close(ended)
-    if crashed is None and journal.broken is not None:
-        return "error", journal.broken
+    if crashed is None and (journal.broken or journal.close_error) is not None:
+        return "error", journal.broken or journal.close_error
     return ended, crashed
 
 
@@ -91,9 +91,22 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     else:
         segments.append(record)
     with contextlib.suppress(OSError):
-        store.atomic_write_text(path, json.dumps(body, indent=1) + "\n", durable=False)
+        store.atomic_write_text(path, json.dumps(body, separators=(",", ":")) + "\n", durable=False)  # (compact, as written)
         return record
     return None
+
+
+def closing_checkpoint_failed(journal: Any, exc: OSError) -> None:
+    """The closing checkpoint of `journal` (a `RunJournal`) could not be written (a full disk), its results on disk: kept
+    as its `close_error`, which `close_segment` returns for the caller to raise once the summary and reports are tried,
+    and recorded as the segment's end (`record_failed_end`) when that small rewrite still fits. `exc` is raised as it
+    is when it is no write error (`WRITE_ERRNOS`)."""
+    if exc.errno not in WRITE_ERRNOS:
+        raise exc
+    journal.close_error = exc
+    record = record_failed_end(journal.run_dir, journal.segment, exc, journal._writer.lines, journal._t0)
+    if record is not None:  # (else the resume records it `killed`, as a run that could write nothing more)
+        journal.segment.update(ended="error", error=record["error"])
 
 
 def settle_failed_end(segments: list[dict[str, Any]], lines: int, tail: int) -> bool:

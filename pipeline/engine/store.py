@@ -109,12 +109,19 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     `OSError` on I/O failure (the old file stays).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}{_TMP_SUFFIX}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # (a half-written temporary on a full disk holds the blocks the next, smaller write needs: the record of why
+        # the run stopped)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     if durable:
         _fsync_dir(path.parent)
 

@@ -57,8 +57,12 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     paths.append(md)
     junit = run_dir / "junit.xml"
     tmp = junit.with_name(".junit.xml.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        junit_writer.finish(fh, verdict)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            junit_writer.finish(fh, verdict)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # (on a full disk, its blocks are what the record of the run's end needs)
+        raise
     store.replace_if_changed(tmp, junit)
     paths.append(junit)
     hist = None
