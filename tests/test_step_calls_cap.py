@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from _runs import view_server, write_dataset
@@ -48,12 +49,17 @@ def test_a_fanned_out_step_is_shown_capped_in_the_reports_and_the_viewer(tmp_pat
     assert shown.count("'fetch_") == 2 * STEP_CALLS + 2 and len(page) < len(kept)  # (2: the first divergence's names)
     markdown = (run / "report.md").read_text()
     assert "fetch_" in markdown and len(markdown) < 20_000  # (its cells are cut shorter still: the first names, then "…")
+    # junit.xml shows each reason as report.md does: its lists of names capped (a CI page of one case was 85 KB).
+    junit = ET.parse(run / "junit.xml").getroot()
+    out = next(t for t in junit.iter("testcase") if t.get("name") == "fan-out" and t.get("classname") == "TrajectoryMatch")
+    assert out.findtext("system-out").endswith(shown) and out.findtext("system-out").count("'fetch_") == 2 * STEP_CALLS + 2
+    assert (run / "junit.xml").stat().st_size < 20_000
 
     # The reports rebuilt from results.jsonl are the run's own, byte for byte: the run's rows of rendered results
     # and the rows read back cap alike.
-    before = {name: (run / name).read_bytes() for name in ("report.md", "report.html")}
-    (run / "report.html").unlink()
-    (run / "report.md").unlink()
+    before = {name: (run / name).read_bytes() for name in ("report.md", "report.html", "junit.xml")}
+    for name in before:
+        (run / name).unlink()
     assert main(["report", str(run)]) in (0, 1)
     assert {name: (run / name).read_bytes() for name in before} == before
 

@@ -34,6 +34,7 @@ import pydantic_core
 from pydantic import BaseModel
 from tracejudge.core.inert_text import visible
 from tracejudge.core.memo import Memo
+from tracejudge.core.shown_calls import STEP_CALLS, capped_calls
 from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
 from tracejudge.llm.redact import redact_labels
@@ -109,7 +110,14 @@ def _float_text(v: float) -> str:
 def _inert(reason: Any) -> Any:
     """A reason as `report.md` shows it (`inert_text.visible`: control and invisible characters as `\\xNN` /
     `\\u{NNNN}`); the same object when `visible` would change nothing (most reasons: told by one scan)."""
-    return visible(reason) if type(reason) is str else reason
+    if type(reason) is not str:
+        return reason
+    # (a fanned-out step's list of 5,000 names is cut as report.md cuts it: a CI page of one case was 85 KB)
+    return visible(capped_calls(reason) if len(reason) > _CAP_FROM else reason)
+
+
+# No list of more than `STEP_CALLS` names fits in as few characters (`'', ` each at least): shorter reasons are not scanned.
+_CAP_FROM = 4 * STEP_CALLS
 
 
 def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) -> str:
