@@ -146,3 +146,15 @@ def test_the_drafts_shapes_read_alike(tmp_path: Path) -> None:
     [case] = extract(path)
     assert case.metadata["other_labels"] == {"relevance": 0.8, "bias": "none"}
     assert case.metadata["other_label_details"]["relevance"] == [{"span_id": "c1" * 8, "score_label": "relevant", "explanation": "on topic"}]
+
+
+def test_a_result_written_both_as_its_spans_event_and_as_a_log_record_counts_once(tmp_path: Path) -> None:
+    # An emitter writing each result both ways (the span event and its log record, on the same span) made one verdict
+    # two sources of one label; a second, different verdict on the same span still counts.
+    same = {"gen_ai.evaluation.name": "Relevance", "gen_ai.evaluation.score.value": 0.8, "gen_ai.evaluation.explanation": "on topic"}
+    path = _export(tmp_path, [{**same, "spanId": "c1" * 8, "traceId": "ab" * 16},
+                              {**same, "gen_ai.evaluation.score.value": 0.3, "spanId": "c1" * 8, "traceId": "ab" * 16}],
+                   events=[dict(same)])
+    [case] = extract(path)
+    assert case.metadata["other_labels"] == {"Relevance": [0.8, 0.3]}
+    assert len(case.metadata["other_label_sources"]["Relevance"]) == 2

@@ -21,6 +21,7 @@ naming its file, line, span and field; the case's other labels read on.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from tracejudge.core.log import get_logger
@@ -43,17 +44,30 @@ def evaluation_labels(group: Group) -> dict[str, Any]:
     result that does not read is warned about and left out (module docstring)."""
     found: list[StoreLabel] = []
     for span in group.spans:
+        as_events: Counter[tuple[Any, ...]] = Counter()
         for i, (name, attrs) in enumerate(span.events):
             if is_evaluation(name) or is_evaluation(str(attrs.get("event.name") or "")):
                 where = f"{span.file}:{span.line}: span {span.span_id}: span event {name!r}"
                 # span events keep no time here: the span's start, then their order, orders them
                 if (got := _label(attrs, where, f"{span.start:020d}.{i:06d}", span)) is not None:
                     found.append(got)
+                    as_events[_same(got)] += 1
         for ev in span.evaluations:
             where = f"{ev.file or span.file}:{ev.line or span.line}: log record {ev.name!r} of span {span.span_id}"
             if (got := _label(_record_fields(ev), where, f"{ev.time:020d}", span)) is not None:
+                # An emitter that writes each result both ways (a span event and its log record) made one verdict
+                # count twice: a record repeating one of its span's events is that result, read once.
+                if as_events[_same(got)] > 0:
+                    as_events[_same(got)] -= 1
+                    continue
                 found.append(got)
     return label_metadata(found)
+
+
+def _same(label: StoreLabel) -> tuple[Any, ...]:
+    """What makes two recordings of one result the same result: its name, value and details (span, text label,
+    explanation, response id), not when or how it was written."""
+    return (label.name, label.value, label.details)
 
 
 def _record_fields(ev: LogEvent) -> dict[str, Any]:
