@@ -110,15 +110,27 @@ def test_parent_loops_and_missing_ids_never_hang_a_read(tmp_path):
     assert all(line["read"] >= 1 for line in lines)
 
 
-def test_a_span_without_a_spanid_is_its_conversations_error_naming_the_field(tmp_path):
+def _extract_damaged(tmp_path, name, damage):
+    """`tracejudge extract` (a process) of the openai-v2 recording with `damage` applied to its list of spans."""
     doc = [json.loads(line) for line in (DATA / "openai-v2/v2-span-only.jsonl").read_text().splitlines() if line.strip()]
-    spans = [s for d in doc for s in _spans(d)]
-    del spans[0]["spanId"]
-    f = tmp_path / "no-span-id.jsonl"
+    damage([s for d in doc for s in _spans(d)])
+    f = tmp_path / name
     f.write_text("".join(json.dumps(d) + "\n" for d in doc))
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {f}, format: otel}}\nmetrics: [{{type: MaxToolCalls, max_calls: 10}}]\n")
-    proc = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(cfg), "-o", "-"], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(cfg), "-o", "-"], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
+
+
+def test_a_span_without_a_spanid_is_its_conversations_error_naming_the_field(tmp_path):
+    proc = _extract_damaged(tmp_path, "no-span-id.jsonl", lambda spans: spans[0].pop("spanId"))
     assert proc.returncode == 1, proc.stderr
     assert "no-span-id.jsonl:1: spanId" in proc.stderr and "a span has no spanId" in proc.stderr
+
+
+@pytest.mark.parametrize("field, value", [("spanId", 12345), ("parentSpanId", ["x"]), ("traceId", {"hi": 1})])
+def test_an_id_that_is_no_text_is_its_conversations_error_naming_the_field(tmp_path, field, value):
+    # `str()` of a number or a list used to be the id: `123` and `"123"` one span, a list's repr a parent no span has.
+    proc = _extract_damaged(tmp_path, "typed-id.jsonl", lambda spans: spans[-1].__setitem__(field, value))
+    assert proc.returncode == 1, proc.stderr
+    assert "typed-id.jsonl:1: span " in proc.stderr and f"{field} must be text (OTLP/JSON writes ids as hex), got {type(value).__name__}" in proc.stderr

@@ -116,6 +116,11 @@ def _status(raw: Any) -> tuple[bool, str | None]:
     return error, message
 
 
+def _not_text_id(raw: dict[str, Any]) -> str | None:
+    """The first of a span's id fields holding something other than text (a number, a list, an object), else None."""
+    return next((k for k in ("spanId", "traceId", "parentSpanId") if raw.get(k) is not None and not isinstance(raw[k], str)), None)
+
+
 def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope: str | None = None,
           resource: dict[str, Any] | None = None) -> Span:
     span_id = otlp_id(raw.get("spanId"), SPAN_ID)
@@ -139,6 +144,9 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
             bad.extend(f"event {name!r} attribute {what}" for what in lost)
     if not span_id:
         problem = problem or "a span has no spanId"
+    elif (wrong := _not_text_id(raw)) is not None:
+        # (`str()` of a number or a list was its id: `123` and `"123"` one span, a list's repr a parent no span has)
+        problem = problem or f"{wrong} must be text (OTLP/JSON writes ids as hex), got {type(raw[wrong]).__name__} {raw[wrong]!r:.60}"
     if bad:
         log.warning(f"otel: {file}:{line}: span {span_id}: {'; '.join(bad)}: {'this value does' if len(bad) == 1 else 'these values do'} not decode, so the span is read without {'it' if len(bad) == 1 else 'them'}")
     if mended:
