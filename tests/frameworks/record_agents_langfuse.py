@@ -28,7 +28,7 @@ sys.path.insert(0, str(FRAMEWORKS))
 
 from common import MODEL, calls_reply, record_each_in_subprocess, text_reply, write_jsonl, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
-from run_agents import OI_ERROR  # noqa: E402
+from run_agents import ERROR_RESULT, OI_ERROR  # noqa: E402
 
 QUESTION = "What is the weather in Paris and in Atlantis?"
 WEATHER = {"Paris": "sunny, 21 C"}
@@ -65,7 +65,7 @@ def _truth(result: Any) -> dict[str, Any]:
         elif isinstance(item, HandoffOutputItem):
             agents.append(item.target_agent.name)
     for c in calls:  # a failed call: the SDK's default failure text went to the model, its trace says why (redacted)
-        if c.get("result") == "An error occurred while running the tool. Please try again.":
+        if c.get("result") == ERROR_RESULT:
             c["error"] = OI_ERROR
     return {"input": QUESTION, "user_turns": [QUESTION], "calls": calls, "agents": agents, "output": result.final_output,
             "last_agent": result.last_agent.name}

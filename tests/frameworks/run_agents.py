@@ -9,9 +9,19 @@ from common import MODEL, otel_provider, write_jsonl, write_otlp, write_truth
 from fake_openai import FakeOpenAI
 from tasks import TASKS, TOOLS, selected, truth
 
-# The SDK's default failure_error_function: the model gets this text as the tool output, and the
-# function span gets `error: {"message": "Error running tool (non-fatal)", "data": {...}}`.
-ERROR_RESULT = "An error occurred while running the tool. Please try again."
+
+def _default_error_result() -> str:
+    """The text the SDK's default `failure_error_function` sends the model as a failed tool's output.
+
+    Asked of the installed SDK, not written down: 0.25.0 dropped the " Please try again." that 0.24.0 ends it with.
+    The function span gets `error: {"message": "Error running tool (non-fatal)", "data": {...}}` in both.
+    """
+    from agents import default_tool_error_function
+
+    return default_tool_error_function(None, RuntimeError("not shown to the model"))  # type: ignore[arg-type]
+
+
+ERROR_RESULT = _default_error_result()
 EXPORT_ERROR = "Error running tool (non-fatal)"  # the function span's error.message (data.error is redacted)
 # The TOOL span's status is `<message>: <data as a Python repr>`, read as the export's `<message>: <data.error>`.
 OI_ERROR = "Error running tool (non-fatal): Tool execution failed. Error details are redacted."
