@@ -1,7 +1,8 @@
 """OpenAI Agents SDK handoffs the SDK ignored or that failed, read as they went, in OpenInference's recording (`otel`) and the
 SDK's own export (`openai-agents`) alike.
 
-Recorded by the real SDK (0.24.0) against the project's scripted loopback server (`tests/frameworks/record_agents_handoff_faults.py`;
+Recorded by the real SDK (0.24.0; `handoff_recovered`, a handoff with a `failure_error_function`, 0.25.0) against the project's
+scripted loopback server (`tests/frameworks/record_agents_handoff_faults.py`;
 the folder's README says what each scenario is; `<scenario>.truth.json` is what the application saw). What was wrong before:
 
 - a second handoff in one reply, which the SDK does not run (it answers it "Multiple handoffs detected, ignoring this one."),
@@ -125,3 +126,21 @@ def test_under_mlflow_a_failed_handoff_fails_its_call(scenario: str, said: str, 
     assert (tool.id, tool.name, tool.arguments, tool.result, tool.error) == ("call_t1", ran["name"], ran["arguments"], ran["result"], None)
     assert (handoff.id, handoff.name, handoff.result) == ("call_h1", "transfer_to_weather", None)
     assert handoff.failed and handoff.error.startswith(said)  # the SDK's error as its export reads it
+
+
+@pytest.mark.parametrize(("path", "fmt"), [("oi-handoff_recovered.jsonl", "otel"), ("export-handoff_recovered.jsonl", "openai-agents"),
+                                           ("mlflow-handoff_recovered.mlflow.jsonl", "mlflow"), ("mlflow-handoff_recovered.otlp.jsonl", "otel")])
+def test_a_failed_handoff_the_sdk_answered_fails_its_call_and_the_run_goes_on(path: str, fmt: str) -> None:
+    """A handoff with a `failure_error_function` (SDK 0.25.0 on) whose `on_handoff` raised: the model is sent the formatter's text as the
+    call's output and the calling agent answers; the `handoff` span failed "Handoff invocation failed" with no `to_agent`."""
+    want = truth(path.split(".")[0].removeprefix("oi-").removeprefix("export-"))
+    sent = {i["call_id"]: i["output"] for i in want["items"] if "output" in i}
+    assert want["last_agent"] == "Triage" and want["handoffs_invoked"] == ["Weather"]  # invoked, not taken
+    (case,) = extract_path(DATA / path, fmt)
+    assert isinstance(case, Case) and case.trace is not None, case
+    assert case.trace.output == want["final_output"] and "run_error" not in case.metadata
+    tool, handoff = calls(case)
+    (ran,) = want["tool_runs"]
+    assert (tool.id, tool.name, tool.arguments, tool.result, tool.error) == ("call_t1", ran["name"], ran["arguments"], ran["result"], None)
+    assert (handoff.id, handoff.name, handoff.result) == ("call_h1", "transfer_to_weather", sent["call_h1"])
+    assert handoff.failed and handoff.error.startswith("Handoff invocation failed") and "handoff did not complete" in handoff.error

@@ -19,6 +19,8 @@ output the model was sent for it) or the exception it raised, the final output a
   provided");
 - `handoff_bad_args_responses`: `handoff_bad_args` with the Responses API (the SDK's default model), whose export
   keeps no request output.
+- `handoff_recovered`: the `handoff_raises` reply, the handoff with a `failure_error_function` (SDK 0.25.0 on): the model is
+  sent its text as the call's output, Triage stays and answers.
 
 `mlflow-<s>` (for `two_handoffs`, `handoff_raises`, `handoff_bad_args`) runs the same scenario with the Responses API
 under `mlflow.openai.autolog()` (MLflow's own Agents SDK tracing processor; `run_mlflow._configure`: a SQLite store in a
@@ -53,7 +55,10 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], str]] = {
     "handoff_raises": ([{"role": "assistant", "content": None, "tool_calls": TOOL_AND_HANDOFF}], "chat_completions"),
     "handoff_bad_args": ([{"role": "assistant", "content": None, "tool_calls": [TOOL_AND_HANDOFF[0], BAD_ARGS]}], "chat_completions"),
     "handoff_bad_args_responses": ([{"role": "assistant", "content": None, "tool_calls": [TOOL_AND_HANDOFF[0], BAD_ARGS]}], "responses"),
+    "handoff_recovered": ([{"role": "assistant", "content": None, "tool_calls": TOOL_AND_HANDOFF},
+                           {"role": "assistant", "content": ANSWER}], "chat_completions"),
 }
+RECOVERED = "The weather desk could not take over: {error}"  # handoff_recovered's failure_error_function (SDK 0.25.0 on)
 
 
 def _responses_output(msg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,7 +83,7 @@ def _agent(name: str, ran: list[dict[str, Any]], handed: list[str]) -> Any:
     def invoked(agent: str) -> Any:
         def on_handoff(ctx: Any) -> None:
             handed.append(agent)
-            if name == "handoff_raises":
+            if name in ("handoff_raises", "handoff_recovered"):
                 raise RuntimeError("weather desk is closed")
         return on_handoff
 
@@ -94,7 +99,12 @@ def _agent(name: str, ran: list[dict[str, Any]], handed: list[str]) -> Any:
     if name == "two_handoffs":
         return Agent(name="Triage", instructions="Route.", model=MODEL,
                      handoffs=[handoff(weather, on_handoff=invoked("Weather")), handoff(news, on_handoff=invoked("News"))])
-    to_weather = handoff(weather, on_handoff=noted, input_type=Why) if name.startswith("handoff_bad_args") else handoff(weather, on_handoff=invoked("Weather"))
+    if name == "handoff_recovered":  # the failure goes to the model as the call's output; Triage stays and answers
+        to_weather = handoff(weather, on_handoff=invoked("Weather"), failure_error_function=lambda ctx, error: RECOVERED.format(error=error))
+    elif name.startswith("handoff_bad_args"):
+        to_weather = handoff(weather, on_handoff=noted, input_type=Why)
+    else:
+        to_weather = handoff(weather, on_handoff=invoked("Weather"))
     return Agent(name="Triage", instructions="Route.", tools=[tool], handoffs=[to_weather], model=MODEL)
 
 
@@ -156,7 +166,7 @@ def record_mlflow(name: str, out: Path) -> dict[str, Any]:
 
 
 RECORDINGS = {**{n: (lambda out, n=n: record(n, out)) for n in SCENARIOS},
-              **{f"mlflow-{n}": (lambda out, n=n: record_mlflow(n, out)) for n in ("two_handoffs", "handoff_raises", "handoff_bad_args")}}
+              **{f"mlflow-{n}": (lambda out, n=n: record_mlflow(n, out)) for n in ("two_handoffs", "handoff_raises", "handoff_bad_args", "handoff_recovered")}}
 
 
 if __name__ == "__main__":
