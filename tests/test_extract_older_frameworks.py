@@ -140,3 +140,19 @@ def test_openinference_langchain_failed_tool_without_a_call_id_still_gets_the_te
     [current] = now.trace.tool_calls()
     assert (call.id, call.result, call.failed) == (current.id, current.result, current.failed)
     assert old.trace.output == now.trace.output
+
+
+def test_openai_agents_export_before_generation_tools_reads_as_the_current_one() -> None:
+    """openai-agents 0.24.0's `generation` spans carry no `tools` (0.25.0 adds the request's function schemas), and its
+    default `failure_error_function` sent the model "... Please try again."; the calls, the failed call's error, the
+    answer and the tokens read alike, the result being the text that release sent.
+    """
+    old = only_case(DATA / "openai-agents-0.24-failing.jsonl", "openai-agents")
+    now = only_case(Path(__file__).parent / "data" / "frameworks" / "openai-agents-export" / "failing.jsonl", "openai-agents")
+    [call], [current] = old.trace.tool_calls(), now.trace.tool_calls()
+    assert call.result == "An error occurred while running the tool. Please try again."
+    assert current.result == "An error occurred while running the tool."
+    assert (call.id, call.name, call.arguments, call.failed, call.error) == (current.id, current.name, current.arguments, current.failed, current.error)
+    assert call.error == "Error running tool (non-fatal): Tool execution failed. Error details are redacted."
+    assert old.trace.output == now.trace.output
+    assert (old.trace.usage.input_tokens, old.trace.usage.output_tokens) == (now.trace.usage.input_tokens, now.trace.usage.output_tokens) == (210, 41)
