@@ -1,6 +1,6 @@
 """OpenAI Agents SDK runs read as they went, in OpenInference's recording (`otel`) and the SDK's own export alike.
 
-Recorded by the real SDK (0.24.0) against the project's scripted loopback server, under OpenInference's
+Recorded by the real SDK (0.24.0; `responses_incomplete` 0.25.0) against the project's scripted loopback server, under OpenInference's
 `OpenAIAgentsInstrumentor` and the SDK's export at once (`tests/frameworks/record_agents_faults.py`; the
 folder's README says what each scenario is; `<scenario>.outcome.json` is what `Runner.run` returned or raised).
 What was wrong before:
@@ -111,3 +111,17 @@ def test_a_streamed_call_without_call_id_has_no_id_rather_than_the_placeholder()
     item = {"type": "function_call", "id": "__fake_id__", "name": "get_weather", "arguments": "{}"}
     got = response_calls([{"object": "response", "output": [item, {**item, "call_id": "call_2"}]}])
     assert [p["id"] for m in got or [] for p in m["parts"]] == [None, "call_2"]
+
+
+@pytest.mark.parametrize(("prefix", "fmt", "tokens"), [("export", "openai-agents", (201, 21)), ("oi", "otel", (100, 10))])
+def test_a_response_cut_off_counts_the_tokens_its_span_kept(prefix: str, fmt: str, tokens: tuple[int, int]) -> None:
+    """A Responses API reply `status: incomplete` (max_output_tokens) after a tool round: `ModelBehaviorError` out of the
+    run. From openai-agents 0.25.0 the failed `response` span keeps that response's usage, so the export's case counts both
+    requests' tokens, as the server served them (100 + 101 in, 10 + 11 out); OpenInference (2.6.0) writes no token count
+    on that span, so its case counts the first request's only."""
+    assert outcome("responses_incomplete")["raised"].startswith("ModelBehaviorError: Responses stream ended with terminal event `response.incomplete`")
+    case = read("responses_incomplete", prefix, fmt)
+    assert case.trace is not None and case.trace.output is None
+    assert [(c.name, c.arguments, c.result, c.failed) for c in case.trace.tool_calls()] == [("get_weather", {"city": "Paris"}, "sunny, 21 C", False)]
+    usage = case.trace.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.requests) == (*tokens, 2)

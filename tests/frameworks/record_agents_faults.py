@@ -2,9 +2,9 @@
 
     python tests/frameworks/record_agents_faults.py [OUTDIR] [--only SCENARIO ...]   (OUTDIR: tests/data/agents-sdk-faults)
 
-Each scenario (`SCENARIOS`) runs the real OpenAI Agents SDK (chat-completions model) against the project's
-scripted loopback server (`record_oi_faults.ScriptedOpenAI`: request n gets reply n; streamed as chunks when
-the request asks, `Streaming`; no network), under OpenInference's `OpenAIAgentsInstrumentor` and the SDK's own
+Each scenario (`SCENARIOS`) runs the real OpenAI Agents SDK (chat-completions model; `responses_incomplete` the
+Responses API) against the project's scripted loopback server (`record_oi_faults.ScriptedOpenAI`: request n gets
+reply n; streamed as chunks when the request asks, `Streaming`; no network), under OpenInference's `OpenAIAgentsInstrumentor` and the SDK's own
 export at once, and writes `export-<s>.jsonl` (`{"trace", "spans"}` per trace, format `openai-agents`),
 `oi-<s>.jsonl` (OTLP/JSON, format `otel`) and `<s>.outcome.json` (what `Runner.run` returned as `final_output`,
 or the exception it raised, and how many model requests it made). Plumbing as `record_agents_stop.py`.
@@ -85,6 +85,14 @@ SCENARIOS: dict[str, tuple[list[Any], str, str]] = {
     # Runner.run_streamed with two parallel calls: the answer is recorded as a Responses API response with `__fake_id__` items
     "streamed_parallel": ([_chat("Checking both.", call("call_sp1", "get_weather", {"city": "Paris"}), call("call_sp2", "get_weather", {"city": "Tokyo"})),
                            _chat("Paris is sunny; Tokyo is rainy.")], "streamed", "Compare Paris and Tokyo."),
+    # the Responses API: a call, then a response cut off at max_output_tokens (`status: incomplete`): ModelBehaviorError;
+    # from openai-agents 0.25.0 the failed `response` span keeps that response's usage
+    "responses_incomplete": ([[{"type": "function_call", "id": "fc_1", "call_id": "call_ri1", "name": "get_weather",
+                                "arguments": '{"city": "Paris"}', "status": "completed"}],
+                              {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+                               "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "incomplete",
+                                           "content": [{"type": "output_text", "text": "Paris is sun", "annotations": []}]}]}],
+                             "responses", QUESTION),
 }
 
 
@@ -128,7 +136,7 @@ async def _run(how: str, text: str) -> Any:
 def record(name: str, out: Path) -> Any:
     replies, how, text = SCENARIOS[name]
     out.mkdir(parents=True, exist_ok=True)
-    with Streaming(replies) as fake, agents_recording(fake, out, name):
+    with Streaming(replies) as fake, agents_recording(fake, out, name, api="responses" if how == "responses" else "chat_completions"):
         try:
             outcome: Any = {"final_output": asyncio.run(_run(how, text))}
         except Exception as exc:  # the run's own failure is the scenario

@@ -36,7 +36,8 @@ def call(cid: str, name: str, args: Any) -> dict[str, Any]:
 class ScriptedOpenAI(FakeOpenAI):
     """The project's fake server answering request number n with `replies[n]`, on `/v1/chat/completions` and `/v1/responses`.
 
-    A chat reply is an assistant message; a Responses reply is the list of its `output` items.
+    A chat reply is an assistant message; a Responses reply is the list of its `output` items, or
+    `{"status", "incomplete_details", "output"}` for a response that did not complete.
     """
 
     def __init__(self, replies: list[Any]) -> None:
@@ -63,11 +64,13 @@ class ScriptedOpenAI(FakeOpenAI):
     async def _responses(self, request: web.Request) -> web.Response:
         body = await request.json()
         n, output = self._next()
+        ended = output if isinstance(output, dict) else {"status": "completed", "incomplete_details": None, "output": output}
+        output = ended["output"]
         usage = {"input_tokens": 100 + n, "output_tokens": 10 + n, "total_tokens": 110 + 2 * n,
                  "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 5}}
-        return web.json_response({"id": f"resp_{n}", "object": "response", "created_at": 1767225600, "status": "completed", "model": body.get("model"),
+        return web.json_response({"id": f"resp_{n}", "object": "response", "created_at": 1767225600, "status": ended["status"], "model": body.get("model"),
                                   "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage, "error": None,
-                                  "incomplete_details": None, "instructions": body.get("instructions"), "metadata": {}, "temperature": 1.0,
+                                  "incomplete_details": ended["incomplete_details"], "instructions": body.get("instructions"), "metadata": {}, "temperature": 1.0,
                                   "top_p": 1.0, "text": {"format": {"type": "text"}}})
 
 
