@@ -122,6 +122,8 @@ def test_a_response_cut_off_counts_the_tokens_its_span_kept(prefix: str, fmt: st
     assert outcome("responses_incomplete")["raised"].startswith("ModelBehaviorError: Responses stream ended with terminal event `response.incomplete`")
     case = read("responses_incomplete", prefix, fmt)
     assert case.trace is not None and case.trace.output is None
+    # the error only the failed `response` span holds (no turn span does) ended the run
+    assert case.metadata["run_error"] == "Error getting response: " + outcome("responses_incomplete")["raised"].removeprefix("ModelBehaviorError: ")
     assert [(c.name, c.arguments, c.result, c.failed) for c in case.trace.tool_calls()] == [("get_weather", {"city": "Paris"}, "sunny, 21 C", False)]
     usage = case.trace.usage
     assert (usage.input_tokens, usage.output_tokens, usage.requests) == (*tokens, 2)

@@ -198,7 +198,8 @@ def agent_runs(spans: list[Span], kind: Callable[[Span], str | None]) -> list[tu
 
 
 def run_errors(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, str]]:
-    """`(agent span, error)` of every Agents SDK run that ended in an error its `turn` span holds, not its agent span.
+    """`(agent span, error)` of every Agents SDK run that ended in an error its `turn` span, or a model request's span (a
+    Responses reply cut off: `ModelBehaviorError`), holds, not its agent span.
 
     `kind(span)` is as for `stopped_runs`, plus `turn` for the SDK's turn span; `view(span).error` is a span's error.
     A failed turn ended its run when no model request outside it started at or after it did, within the agent's
@@ -212,12 +213,12 @@ def run_errors(spans: list[Span], kind: Callable[[Span], str | None], view: Call
     index = {s.span_id: s for s in spans}
     out: list[tuple[Span, str]] = []
     for turn in spans:
-        error = view(turn).error if kind(turn) == "turn" else None
+        error = view(turn).error if kind(turn) in ("turn", "model") else None
         agent = _owner(turn, index, kind, "agent") if error else None
         if agent is None or view(agent).error or any(a is agent for a, _ in out):
             continue
         scope = index.get(agent.parent_id or "")
-        later = [m for m in spans if kind(m) == "model" and m.start >= turn.start and not _below(m, turn, index)
+        later = [m for m in spans if kind(m) == "model" and m is not turn and m.start >= turn.start and not _below(m, turn, index)
                  and (scope is None or _below(m, scope, index))]
         if not later:
             out.append((agent, error))  # type: ignore[arg-type]
