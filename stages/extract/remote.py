@@ -155,6 +155,11 @@ def store_failure(exc: BaseException) -> tuple[str, str]:
     import re
 
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    # MLflow 3.18 hands back an error answer its retries did not cure (`raise_on_status=False`) and raises "API request
+    # to endpoint … failed with error code 500 != 200. Response body: '…'"; MLflow 3.17 raised `RetryError` instead.
+    if answered := re.search(r"failed with error code (\d{3}) != \d{3}\. Response body: '(.*)", str(exc), re.DOTALL):
+        body = answered.group(2).rstrip("'").strip().splitlines()
+        text = f"HTTP {answered.group(1)}" + (f": {body[0].strip()[:120]}" if body and body[0].strip() else "")
     detail = re.sub(r"https?://[^\s'\")]+", lambda m: safe_url(m.group(0)), text)[:200]
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
