@@ -190,6 +190,8 @@ def phoenix_server(folder: Path) -> Iterator[str]:
     port = free_port()
     env = {"PHOENIX_WORKING_DIR": str(folder), "PHOENIX_PORT": str(port), "PHOENIX_HOST": "127.0.0.1",
            "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_TELEMETRY_ENABLED": "false", "DO_NOT_TRACK": "true"}
-    cmd = [sys.executable, "-m", "phoenix.server.main", "serve"]
+    # Phoenix from 20.21.1 on needs graphql-core >= 3.3, which MLflow's server (graphene 3) refuses: a newer Phoenix
+    # server is checked from an environment of its own, whose interpreter TRACEJUDGE_PHOENIX_PYTHON names.
+    cmd = [os.environ.get("TRACEJUDGE_PHOENIX_PYTHON") or sys.executable, "-m", "phoenix.server.main", "serve"]
     with _serve(cmd, f"http://127.0.0.1:{port}", "/healthz", folder / "phoenix.log", env) as url:
         yield url
