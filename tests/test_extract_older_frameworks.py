@@ -7,6 +7,7 @@ what that version wrote differently and what the reader must still get right.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,36 @@ def test_mlflow_spans_renamed_apart_on_storing_are_read_under_their_name() -> No
     calls = [(c.id, c.name, c.arguments, c.result) for c in case.trace.tool_calls()]
     assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"),
                      ("call_para_001", "get_weather", {"city": "Tokyo"}, "rainy, 14 C")]
+
+
+def test_mlflow_3_17_stored_a_tools_json_text_as_the_value_it_spells() -> None:
+    """MLflow 3.17's store took one JSON encoding off every span attribute, so `search_flights`, which returned JSON text,
+    is stored as the list that text spells and reads as that list; 3.18 keeps the text, which reads as the tool returned it."""
+    old = only_case(DATA / "mlflow-3.17-booking.mlflow.jsonl", "mlflow")
+    new = only_case(Path(__file__).parent / "data" / "frameworks" / "mlflow" / "booking.mlflow.jsonl", "mlflow")
+    truth = json.loads((Path(__file__).parent / "data" / "frameworks" / "mlflow" / "booking.truth.json").read_text())
+    returned = truth["calls"][0]["result"]
+    assert [c.result for c in new.trace.tool_calls()] == [c["result"] for c in truth["calls"]]
+    assert [c.result for c in old.trace.tool_calls()] == [json.loads(returned), truth["calls"][1]["result"]]
+    assert [(c.id, c.name, c.arguments) for c in old.trace.tool_calls()] == [(c.id, c.name, c.arguments) for c in new.trace.tool_calls()]
+    assert (old.input, old.trace.output, _tokens(old)) == (new.input, new.trace.output, _tokens(new))
+
+
+def test_mlflow_3_17_stream_without_its_calls_in_the_output_reads_as_3_18_which_put_them_there() -> None:
+    """MLflow 3.17 left a streamed reply's tool calls out of the output it assembled (read from the chunk events); 3.18
+    assembles them itself: the same run reads the same from both, each call paired with its result or error by its id."""
+    old = only_case(DATA / "mlflow-3.17-stream.mlflow.jsonl", "mlflow")
+    new = only_case(Path(__file__).parent / "data" / "nested-tool-calls" / "ml-stream.mlflow.jsonl", "mlflow")
+    truth = json.loads((Path(__file__).parent / "data" / "nested-tool-calls" / "ml-stream.truth.json").read_text())
+    got = [[(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] for case in (old, new)]
+    assert got[0] == got[1]
+    assert [(c[0], c[1], c[2]) for c in got[0] if c[1] == "research"] == [(c["id"], c["name"], c["arguments"]) for c in truth["calls"]]
+    assert (old.input, old.trace.output, _tokens(old)) == (new.input, new.trace.output, _tokens(new)) == (truth["input"], truth["output"], _tokens(new))
+
+
+def _tokens(case: Case) -> tuple[int | None, int | None, int | None]:
+    u = case.trace.usage
+    return u.input_tokens, u.output_tokens, u.requests
 
 
 def test_smolagents_steps_timed_on_the_step_itself_give_the_latency() -> None:
