@@ -28,12 +28,13 @@ it keeps as attributes); any other output is the tool's own value.
 
 A streamed chat completion (`stream=True`) is recorded as its chunks, one
 `mlflow.chunk.item.<n>` span event each (`mlflow.chunk.value`, the chunk's
-JSON), and an output MLflow aggregates from them. MLflow 3 aggregates the
-text but not the tool calls (`tool_calls: null`, `finish_reason: "stop"`):
-`streamed_calls` rebuilds them from the chunks' deltas (id, name and the
-argument fragments, per choice and call index), as the client that read the
-stream did, so the calls keep their ids and pair with the tool messages that
-answer them.
+JSON), and an output MLflow aggregates from them. MLflow 3 up to 3.17
+aggregates the text but not the tool calls (`tool_calls: null`,
+`finish_reason: "stop"`): `streamed_calls` rebuilds them from the chunks'
+deltas (id, name and the argument fragments, per choice and call index), as
+the client that read the stream did, so the calls keep their ids and pair with
+the tool messages that answer them. MLflow 3.18 aggregates the calls too (from
+every chunk, not only the 128 events a span keeps): they are read as written.
 
 Frameworks MLflow autologs in their own shapes: `mlflow.pydantic_ai.autolog()` records a model request as pydantic-ai's
 messages (`mlflow_pydantic_ai`), `mlflow.smolagents.autolog()` a tool call as `Tool.__call__`'s bound arguments and an
