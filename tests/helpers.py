@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import subprocess
 from pathlib import Path
@@ -10,6 +11,20 @@ from typing import Any
 from tracejudge.core.records import Case
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+GONE = object()  # `edited`'s value for a key to delete
+
+
+def edited(record: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A deep copy of `record` with the value at `path` (keys and indexes) set to `value`, or deleted when it is `GONE`."""
+    record = copy.deepcopy(record)
+    node = record
+    for key in path[:-1]:
+        node = node[key]
+    if value is GONE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return record
 
 
 def call(name: str, error: str | None = None, **arguments: Any) -> dict[str, Any]:

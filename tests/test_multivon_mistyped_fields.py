@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 from conftest import extract_lines
+from helpers import GONE, edited
 from tracejudge.core.records import Case
 
 mv_case = pytest.importorskip("multivon_eval.case")
 mv_manifest = pytest.importorskip("multivon_eval.case_manifest")
 
-_GONE = object()
+_GONE = GONE
 _STEP = ("agent_trace", 0)
 _CALL = (*_STEP, "tool_calls", 0)
 
@@ -76,16 +77,7 @@ def _seed() -> dict[str, Any]:
 
 
 def _mutated(label: str, path: tuple[Any, ...], value: Any) -> dict[str, Any]:
-    record = copy.deepcopy(_seed())
-    record["case_id"] = label.replace(" ", "-")
-    node = record
-    for key in path[:-1]:
-        node = node[key]
-    if value is _GONE:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return record
+    return {**edited(_seed(), path, value), "case_id": label.replace(" ", "-")}
 
 
 def _multivon_reads(record: dict[str, Any]) -> bool:

@@ -39,6 +39,11 @@ case:
   empty one included: it was the agent's last reply); `usage.requests` counts
   assistant messages (one model request each).
 
+A message, or a task's action, of a shape upstream never writes (a role
+it has not, content that is no text, arguments that are not the JSON text
+of an object, `kwargs` that are no object) is the run's `invalid_input`
+naming the field (`tau_bench_shapes`), not passed over.
+
 Runs of upstream's `react` and `act` strategies (no tool calls; each
 assistant text ends in `Action:` and its JSON, tools answer in
 `API output: …` user messages) are told apart run by run and read as
@@ -168,12 +173,15 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     """Turn one τ-bench run into a `Case` (see the module docstring).
 
     Raises `AdapterError` naming the field when the run lacks `task_id` or
-    `traj`, the task is not in the tasks file, or the task embedded in the run
-    is for another user than the file's (`info.task.user_id`).
+    `traj`, a message or the task is no shape upstream writes
+    (`tau_bench_shapes`: `traj[1].role`, `info.task.actions[0].kwargs`), the
+    task is not in the tasks file, or the task embedded in the run is for
+    another user than the file's (`info.task.user_id`).
     """
     from tracejudge.stages.extract.errors import AdapterError
     from tracejudge.stages.extract.tau_bench_check import user_ids
     from tracejudge.stages.extract.tau_bench_react import is_react, react_turns
+    from tracejudge.stages.extract.tau_bench_shapes import task_problem, traj_problem
 
     if (why := unnamed(raw)) is not None:
         raise AdapterError(why, field="task_id" if isinstance(raw, dict) else None)
@@ -190,7 +198,11 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     if not isinstance(traj, list):
         why = not_a_list(traj, "traj", "messages") if "traj" in raw else "traj: required message list is missing"
         raise AdapterError(why, field="traj", case_id=case_id)
+    if (problem := traj_problem(traj)) is not None:
+        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
     info = raw.get("info") or {}
+    if not isinstance(info, dict):
+        raise AdapterError(f"info: expected an object, got {json_type(info)}", field="info", case_id=case_id)
     if tasks is not None:
         task = tasks.get(task_id)
         if task is None:
@@ -211,6 +223,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
                                case_id=case_id)
     else:
         task = info.get("task") or {}
+    where = "info.task." if tasks is None else f"tasks[task_index={task_id}]."
+    if (problem := task_problem(task, where)) is not None:
+        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
     actions = task.get("actions")
     expected = None if actions is None else [{"name": a["name"], "arguments": a.get("kwargs") or {}} for a in actions]
     # The shape is told run by run: nothing in a file says which agent strategy wrote it.

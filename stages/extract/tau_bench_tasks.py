@@ -11,7 +11,9 @@ when it loads):
 - `input` is the `instruction` (what τ-bench's user simulator is told);
 - `expected_tool_calls` are the `actions` (`{name, kwargs}` →
   `{name, arguments}`, in order), `[]` for a task whose right outcome is
-  no change;
+  no change; an action without a text `name` or an object `kwargs`, or
+  `outputs` that are no list of texts, is the task's `invalid_input`
+  naming the field, as upstream's `Task` refuses it;
 - `metadata` keeps `task_id`, `user_id`, `annotator` and the required
   `outputs` strings; `tags` is `["tau-bench"]`.
 """
@@ -36,9 +38,11 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     """Turn one τ-bench task into a `Case` (see the module docstring).
 
     Raises `AdapterError` naming the field for a task that is not an object,
-    has no `instruction`, or has malformed `actions`.
+    has no `instruction`, or whose `actions` or `outputs` upstream's `Task`
+    refuses (`tau_bench_shapes.task_problem`: `actions[0].kwargs`).
     """
     from tracejudge.stages.extract.errors import AdapterError
+    from tracejudge.stages.extract.tau_bench_shapes import task_problem
 
     if (why := unnamed(raw)) is not None:
         raise AdapterError(why, field="task_index" if isinstance(raw, dict) else None)
@@ -46,14 +50,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     case_id = str(index)
     if not isinstance(raw.get("instruction"), str):
         raise AdapterError("instruction: required text is missing", field="instruction", case_id=case_id)
-    actions = raw.get("actions", [])
-    if not isinstance(actions, list):
-        raise AdapterError("actions: expected a list", field="actions", case_id=case_id)
-    expected = []
-    for i, action in enumerate(actions):
-        if not isinstance(action, dict) or not isinstance(action.get("name"), str):
-            raise AdapterError("action has no name", field=f"actions[{i}].name", case_id=case_id)
-        expected.append({"name": action["name"], "arguments": action.get("kwargs") or {}})
+    if (problem := task_problem(raw, "")) is not None:
+        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
+    expected = [{"name": action["name"], "arguments": action["kwargs"]} for action in raw.get("actions", [])]
     metadata = {"task_id": index, "user_id": raw.get("user_id"), "annotator": raw.get("annotator"), "outputs": raw.get("outputs") or []}
     return Case.model_validate(
         {"id": case_id, "input": raw["instruction"], "expected_tool_calls": expected, "tags": ["tau-bench"], "metadata": metadata}
