@@ -24,7 +24,10 @@ with fewer matches than its index; a path that runs into a scalar or indexes
 past a list is an `invalid_input` naming the option and the path. A path
 that does not parse is a config error naming the option and the character.
 
-Mapped case fields: `id` (default `"<file>:<line>"`), `input`, `output`,
+Mapped case fields: `id` (default `"<file>:<line>"`; text, or an integer
+read as its decimal text, `42` as `"42"`, as `native` reads one: any other
+value, a boolean, a fraction, a list or an object, is the record's
+`invalid_input`, as is such a call `id`), `input`, `output`,
 `expected_output`, `expected_tool_calls`, `expected_passages`, `context`,
 `tags`, `metadata`, `tool_calls`. Each tool call object is read with `call`
 (sub-paths for `id`, `name`, `arguments`, `result`, `error`; defaults are the
@@ -37,6 +40,7 @@ is mapped. A call's `error` that is `true` becomes the text of its result
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.load import RawRecord
-from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
+from tracejudge.stages.extract.common import build_case, decode_line, fail, json_type, read_lines
 from tracejudge.stages.extract.json_path_check import MappingCheck
 from tracejudge.stages.extract.json_path_syntax import MISSING, parse_path, walk
 
@@ -133,6 +137,20 @@ def _get(data: Any, path: str | None, option: str, cid: str | None) -> Any:
         fail(f"option {option} ({path!r}): {exc}", field=path, case_id=cid)
 
 
+def _id_text(value: Any, option: str, path: str, field: str, cid: str | None) -> str:
+    """An id read at `path` as the case or call id: text as it is, an integer (not a boolean) as its decimal text.
+
+    Raises `AdapterError` naming the option for any other JSON value: `str()` made `true` the id `"True"` and `["x"]` the
+    id `"['x']"`, Python's spelling, not the file's, which took the place of a record whose id is that text.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    fail(f"option {option} ({path!r}): an id is text or an integer, got {json_type(value)} ({json.dumps(value)[:80]})",
+         field=field, case_id=cid)
+
+
 def _calls(value: Any, paths: CallPaths, cid: str) -> list[dict[str, Any]]:
     if value is _MISSING or value is None:
         return []
@@ -146,7 +164,7 @@ def _calls(value: Any, paths: CallPaths, cid: str) -> list[dict[str, Any]]:
             fail(f"tool call {k} has no name at {paths.name!r}", field=f"tool_calls[{k}].{paths.name}", case_id=cid)
         call: dict[str, Any] = {"name": name}
         if got["id"] is not _MISSING and got["id"] is not None:
-            call["id"] = str(got["id"])
+            call["id"] = _id_text(got["id"], "call.id", str(paths.id), f"tool_calls[{k}].{paths.id}", cid)
         if got["arguments"] is not _MISSING:
             call["arguments"] = got["arguments"]
         result = None if got["result"] is _MISSING else got["result"]
@@ -187,7 +205,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     opts = options or Options()
     record, default_id = decode_line(payload)
     cid_value = _get(record, opts.id, "id", None)
-    cid = default_id if cid_value is _MISSING or cid_value is None else str(cid_value)
+    # (Refused under no id of its own: the record's `<dataset path>:<line>`.)
+    cid = default_id if cid_value is _MISSING or cid_value is None else _id_text(cid_value, "id", str(opts.id), str(opts.id), None)
     case: dict[str, Any] = {"id": cid}
     for key in ("input", "expected_output", "expected_passages", "context", "tags", "metadata"):
         value = _get(record, getattr(opts, key), key, cid)
