@@ -19,8 +19,8 @@ RECORDS = [
 ]
 
 
-def run(tmp_path: Path, *sets: str, command: str = "run") -> subprocess.CompletedProcess:
-    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+def run(tmp_path: Path, *sets: str, command: str = "run", records: list[dict] = RECORDS) -> subprocess.CompletedProcess:
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     cfg = tmp_path / "eval.yaml"
     cfg.write_text("dataset:\n  path: runs.jsonl\n  format: json-path\n"
                    "  options: {id: meta.id, input: q, tool_calls: steps.*.calls, expected_tool_calls: gold}\n"
@@ -66,3 +66,20 @@ def test_mappings_that_match_give_no_warning(tmp_path: Path) -> None:
     proc = run(tmp_path, "dataset.options.id=q")
     assert proc.returncode in (0, 1), proc.stderr
     assert "json-path" not in proc.stderr
+
+
+
+def test_expected_calls_that_are_empty_lists_matched(tmp_path: Path) -> None:
+    # `gold: []` in every record is "no call expected": it was warned as a mapping that matched nothing in any record.
+    proc = run(tmp_path, command="extract", records=[{**r, "gold": []} for r in RECORDS])
+    assert proc.returncode == 0, proc.stderr
+    assert not warnings_about(proc, "dataset.options.expected_tool_calls")
+    assert [json.loads(line)["expected_tool_calls"] for line in (tmp_path / "cases.jsonl").read_text().splitlines()] == [[], []]
+
+
+def test_a_path_that_only_met_empty_lists_says_so(tmp_path: Path) -> None:
+    # No step in any record: nothing tells `steps.*.calls` from a typo of it, and "matched nothing" was not what happened.
+    proc = run(tmp_path, command="extract", records=[{**r, "steps": []} for r in RECORDS])
+    assert proc.returncode == 0, proc.stderr
+    (got,) = warnings_about(proc, "dataset.options.tool_calls")
+    assert got["event"].startswith("a json-path mapping met only empty lists in every record") and got["records"] == 2

@@ -8,7 +8,10 @@ yields (in the run's own process, before extraction) and `report` logs one
 warning per field that matched in no record, naming the option, the path and
 the nearest path the first record has; and one warning with how many records
 fell back to a `file:line` id. A field may legitimately be empty for some
-records, so nothing fails.
+records, so nothing fails. A path whose value is an empty list matched (`gold:
+[]` is "no calls expected"); one that only met empty lists to map over
+(`steps.*.calls` where every `steps` is `[]`) is said as that, not as a path
+that found nothing.
 
 Cost: a record is decoded here only while some mapped field has not matched
 yet (usually the first record alone), or, when `id` is mapped, for every
@@ -22,7 +25,7 @@ from typing import Any
 
 from tracejudge.core import suggest
 from tracejudge.core.log import get_logger
-from tracejudge.stages.extract.json_path_syntax import MISSING, Step, parse_path, walk
+from tracejudge.stages.extract.json_path_syntax import MISSING, Each, Step, parse_path, walk
 from tracejudge.stages.load import JSON_ERRORS
 
 __all__ = ["FIELDS", "MappingCheck"]
@@ -41,6 +44,30 @@ def _matches(record: Any, steps: tuple[Step, ...], *, empty_list: bool) -> bool:
     except ValueError:
         return True  # a path into a scalar is adapt's invalid_input, already said per record
     return value is not MISSING and value is not None and (empty_list or value != [])
+
+
+def _reaches(node: Any, steps: tuple[Step, ...]) -> bool | None:
+    """Whether `steps` lead from `node` to a value (an empty list at its end is one: `gold: []` is "no calls
+    expected"); None when the path only met empty lists to map over (`steps.*.calls` in a record with `steps: []`),
+    where nothing tells a typo from a record without items. Raises `ValueError` as `walk` does."""
+    for i, step in enumerate(steps):
+        if isinstance(step, Each) and step.pick is None:
+            items = walk(node, (step,))  # the list's items that meet the filters, null ones left out
+            if items is MISSING:
+                return False
+            found = [_reaches(item, steps[i + 1:]) for item in items]
+            return True if True in found else False if False in found else None
+        node = walk(node, (step,))
+        if node is MISSING:
+            return False
+    return node is not None
+
+
+def _reached(record: Any, steps: tuple[Step, ...]) -> bool | None:
+    try:
+        return _reaches(record, steps)
+    except ValueError:
+        return True  # a path into a scalar is adapt's invalid_input, already said per record
 
 
 def _paths_of(record: Any) -> list[str]:
@@ -71,6 +98,7 @@ class MappingCheck:
         self.paths = {name: getattr(options, name) for name in FIELDS if getattr(options, name) is not None}
         self.steps = {name: parse_path(path) for name, path in self.paths.items()}
         self.unmatched = set(self.paths) - {"id"}
+        self.missed: set[str] = set()  # fields a record lacked, not only held no item for
         self.first: Any = None
         self.records = self.id_fallbacks = 0
 
@@ -87,8 +115,12 @@ class MappingCheck:
         if self.first is None:
             self.first = record
         self.records += 1
-        for name in [n for n in self.unmatched if _matches(record, self.steps[n], empty_list=False)]:
-            self.unmatched.discard(name)
+        for name in list(self.unmatched):
+            reached = _reached(record, self.steps[name])
+            if reached:
+                self.unmatched.discard(name)
+            elif reached is False:
+                self.missed.add(name)
         if "id" in self.steps and not _matches(record, self.steps["id"], empty_list=True):
             self.id_fallbacks += 1
 
@@ -101,7 +133,11 @@ class MappingCheck:
         if not self.records:
             return
         for name in sorted(self.unmatched):
-            log.warning("a json-path mapping matched nothing in any record; the field is empty in every case",
+            # (A path that met only empty lists matched no key either way: said as it is, not as a path that found nothing.)
+            event = ("a json-path mapping matched nothing in any record; the field is empty in every case" if name in self.missed else
+                     "a json-path mapping met only empty lists in every record, so nothing it names was found; the field is empty "
+                     "in every case")
+            log.warning(event,
                         option=f"dataset.options.{name}", path=self.paths[name], records=self.records,
                         file=self.source, nearest_in_first_record=self._nearest(self.paths[name]))
         if self.id_fallbacks:
