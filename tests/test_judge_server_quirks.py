@@ -141,6 +141,16 @@ def _stopped_line(tmp_path: Path, server: Loopback, said: str) -> str:
     return lines[0]
 
 
+def served(tmp_path: Path, server: Loopback, n: int, in_flight: int, **judge: Any) -> tuple[dict[str, Any], int]:
+    """Runs `n` cases against `server` (in process, `in_flight` requests at most): the run's summary and how many
+    requests the server got."""
+    with server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", n), metrics=ONE, **judge)
+        data["limits"] = {"max_in_flight": in_flight}
+        summary = run(data)
+        return summary, len(server.requests)
+
+
 def test_a_stream_only_server_stops_the_run_at_once_naming_the_content_type(tmp_path: Path) -> None:
     line = _stopped_line(tmp_path, Streaming(lambda headers, body: None), "text/event-stream")
     assert 'no "stream" key' in line
@@ -170,11 +180,7 @@ def test_an_html_page_once_the_judge_has_answered_is_a_passing_proxy_page_retrie
                 return web.Response(text="<html><body><h1>Bad gateway</h1></body></html>", content_type="text/html")
             return web.json_response(completion(json.dumps(verdict(body))))
 
-    with Passing(lambda headers, body: None) as server:
-        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 3), metrics=ONE)
-        data["limits"] = {"max_in_flight": 1}
-        summary = run(data)
-        sent = len(server.requests)
+    summary, sent = served(tmp_path, Passing(lambda headers, body: None), 3, 1)
     assert summary["status"] == {"ok": 3} and sent == 4
     assert summary["judge"]["server_errors"] == 1 and summary["judge"]["request_errors"] == 0
 
@@ -191,11 +197,8 @@ def test_html_pages_from_then_on_close_the_judges_gate_so_cases_fail_fast_not_ea
                 return web.Response(text="<html><body>Sign in</body></html>", content_type="text/html")
             return web.json_response(completion(json.dumps(verdict(body))))
 
-    with Expiring(lambda headers, body: None) as server:
-        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 40), metrics=ONE, max_retry_wait_s=1)
-        data["limits"] = {"max_in_flight": 2}
-        summary = run(data)
-        sent = len(server.requests)
+    server = Expiring(lambda headers, body: None)
+    summary, sent = served(tmp_path, server, 40, 2, max_retry_wait_s=1)
     assert summary["status"] == {"ok": 2, "judge_error": 38}
     assert sent <= 12, sent
     for r in results(tmp_path):

@@ -9,7 +9,7 @@ from typing import Any
 from tracejudge.core.json_kind import json_kind
 from tracejudge.llm.redact import redact
 from tracejudge.llm.replies import SERVER_FAILURE_4XX, ImplausibleUsage, request_refused, token_count, usage_counts
-from tracejudge.llm.wire.payload import public_url
+from tracejudge.llm.wire.not_json import not_json_error
 from tracejudge.llm.wire.rate_headers import rate_info
 from tracejudge.llm.wire.records import HttpReply, ProviderError, Reply
 
@@ -54,10 +54,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     answer from this endpoint before (the run's sender says; a bench reads every reply alike).
 
     A 2xx that is no JSON object (`ProviderError.not_json`): a stream (`text/event-stream`) → `request`, whatever came
-    before (the server streams every reply); an HTML page or any other body not said to be JSON → `request` while
-    nothing was `answered` (the URL serves a web page, a proxy's login page or a wrong path, not the judge's API: every
-    case would be retried to the same page), else `server`, retried (a proxy's passing error page); a JSON body that
-    could not be decoded (nested too deep) → `server`, a malformed reply. Each names the URL and the content type.
+    before (the server streams every reply); an HTML page, any other body not said to be JSON, or text that does not
+    begin as JSON whatever its content type says → `request` while nothing was `answered` (the URL serves a web page, a
+    proxy's login page or a wrong path, not the judge's API: every case would be retried to the same page), else
+    `server`, retried (a proxy's passing error page); a JSON body that could not be decoded (cut short, nested too deep)
+    → `server`, a malformed reply. Each names the URL and the content type (`wire.not_json`).
 
     429 → `rate_limited` (or `quota` when `retry-after` exceeds
     `max_retry_after_s`, or the body says the quota is exhausted); 5xx, 529
@@ -126,7 +127,7 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status)
     body = http.body
     if not isinstance(body, dict):
-        raise _not_json(http, answered)
+        raise not_json_error(http, answered, secrets)
     if body.get("error") or body.get("type") == "error" or body.get("object") == "error" or _detail_only(body):
         # Some gateways answer 200 with an error body, `{"error": {…}}`, vLLM's `{"object": "error", "message": …}` or
         # FastAPI's `{"detail": …}` (behind a proxy that rewrites the status): report what the provider said, not a shape error.
@@ -207,33 +208,6 @@ def _shape_problem(provider: str, body: dict[str, Any]) -> str:
 def _detail_only(body: dict[str, Any]) -> bool:
     """True for FastAPI's error shape, `{"detail": …}`, with nothing of an answer beside it (no `choices`, no `content`)."""
     return "detail" in body and "choices" not in body and "content" not in body
-
-
-def _not_json(http: HttpReply, answered: bool = True) -> ProviderError:
-    # A 2xx that is not a JSON object, said by what it is: "not a JSON object" alone sends the user hunting.
-    ctype = http.headers.get("content-type", "").split(";")[0].strip().lower() or "no content type"
-    text = http.body.lstrip() if isinstance(http.body, str) else ""
-    where = f" at {public_url(http.url)}" if http.url else ""
-    if ctype == "text/event-stream" or text.startswith(("data:", "event:")):
-        # Not transient: the server streams every reply, so retrying (or asking per metric) only repeats it.
-        err = ProviderError("request", f"HTTP {http.status}: the server{where} answered with a stream ({ctype}, server-sent events) "
-                            "although tracejudge asks for none (its requests carry no \"stream\" key, whose default is false)", http.status)
-    elif ctype in ("text/html", "application/xhtml+xml") or text[:200].lower().startswith(("<!doctype html", "<html")):
-        said = f"HTTP {http.status}: got an HTML page ({ctype}), not a JSON reply: a proxy's error or login page answers{where}"
-        err = (ProviderError("server", f"{said}; check judge.base_url and what stands before the server", http.status) if answered
-               else ProviderError("request", f"{said}, and nothing of the run was answered in JSON there: {_NO_API}", http.status))
-    elif answered or "json" in ctype:  # (a JSON reply that could not be decoded, nested too deep: malformed, retried)
-        err = ProviderError("server", f"HTTP {http.status}: reply is not a JSON object ({ctype}){where}", http.status)
-    else:
-        err = ProviderError("request", f"HTTP {http.status}: reply is not a JSON object ({ctype}){where}, and nothing of the run was "
-                            f"answered in JSON there: {_NO_API}", http.status)
-    err.not_json = "json" not in ctype  # (a page or text, where JSON was due: the server gate counts it as a 502 page)
-    return err
-
-
-# Why a URL that never answered in JSON stops the run rather than having every case retried to the same page.
-_NO_API = ("the URL serves no judge API (a proxy's login page, a web server's page for a wrong path); stopped rather than "
-           "retried on every case")
 
 
 class _Refused(Exception):

@@ -140,7 +140,7 @@ class ProviderError(Exception):
     provider billed though no verdict could be read. `unsent`: the judge's server
     gate gave up on the request before it was ever sent, so it counts no request. `given_up`: the gate gave up on the server
 as unavailable (down or silent for `judge.max_retry_wait_s`), sent or not. `not_json`: a 2xx whose content type is not
-    JSON (an HTML page, plain text), which the server gate counts as an outage answer, as a proxy's 502 page.
+    JSON (an HTML page, plain text), or whose text does not begin as JSON whatever its content type says, which the server gate counts as an outage answer, as a proxy's 502 page.
     """
 
     def __init__(self, kind: str, message: str, status: int | None = None, retry_after_s: float | None = None, rate: RateInfo | None = None) -> None:
