@@ -82,10 +82,9 @@ def test_summary_is_reproducible_and_independent_of_arrival_order() -> None:
 
 
 def _pass_at_k_by_hand(trials: dict[str, list[bool | None]], k: int) -> float:
+    # An errored trial (None) is a failed one, as in HumanEval's harness; a case that errored on every trial has c = 0.
     vals = []
     for outcomes in trials.values():
-        if not any(o is not None for o in outcomes):
-            continue  # no scored trial
         n, c = len(outcomes), sum(1 for o in outcomes if o)
         vals.append(1.0 if n - c < k else 1 - math.comb(n - c, k) / math.comb(n, k))
     return sum(vals) / len(vals)
@@ -118,7 +117,7 @@ def test_pass_at_k_over_interleaved_trials_matches_the_estimator() -> None:
     s = agg.summary()
     got = s["pass_at_k"]["pass@2(m)"]
     assert got["value"] == pytest.approx(_pass_at_k_by_hand(outcomes, 2), abs=1e-6)
-    assert got["cases"] == 37 and got["no_scored_trial"] == 3 and got["too_few_trials"] == 0
+    assert got["cases"] == 40 and got["no_scored_trial"] == 0 and got["too_few_trials"] == 0
     per_metric = s["metrics"]["m"]["pass_at_k"]
     assert set(per_metric) == {"1", "2", "4"}
     assert per_metric["1"]["value"] == pytest.approx(_pass_at_k_by_hand(outcomes, 1), abs=1e-6)
@@ -127,13 +126,16 @@ def test_pass_at_k_over_interleaved_trials_matches_the_estimator() -> None:
     assert not agg.trackers[("m", None)].pending and peak <= 40
 
 
-def test_pass_at_1_with_one_trial_equals_the_pass_rate() -> None:
+def test_pass_at_1_with_one_trial_is_the_pass_rate_with_errored_results_failed() -> None:
     agg = Aggregator(["m"], trials=1, pass_at_k=[PassAtK(metric="m", k=1)])
     for i, v in enumerate([1.0, 0.0, 1.0, 1.0, 0.5]):
         agg.fold(ok(f"c{i}", m=v))
+    assert agg.summary()["pass_at_k"]["pass@1(m)"]["value"] == agg.summary()["metrics"]["m"]["pass_rate"] == pytest.approx(0.6)
     agg.fold(err("e", Status.judge_error))
     s = agg.summary()
-    assert s["pass_at_k"]["pass@1(m)"]["value"] == s["metrics"]["m"]["pass_rate"] == pytest.approx(0.6)
+    # The pass rate leaves the errored result out; pass@1 counts it as a case that failed its one trial.
+    assert s["metrics"]["m"]["pass_rate"] == pytest.approx(0.6) and s["pass_at_k"]["pass@1(m)"]["value"] == pytest.approx(0.5)
+    assert s["pass_at_k"]["pass@1(m)"]["cases"] == 6
     assert "pass_at_k" not in s["metrics"]["m"]  # automatic pass@k only when trials > 1
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.records import CaseResult, Score, score_counts
-from tracejudge.engine.rendered import METRIC_ERRORS, Cell
+from tracejudge.engine.rendered import METRIC_ERRORS, NOT_APPLICABLE, Cell
 from tracejudge.stages.aggregate.group_labels import metadata_key
 from tracejudge.stages.aggregate.stats import pass_at_k, pass_hat_k
 
@@ -77,15 +77,22 @@ class _Tracker:
         self.estimate = ESTIMATES[estimator]
 
     def _trial(self, result: CaseResult, status: str) -> tuple[bool, bool]:
-        """`(scored, passed)` of one trial: an errored result or a score not computed is a failure, unscored; a score
-        not computed because its metric raised, failed or timed out (`METRIC_ERRORS`) is a failure, scored: a case
-        whose metric raised on every trial is a case that failed every trial, not one left out."""
+        """`(scored, passed)` of one trial. An errored result (any status but `ok`) whose score did not count is a
+        failure, scored: a crashed or timed-out agent is a failed sample, as in Chen et al.'s HumanEval harness, so a
+        case whose every trial errored is a case with c = 0, not one left out. A score not computed because its metric
+        raised, failed or timed out (`METRIC_ERRORS`) is a failure, scored, likewise. Unscored, and a failure: an `ok`
+        result without the metric's value (not applicable, written before the metric was added), and a metric that
+        does not apply to the case whatever the status; a case with only such trials has no scored trial."""
         score = result.scores.get(self.metric)
         if score is None:
-            return False, self.trial_passed(score)
+            return status != "ok", self.trial_passed(score)
         if score_counts(status, score.value):
             return True, self.trial_passed(score)
-        if score.value is None and score_counts(status, 0.0):
+        if type(score) is not Cell and score.value is None and type(score.reason) is str and score.reason.startswith(NOT_APPLICABLE):
+            return False, self.trial_passed(None)
+        if status != "ok":
+            return True, self.trial_passed(None)
+        if score.value is None:
             # (A `Cell` carries no reason: a rendered result holds no score whose metric raised, and names those that timed out.)
             raised = (self.metric in result.rendered.timed_out if type(score) is Cell
                       else type(score.reason) is str and score.reason.startswith(METRIC_ERRORS))

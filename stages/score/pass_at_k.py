@@ -29,12 +29,15 @@ class PassAtK(Metric):
     Source: cogitator evals `passAtK(metric, {k, threshold})`, with the
     unbiased estimator `1 − C(n−c, k)/C(n, k)` (Chen et al. 2021): per case,
     `n` is the number of trials in the run and `c` the trials whose score
-    passed; an errored trial (any status other than `ok`, or a score that
-    could not be computed) counts as a failure, and so does a trial whose
-    metric raised, returned what no score can be or timed out (`raised`): such
-    a trial counts as scored, so its case is never left out. The run's figure
-    is the average over the cases with at least one scored trial. With `trials: 1`
-    and `k: 1` it equals the metric's pass rate.
+    passed; an errored trial (any status other than `ok`: the agent raised or
+    timed out, the judge failed) counts as a failure, as a sample that
+    crashed or timed out fails in Chen et al.'s HumanEval harness, and so does
+    a trial whose metric raised, returned what no score can be or timed out
+    (`raised`): such a trial counts as scored, so a case whose every trial
+    errored is a case with c = 0, never left out. The run's figure is the
+    average over the cases with at least one scored trial. With `trials: 1`
+    and `k: 1` it equals the metric's pass rate when no result errored (the
+    pass rate leaves an errored result out; pass@1 counts it as failed).
 
     Parameters:
         metric: key of another metric of the run (not itself a `PassAtK` or `PassHatK`).
@@ -53,7 +56,9 @@ class PassAtK(Metric):
 
     Edge cases: a case (task) with fewer than k trials in the results (an
     interrupted run, a task recorded fewer times) is left out of the average
-    and counted as `too_few_trials`; one whose trials all errored counts as
+    and counted as `too_few_trials`; one whose metric has no value on any
+    trial and none errored (the metric does not apply to it, or its results
+    were written before the metric was added) is left out and counted as
     `no_scored_trial`.
     """
 
