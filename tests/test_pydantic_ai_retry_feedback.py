@@ -1,6 +1,6 @@
 """pydantic-ai's feedback on an answer it refused as TEXT is the framework speaking: no user turn, and the step's error.
 
-Recorded by the real pydantic-ai (2.62) against the project's scripted loopback server, by its own instrumentation
+Recorded by the real pydantic-ai (2.62; four also by 2.78, whose fences differ) against the project's scripted loopback server, by its own instrumentation
 (data-format versions 2, 5 (the default) and 6) and with OpenInference's pydantic-ai span processor on top
 (`tests/frameworks/record_pydantic_ai_retry.py` says what each scenario runs). Each `<recording>.truth.json` is what
 the agent's `result.all_messages()` said: the user prompts, every response with the feedback pydantic-ai sent back
@@ -105,6 +105,18 @@ def test_the_feedback_is_no_user_turn_and_the_refused_step_says_why(name: str) -
     check(only_case(DATA / f"{name}.jsonl", "otel"), truth(DATA, name), name.split("-")[0])
 
 
+# pydantic-ai 2.78 (not the pinned release: see tests/data/framework-versions/README.md) fences its feedback in
+# `<pyai:validation_errors>` / `<pyai:retry_feedback>`; what it sent and got is the committed truth, word for word.
+NEWER = [f"{s}-{i}" for s in ("native", "validator") for i in ("v5", "oi")]
+
+
+@pytest.mark.parametrize("name", NEWER)
+def test_the_feedback_in_pydantic_ais_reserved_tags_reads_the_same(name: str) -> None:
+    path = DATA.parent / "framework-versions" / f"pydantic-ai-2.78-{name}.jsonl"
+    assert "<pyai:" in path.read_text()
+    check(only_case(path, "otel"), truth(DATA, name), name.split("-")[0])
+
+
 @pytest.mark.parametrize("inst", INSTRUMENTATIONS)
 def test_the_judge_sees_the_users_question_and_the_refused_answer(inst: str) -> None:
     assert conversation(only_case(DATA / f"validator-{inst}.jsonl", "otel")).splitlines() == [
@@ -196,6 +208,11 @@ def test_a_new_runs_prompt_in_feedbacks_words_is_the_users(tmp_path: Path, inst:
      '[{"type":"missing","loc":["summary"],"msg":"Field required"},{"type":"json_invalid","loc":[],"msg":"Invalid JSON"}]\n</validation_errors>',
      "summary: Field required; Invalid JSON"),
     (f"{FRAMING} (this is automated feedback, not a message from the user):\n<retry_feedback>\nNo digits\nat all\n</retry_feedback>", "No digits\nat all"),
+    # 2.78: the same fences in the tags pydantic-ai reserves for itself (`pyai:`); a tag left unclosed, or closed as another, is none
+    (f'{FRAMING} (this is automated feedback, not a message from the user):\n<pyai:validation_errors>\n'
+     '[{"type":"missing","loc":["summary"],"msg":"Field required"}]\n</pyai:validation_errors>', "summary: Field required"),
+    (f"{FRAMING} (this is automated feedback, not a message from the user):\n<pyai:retry_feedback>\nNo digits\n</pyai:retry_feedback>", "No digits"),
+    (f"{FRAMING} (this is automated feedback, not a message from the user):\n<pyai:retry_feedback>\nNo digits\n</retry_feedback>", None),
     ("Please return text or call a tool.", "Please return text or call a tool."),
     # 1.x (`RetryPromptPart` with `tool_name=None`): a message, and error details with and without the code fence
     ("Validation feedback:\nGive a temperature in C\n\nFix the errors and try again.", "Give a temperature in C"),

@@ -30,8 +30,9 @@ validator) is refused the same way, but pydantic-ai's answer to it is no tool
 response: it sends its feedback as text of its own, in the user's voice ("Your
 previous response failed the application's validation (this is automated
 feedback, not a message from the user):" and the validation errors or the
-`ModelRetry` message fenced; 1.x's `RetryPromptPart` with no tool name:
-"Validation feedback: …" / "N validation errors: …", then "Fix the errors and
+`ModelRetry` message fenced in `<validation_errors>` / `<retry_feedback>`, from
+2.78 `<pyai:validation_errors>` / `<pyai:retry_feedback>`; 1.x's `RetryPromptPart`
+with no tool name: "Validation feedback: …" / "N validation errors: …", then "Fix the errors and
 try again."; a reply with nothing to use: its fixed "Please return text." and
 the like). Its message history marks the part (`retry-feedback`, `retry-prompt`
 before 2.x), its spans do not: they record it as a text part like any user
@@ -185,9 +186,10 @@ def _refusal(said: Any) -> str | None:
 
 
 # --- feedback on an answer given as text (see the module doc) ------------------------------------------------------
-# 2.x (`RetryFeedbackPart.model_response`): the attribution line, then the errors or the `ModelRetry` message fenced.
+# 2.x (`RetryFeedbackPart.model_response`): the attribution line, then the errors or the `ModelRetry` message fenced;
+# from 2.78 the fence's tag carries the `pyai:` prefix pydantic-ai reserves for the tags only it writes.
 _FRAMING = "Your previous response failed the application's validation (this is automated feedback, not a message from the user):"
-_FENCED = re.compile(re.escape(_FRAMING) + r"\n<(validation_errors|retry_feedback)>\n(.*)\n</\1>", re.DOTALL)
+_FENCED = re.compile(re.escape(_FRAMING) + r"\n<((?:pyai:)?(?:validation_errors|retry_feedback))>\n(.*)\n</\1>", re.DOTALL)
 # 1.x (`RetryPromptPart.model_response`, `tool_name=None`): a message, or the error details as JSON (fenced from 1.x on).
 _LEGACY = re.compile(r"(?:Validation feedback:\n(?P<said>.*)|\d+ validation errors?:\s*(?:```json\n)?(?P<errors>.*?)(?:\n```)?)"
                      r"\n\nFix the errors and try again\.", re.DOTALL)
