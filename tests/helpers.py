@@ -128,6 +128,27 @@ def start_recordings(out: Path, record: Path, names: Any, modules: Any) -> tuple
                                          text=True, env=env) for name in names}
 
 
+# What a pydantic-ai recording `<scenario>-<instrumentation>` needs installed to be made again: `v5`, pydantic-ai's own
+# instrumentation; `oi`, the same under OpenInference's span processor.
+PYDANTIC_AI_NEEDS = {"v5": ("pydantic_ai",), "oi": ("pydantic_ai", "openinference.instrumentation.pydantic_ai")}
+
+
+def truth_of(folder: Path, name: str) -> dict[str, Any]:
+    """`folder/<name>.truth.json`, read."""
+    import json
+
+    return json.loads((folder / f"{name}.truth.json").read_text())
+
+
+def start_each(out: Path, record: Path, names: Any, needs: dict[str, Any]) -> tuple[Path, dict[str, subprocess.Popen[str]]]:
+    """`start_recordings` for recordings named `<scenario>-<instrumentation>` whose modules differ by instrumentation:
+    `needs[instrumentation]` the modules one needs (a recording whose are not installed is not started)."""
+    procs: dict[str, subprocess.Popen[str]] = {}
+    for name in names:
+        procs.update(start_recordings(out, record, [name], needs[name.rsplit("-", 1)[1]])[1])
+    return out, procs
+
+
 def live_truth(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str, modules: Any, data: Path) -> tuple[Path, list[Any]]:
     """`(its file, its truth's cases)` of live recording `name` once recorded (`recorded`), having checked that the
     application did and got what the committed recording's did (`data/<name>.truth.json`)."""
