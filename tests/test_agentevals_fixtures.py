@@ -2,7 +2,8 @@
 
 `tests/data/agentevals/` holds a copy of some of the corpus (see its NOTICE): Google ADK recordings in the telemetry
 modes the developer set does not cover (v1 and v2 schemas, content in events, content off, the google-genai
-instrumentation underneath, the projected upstream shape) and the hand-built shapes. The whole corpus, about 170
+instrumentation underneath, the projected upstream shape), kagent recordings (its Go ADK runtime, and Claude Code's
+native spans with a background subagent) and the hand-built shapes. The whole corpus, about 170
 traces, is compared when a copy of agentevals' `tests/fixtures/otlp/` is named by `AGENTEVALS_OTLP_FIXTURES`.
 """
 
@@ -59,10 +60,10 @@ def _name(root: Path):
 
 def test_the_copy_covers_every_mode_it_names():
     modes = {p.parent.name for p in COPY if p.parent.parent.name == "adk_py"}
-    assert modes == {"v1_default", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default", "v2_event_only",
-                     "v2_span_and_event", "v2_span_only_contrib", "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only",
-                     "v2proj_no_content"}
-    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 34
+    assert modes == {"v1_default", "v1_default_contrib", "v1_event_stable", "v1_event_stable_contrib", "v1_nolegacy", "v2_default",
+                     "v2_event_only", "v2_no_content", "v2_span_and_event", "v2_span_only", "v2_span_only_contrib",
+                     "v2_span_only_nolegacy", "v2proj_event_only", "v2proj_span_only", "v2proj_no_content"}
+    assert all(_trace(p).exists() for p in COPY) and len(COPY) == 41
 
 
 @pytest.mark.parametrize("truth_path", COPY, ids=_name(HERE))
@@ -146,3 +147,16 @@ def test_adk_turns_without_content_stay_turns_with_nothing_to_send():
         (None, 10, 1), (None, 80, 2), (None, 70, 1)]
     assert (case.input, case.turns) == (None, [])
     assert [c.name for c in case.trace.tool_calls()] == ["get_weather"]
+
+
+def test_a_background_subagent_s_report_is_no_user_turn():
+    """kagent's Claude Code runtime, its agent handing the question to an `Agent` subagent in the background: the
+    subagent's requests and Bash calls are Claude Code's own spans under the run, and its report comes back as a second
+    `claude_code.interaction` whose `user_prompt` is Claude Code's `<task-notification>`. The conversation is the one
+    user message kagent's `invoke_agent` span records and the answer it returned: one turn, the notification no user
+    text of it."""
+    [case] = extract(HERE / "kagent" / "v1.0.0-alpha9" / "claude_native_1turn_subagent.json")
+    [turn] = case.metadata["otel"]["turns"]
+    assert turn["user_text"].startswith("Use your tools to list the namespaces in this cluster")
+    assert turn["final_text"].endswith("There are currently 14 pods running in the kagent namespace.")
+    assert not any("task-notification" in (m.content or "") for m in case.trace.user_messages)
