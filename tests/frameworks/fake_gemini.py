@@ -4,7 +4,10 @@
 a `(parts, usage)` pair (`parts` in the API's JSON: `{"text"}`, `{"functionCall": {"name", "args"}}`; `usage`
 `{"prompt", "output"}`), as one `GenerateContentResponse`, and to `:streamGenerateContent?alt=sse` as the chunks the
 API streams: the text in pieces, each function call whole, the finish reason and the usage on the last. Give
-`genai.Client(api_key=..., http_options=HttpOptions(base_url=fake.url))`. Every request body is kept in `bodies`;
+`genai.Client(api_key=..., http_options=HttpOptions(base_url=fake.url))`. Vertex AI's path for the same calls,
+`/<version>/projects/<p>/locations/<l>/publishers/google/models/<model>:...`, is answered alike (give
+`vertexai.init(api_endpoint=fake.url, api_transport="rest", ...)`); a stream asked for without `alt=sse`, as
+google-cloud-aiplatform's REST transport asks, gets the chunks as one JSON array, which that transport reads. Every request body is kept in `bodies`;
 OTLP span exports go to `/v1/traces` as with `FakeOpenAI`, log exports to `/v1/logs` (`record_openllmetry_events`).
 """
 
@@ -40,6 +43,7 @@ class ScriptedGemini(LoggedAnthropic):
     def _routes(self, app: web.Application) -> None:
         super()._routes(app)
         app.router.add_post("/{version}/models/{call}", self._generate)
+        app.router.add_post("/{version}/projects/{project}/locations/{location}/publishers/google/models/{call}", self._generate)
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         n, reply = self._next(await request.json())
@@ -55,6 +59,8 @@ class ScriptedGemini(LoggedAnthropic):
                 _response([part], None, n, False)]
         last = chunks.pop() if chunks else _response([], None, n, False)
         chunks.append(_response(last["candidates"][0]["content"]["parts"], usage, n, finish=True))
+        if request.query.get("alt") != "sse":
+            return web.json_response(chunks)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         for c in chunks:
