@@ -14,7 +14,10 @@ on all but the last (the API's chunk carries none until then): the pieces of one
 (adjacent text pieces into one text), not alternatives of a request for several choices.
 
 Both only on a span whose `gen_ai.provider.name` (or `gen_ai.system`) is Gemini's or Vertex AI's, as the
-instrumentation names them; `tests/data/google-genai` holds its recordings.
+instrumentation names them; `tests/data/google-genai` holds its recordings. OTel's vertexai instrumentation (2.x, with
+`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) makes up ids the same way but names no provider at all
+(2.2b0): a span of its scope, `opentelemetry.instrumentation.vertexai`, is a Vertex AI request whatever it names
+(`tests/data/vertexai`).
 
 A function response `{"error": X}` (no `output`) is the Gemini API's failed call ("Use 'output' key to specify function
 output and 'error' key to specify error details", `FunctionResponse.response`): google-genai's automatic function
@@ -33,12 +36,15 @@ from tracejudge.stages.extract.otel.spans import Span
 __all__ = ["gemini_failures", "gemini_messages", "is_gemini"]
 
 _PROVIDERS = frozenset({"gemini", "vertex_ai", "gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai", "google"})
+_VERTEX_SCOPES = frozenset({"opentelemetry.instrumentation.vertexai"})  # only Gemini is served through them
 _MADE_UP = re.compile(r"(?:(?P<name>.+)_)?(?P<index>\d+)")
 
 
 def is_gemini(span: Span) -> bool:
     """Whether `span` says it is a request to Gemini or Vertex AI (`gen_ai.provider.name`, else `gen_ai.system`, else
-    OpenInference's `llm.provider`)."""
+    OpenInference's `llm.provider`), or comes from a Vertex AI instrumentation's scope that names no provider."""
+    if span.scope in _VERTEX_SCOPES:
+        return True
     provider = span.attrs.get("gen_ai.provider.name") or span.attrs.get("gen_ai.system") or span.attrs.get("llm.provider")
     return isinstance(provider, str) and provider.lower() in _PROVIDERS
 
