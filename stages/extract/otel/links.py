@@ -15,6 +15,12 @@ __all__ = ["UNTRACED", "adopt_orphans", "break_cycles", "lone_request", "stand_i
 UNTRACED = "untraced:"  # the key of the GenAI log records that name no trace nor span (`untraced_records`)
 _MODEL_OPS = ("chat", "generate_content", "text_completion")
 
+
+def _is_request(span: Span) -> bool:
+    """Whether `span` is a model request: its `gen_ai.operation.name`, or OpenLLMetry's `llm.request.type`, which its
+    vertexai instrumentation (0.62) writes alone."""
+    return span.attrs.get("gen_ai.operation.name") in _MODEL_OPS or span.attrs.get("llm.request.type") in ("chat", "completion")
+
 log = get_logger("tracejudge.extract.otel")
 
 
@@ -54,15 +60,15 @@ def lone_request(spans: list[Span]) -> Span | None:
     no span id; with one request in the trace they can only be its (agentevals
     reads them so), with several they stay unplaced (`None`).
     """
-    found = [s for s in spans if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS]
+    found = [s for s in spans if _is_request(s)]
     return found[0] if len(found) == 1 else None
 
 
 def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]]) -> None:
     """Give each GenAI log record that names no trace nor span (`logs[UNTRACED]`) to the model request it was written
     in, in place: the one model request span whose time holds the record's (of nested ones, the innermost). OpenLLMetry
-    0.62 writes records outside the request's span context: its Anthropic instrumentation all of them, its openai one
-    a streamed reply's choice, once the stream is read. A record no one request holds so (requests at the same time, or
+    0.62 writes records outside the request's span context: its Anthropic and vertexai instrumentations all of them,
+    its openai one a streamed reply's choice, once the stream is read. A record no one request holds so (requests at the same time, or
     no time) is read nowhere, and a warning names its file and line, once per file.
     """
     events = logs.pop(UNTRACED, [])
@@ -70,7 +76,7 @@ def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent
         return
     # a sweep over time: requests by start, records by time, the requests running at a record's time kept at hand (a few,
     # as many as ran at once), so that a file of thousands of requests is not scanned once per record
-    requests = sorted((s for trace in spans.values() for s in trace if s.attrs.get("gen_ai.operation.name") in _MODEL_OPS),
+    requests = sorted((s for trace in spans.values() for s in trace if _is_request(s)),
                       key=lambda s: s.start)
     running: list[Span] = []
     lost: dict[str, list[LogEvent]] = {}

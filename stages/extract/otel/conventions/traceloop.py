@@ -70,7 +70,7 @@ def read(span: Span) -> View | None:
         found = indexed(prompts)  # (a history that lost its first messages to the attribute limit: from its first whole one, `dropped`)
         if found is not None:
             v.input_start, _, whole = front_cut(found, span.dropped_attributes > 0, lambda p: isinstance(p, dict) and bool(p.get("role")))
-            v.inputs = normalise([p for p in whole if isinstance(p, dict)])
+            v.inputs = normalise([_parts_text(p) if span.scope == _VERTEXAI else p for p in whole if isinstance(p, dict)])
         v.outputs = normalise([{"role": "assistant", **c} for c in completions if isinstance(c, dict)]) if isinstance(completions, list) else None
         v.usage_in = as_int(a.get("gen_ai.usage.prompt_tokens", a.get("gen_ai.usage.input_tokens")))
         v.usage_out = as_int(a.get("gen_ai.usage.completion_tokens", a.get("gen_ai.usage.output_tokens")))
@@ -101,6 +101,20 @@ def read(span: Span) -> View | None:
             v.agent_name = entity
         v.error = span_error(span)
     return v
+
+
+_VERTEXAI = "opentelemetry.instrumentation.vertexai"
+
+
+def _parts_text(prompt: dict[str, Any]) -> dict[str, Any]:
+    """`prompt` with its content read as the list of content parts whose JSON text OpenLLMetry's vertexai instrumentation
+    (0.62) writes as `gen_ai.prompt.{i}.content` (`[{"type": "text", "text": …}]`); unchanged when it holds no such list."""
+    content = prompt.get("content")
+    if isinstance(content, str) and content.startswith("[{"):
+        parts = unjson(content)
+        if isinstance(parts, list) and all(isinstance(x, dict) and isinstance(x.get("type"), str) for x in parts):
+            return {**prompt, "content": parts}
+    return prompt
 
 
 def _retrieval(a: dict[str, Any]) -> View:
