@@ -149,6 +149,18 @@ def start_each(out: Path, record: Path, names: Any, needs: dict[str, Any]) -> tu
     return out, procs
 
 
+def live_recordings(folder: str, record: Path, names: Any, modules: Any) -> Any:
+    """A module-scoped `live` fixture: `names` re-recorded by `record` at once into a temporary folder named after
+    `folder` (`start_recordings`), as `(folder, scenario -> its process)`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subprocess.Popen[str]]]:
+        return start_recordings(tmp_path_factory.mktemp(folder), record, names, modules)
+
+    return live
+
+
 def live_truth(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str, modules: Any, data: Path) -> tuple[Path, list[Any]]:
     """`(its file, its truth's cases)` of live recording `name` once recorded (`recorded`), having checked that the
     application did and got what the committed recording's did (`data/<name>.truth.json`)."""
