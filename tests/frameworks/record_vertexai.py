@@ -19,7 +19,7 @@ Instrumentations (`MODES`; OpenLLMetry's and OTel's share the distribution name 
 so OTel's is recorded from an environment of its own):
 
 - `openllmetry`, `openllmetry-no-content` (`TRACELOOP_TRACE_CONTENT=false`), `openllmetry-events`
-  (`use_legacy_attributes=mode != "openllmetry-events"`: log records): opentelemetry-instrumentation-vertexai 0.62.x, `text` only: it reads
+  (`use_legacy_attributes=False`: log records): opentelemetry-instrumentation-vertexai 0.62.x, `text` only: it reads
   `candidates[0].text` (streamed, each chunk's), which raises for a reply holding a function call, so the
   application's own `generate_content` raises;
 - `oi`, `oi-no-content` (`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS`): openinference-instrumentation-vertexai;
