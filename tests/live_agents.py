@@ -3,7 +3,8 @@
 Modes: `echo` (default: answers with the turn and history, calls `echo`),
 `bad_trace` / `typo` / `trace_text` (malformed replies), `fail_turn` (raises on turn `metadata.turn`), `hang` (on turn `metadata.turn`, default 0), `flaky` (transient
 failure the first `metadata.failures` attempts of each trial), `crash`,
-`pass_trials` (calls `answer(correct=trial in metadata.pass_trials)`).
+`pass_trials` (calls `answer(correct=trial in metadata.pass_trials)`; on the trials in `metadata.judge_refuses` its
+output holds `JUDGE-REFUSES`, a marker the judge simulator can be told to refuse).
 Every request is appended to `CALLS`, and to the file named by
 `LIVE_AGENT_LOG` when set (for runs in another process).
 """
@@ -48,6 +49,8 @@ def _reply(request: TargetRequest) -> dict[str, Any]:
     else:
         call = {"name": "echo", "arguments": {"turn": request.turn, "text": request.input}, "result": "ok"}
     output = f"turn {request.turn}: {request.input} (after {len(request.history)})"
+    if request.trial in meta.get("judge_refuses", []):
+        output += " JUDGE-REFUSES"
     return {
         "output": output,
         "trace": {"steps": [{"tool_calls": [call]}], "usage": {"input_tokens": 10, "output_tokens": 5, "requests": 1}},

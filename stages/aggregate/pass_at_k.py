@@ -79,7 +79,8 @@ class _Tracker:
     def _trial(self, result: CaseResult, status: str) -> tuple[bool, bool]:
         """`(scored, passed)` of one trial. An errored result (any status but `ok`) whose score did not count is a
         failure, scored: a crashed or timed-out agent is a failed sample, as in Chen et al.'s HumanEval harness, so a
-        case whose every trial errored is a case with c = 0, not one left out. A score not computed because its metric
+        case whose every trial errored is a case with c = 0, not one left out. A score that counts (`score_counts`: a
+        deterministic score of a result the judge failed on or skipped) is that trial's sample, as on an `ok` result. A score not computed because its metric
         raised, failed or timed out (`METRIC_ERRORS`) is a failure, scored, likewise. Unscored, and a failure: an `ok`
         result without the metric's value (not applicable, written before the metric was added), and a metric that
         does not apply to the case whatever the status; a case with only such trials has no scored trial."""

@@ -29,15 +29,23 @@ class PassAtK(Metric):
     Source: cogitator evals `passAtK(metric, {k, threshold})`, with the
     unbiased estimator `1 − C(n−c, k)/C(n, k)` (Chen et al. 2021): per case,
     `n` is the number of trials in the run and `c` the trials whose score
-    passed; an errored trial (any status other than `ok`: the agent raised or
-    timed out, the judge failed) counts as a failure, as a sample that
-    crashed or timed out fails in Chen et al.'s HumanEval harness, and so does
-    a trial whose metric raised, returned what no score can be or timed out
-    (`raised`): such a trial counts as scored, so a case whose every trial
-    errored is a case with c = 0, never left out. The run's figure is the
-    average over the cases with at least one scored trial. With `trials: 1`
-    and `k: 1` it equals the metric's pass rate when no result errored (the
-    pass rate leaves an errored result out; pass@1 counts it as failed).
+    passed. Which trials fail, one rule for every status: a trial whose
+    agent failed (`target_error`: it raised or timed out) fails for every
+    metric, as a sample that crashed or timed out fails in Chen et al.'s
+    HumanEval harness; a trial the judge failed (`judge_error`,
+    `rate_limited`) or the judge budget skipped (`skipped_budget`) fails
+    only for the metrics it left without a value, and its deterministic
+    scores count as computed (a valid sample of those metrics); a trial
+    whose metric raised, returned what no score can be or timed out
+    (`raised`) fails for that metric; an `invalid_input` result (an
+    unreadable record) fails its case's trial, and under `group_by`, as
+    such a record has no metadata to read the key from, is left out. A
+    failed trial is a scored one: a case whose every trial failed is a case
+    with c = 0, never left out. The run's figure is the mean over the cases
+    (tasks) with at least k trials, all but those whose metric does not
+    apply on any trial (`no_scored_trial`). With `trials: 1` and `k: 1` it
+    equals the metric's pass rate when no result errored (the pass rate
+    leaves an errored result out; pass@1 counts a trial failed as above).
 
     Parameters:
         metric: key of another metric of the run (not itself a `PassAtK` or `PassHatK`).
@@ -52,12 +60,15 @@ class PassAtK(Metric):
             recorded file's trials (τ-bench's `0-0`, `0-1`, … of task 0) count
             as such; `n` is then the task's trial count and `k` is not checked
             against `run.trials`. A result without the key belongs to no task:
-            it is left out and counted in `results_without_key`.
+            it is left out and counted in `results_without_key`; so is an
+            unreadable record (`invalid_input`), which is no sample of the
+            agent, and its task, one trial short, may then count under
+            `too_few_trials`.
 
     Edge cases: a case (task) with fewer than k trials in the results (an
     interrupted run, a task recorded fewer times) is left out of the average
     and counted as `too_few_trials`; one whose metric has no value on any
-    trial and none errored (the metric does not apply to it, or its results
+    trial and none failed as above (the metric does not apply to it, or its results
     were written before the metric was added) is left out and counted as
     `no_scored_trial`.
     """
@@ -130,9 +141,11 @@ class PassHatK(PassAtK):
     missing trial as a failure); n is the task's own trial count (τ-bench: the number of distinct
     trial numbers in the run); the tasks' values are summed exactly (`math.fsum`) when grouped, so
     the figure does not depend on the order trials arrive in — it equals upstream's running float
-    sum wherever that sum is exact (the airline file's pass^1..4 are); an errored trial counts as a
-    failure. τ²-bench drops its infrastructure errors from n: the `tau2-bench` format reads such a
-    simulation as an `invalid_input`, which has no `task_id` and so is left out here as well.
+    sum wherever that sum is exact (the airline file's pass^1..4 are); a trial fails as `PassAtK` says
+    (a judge failure only for the judge's metrics). τ²-bench drops its infrastructure errors from n: the `tau2-bench` format reads such a
+    simulation as an `invalid_input`, which has no `task_id` and so is left out here as well; so is
+    a τ-bench record too damaged to read (an unreadable record is no sample of the agent), and its
+    task, one trial short, then counts under `too_few_trials` for a k above its trials left.
     """
 
     estimator: ClassVar[str] = "pass^k"
