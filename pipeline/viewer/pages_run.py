@@ -6,7 +6,7 @@ from typing import Any
 
 from tracejudge.stages.aggregate.group_labels import group_value
 from tracejudge.stages.reports.html import render_breakdowns
-from tracejudge.stages.reports.markdown import metric_rows
+from tracejudge.stages.reports.markdown import metric_rows, pass_at_k_note
 from tracejudge.viewer.html import e, f3, frame, name_html, url
 from tracejudge.viewer.pages_cases import bad_line_links
 from tracejudge.viewer.runs import Run, differs, shown_time
@@ -225,6 +225,8 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run], run_errors: in
             out.append("<tr><td>" + link + "</td>" + "".join(f'<td{" class=num" if i in (3, 4, 5) else ""}>{e(c)}</td>'
                                                             for i, c in enumerate(row[1:], 1)) + "</tr>")
         out.append("</tbody></table>")
+        if s.get("pass_at_k"):
+            out.append(f'<p class="muted">{e(pass_at_k_note(s))}</p>')
         for key, v in (s.get("pass_at_k") or {}).items():
             unit = f"tasks by metadata.{e(v['group_by'])}" if v.get("group_by") else "cases"  # (a grouped figure's "cases" are tasks)
             left = f", {e(v.get('results_without_key', 0))} results without the key" if v.get("group_by") else ""

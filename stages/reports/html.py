@@ -30,7 +30,7 @@ from tracejudge.core.inert_text import CONTROL, INVISIBLE, visible
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
 from tracejudge.stages.reports.html_assets import PAGE_CSS, PAGE_JS
-from tracejudge.stages.reports.markdown import metric_rows, run_errors_line
+from tracejudge.stages.reports.markdown import metric_rows, pass_at_k_note, run_errors_line
 
 __all__ = ["render_breakdowns", "render_html"]
 
@@ -183,6 +183,8 @@ def render_html(
     for row in metric_rows(summary):
         out.append("<tr>" + "".join(f'<td{" class=num" if i in (3, 4, 5) else ""}>{_e(c)}</td>' for i, c in enumerate(row)) + "</tr>")
     out.append("</tbody></table>")
+    if summary.get("pass_at_k"):
+        out.append(f'<p id="pass-at-k-note">{_e(pass_at_k_note(summary))}</p>')
     for key, v in summary.get("pass_at_k", {}).items():
         val = "—" if v.get("value") is None else f"{v['value']:.3f}"
         unit = f"tasks by metadata.{_e(v['group_by'])}" if v.get("group_by") else "cases"  # (a grouped figure's "cases" are tasks)

@@ -75,6 +75,24 @@ def not_computed_cell(m: dict[str, Any]) -> str:
     return f"{m.get('not_computed', 0)} ({raised} raised)" if raised else str(m.get("not_computed", 0))
 
 
+def pass_at_k_note(summary: dict[str, Any]) -> str:
+    """What the pass@k / pass^k figures of `summary["pass_at_k"]` are computed over, as one plain-text sentence.
+
+    Every report says it the same way, so a user reading `cases` (which counts cases whose every trial failed)
+    is not told those cases were left out; the rule itself is `tracejudge.stages.score.pass_at_k.PassAtK`'s.
+    """
+    figures = (summary.get("pass_at_k") or {}).values()
+    note = ("Each figure is the mean, over the cases with at least k trials, of the estimate from a case's n trials and c "
+            "passing ones; a trial the agent failed (raised, timed out) counts as failed for every metric, one the judge "
+            "failed on only for the judge's metrics. Left out: cases the metric applies to on no trial (no scored trial) "
+            "and cases with fewer than k trials.")
+    if any(v.get("group_by") for v in figures):
+        note += (" With group_by a case is a task, the results sharing the key's value; a result without the key is left "
+                 "out, as is every unreadable record (invalid_input, no sample of the agent), and its task may then have "
+                 "fewer than k trials.")
+    return note
+
+
 def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
     """One row per metric: name, scored of results, excluded, not computed, mean, std, CI, pass rate, pass@k."""
     rows = []
@@ -126,7 +144,7 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     lines += _table(["metric", "scored", "excluded", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"], metric_rows(summary))
     if summary.get("pass_at_k"):
         hat = any(v.get("estimator") == "pass^k" for v in summary["pass_at_k"].values())
-        lines += ["", "## pass@k and pass^k" if hat else "## pass@k", ""]
+        lines += ["", "## pass@k and pass^k" if hat else "## pass@k", "", _text(pass_at_k_note(summary)), ""]
         rows = [[k, v["metric"], str(v["k"]), _num(v.get("value")), str(v.get("cases", 0)), str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0))]
                 for k, v in summary["pass_at_k"].items()]
         header = ["name", "metric", "k", "value", "cases", "cases with no scored trial", "cases with fewer than k trials"]

@@ -10,7 +10,7 @@ from rich.table import Table
 from tracejudge.core.console import cell, fits, plain_console
 from tracejudge.core.inert_text import visible
 from tracejudge.core.records import LATE_STATUSES
-from tracejudge.stages.reports.markdown import not_applicable_note, not_computed_cell, run_errors_line
+from tracejudge.stages.reports.markdown import not_applicable_note, not_computed_cell, pass_at_k_note, run_errors_line
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
 
@@ -95,7 +95,7 @@ def pass_at_k_table(summary: dict[str, Any], compact: bool = False) -> Table | N
     # A figure over `group_by` tasks counts tasks where the others count cases, and may leave results out (no key).
     grouped = any(v.get("group_by") for v in figures.values())
     hat = any(v.get("estimator") == "pass^k" for v in figures.values())
-    notes = ["pass@k: unbiased estimator" if hat else "unbiased estimator", "averaged over cases with a scored trial",
+    notes = ["pass@k: unbiased estimator" if hat else "unbiased estimator", "mean over cases with k or more trials",
              *(["with group_by: over tasks"] if grouped else [])]
     table = Table(title=f"{'pass@k and pass^k' if hat else 'pass@k'} over trials ({', '.join(notes)})", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -126,6 +126,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         pk = pass_at_k_table(summary, compact=True)
     if pk is not None:
         con.print(pk)
+        con.print(pass_at_k_note(summary), highlight=False, markup=False, emoji=False, soft_wrap=True)
     from tracejudge.stages.reports.judge_lines import judge_lines
 
     for line in judge_lines(summary):
