@@ -59,9 +59,10 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def pass_at_k_from_results(results: list[dict[str, Any]], metric: str, k: int) -> float:
-    """Mean over cases of pass@k, a trial passing when its `metric` score passed (an errored trial fails)."""
+    """Mean over cases of pass@k, a trial passing when its `metric` score passed (a trial the agent failed fails; one the
+    judge failed on or skipped keeps the deterministic scores it has)."""
     trials: dict[str, list[bool]] = defaultdict(list)
     for r in results:
-        score = r["scores"].get(metric) if r["status"] == "ok" else None
+        score = r["scores"].get(metric) if r["status"] in ("ok", "judge_error", "rate_limited", "skipped_budget") else None
         trials[r["case_id"]].append(bool(score and score.get("passed")))
     return sum(pass_at_k(len(v), sum(v), k) for v in trials.values()) / len(trials)
