@@ -1,6 +1,7 @@
 """pass@k and pass^k of a run where the judge failed on some trials (the simulator refuses them over 127.0.0.1) while the
 agent crashed on others: a judge failure fails the trial only for the judge metric; the deterministic score computed on
-that trial is a sample like any other; a crashed agent fails the trial for every metric."""
+that trial is a sample like any other; a crashed agent fails the trial for every metric. A trial the judge budget
+skipped is counted the same way as one the judge failed on."""
 
 from __future__ import annotations
 
@@ -56,3 +57,17 @@ def test_a_judge_failure_fails_only_the_judge_metric_in_pass_at_k(simulator: Cal
 def hat(n: int, c: int, k: int) -> float:
     """pass^k of one case: C(c, k) / C(n, k) (τ-bench's `display_metrics`)."""
     return comb(c, k) / comb(n, k)
+
+
+def test_a_trial_the_judge_budget_skipped_fails_only_the_judge_metric(simulator: Callable[..., SimulatorThread], tmp_path) -> None:
+    sim = simulator()
+    cases = [answer_case("all", [0, 1, 2]), answer_case("some", [0, 2]), answer_case("none", [])]
+    metrics = [{"type": "ToolCalls", "arguments": "exact"}, {"type": "TaskCompletion"},
+               {"type": "PassAtK", "metric": "ToolCalls", "k": 2}, {"type": "PassAtK", "metric": "TaskCompletion", "k": 2}]
+    config = live_config(tmp_path, cases, py_target(), run={"trials": 3}, metrics=metrics, budget={"max_cost_usd": 0.0000001},
+                         judge={"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1"})
+    outcome = run_live(config)
+    assert outcome.summary["status"] == {"skipped_budget": 9} and sim.stats.requests == 0
+    figures = outcome.summary["pass_at_k"]
+    assert figures["pass@2(ToolCalls)"]["value"] == pytest.approx((1 + 1 + 0) / 3)  # (c = 3, 2, 0 of n = 3)
+    assert (figures["pass@2(TaskCompletion)"]["value"], figures["pass@2(TaskCompletion)"]["cases"]) == (0.0, 3)
