@@ -27,7 +27,11 @@ case:
   when it also calls a tool, else the step's `output`; its tool calls have
   their JSON-string arguments decoded and are paired with their results by
   `tool_call_id` — first unanswered call first, since upstream reuses ids
-  within a conversation — and a call with no result keeps `result: null`;
+  within a conversation — and a call with no result keeps `result: null`.
+  A call without an id pairs with a result without a `tool_call_id` (upstream
+  copies the call's id into its result, so both are null when the provider
+  gives none); a result that answers no waiting call is the run's
+  `invalid_input` on its `tool_call_id`, never dropped;
 - a result starting with `"Error:"` marks a failed call: that prefix is how
   τ-bench's environment reports a tool that raised or refused
   (`tau_bench/envs/base.py`), the format's own error flag; so does
@@ -39,10 +43,12 @@ case:
   empty one included: it was the agent's last reply); `usage.requests` counts
   assistant messages (one model request each).
 
-A message, or a task's action, of a shape upstream never writes (a role
-it has not, content that is no text, arguments that are not the JSON text
-of an object, `kwargs` that are no object) is the run's `invalid_input`
-naming the field (`tau_bench_shapes`), not passed over.
+A message, or a task, of a shape upstream never writes (a role it has not,
+content that is no text, arguments that are not the JSON text of an object,
+`kwargs` that are no object, no `actions`) is the run's `invalid_input`
+naming the field (`tau_bench_shapes`), not passed over; the run's own task
+is checked beside a tasks file too. A tasks file giving a `task_index`
+twice costs the runs of that task (`Tasks.duplicates`).
 
 Runs of upstream's `react` and `act` strategies (no tool calls; each
 assistant text ends in `Action:` and its JSON, tools answer in
@@ -93,11 +99,13 @@ def settle(call: dict[str, Any], content: Any) -> None:
 
 class Tasks(dict[int, dict[str, Any]]):
     """`{task_index: task}` of a tasks file, and `unreadable`: `{position in the file: "file:line: why"}` of the tasks
-    that could not be read (a byte that is not UTF-8, bad JSON), so a run of such a task says why it has none."""
+    that could not be read (a byte that is not UTF-8, bad JSON), so a run of such a task says why it has none; and
+    `duplicates`: `{task_index: "duplicate task_index 5 at file:line (first at file:line)"}` of an index given twice."""
 
     def __init__(self) -> None:
         super().__init__()
         self.unreadable: dict[int, str] = {}
+        self.duplicates: dict[int, str] = {}
 
 
 def load_tasks(path: Path | None) -> Tasks | None:
@@ -114,6 +122,7 @@ def load_tasks(path: Path | None) -> Tasks | None:
     tasks = Tasks()
     shaped = False
     skipped: list[tuple[str, dict[str, Any]]] = []  # the warnings, given once the file is known to hold tasks
+    at: dict[int, str] = {}  # where each task_index was first given
     for i, raw in enumerate(read_records(Path(path), key=TASK_KEY)):
         if not shaped and raw.error is None:  # (the first task that reads: the first line may be cut)
             shaped = True
@@ -124,10 +133,19 @@ def load_tasks(path: Path | None) -> Tasks | None:
             tasks.unreadable[i] = f"{raw.file}:{raw.line}: {why}"
             continue
         try:
-            tasks[int(raw.payload.get("task_index", i))] = raw.payload
+            index = int(raw.payload.get("task_index", i))
         except (TypeError, ValueError):
             skipped.append(("task skipped: task_index is not an integer", {"file": raw.file, "line": raw.line}))
             tasks.unreadable[i] = f"{raw.file}:{raw.line}: task_index is not an integer"
+            continue
+        if index in at:
+            # Taken as it came, the last won: runs of that task were judged against whichever record came last.
+            why = f"duplicate task_index {index} at {raw.file}:{raw.line} (first at {at[index]})"
+            tasks.duplicates.setdefault(index, why)
+            skipped.append(("duplicate task_index", {"file": raw.file, "line": raw.line, "first": at[index]}))
+            continue
+        at[index] = f"{raw.file}:{raw.line}"
+        tasks[index] = raw.payload
     check_nothing_read(Path(path), len(tasks), tasks.unreadable)  # no task read (not a tasks file at all): one config error
     if not quieted():  # (a look at the tasks besides the run's own read, which warns of them: `framing.quiet`)
         for event, fields in skipped:
@@ -173,10 +191,12 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     """Turn one τ-bench run into a `Case` (see the module docstring).
 
     Raises `AdapterError` naming the field when the run lacks `task_id` or
-    `traj`, a message or the task is no shape upstream writes
-    (`tau_bench_shapes`: `traj[1].role`, `info.task.actions[0].kwargs`), the
-    task is not in the tasks file, or the task embedded in the run is for
-    another user than the file's (`info.task.user_id`).
+    `traj`, a message or a task is no shape upstream writes
+    (`tau_bench_shapes`: `traj[1].role`, `info.task.actions[0].kwargs`), a
+    tool result answers no call (`traj[9].tool_call_id`), the task is not in
+    the tasks file or its index is there twice (`task_id`), or the task
+    embedded in the run is for another user than the file's
+    (`info.task.user_id`).
     """
     from tracejudge.stages.extract.errors import AdapterError
     from tracejudge.stages.extract.tau_bench_check import user_ids
@@ -203,29 +223,21 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     info = raw.get("info") or {}
     if not isinstance(info, dict):
         raise AdapterError(f"info: expected an object, got {json_type(info)}", field="info", case_id=case_id)
+    embedded = info.get("task")
+    # Checked with a tasks file too: its own task is what the run was made for, and it names the user compared below.
+    if embedded is not None and (problem := task_problem(embedded, "info.task.")) is not None:
+        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
     if tasks is not None:
-        task = tasks.get(task_id)
-        if task is None:
-            unread = getattr(tasks, "unreadable", {}).get(task_id)
-            if unread is not None:  # the file's task at that position could not be read: say why, not "not in the file"
-                raise AdapterError(f"task_id: task {task_id} could not be read from the tasks file ({unread})", field="task_id",
-                                   case_id=case_id)
-            unreadable = getattr(tasks, "unreadable", {})
-            if unreadable:  # (a task that says its own index may be among them: not claimed missing)
-                first = next(iter(unreadable.values()))
-                raise AdapterError(f"task_id: task {task_id} is not among the tasks read from the tasks file, {len(unreadable)} of "
-                                   f"which could not be read (the first: {first})", field="task_id", case_id=case_id)
-            raise AdapterError(f"task_id: task {task_id} is not in the tasks file", field="task_id", case_id=case_id)
+        task = _file_task(tasks, task_id, case_id)
         pair = user_ids(raw, task)
         if pair is not None and pair[0] != pair[1]:
             raise AdapterError(f"info.task.user_id: the run was made for user {pair[0]!r}, but task {task_id} of the tasks file "
                                f"is for user {pair[1]!r}: a tasks file of another domain or split?", field="info.task.user_id",
                                case_id=case_id)
+        if (problem := task_problem(task, f"tasks[task_index={task_id}].")) is not None:
+            raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
     else:
-        task = info.get("task") or {}
-    where = "info.task." if tasks is None else f"tasks[task_index={task_id}]."
-    if (problem := task_problem(task, where)) is not None:
-        raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
+        task = embedded or {}
     actions = task.get("actions")
     expected = None if actions is None else [{"name": a["name"], "arguments": a.get("kwargs") or {}} for a in actions]
     # The shape is told run by run: nothing in a file says which agent strategy wrote it.
@@ -256,6 +268,45 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     )
 
 
+_ABSENT = object()
+
+
+def _unanswerable(call_id: Any, pending: dict[Any, deque[dict[str, Any]]]) -> str:
+    """Why a tool message answering `call_id` (`_ABSENT`: no `tool_call_id` key) answers no call of the run so far."""
+    left = [k for k, queue in pending.items() if queue]
+    waiting = f"; calls waiting for a result: {', '.join('null' if k is None else repr(k) for k in left)}" if left else ""
+    if call_id is _ABSENT or call_id is None:
+        said = "the field is missing" if call_id is _ABSENT else "got null"
+        return f"expected the id of the call it answers; {said}, and no earlier call without an id is waiting for a result{waiting}"
+    return f"no earlier tool call with id {call_id!r} is waiting for a result{waiting}"
+
+
+def _file_task(tasks: dict[int, dict[str, Any]], task_id: int, case_id: str) -> dict[str, Any]:
+    """Task `task_id` of the tasks file. Raises `AdapterError` naming `task_id` when the file has it not, could not read
+    it, or gives its `task_index` twice (`Tasks.duplicates`: which of the two the run was made for cannot be told)."""
+    from tracejudge.stages.extract.errors import AdapterError
+
+    duplicates = getattr(tasks, "duplicates", {})
+    if task_id in duplicates:
+        raise AdapterError(f"task_id: task {task_id} cannot be told in the tasks file: {duplicates[task_id]}", field="task_id",
+                           case_id=case_id)
+    task = tasks.get(task_id)
+    if task is not None:
+        return task
+    unread = getattr(tasks, "unreadable", {}).get(task_id)
+    if unread is not None:  # the file's task at that position could not be read: say why, not "not in the file"
+        raise AdapterError(f"task_id: task {task_id} could not be read from the tasks file ({unread})", field="task_id",
+                           case_id=case_id)
+    unreadable = getattr(tasks, "unreadable", {})
+    if unreadable:  # (a task that says its own index may be among them: not claimed missing)
+        first = next(iter(unreadable.values()))
+        raise AdapterError(f"task_id: task {task_id} is not among the tasks read from the tasks file, {len(unreadable)} of "
+                           f"which could not be read (the first: {first})", field="task_id", case_id=case_id)
+    # (A task whose record gives another's task_index is missing: the duplicate says which record that was.)
+    dup = f"; it gives a task_index twice: {next(iter(duplicates.values()))}" if duplicates else ""
+    raise AdapterError(f"task_id: task {task_id} is not in the tasks file{dup}", field="task_id", case_id=case_id)
+
+
 def _tool_calling_turns(traj: list[Any], case_id: str) -> Turns:
     """The `Turns` of a tool-calling run's messages (OpenAI chat format, as the module docstring says).
 
@@ -277,8 +328,10 @@ def _tool_calling_turns(traj: list[Any], case_id: str) -> Turns:
             users.append({"step": len(steps), "content": msg.get("content")})
         if role == "tool":
             queue = pending.get(msg.get("tool_call_id"))
-            if queue:
-                settle(queue.popleft(), msg.get("content"))
+            if not queue:  # passed over, the result was lost with no word; upstream answers each call it makes
+                raise AdapterError(f"traj[{i}].tool_call_id: {_unanswerable(msg.get('tool_call_id', _ABSENT), pending)}",
+                                   field=f"traj[{i}].tool_call_id", case_id=case_id)
+            settle(queue.popleft(), msg.get("content"))
             continue
         if role != "assistant":
             continue

@@ -11,7 +11,9 @@ and `tool` (`tool_call_id`, `name`, `content`: the environment's text). A task i
 Read as they were, a message with no role, `role: null` or a role upstream has not was passed over without a word (the
 first user turn gone, the next taken for the case's `input`), a `content` object became the case's input, arguments
 that are not the JSON text of an object were kept flagged where upstream's agent stops the run on them, and a task's
-`kwargs: []` became no arguments or `outputs: "abc"` three required outputs. Each is refused instead, naming the field.
+`kwargs: []` became no arguments or `outputs: "abc"` three required outputs; `NaN` in arguments was written as `null`, a
+task without `actions` expected no calls, and a `user_id` that is no text was not compared. Each is refused instead,
+naming the field.
 """
 
 from __future__ import annotations
@@ -35,29 +37,59 @@ def _got(value: Any) -> str:
     return f"got {json_type(value)}" + (f" {value!r}" if isinstance(value, str) else "")
 
 
+class _NotFinite(ValueError):
+    """A NaN or Infinity in arguments text: Python's json reads them, JSON has none."""
+
+
+def _not_finite(name: str) -> Any:
+    raise _NotFinite(name)
+
+
 def _arguments(args: Any) -> str | None:
     """Why `args` is not what upstream's agent decodes into an action's kwargs (the JSON text of an object), or None."""
+    from tracejudge.stages.extract.surrogates import surrogate_field
+
     if not isinstance(args, str):
         return f"expected the JSON text of an object (upstream's agent decodes it with json.loads); {_got(args)}"
     try:
-        value = json.loads(args)
+        # Kept, a NaN or Infinity was written as null: a changed value where the record's own is refused.
+        value = json.loads(args, parse_constant=_not_finite)
+    except _NotFinite as exc:
+        return f"the text holds {exc}, which is no JSON number (JSON has only finite numbers)"
     except JSON_ERRORS:
         return f"expected the JSON text of an object; {_got(args[:80])}, which is not JSON"
     if not isinstance(value, dict):
         return f"expected the JSON text of an object; the text holds {json_type(value)}"
+    if (field := surrogate_field(value)) is not None:
+        return f"`{field}` holds a lone surrogate escape (half of a UTF-16 pair, no character on its own), which no UTF-8 file can hold"
+    return None
+
+
+def _name(name: str) -> str | None:
+    """Why text `name` names no tool (only whitespace, a NUL or a lone surrogate in it), or None."""
+    from tracejudge.stages.extract.surrogates import surrogate_field
+
+    if not name.strip():
+        return f"expected the tool's name; got only whitespace {name!r}"
+    if "\x00" in name:
+        return f"expected the tool's name; it holds a NUL character: {name!r}"
+    if surrogate_field(name) is not None:
+        return "expected the tool's name; it holds a lone surrogate (half of a UTF-16 pair, no character on its own)"
     return None
 
 
 def _call(call: Any, at: str) -> tuple[str, str] | None:
     if not isinstance(call, dict):
         return at, f"expected a tool call object, got {json_type(call)}"
-    if call.get("id") is not None and not isinstance(call["id"], str):
+    if call.get("id") is not None and not isinstance(call["id"], str):  # (null or missing: paired by order, `tau_bench`)
         return f"{at}.id", f"expected the call's id (text), got {json_type(call['id'])}"
     fn = call.get("function")
     if not isinstance(fn, dict):
         return f"{at}.function", f"expected an object {{name, arguments}}; {_got(call.get('function', _MISSING))}"
     if "name" in fn and (not isinstance(fn["name"], str) or not fn["name"]):
         return f"{at}.function.name", f"expected the tool's name; {_got(fn['name'])}"
+    if "name" in fn and (why := _name(fn["name"])) is not None:
+        return f"{at}.function.name", why
     # (A missing name is left to the reader, which names a typo of the key.)
     if "name" in fn and (why := _arguments(fn.get("arguments", _MISSING))) is not None:
         return f"{at}.function.arguments", why
@@ -96,10 +128,17 @@ def traj_problem(traj: list[Any]) -> tuple[str, str] | None:
 def task_problem(task: Any, at: str) -> tuple[str, str] | None:
     """`(field, why)` of the first part of a τ-bench task (named `at`: `""` for a tasks file's own record, else the
     prefix of its fields, `info.task.`) that upstream's `Task` refuses: actions that are no list of `{name, kwargs}`
-    with text names and object kwargs, `outputs` that are no list of texts; or None. Absent `outputs` are none."""
+    with text names and object kwargs, or no `actions` at all, `outputs` that are no list of texts, a `user_id` that
+    is no text; or None. Absent `outputs` are none; an absent `user_id` is not compared."""
     if not isinstance(task, dict):
         return at.rstrip(".") or "task", f"expected a task object, got {json_type(task)}"
-    actions = task.get("actions", [])
+    if "user_id" in task and not isinstance(task["user_id"], str):
+        # (Passed over, the run's user was not compared with the tasks file's: a run of another domain went unnoticed.)
+        return f"{at}user_id", f"expected the id of the task's user (text), got {json_type(task['user_id'])}"
+    actions = task.get("actions", _MISSING)
+    if actions is _MISSING:
+        # Upstream's `Task.actions` has no default; read as none, a task would expect no calls where its actions are lost.
+        return f"{at}actions", "required list of actions is missing (a task whose right outcome is no change has `actions: []`)"
     if not isinstance(actions, list):
         return f"{at}actions", f"expected a list of actions, got {json_type(actions)}"
     for i, action in enumerate(actions):

@@ -11,9 +11,10 @@ when it loads):
 - `input` is the `instruction` (what τ-bench's user simulator is told);
 - `expected_tool_calls` are the `actions` (`{name, kwargs}` →
   `{name, arguments}`, in order), `[]` for a task whose right outcome is
-  no change; an action without a text `name` or an object `kwargs`, or
-  `outputs` that are no list of texts, is the task's `invalid_input`
-  naming the field, as upstream's `Task` refuses it;
+  no change; no `actions` at all, an action without a text `name` or an
+  object `kwargs`, `outputs` that are no list of texts, or a `user_id`
+  that is no text, is the task's `invalid_input` naming the field, as
+  upstream's `Task` refuses it;
 - `metadata` keeps `task_id`, `user_id`, `annotator` and the required
   `outputs` strings; `tags` is `["tau-bench"]`.
 """
@@ -52,7 +53,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         raise AdapterError("instruction: required text is missing", field="instruction", case_id=case_id)
     if (problem := task_problem(raw, "")) is not None:
         raise AdapterError(f"{problem[0]}: {problem[1]}", field=problem[0], case_id=case_id)
-    expected = [{"name": action["name"], "arguments": action["kwargs"]} for action in raw.get("actions", [])]
+    expected = [{"name": action["name"], "arguments": action["kwargs"]} for action in raw["actions"]]
     metadata = {"task_id": index, "user_id": raw.get("user_id"), "annotator": raw.get("annotator"), "outputs": raw.get("outputs") or []}
     return Case.model_validate(
         {"id": case_id, "input": raw["instruction"], "expected_tool_calls": expected, "tags": ["tau-bench"], "metadata": metadata}
