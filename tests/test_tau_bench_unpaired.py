@@ -118,3 +118,17 @@ def test_the_tasks_format_refuses_a_task_without_actions_or_with_a_user_id_that_
     got = [extract_record(raw, fmt, None) for raw in fmt.read(DatasetConfig(path=path, format="tau-bench-tasks"))]
     assert got[0].id == "0"
     assert [(cid, err.field, err.line) for cid, err in got[1:]] == [("1", "actions", 3), ("2", "user_id", 4)]
+
+
+@pytest.mark.parametrize("index", ["1", True, 1.0])
+def test_a_task_index_that_is_no_integer_is_not_taken_for_one(runs, tau_paths, tmp_path, index):
+    from tracejudge.stages.extract.tau_bench import load_tasks
+
+    task_list = json.loads(tau_paths[1].read_text())[:3]
+    task_list[1] = edited(task_list[1], ("task_index",), index)
+    path = tmp_path / "tasks.json"
+    path.write_text("[\n" + ",\n".join(json.dumps(t) for t in task_list) + "\n]\n")
+    with pytest.raises(AdapterError) as err:
+        adapt(runs[1], load_tasks(path))
+    assert str(err.value) == (f"task_id: task 1 could not be read from the tasks file ({path}:3: task_index is not an integer, "
+                              f"got {'a string' if index == '1' else 'a boolean' if index is True else 'a number'} {index!r})")

@@ -132,11 +132,11 @@ def load_tasks(path: Path | None) -> Tasks | None:
             skipped.append(("unreadable task skipped", {"file": raw.file, "line": raw.line, "error": why}))
             tasks.unreadable[i] = f"{raw.file}:{raw.line}: {why}"
             continue
-        try:
-            index = int(raw.payload.get("task_index", i))
-        except (TypeError, ValueError):
+        index = raw.payload.get("task_index", i)
+        # (`int()` took "5" and true as tasks 5 and 1; `tau-bench-tasks` refuses them as no integer.)
+        if not isinstance(index, int) or isinstance(index, bool):
             skipped.append(("task skipped: task_index is not an integer", {"file": raw.file, "line": raw.line}))
-            tasks.unreadable[i] = f"{raw.file}:{raw.line}: task_index is not an integer"
+            tasks.unreadable[i] = f"{raw.file}:{raw.line}: task_index is not an integer, got {json_type(index)} {index!r}"
             continue
         if index in at:
             # Taken as it came, the last won: runs of that task were judged against whichever record came last.
