@@ -139,3 +139,23 @@ def test_an_end_whose_checkpoint_rewrite_does_not_fit_is_recorded_beside_it(tmp_
     segments = json.loads((run / "summary.json").read_text())["segments"]
     assert [(s["ended"], s["results"]) for s in segments] == [("finished", 20), ("error", 20), ("finished", 0)]
     assert not (run / "segment_end.json").exists()  # (the checkpoint holds that end now)
+
+
+def test_a_run_complete_before_a_report_fails_says_so(tmp_path: Path) -> None:
+    # Under a 25 kB limit results.jsonl (~21 kB), the checkpoint, summary.json and junit.xml fit and report.html (~35 kB)
+    # does not: the segment closed `finished`, every result written, so the last line says the run is complete and that
+    # `report` writes what is missing, not that results will be redone on a resume.
+    n = 40
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:03d}", ["a", "b"], ["a", "b"][:1 + i % 2]) for i in range(n)])
+    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run")
+    run = tmp_path / "run"
+    first = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(25_000))
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert first.stderr.startswith(f"disk full: the run is complete, its {n} results all in ") and "redone" not in first.stderr, first.stderr
+    assert first.stderr.rstrip().endswith(f"then write them with: tracejudge report {run}"), first.stderr
+    (seg,) = json.loads((run / "checkpoint.json").read_text())["segments"]
+    assert seg["ended"] == "finished" and seg["results"] == n and not (run / "report.html").exists()
+
+    shown = _forkserver.run([EXE, "report", str(run)], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0 and "verdict: PASS" in shown.stdout, shown.stdout + shown.stderr
+    assert (run / "report.html").exists() and json.loads((run / "summary.json").read_text())["complete"] is True

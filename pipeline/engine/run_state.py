@@ -33,7 +33,7 @@ from tracejudge.core.regular_file import NotRegularFile
 from tracejudge.engine import store
 from tracejudge.engine.resume_line import PLACEHOLDER, PLACEHOLDER_NOT_SHOWN, is_run_line
 
-__all__ = ["IN_PLACE", "RUN_MARKS", "RUN_WRITES", "RunState", "foreign_files", "refuse_special_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
+__all__ = ["IN_PLACE", "RUN_MARKS", "RUN_WRITES", "RunState", "finished_here", "foreign_files", "refuse_special_files", "last_segment_finished", "resume_command", "results_beyond_checkpoint", "run_state", "summary_of"]
 
 
 # Every file a run may write in its directory (`.lock` aside, which it removes), in two kinds. `RUN_MARKS`: names only a
@@ -112,6 +112,15 @@ def last_segment_finished(run_dir: Path) -> bool:
         return not ((run_dir / store.MANIFEST).is_file() and not (run_dir / store.SUMMARY).exists())
     last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
     return last.get("ended", "finished") == "finished" and not results_beyond_checkpoint(run_dir) and not _started_since(run_dir, last)
+
+
+def finished_here(run_dir: Path) -> bool:
+    """True when the last segment `checkpoint.json` records is this process's (its pid) and `finished`, with no result
+    written after that checkpoint: the run is complete, every result on disk, whatever failed after it (its summary or
+    a report on a full disk)."""
+    segments = _segments(run_dir) or []
+    last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
+    return last.get("ended") == "finished" and last.get("pid") == os.getpid() and not results_beyond_checkpoint(run_dir)
 
 
 def _started_since(run_dir: Path, last: dict[str, Any]) -> bool:

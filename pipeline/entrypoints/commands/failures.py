@@ -81,7 +81,8 @@ _FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota 
 
 
 def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
-    """One line for a write that failed for want of space (exit 3: the run did not finish, not a verdict); 0 if not that."""
+    """One line for a write that failed for want of space (exit 3: the run did not finish, or finished without writing
+    its summary or reports: not a verdict); 0 if not that."""
     leaf = next((e for e in leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
     if leaf is None:
         return 0
@@ -89,11 +90,21 @@ def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> 
     results = run_dir / "results.jsonl"
     try:
         with open(results, "rb") as fh:
-            count = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
-        kept = f"the {count} results in {results} are intact"
+            count: int | None = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     except OSError:
-        kept = "nothing already written is lost"
+        count = None
     what = leaf.filename or run_dir
+    from tracejudge.engine.run_state import finished_here
+
+    if getattr(args, "crash_dir", None) and count is not None and finished_here(run_dir):
+        # The segment closed `finished` before its summary or a report failed: nothing is left to redo, and `report`
+        # writes what is missing from the results, as a resume with nothing to do would.
+        unwritten = f"{leaf.filename} could not be written" if leaf.filename else f"its summary and reports could not all be written in {run_dir}"
+        err.print(f"disk full: the run is complete, its {count} results all in {results}, but {unwritten} ({_FULL[leaf.errno]}). "
+                  f"Free space, then write them with: tracejudge report {shlex.quote(str(run_dir))}", highlight=False, markup=False,
+                  soft_wrap=True)
+        return EXIT_INTERNAL
+    kept = f"the {count} results in {results} are intact" if count is not None else "nothing already written is lost"
     resume = getattr(args, "resume_command", None) or "the same command"
     err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); {kept}, and only unwritten results will be redone. "
               f"Free space, then resume with: {resume}", highlight=False, markup=False, soft_wrap=True)
