@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import string
 from typing import Any
 
-__all__ = ["SPAN_ID", "TRACE_ID", "nanos", "otlp_id", "span_kind"]
+__all__ = ["SPAN_ID", "TRACE_ID", "id_not_text", "nanos", "otlp_id", "span_kind"]
 
 TRACE_ID, SPAN_ID = 16, 8  # bytes
 _SHORT_TRACE = 8  # bytes of a 64-bit trace id (Jaeger, Zipkin)
 _HEX = frozenset(string.hexdigits)
+_JSON_TYPES = {bool: "boolean", int: "number", float: "number", dict: "object", list: "array"}
 _KINDS = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4,
           "SPAN_KIND_CONSUMER": 5}
 
@@ -50,6 +52,16 @@ def otlp_id(raw: Any, size: int) -> str:
             if len(decoded) == length:
                 return _short(decoded.hex(), size) if any(decoded) else ""
     return raw
+
+
+def id_not_text(field: str, raw: Any) -> str | None:
+    """What is wrong with id field `field` holding `raw`: None for text or nothing (`None`), else
+    `spanId must be text (OTLP/JSON writes ids as hex), got number 99`, the value as JSON spells it (a reader of the
+    export sees `true` and `{"x": 1}`, not Python's `True` and `{'x': 1}`), cut at 60 characters."""
+    if raw is None or isinstance(raw, str):
+        return None
+    kind = _JSON_TYPES.get(type(raw), type(raw).__name__)
+    return f"{field} must be text (OTLP/JSON writes ids as hex), got {kind} {json.dumps(raw, default=str, ensure_ascii=False):.60}"
 
 
 def _short(hex_id: str, size: int) -> str:

@@ -20,7 +20,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.dropped import dropped_count
 from tracejudge.stages.extract.otel.evaluation_records import place_evaluations
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
-from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, nanos, otlp_id, span_kind
+from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, id_not_text, nanos, otlp_id, span_kind
 from tracejudge.stages.extract.otel.keys import split_trace
 from tracejudge.stages.extract.otel.links import (UNTRACED, adopt_orphans, break_cycles, lone_request, stand_in_parents, unplaced_spans,
                                                   untraced_records)
@@ -117,8 +117,9 @@ def _status(raw: Any) -> tuple[bool, str | None]:
 
 
 def _not_text_id(raw: dict[str, Any]) -> str | None:
-    """The first of a span's id fields holding something other than text (a number, a list, an object), else None."""
-    return next((k for k in ("spanId", "traceId", "parentSpanId") if raw.get(k) is not None and not isinstance(raw[k], str)), None)
+    """What is wrong with the first of a span's id fields holding something other than text (`true`, a number, a list,
+    an object: `fields.id_not_text`), else None."""
+    return next((said for k in ("spanId", "traceId", "parentSpanId") if (said := id_not_text(k, raw.get(k))) is not None), None)
 
 
 def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope: str | None = None,
@@ -142,11 +143,12 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
             name, lost = str(e.get("name", "")), []
             events.append((name, attributes(e.get("attributes"), None, lost)))
             bad.extend(f"event {name!r} attribute {what}" for what in lost)
-    if not span_id:
-        problem = problem or "a span has no spanId"
-    elif (wrong := _not_text_id(raw)) is not None:
+    # (before the missing id: `spanId: true` reads as no id, and was said to be missing)
+    if (wrong := _not_text_id(raw)) is not None:
         # (`str()` of a number or a list was its id: `123` and `"123"` one span, a list's repr a parent no span has)
-        problem = problem or f"{wrong} must be text (OTLP/JSON writes ids as hex), got {type(raw[wrong]).__name__} {raw[wrong]!r:.60}"
+        problem = problem or wrong
+    elif not span_id:
+        problem = problem or "a span has no spanId"
     if bad:
         log.warning(f"otel: {file}:{line}: span {span_id}: {'; '.join(bad)}: {'this value does' if len(bad) == 1 else 'these values do'} not decode, so the span is read without {'it' if len(bad) == 1 else 'them'}")
     if mended:
