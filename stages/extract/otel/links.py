@@ -6,13 +6,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.otel.log_records import UNTRACED, LogEvent, LogKey
 
 if TYPE_CHECKING:  # spans.py calls this module: the type only
-    from tracejudge.stages.extract.otel.spans import LogEvent, Span
+    from tracejudge.stages.extract.otel.spans import Span
 
-__all__ = ["UNTRACED", "adopt_orphans", "break_cycles", "lone_request", "stand_in_parents", "unplaced_spans", "untraced_records"]
-
-UNTRACED = "untraced:"  # the key of the GenAI log records that name no trace nor span (`untraced_records`)
+__all__ = ["UNTRACED", "adopt_orphans", "break_cycles", "lone_request", "span_only_records", "stand_in_parents", "unplaced_spans",
+           "untraced_records"]
 _MODEL_OPS = ("chat", "generate_content", "text_completion")
 
 
@@ -64,7 +64,7 @@ def lone_request(spans: list[Span]) -> Span | None:
     return found[0] if len(found) == 1 else None
 
 
-def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]]) -> None:
+def untraced_records(spans: dict[str, list[Span]], logs: dict[LogKey, list[LogEvent]]) -> None:
     """Give each GenAI log record that names no trace nor span (`logs[UNTRACED]`) to the model request it was written
     in, in place: the one model request span whose time holds the record's (of nested ones, the innermost). OpenLLMetry
     0.62 writes records outside the request's span context: its Anthropic and vertexai instrumentations all of them,
@@ -88,7 +88,7 @@ def untraced_records(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent
         running = [s for s in running if s.end >= event.time]
         found = running if event.time else []
         if found and all(_holds(outer, found[-1], spans[found[-1].trace_id]) for outer in found[:-1]):
-            logs.setdefault(found[-1].span_id, []).append(event)
+            logs.setdefault((found[-1].trace_id, found[-1].span_id), []).append(event)
         else:
             lost.setdefault(event.file, []).append(event)
     for file, left in lost.items():
@@ -110,27 +110,54 @@ def _holds(outer: Span, inner: Span, trace: list[Span]) -> bool:
     return False
 
 
-def unplaced_spans(spans: dict[str, list[Span]], logs: dict[str, list[LogEvent]], traces: dict[str, str]) -> None:
-    """Give the log records naming a span no file delivered to their trace, in place: `logs[span id]` moves to
-    `logs["trace:<id>"]`, where a record naming no span is (`lone_request` places it), as agentevals groups a record by
-    its span, else by its trace. `spans` are the delivered spans by trace id, `traces` the trace each span id's records
-    named. Records of GenAI events whose trace was not delivered either are read nowhere: a warning names their file,
-    line and span, once per file.
+def span_only_records(spans: dict[str, list[Span]], logs: dict[LogKey, list[LogEvent]]) -> None:
+    """Give the log records that name a span and no trace (`logs[("", span id)]`) the trace of the one delivered span of
+    that id, in place: they move to `logs[(trace id, span id)]`. A span id that spans of several traces carry names none
+    of them for sure (two traces' spans may share an id, which is why a record naming both joins only its trace's): its
+    records are read nowhere, and a warning names their file, line and span, once per file. Records of a span id no
+    file delivered stay where they are (`unplaced_spans`, `evaluation_records` read them).
     """
-    known = {s.span_id for trace in spans.values() for s in trace}
-    lost: dict[str, list[tuple[LogEvent, str]]] = {}
-    for key in [k for k in logs if not k.startswith("trace:") and k not in known]:
-        trace_id = traces.get(key, "")
-        if trace_id in spans:
-            logs.setdefault(f"trace:{trace_id}", []).extend(logs.pop(key))
+    keys = [k for k in logs if not k[0] and k[1]]
+    if not keys:
+        return
+    traces_of: dict[str, set[str]] = {}
+    for trace_id, trace in spans.items():
+        for span in trace:
+            traces_of.setdefault(span.span_id, set()).add(trace_id)
+    lost: dict[str, list[tuple[LogEvent, str, int]]] = {}
+    for key in keys:
+        held = traces_of.get(key[1], set())
+        if len(held) == 1:
+            logs.setdefault((next(iter(held)), key[1]), []).extend(logs.pop(key))
+        elif held:
+            for event in logs.pop(key):
+                lost.setdefault(event.file, []).append((event, key[1], len(held)))
+    for file, events in lost.items():
+        first, span_id, n = events[0]
+        log.warning(f"otel: {file}:{first.line}: {len(events)} log record(s) (the first {first.name!r}, of span {span_id}) name a span "
+                    f"and no trace, and {n} traces read hold a span of that id: they are not read. Give each record its traceId")
+
+
+def unplaced_spans(spans: dict[str, list[Span]], logs: dict[LogKey, list[LogEvent]]) -> None:
+    """Give the log records naming a span no file delivered to their trace, in place: `logs[(trace id, span id)]` moves to
+    `logs[(trace id, "")]`, where a record naming no span is (`lone_request` places it), as agentevals groups a record by
+    its span, else by its trace. `spans` are the delivered spans by trace id. Records of GenAI events whose trace was not
+    delivered either, or that name no trace, are read nowhere: a warning names their file, line and span, once per file.
+    """
+    known = {(s.trace_id, s.span_id) for trace in spans.values() for s in trace}
+    lost: dict[str, list[tuple[LogEvent, LogKey]]] = {}
+    for key in [k for k in logs if k[1] and k not in known]:
+        if key[0] in spans:
+            logs.setdefault((key[0], ""), []).extend(logs.pop(key))
             continue
         for event in logs[key]:
             if event.name.startswith("gen_ai."):
                 lost.setdefault(event.file, []).append((event, key))
     for file, events in lost.items():
-        first, span_id = events[0]
+        first, (trace_id, span_id) = events[0]
         log.warning(f"otel: {file}:{first.line}: {len(events)} GenAI event log record(s) (the first {first.name!r}, of span {span_id}) "
-                    "name a span and a trace that no file read holds: they are not read. Give the traces export beside the logs one")
+                    f"name a span {'and a trace ' if trace_id else '(and no trace) '}that no file read holds: they are not read. "
+                    "Give the traces export beside the logs one")
 
 
 def adopt_orphans(spans: list[Span]) -> None:

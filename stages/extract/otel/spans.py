@@ -22,8 +22,9 @@ from tracejudge.stages.extract.otel.evaluation_records import place_evaluations
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, id_not_text, nanos, otlp_id, span_kind
 from tracejudge.stages.extract.otel.keys import split_trace
-from tracejudge.stages.extract.otel.links import (UNTRACED, adopt_orphans, break_cycles, lone_request, stand_in_parents, unplaced_spans,
-                                                  untraced_records)
+from tracejudge.stages.extract.otel.links import (adopt_orphans, break_cycles, lone_request, span_only_records, stand_in_parents,
+                                                  unplaced_spans, untraced_records)
+from tracejudge.stages.extract.otel.log_records import LogEvent, LogKey, log_event
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.values import any_value, attributes  # (where they were: callers import them from here)
@@ -33,20 +34,6 @@ from tracejudge.stages.load import RawRecord
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "hung_trace", "iter_exports", "once_spans"]
 
 log = get_logger("tracejudge.extract.otel")
-
-
-@dataclass(slots=True)
-class LogEvent:
-    """A log record (GenAI event) attached to a span: `name`, decoded `body` and `attrs`, time in ns; `file` and `line`
-    where the record was read (`""`, 0 for an event made up from a span's own events)."""
-
-    name: str
-    body: Any
-    attrs: dict[str, Any]
-    time: int
-    file: str = ""
-    line: int = 0
-    problem: str | None = None  # what of the record did not decode (`_log_event`)
 
 
 @dataclass(slots=True)
@@ -177,44 +164,6 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
     )
 
 
-def _log_event(rec: Any, where: str, file: str, line: int) -> tuple[str, str, LogEvent] | None:
-    """The log record `rec` (at `where` in the export) as `(key, trace id, event)`, keyed by its span id, or `trace:<id>`
-    for a record that knows only its trace (`links.lone_request`), or `UNTRACED` for a GenAI event that knows neither
-    (`links.untraced_records`); `None` for another record outside any trace, which has nothing to attach to. What does not decode is named with file, line and field: a record that is no object is left out, an
-    attribute is read without; a body or time that does not decode is the event's `problem`, which its conversation
-    reports when it reads the event (`conventions.genai_events`): its message, or where it stands, is unknown."""
-    if not isinstance(rec, dict):
-        log.warning(f"otel: {file}:{line}: {where} is not a log record (an object), got {type(rec).__name__}: it is left out")
-        return None
-    span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
-    bad: list[str] = []
-    held = rec.get("attributes")
-    if not isinstance(held, (list, dict, type(None))):  # (read as they were, a text's characters: none, with nothing said)
-        log.warning(f"otel: {file}:{line}: {where}.attributes must be a list of {{key, value}} or an object, got "
-                    f"{type(held).__name__}: the record is read without them")
-        held = None
-    attrs = attributes(held, None, bad)
-    # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
-    name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or "")
-    if not (span_id or trace_id or name.startswith("gen_ai.")):
-        return None
-    if bad:
-        log.warning(f"otel: {file}:{line}: {where} ({name or 'no event name'}): attribute {'; '.join(bad)} does not decode, "
-                    "so the record is read without it")
-    body, problem, when = None, None, 0
-    try:
-        body = any_value(rec.get("body"))
-    except (TypeError, ValueError, AttributeError) as exc:
-        problem = f"{where}.body does not decode ({exc})"
-    raw_time = rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")
-    try:
-        when = nanos(raw_time)
-    except (TypeError, ValueError):
-        problem = problem or f"{where}.timeUnixNano is not a time ({raw_time!r}), so where the event stands is unknown"
-    key = span_id or (f"trace:{trace_id}" if trace_id else UNTRACED)
-    return key, trace_id, LogEvent(name, body, attrs, when, file, line, problem)
-
-
 def _items(node: dict[str, Any], key: str, where: str) -> list[Any]:
     value = node.get(key)
     if value is None:
@@ -240,10 +189,9 @@ class Collector:
 
     def __init__(self) -> None:
         self.spans: dict[str, list[Span]] = defaultdict(list)
-        self.logs: dict[str, list[LogEvent]] = defaultdict(list)
+        self.logs: dict[LogKey, list[LogEvent]] = defaultdict(list)  # by the (trace id, span id) each names (`log_records`)
         self.orphans: list[tuple[str, int, str]] = []
         self.refused: list[RawRecord] = []  # a trace whose conversation key is no key, refused whole (`keys.split_trace`)
-        self.log_traces: dict[str, str] = {}  # the trace a span id's log records named, for records whose span never came
 
     def add(self, doc: dict[str, Any], file: str, line: int) -> None:
         """Take every span and span-linked log record of one export document.
@@ -279,21 +227,19 @@ class Collector:
                         orphans.append((file, line, f"span {span.span_id or '?'} has no traceId" + (" (zeros only)" if raw.get("traceId") else "")))
                         continue
                     spans.append(span)
-        logs: list[tuple[str, LogEvent]] = []
+        logs: list[tuple[LogKey, LogEvent]] = []
         for i, rl in enumerate(_items(doc, "resourceLogs", "resourceLogs")):
             _shape(rl, dict, f"resourceLogs[{i}]")
             scopes = "scopeLogs" if rl.get("scopeLogs") or "instrumentationLibraryLogs" not in rl else "instrumentationLibraryLogs"  # (OTLP before 0.15)
             for j, sl in enumerate(_items(rl, scopes, f"resourceLogs[{i}].{scopes}")):
                 _shape(sl, dict, f"resourceLogs[{i}].{scopes}[{j}]")
                 for k, rec in enumerate(_items(sl, "logRecords", f"resourceLogs[{i}].{scopes}[{j}].logRecords")):
-                    if (got := _log_event(rec, f"resourceLogs[{i}].{scopes}[{j}].logRecords[{k}]", file, line)) is not None:
+                    if (got := log_event(rec, f"resourceLogs[{i}].{scopes}[{j}].logRecords[{k}]", file, line)) is not None:
                         logs.append(got)
         for span in spans:
             self.spans[span.trace_id].append(span)
-        for key, trace_id, event in logs:
+        for key, event in logs:
             self.logs[key].append(event)
-            if trace_id and not key.startswith("trace:"):
-                self.log_traces.setdefault(key, trace_id)
         self.orphans.extend(orphans)
 
     def groups(self, keys: list[str] | None) -> Iterator[Group]:
@@ -312,18 +258,19 @@ class Collector:
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         rootless: list[tuple[str, list[Span], list[Span]]] = []
-        evaluations = place_evaluations(self.spans, self.logs, self.log_traces)
+        span_only_records(self.spans, self.logs)
+        evaluations = place_evaluations(self.spans, self.logs)
         untraced_records(self.spans, self.logs)
-        unplaced_spans(self.spans, self.logs, self.log_traces)
+        unplaced_spans(self.spans, self.logs)
         for trace_id, delivered in self.spans.items():
             spans, stand_ins = hung_trace(delivered)
             if stand_ins:
                 rootless.append((trace_id, stand_ins, spans))
-            unplaced = self.logs.get(f"trace:{trace_id}", [])
+            unplaced = self.logs.get((trace_id, ""), [])
             owner = lone_request(spans) if unplaced else None
             for span in spans:
-                span.logs = _once_logs(self.logs.get(span.span_id, []) + (unplaced if span is owner else []))
-                span.evaluations = _once_logs(evaluations.get(span.span_id, []))
+                span.logs = _once_logs(self.logs.get((trace_id, span.span_id), []) + (unplaced if span is owner else []))
+                span.evaluations = _once_logs(evaluations.get((trace_id, span.span_id), []))
             split = split_trace(trace_id, spans, keys or [])
             if isinstance(split, RawRecord):
                 self.refused.append(split)
