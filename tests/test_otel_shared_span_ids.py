@@ -3,7 +3,8 @@
 Two traces may hold spans of one span id (an id generator seeded alike, fixed ids in a harness). A record naming both
 ids joined every span of that span id, so one trace's message events and evaluation results were read into the other
 trace's case too. A record naming a span id and no trace joins the one span of that id; when spans of several traces
-carry it, which one it is about cannot be told: it is read nowhere, with a warning.
+carry it, which one it is about cannot be told: it is read nowhere, with a warning. A log record's id that is no text
+(`spanId: 99`) is warned of with its file, line and field, and the record read as naming no span.
 """
 
 from __future__ import annotations
@@ -89,11 +90,12 @@ def _score(name: str, value: float) -> list[dict[str, Any]]:
 
 def test_an_evaluation_record_is_a_label_of_the_trace_it_names_only(tmp_path: Path) -> None:
     """Through `tracejudge extract` (a process), as a user ran it: trace 9 reuses the span id of trace 8's chat span, and
-    only trace 8's record names it."""
+    only trace 8's record names it; a record whose `spanId` is a number is its trace's, and said so."""
     data = tmp_path / "in"
     data.mkdir()
     _evaluated(data, "h_dup1", 8, "abcd" * 4, {"attributes": _score("Tox", 0.1)})
     _evaluated(data, "h_dup2", 9, "abcd" * 4, None)
+    _evaluated(data, "f_spanint", 6, f"{1006:016x}", {"attributes": _score("Tone", 0.5), "spanId": 99})
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"dataset: {{path: {data}, format: otel, options: {{group_by: trace}}}}\n"
                    "metrics: [{type: MaxToolCalls, max_calls: 10}]\n")
@@ -102,4 +104,6 @@ def test_an_evaluation_record_is_a_label_of_the_trace_it_names_only(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     labels = {c["id"][-2:]: c["metadata"]["other_labels"] for c in map(json.loads, proc.stdout.splitlines())}
     # (the fixture's own span event gives each its Relevance)
-    assert labels == {"08": {"Relevance": 0.9, "Tox": 0.1}, "09": {"Relevance": 0.9}}
+    assert labels == {"08": {"Relevance": 0.9, "Tox": 0.1}, "09": {"Relevance": 0.9}, "06": {"Relevance": 0.9, "Tone": 0.5}}
+    assert (f"{data / 'f_spanint.json'}:1: resourceLogs[0].scopeLogs[0].logRecords[0] (gen_ai.evaluation.result): spanId must be "
+            "text (OTLP/JSON writes ids as hex), got number 99: the record is read as naming no span") in proc.stderr

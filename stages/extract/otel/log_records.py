@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.log import get_logger
-from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, nanos, otlp_id
+from tracejudge.stages.extract.otel.fields import SPAN_ID, TRACE_ID, id_not_text, nanos, otlp_id
 from tracejudge.stages.extract.otel.values import any_value, attributes
 
 __all__ = ["UNTRACED", "LogEvent", "LogKey", "log_event"]
@@ -40,7 +40,8 @@ class LogEvent:
 def log_event(rec: Any, where: str, file: str, line: int) -> tuple[LogKey, LogEvent] | None:
     """The log record `rec` (at `where` in the export) as `((trace id, span id), event)` (module docstring); `None` for a
     record outside any trace that is no GenAI event, which has nothing to attach to. What does not decode is named with
-    file, line and field: a record that is no object is left out; an attribute is read without; a body or time that does
+    file, line and field: a record that is no object is left out; an attribute is read without; an id that is no text
+    (`spanId: 99`) is read as not named, so the record goes where one naming the rest goes; a body or time that does
     not decode is the event's `problem`, which its conversation reports when it reads the event
     (`conventions.genai_events`): its message, or where it stands, is unknown."""
     if not isinstance(rec, dict):
@@ -55,9 +56,17 @@ def log_event(rec: Any, where: str, file: str, line: int) -> tuple[LogKey, LogEv
     attrs = attributes(held, None, bad)
     # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
     name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or "")
-    span_id, trace_id = otlp_id(rec.get("spanId"), SPAN_ID), otlp_id(rec.get("traceId"), TRACE_ID)
+    ids, wrong = {}, []
+    for field, size, what in (("traceId", TRACE_ID, "trace"), ("spanId", SPAN_ID, "span")):
+        # (`str()` of a number was its id: a span no file holds, so the record quietly went to its trace's root)
+        said = id_not_text(field, rec.get(field))
+        ids[field] = "" if said else otlp_id(rec.get(field), size)
+        wrong += [f"{said}: the record is read as naming no {what}"] if said else []
+    trace_id, span_id = ids["traceId"], ids["spanId"]
     if not (span_id or trace_id or name.startswith("gen_ai.")):
         return None
+    for said in wrong:
+        log.warning(f"otel: {file}:{line}: {where} ({name or 'no event name'}): {said}")
     if bad:
         log.warning(f"otel: {file}:{line}: {where} ({name or 'no event name'}): attribute {'; '.join(bad)} does not decode, "
                     "so the record is read without it")
