@@ -106,13 +106,13 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
 def closing_checkpoint_failed(journal: Any, exc: OSError) -> None:
     """The closing checkpoint of `journal` (a `RunJournal`) could not be written (a full disk), its results on disk: kept
     as its `close_error`, which `close_segment` returns for the caller to raise once the summary and reports are tried,
-    and recorded as the segment's end (`record_failed_end`: the earlier checkpoint rewritten, else a record beside it).
-    `exc` is raised as it is when it is no write error (`WRITE_ERRNOS`)."""
+    and recorded as the segment's end (`record_failed_end`) when that small rewrite still fits. `exc` is raised as it
+    is when it is no write error (`WRITE_ERRNOS`)."""
     if exc.errno not in WRITE_ERRNOS:
         raise exc
     journal.close_error = exc
     record = record_failed_end(journal.run_dir, journal.segment, exc, journal._writer.lines, journal._t0)
-    if record is not None:  # (else, not even segment_end.json written, the resume records it `killed`)
+    if record is not None:  # (else the resume records it `killed`, as a run that could write nothing more)
         journal.segment.update(ended="error", error=record["error"])
 
 

@@ -54,9 +54,6 @@ def _read(run_dir: Path) -> dict[str, Any] | None:
         return None
     if not all(isinstance(body.get(k), int) and not isinstance(body.get(k), bool) for k in ("segment", "lines_at_end")):
         return None
-    elapsed = body.get("elapsed_s")
-    if not isinstance(elapsed, (int, float)) or isinstance(elapsed, bool):
-        body.pop("elapsed_s", None)  # (an edited time is not summed into the run's: the checkpoint's stands)
     return body
 
 
