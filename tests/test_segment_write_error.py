@@ -110,37 +110,6 @@ def test_a_closing_checkpoint_that_cannot_be_written_records_the_error(tmp_path:
     assert [(s["ended"], s["results"]) for s in segments] == [("error", n), ("finished", 0)]
 
 
-def test_an_end_whose_checkpoint_rewrite_does_not_fit_is_recorded_beside_it(tmp_path: Path) -> None:
-    # The first segment, unlimited, leaves a checkpoint of ~50 kB (the fold's state, grouped by a value each case has
-    # alone); the second, under a 30 kB limit, can write results.jsonl (~21 kB) but no checkpoint, not even the rewrite
-    # of that one saying it stopped: as on a nearly full disk, where the few hundred bytes of segment_end.json still fit.
-    n = 40
-    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:03d}", ["a", "b"], ["a", "b"][:1 + i % 2], tags=[f"t{i}"],
-                                                                 metadata={"k": f"v{i}"}) for i in range(n)])
-    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run", aggregate={"group_by": ["k"]})
-    run = tmp_path / "run"
-    half = _forkserver.run([EXE, "run", str(cfg), "--no-progress", "--set", "dataset.limit=20"], capture_output=True, text=True, timeout=300)
-    assert half.returncode == 0, half.stdout + half.stderr
-    assert (run / "checkpoint.json").stat().st_size > 30_000
-    first = _forkserver.run([EXE, "run", str(cfg), "--no-progress", "--force"], capture_output=True, text=True, timeout=300,
-                            preexec_fn=_limited(30_000))
-    assert first.returncode == 3 and "file size limit" in first.stderr, first.stderr
-    assert len((run / "results.jsonl").read_text().splitlines()) == n
-    assert [s["ended"] for s in json.loads((run / "checkpoint.json").read_text())["segments"]] == ["finished"]
-    end = json.loads((run / "segment_end.json").read_text())
-    assert end["segment"] == 2 and end["ended"] == "error" and end["lines_at_end"] == n
-    stopped = _report_stopped(run)
-    assert stopped["how"] == "error" and stopped["segment"] == 2
-    settled = json.loads((run / "summary.json").read_text())["segments"]
-    assert [(s["ended"], s["results"], s.get("error")) for s in settled] == [("finished", 20, None), ("error", 20, "OSError: [Errno 27] File too large")]
-
-    again = _forkserver.run([EXE, "run", str(cfg), "--no-progress", "--force"], capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stdout + again.stderr
-    segments = json.loads((run / "summary.json").read_text())["segments"]
-    assert [(s["ended"], s["results"]) for s in segments] == [("finished", 20), ("error", 20), ("finished", 0)]
-    assert not (run / "segment_end.json").exists()  # (the checkpoint holds that end now)
-
-
 def test_a_run_complete_before_a_report_fails_says_so(tmp_path: Path) -> None:
     # Under a 25 kB limit results.jsonl (~21 kB), the checkpoint, summary.json and junit.xml fit and report.html (~35 kB)
     # does not: the segment closed `finished`, every result written, so the last line says the run is complete and that

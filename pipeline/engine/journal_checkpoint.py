@@ -19,7 +19,6 @@ from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import FORMAT, mtime_ns
 from tracejudge.engine.journal_counts import _has_usage
-from tracejudge.engine.segment_end_record import drop_end_record
 from tracejudge.stages.aggregate.state import dump_state
 
 if TYPE_CHECKING:
@@ -129,9 +128,5 @@ def write_checkpoint(journal: RunJournal) -> None:
     # Compact: with `indent` json runs its pure-Python encoder (the aggregate's reservoirs are
     # thousands of numbers); without, its C encoder, ~10x faster for the same values.
     store.atomic_write_text(journal.run_dir / store.CHECKPOINT, json.dumps(body, separators=(",", ":")) + "\n", durable=False)
-    if getattr(journal, "end_record", False):  # (segment_end.json stood when `journal_open` opened the run)
-        # The end an earlier segment recorded beside the checkpoint (its rewrite did not fit) is in this one's segments now.
-        drop_end_record(journal.run_dir)
-        journal.end_record = False
     if journal.on_checkpoint is not None:
         journal.on_checkpoint()

@@ -22,7 +22,6 @@ from tracejudge.engine.journal_counts import _now
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.result_shape import check_score_values, line_problem
 from tracejudge.engine.segment_end import last_sign_of_life, settle_segments
-from tracejudge.engine.segment_end_record import END_RECORD, with_end_record
 from tracejudge.stages.aggregate.state import StateError, restore
 
 if TYPE_CHECKING:
@@ -77,7 +76,6 @@ def recover(
     if cp is not None:
         _, bad = typed_segments(cp.segments)
         journal.segments = list(cp.segments) if bad is None else []  # mistyped records: the run's history is lost, not trusted
-        with_end_record(d, journal.segments)  # (the end of a segment whose checkpoint rewrite did not fit)
         reused = _reuse(journal, cp, size, new_aggregator)
         if reused:
             start, lines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
@@ -122,7 +120,6 @@ def recover(
     lines += tail
     journal.finished = len(journal.done)
     journal.retrying = journal.pending_retries()
-    journal.end_record = (d / END_RECORD).exists()  # (removed once this segment's checkpoint holds what it says)
     killed = settle_segments(journal.segments, tail, rebuilt=not reused, lines=lines - tail, last_write=last_write)
     changed = changed or tail > 0 or killed or damaged > 0
     # Rebuilt too when results.jsonl is gone (or empty) under a checkpoint that counted results: the dataset cursor, which

@@ -41,8 +41,7 @@ __all__ = ["IN_PLACE", "RUN_MARKS", "RUN_WRITES", "RunState", "finished_here", "
 # batches.jsonl re-attaches the batch, never paid twice). `RUN_WRITES`: names a user's own file may have too; a folder no
 # run made that holds one is refused as `run.dir` (`foreign_files`), since the run would overwrite it. A test runs a run
 # and checks it wrote no other.
-RUN_MARKS = (store.RESULTS, store.INDEX, "cursor.ids", "batches.jsonl", "judge_spend.jsonl", "judge_run_id", "case_digests.txt",
-             "segment_end.json")
+RUN_MARKS = (store.RESULTS, store.INDEX, "cursor.ids", "batches.jsonl", "judge_spend.jsonl", "judge_run_id", "case_digests.txt")
 RUN_WRITES = (store.MANIFEST, store.CHECKPOINT, store.SUMMARY, *store.REPORT_NAMES, "configs.jsonl", "cursor.json", "traces.jsonl")
 # The files a run opens where they stand, to read them or to append to them, rather than writing a new file and renaming
 # it over the old one: a FIFO at one of these names (an unpacked artifact, a crafted directory) made the resume wait on
@@ -91,12 +90,7 @@ def _segments(run_dir: Path) -> list[Any] | None:
         segments = json.loads(store.read_text(Path(run_dir) / store.CHECKPOINT)).get("segments") or []
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(segments, list):
-        return None
-    from tracejudge.engine.segment_end_record import with_end_record
-
-    with_end_record(Path(run_dir), segments)  # (a segment's end its checkpoint's rewrite had no room for)
-    return segments
+    return segments if isinstance(segments, list) else None
 
 
 def last_segment_finished(run_dir: Path) -> bool:

@@ -11,10 +11,8 @@ device`) and `lines_at_end`, the result lines on disk when it stopped. The
 resume (`settle_failed_end`) attributes to it the results it wrote after that
 checkpoint, and any lines past `lines_at_end` to a later segment that died
 before its first checkpoint. Writing can itself fail on a full disk (the
-failed group was cut off, freeing its blocks, but the checkpoint holds every
-segment's usage and the aggregate): then the end alone is written beside it,
-`segment_end.json` (`segment_end_record`), and only when even that fails does
-the resume record `killed`.
+rewrite is small, and the failed group was cut off, freeing its blocks): then
+nothing changes and the resume records `killed`, as before.
 
 A segment stopped by a write error elsewhere (its summary, a report, a spool
 file) with results.jsonl intact is recorded the same way by its last
@@ -33,16 +31,14 @@ from typing import Any
 
 from tracejudge.core.errors import leaves, os_error
 from tracejudge.engine import store
-from tracejudge.engine.segment_end_record import END_RECORD, write_end_record
 
 __all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "closing_checkpoint_failed", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
            "settle_segments"]
 
 # The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
 # (results.jsonl, results.idx), its checkpoints, and the judge answers it paid for (judge_spend.jsonl, flushed as each
-# came), and the end of a segment whose checkpoint's rewrite did not fit (segment_end.json). `report` and `view` write
-# none of them.
-LIVE_FILES = ("results.jsonl", "results.idx", "checkpoint.json", "judge_spend.jsonl", END_RECORD)
+# came). `report` and `view` write none of them.
+LIVE_FILES = ("results.jsonl", "results.idx", "checkpoint.json", "judge_spend.jsonl")
 
 # What a killed segment's `elapsed_s` measures (its record's `elapsed_until`): the time to its last write, or to its last
 # checkpoint when no file says more.
@@ -77,8 +73,6 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     """Mark `segment` (the running segment's record) `ended: error` in `run_dir`'s checkpoint; the record written, or None.
 
     `started` is the segment's `time.monotonic()` start. The checkpoint is left as it is when it is missing or unreadable.
-    When its rewrite does not fit, the end is written beside it instead (`segment_end_record.write_end_record`), which
-    every reader of the segments applies; None when even that cannot be written.
     """
     path = run_dir / store.CHECKPOINT
     try:
@@ -99,8 +93,7 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     with contextlib.suppress(OSError):
         store.atomic_write_text(path, json.dumps(body, separators=(",", ":")) + "\n", durable=False)  # (compact, as written)
         return record
-    # The rewrite did not fit (a checkpoint of tens of KB on a disk with less free): the few hundred bytes of the end alone.
-    return record if write_end_record(run_dir, record) else None
+    return None
 
 
 def closing_checkpoint_failed(journal: Any, exc: OSError) -> None:

@@ -19,7 +19,6 @@ from tracejudge.engine.checkpoint_sanity import typed_segments
 from tracejudge.engine.journal_counts import add_line_spend, sum_usage, transient_failure
 from tracejudge.engine.result_lines import iter_result_lines, line_key, superseded_lines
 from tracejudge.engine.segment_end import elapsed_note, last_sign_of_life, settle_segments
-from tracejudge.engine.segment_end_record import with_end_record
 
 __all__ = ["HEAD", "LineCounts", "resumed_judge_block", "run_figures", "settled_segments"]
 
@@ -76,7 +75,6 @@ def settled_segments(run_dir: Path) -> list[dict[str, Any]]:
     if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw) or typed_segments(raw)[1] is not None:
         return []
     segments = copy.deepcopy(raw)
-    with_end_record(run_dir, segments)  # (a segment's end its checkpoint's rewrite had no room for)
     results = run_dir / store.RESULTS
     claimed, crc, lines = (cp.get(k) for k in ("results_bytes", "results_crc32", "results_lines"))
     # The resume attributes the results after the checkpoint only when the file holds what the checkpoint claims.
