@@ -132,3 +132,16 @@ def test_a_task_index_that_is_no_integer_is_not_taken_for_one(runs, tau_paths, t
         adapt(runs[1], load_tasks(path))
     assert str(err.value) == (f"task_id: task 1 could not be read from the tasks file ({path}:3: task_index is not an integer, "
                               f"got {'a string' if index == '1' else 'a boolean' if index is True else 'a number'} {index!r})")
+
+
+def test_a_call_whose_result_message_is_lost_is_named_not_answered_by_a_later_call_of_its_id(runs):
+    # Upstream reuses call ids: run 0's first call's id comes back at traj[16]. With its result (traj[7]) lost, that
+    # later result was taken for the first call (get_user_details got calculate's 255.0) and calculate got none.
+    run = json.loads(json.dumps(runs[0]))
+    first_id = run["traj"][6]["tool_calls"][0]["id"]
+    assert any(tc.get("id") == first_id for m in run["traj"][8:] for tc in m.get("tool_calls") or [])
+    del run["traj"][7]
+    with pytest.raises(AdapterError) as err:
+        adapt(run, None)
+    assert err.value.field == "traj[6].tool_calls[0]" and err.value.case_id == "0-0"
+    assert "the call's result is missing (no tool message answers it before traj[7]" in str(err.value)

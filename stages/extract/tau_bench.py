@@ -27,7 +27,10 @@ case:
   when it also calls a tool, else the step's `output`; its tool calls have
   their JSON-string arguments decoded and are paired with their results by
   `tool_call_id` — first unanswered call first, since upstream reuses ids
-  within a conversation — and a call with no result keeps `result: null`.
+  within a conversation — among the calls of the last assistant message
+  (upstream answers each right after the message that makes it: one still
+  waiting at the next assistant message is the run's `invalid_input`); the
+  last message's call with no result keeps `result: null`.
   A call without an id pairs with a result without a `tool_call_id` (upstream
   copies the call's id into its result, so both are null when the provider
   gives none); a result that answers no waiting call is the run's
@@ -322,6 +325,8 @@ def _tool_calling_turns(traj: list[Any], case_id: str) -> Turns:
     users: list[dict[str, Any]] = []
     final_output: str | None = None
     requests = 0
+    calls: list[dict[str, Any]] = []
+    made_at = 0
     for i, msg in enumerate(traj):
         role = msg.get("role")
         if role == "user":
@@ -335,6 +340,14 @@ def _tool_calling_turns(traj: list[Any], case_id: str) -> Turns:
             continue
         if role != "assistant":
             continue
+        # Upstream answers each call right after the message that made it; one still waiting when the next message
+        # comes lost its result, and with ids reused a later result of its id would have been taken for it.
+        if (lost := next(((k, c) for k, c in enumerate(calls) if any(c is w for q in pending.values() for w in q)), None)) is not None:
+            where = f"traj[{made_at}].tool_calls[{lost[0]}]"
+            raise AdapterError(f"{where}: the call's result is missing (no tool message answers it before traj[{i}]; "
+                               "upstream answers each call right after the message that makes it)", field=where, case_id=case_id)
+        pending.clear()
+        made_at = i
         requests += 1
         text = msg.get("content")
         calls = []
