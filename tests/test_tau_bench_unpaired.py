@@ -44,6 +44,7 @@ def tasks(tau_paths) -> dict[int, dict]:
     ((*_CALL, "function", "name"), "get\x00user", (*_CALL, "function", "name"), "it holds a NUL character"),
     (("info", "task", "actions"), GONE, "info.task.actions", "required list of actions is missing"),
     (("info", "task", "user_id"), None, "info.task.user_id", "expected the id of the task's user (text), got null"),
+    (("reward",), float("nan"), "reward", "expected a finite number, got nan"),  # (not the metadata advice to write it as text)
 ])
 def test_what_was_lost_without_a_word_names_its_field(runs, path, value, field, why):
     # Before: the result was dropped (the call kept `result: null`), NaN written as null, a whitespace name or a surrogate

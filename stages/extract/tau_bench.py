@@ -62,6 +62,7 @@ runs one per line (JSON Lines): `tau_bench_files`.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -214,8 +215,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
         # The case id is built from it: `true` would make case `7-True`, -1 case `7--1`.
         raise AdapterError(f"trial: expected a non-negative integer, got {trial!r}", field="trial", case_id=f"{task_id}-?")
     reward = raw.get("reward")
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-        raise AdapterError(f"reward: expected a number, got {reward!r}", field="reward", case_id=f"{task_id}-{trial}")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward)):
+        # (NaN too: the generic advice for a metadata value, to write it as text, would be refused here)
+        raise AdapterError(f"reward: expected a finite number, got {reward!r}", field="reward", case_id=f"{task_id}-{trial}")
     case_id = f"{task_id}-{trial}"
     traj = raw.get("traj")
     if not isinstance(traj, list):
