@@ -55,3 +55,16 @@ def test_json_cut_short_is_a_malformed_reply_retried_not_a_wrong_endpoint(tmp_pa
     summary, sent = served(tmp_path, cut, 2, 1)
     assert summary["status"] == {"ok": 2} and sent == 3
     assert summary["judge"]["server_errors"] == 1 and summary["judge"]["request_errors"] == 0
+
+
+def test_a_malformed_reply_is_said_as_what_it_is() -> None:
+    # "reply is not a JSON object" sent a user hunting for a wrong endpoint where the reply was JSON cut short.
+    from tracejudge.llm.wire.not_json import not_json_error
+    from tracejudge.llm.wire.records import HttpReply
+
+    def said(body: str) -> str:
+        return str(not_json_error(HttpReply(200, {"content-type": "application/json"}, body, 0.1, url="http://127.0.0.1:9/v1/x")))
+
+    assert "reply is JSON cut short, not a whole JSON object (application/json)" in said('{"choices": [{"index": 0')
+    assert "reply is JSON nested too deep" in said("[" * 100_000)
+    assert "reply is not a JSON object (application/json)" in said("[1, 2]")  # (whole JSON of another shape)

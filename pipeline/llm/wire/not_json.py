@@ -39,12 +39,28 @@ def not_json_error(http: HttpReply, answered: bool = True, secrets: tuple[str | 
         said = f"HTTP {http.status}: reply is not a JSON object ({ctype}){where}"
         if garbled and "json" in ctype:
             said = f"HTTP {http.status}: reply is no JSON at all though its content type is {ctype}{where} (it begins {_begins(text, secrets)})"
+        elif "json" in ctype and text and (why := _malformed(text)) is not None:
+            said = f"HTTP {http.status}: reply is {why}, not a whole JSON object ({ctype}){where}"
         if answered or ("json" in ctype and not garbled):  # (a passing garbling; JSON cut short or nested too deep: malformed)
             err = ProviderError("server", said, http.status)
         else:
             err = ProviderError("request", f"{said}, and nothing of the run was answered in JSON there: {_NO_API}", http.status)
     err.not_json = "json" not in ctype or garbled  # (a page or text, where JSON was due: the server gate counts it as a 502 page)
     return err
+
+
+def _malformed(text: str) -> str | None:
+    """What is wrong with `text`, which begins as JSON: "JSON cut short" (it breaks off), "JSON nested too deep", or None
+    (it is whole JSON, an array say, whose shape the caller names)."""
+    import json
+
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "JSON nested too deep"
+    except ValueError:
+        return "JSON cut short"
+    return None
 
 
 def _begins(text: str, secrets: tuple[str | None, ...]) -> str:
