@@ -65,6 +65,6 @@ def test_a_malformed_reply_is_said_as_what_it_is() -> None:
     def said(body: str) -> str:
         return str(not_json_error(HttpReply(200, {"content-type": "application/json"}, body, 0.1, url="http://127.0.0.1:9/v1/x")))
 
-    assert "reply is JSON cut short, not a whole JSON object (application/json)" in said('{"choices": [{"index": 0')
-    assert "reply is JSON nested too deep" in said("[" * 100_000)
+    assert "reply is not a JSON object but JSON cut short (application/json)" in said('{"choices": [{"index": 0')
+    assert "reply is not a JSON object but JSON nested too deep" in said("[" * 100_000)
     assert "reply is not a JSON object (application/json)" in said("[1, 2]")  # (whole JSON of another shape)

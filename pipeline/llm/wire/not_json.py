@@ -40,7 +40,7 @@ def not_json_error(http: HttpReply, answered: bool = True, secrets: tuple[str | 
         if garbled and "json" in ctype:
             said = f"HTTP {http.status}: reply is no JSON at all though its content type is {ctype}{where} (it begins {_begins(text, secrets)})"
         elif "json" in ctype and text and (why := _malformed(text)) is not None:
-            said = f"HTTP {http.status}: reply is {why}, not a whole JSON object ({ctype}){where}"
+            said = f"HTTP {http.status}: reply is not a JSON object but {why} ({ctype}){where}"
         if answered or ("json" in ctype and not garbled):  # (a passing garbling; JSON cut short or nested too deep: malformed)
             err = ProviderError("server", said, http.status)
         else:
