@@ -67,12 +67,13 @@ def _arguments(args: Any) -> str | None:
 
 def _name(name: str) -> str | None:
     """Why text `name` names no tool (only whitespace, a NUL or a lone surrogate in it), or None."""
+    from tracejudge.core.record_fields import tool_name_problem
     from tracejudge.stages.extract.surrogates import surrogate_field
 
-    if not name.strip():
-        return f"expected the tool's name; got only whitespace {name!r}"
-    if "\x00" in name:
-        return f"expected the tool's name; it holds a NUL character: {name!r}"
+    # (the records' one rule for a tool name, said in this reader's words)
+    if (problem := tool_name_problem(name)) is not None:
+        said = "got only whitespace" if problem[0] == "tool_name_empty" else "it holds a NUL character:"
+        return f"expected the tool's name; {said} {name!r}"
     if surrogate_field(name) is not None:
         return "expected the tool's name; it holds a lone surrogate (half of a UTF-16 pair, no character on its own)"
     return None
