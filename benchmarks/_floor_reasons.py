@@ -7,7 +7,8 @@ engine/rendered.py) re-implemented minimally, without importing tracejudge:
    pairs, arguments by its rules (a bool never a number; matchers `$any_of` `$regex` `$approx` `$absent` `$loose`),
    five missing calls at most with the closest call and its first argument difference, five unexpected ones, the first
    divergence in order); TrajectoryMatch (LCS figures, both name lists, the first divergence and its call);
-   ToolCorrectness (missing and extra tools counted); the budgets; Contains; `null` without expected calls. A call shows
+   ToolCorrectness (missing and extra tools counted); the budgets; Contains (a failed one quotes the output, both ends
+   of a long one); `null` without expected calls. A call shows
    as `name({sorted compact JSON})` cut at 120 characters, a value as compact JSON cut at 60 (two long ones around their
    first difference): msgspec's texts, or the stdlib's where one may hold a float msgspec writes otherwise (below 1e-4,
    from 1e16).
@@ -140,7 +141,7 @@ def checks(case: Any) -> tuple[list[Any], list[Any], tuple[Any, ...]]:
     req = len(t.steps) if u is None or u.requests is None else u.requests
     values += [1.0 if len(calls) <= MAX_CALLS else 0.0, 1.0 if req <= MAX_REQUESTS else 0.0, 1.0 if CONTAINS in (t.output or "").lower() else 0.0]
     det += [{"count": len(calls), "budget": MAX_CALLS}, {"count": req, "budget": MAX_REQUESTS}, None]
-    return values, det, (calls, steps, given, ok, w, tj, tc, u is None or u.requests is None)
+    return values, det, (calls, steps, given, ok, w, tj, tc, u is None or u.requests is None, t.output or "")
 
 
 _NO_EXPECTATION = "not computed: the case has no expected_tool_calls"
@@ -169,7 +170,7 @@ def _describe(counts: dict[str, int]) -> str:
 
 def reasons(values: list[Any], det: list[Any], state: tuple[Any, ...]) -> list[str]:
     """The six reasons as tracejudge words them (each call rendered once a case, each argument difference once a pair)."""
-    calls, steps, given, ok, w, tj, tc, counted = state
+    calls, steps, given, ok, w, tj, tc, counted, output = state
     shown: dict[int, str] = {}
 
     def r(call: Any) -> str:
@@ -244,8 +245,17 @@ def reasons(values: list[Any], det: list[Any], state: tuple[Any, ...]) -> list[s
     for key in (("b", len(calls), MAX_CALLS, "tool call(s)"), ("b", det[4]["count"], MAX_REQUESTS,  # type: ignore[assignment]
                 "model request(s) (counted from the trace's steps)" if counted else "model request(s) (from usage.requests)")):
         out.append(_HEADS.get(key) or _head(key))
-    out.append(f"output contains {CONTAINS!r}" if values[5] else f"output does not contain {CONTAINS!r}")
+    out.append(f"output contains {CONTAINS!r}" if values[5] else f"output {_quoted(output)} does not contain {CONTAINS!r}")
     return out
+
+
+def _quoted(out: str) -> str:
+    """The output as a failed Contains quotes it (`score.quoted.quoted_output`): whole up to 100 characters, else its
+    first and last 50 around `…` and its length; credentials masked, each end reading past its cut."""
+    if len(out) <= 100:
+        return repr(redact(out))
+    head, tail = redact(out, 50)[:50], redact(out[-2098:])[-50:]
+    return f"{head + '…' + tail!r} ({len(out)} characters, the middle left out)"
 
 
 # ---- the lines, as pydantic writes `CaseResult` ----
