@@ -19,10 +19,11 @@ also do for its resume safety and CI reports, each once, plainly and as cheaply 
    bootstrap follow from those). By a thread, as tracejudge's fsync is: the main thread goes on meanwhile.
 
 With `--processes 2` the workers do 3 and 4's texts, the head the rest. Left out, against `tracejudge run`: cursor.json
-and cursor.ids (the cursor is kept, not written), results.idx, the checkpoint's CRC-32s, segments, config hash and
+and cursor.ids (the cursor is kept, not written; `Book.order` holds the ids first seen, in order), results.idx, the checkpoint's CRC-32s, segments, config hash and
 history; a bounded fold state (tracejudge keeps moments and 1,000 values); sampling files over 256 MiB; report.md,
 report.html, junit.xml's gate suite, escaped names, durations; the other checks' details, tracejudge's reasons and
-redaction (`_floor_reasons.py` adds them, through this module's `run` with its own `work`); what `_floor_run` lists.
+redaction (`_floor_reasons.py` adds them, through this module's `run` with its own `work`; `_floor_outputs.py` adds
+the files, through its `outputs`); what `_floor_run` lists.
 `--phases` adds cursor, fingerprint (its thread), details, junit_text, checkpoint (main and syncing thread), junit_file.
 """
 
@@ -112,6 +113,7 @@ class Book:
         self.crcs = array("I")  # per line read: the CRC-32 of the file's bytes up to the line's end
         self.ends = array("Q")  # per line read: the offset of its end
         self.first: dict[str, int] = {}  # case id → the line it was first seen on
+        self.order: list[str] = []  # the ids in the order first seen (`_floor_outputs` writes the cursor's from it)
         self.last = array("Q")  # per task sent: its last line (where the cursor stands once its results are written)
         self.repeats: dict[int, list[tuple[bytes, Group]]] = {}  # task index → the repeated ids' lines read before it
         self.cpu = [0.0, 0.0]  # reading, cursor
@@ -131,7 +133,7 @@ def read(path: str, size: int, book: Book, fingerprint: Fingerprint, name: str,
     thread, after the fork. `name`: the file's, in error lines."""
     fingerprint.start()
     clock = time.thread_time
-    crcs, ends, first, last, cpu = book.crcs, book.ends, book.first, book.last, book.cpu
+    crcs, ends, first, last, cpu, order = book.crcs, book.ends, book.first, book.last, book.cpu, book.order
     crc = end = sent = 0
     with open(path, "rb", buffering=1 << 20) as fh:
         numbered = enumerate(fh, 1)
@@ -146,8 +148,11 @@ def read(path: str, size: int, book: Book, fingerprint: Fingerprint, name: str,
                 end += len(line)
                 crcs.append(crc)
                 ends.append(end)
-                if (cid := peek_id(line)) is not None and (at := first.setdefault(cid, i)) != i:
-                    again[i] = (cid, at)
+                if (cid := peek_id(line)) is not None:
+                    if (at := first.setdefault(cid, i)) != i:
+                        again[i] = (cid, at)
+                    else:
+                        order.append(cid)
             t2 = clock()
             cpu[1] += t2 - t1
             if not batch:
@@ -290,9 +295,9 @@ class Syncer(threading.Thread):
     """At each `put`, the results fsynced, then the checkpoint replaced, by this thread (the main thread writes on
     meanwhile); manifest.json before the first (waiting for the fingerprint). Started at the first `put`: after the fork."""
 
-    def __init__(self, out_dir: str, fingerprint: Fingerprint) -> None:
+    def __init__(self, out_dir: str, fingerprint: Fingerprint, outputs: Any = None) -> None:
         super().__init__(name="floor-sync", daemon=True)
-        self.out_dir, self.fingerprint, self.cpu = out_dir, fingerprint, 0.0
+        self.out_dir, self.fingerprint, self.cpu, self.outputs = out_dir, fingerprint, 0.0, outputs
         self.error: BaseException | None = None
         self.queue: queue.SimpleQueue[tuple[int, dict[str, Any]] | None] = queue.SimpleQueue()
 
@@ -306,11 +311,17 @@ class Syncer(threading.Thread):
             manifest = False
             while (item := self.queue.get()) is not None:
                 os.fsync(item[0])  # what the checkpoint claims is on disk before it says so
+                more = self.outputs  # (`_floor_outputs`: the result index before the checkpoint, the cursor after it)
+                if more is not None:
+                    more.index(item[1])
                 if not manifest:  # (a resume compares the dataset with it before it trusts any checkpoint)
-                    _write_json(os.path.join(self.out_dir, "manifest.json"), {"dataset": {"path": self.fingerprint.result()}}, True)
+                    dataset = {"dataset": {"path": self.fingerprint.result()}}
+                    _write_json(os.path.join(self.out_dir, "manifest.json"), dataset if more is None else more.manifest(dataset), True)
                     manifest = True
                 # Not fsynced: a checkpoint lost in a power cut leaves the one before, which claims less (as tracejudge's).
                 _write_json(os.path.join(self.out_dir, "checkpoint.json"), item[1], False)
+                if more is not None:
+                    more.cursor(item[1], self.fingerprint.value)
         except BaseException as exc:  # raised by `close`
             self.error = exc
         self.cpu = time.thread_time()
@@ -349,14 +360,15 @@ def write_junit(path: str, kept: list[Group], results: int, errors: int) -> None
 
 
 def run(cases: str, out_dir: str, processes: int, work: Any = work, name: str | None = None, repeated: Any = repeated_line,
-        phases: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, float]]:
+        phases: tuple[str, ...] = (), outputs: Any = None) -> tuple[dict[str, Any], dict[str, float]]:
     """`_floor_run.run` keeping the guarantees: results.jsonl, summary.json, manifest.json, checkpoint.json and
     junit.xml in `out_dir`; returns the summary and the CPU s per phase (`PHASES`, then `phases`: `_floor_reasons`'s
-    reasons and redact). `work`, `name` (the file's in error lines), `repeated`: `_floor_reasons` passes its own."""
+    reasons and redact). `work`, `name` (the file's in error lines), `repeated`: `_floor_reasons` passes its own;
+    `outputs` (`_floor_outputs.Outputs`) sees every line written and checkpoint, and writes the files at the end."""
     os.makedirs(out_dir, exist_ok=True)
     took, clock = dict.fromkeys(PHASES + phases, 0.0), time.thread_time
     book, fingerprint = Book(), Fingerprint(cases)
-    sync = Syncer(out_dir, fingerprint)
+    sync = Syncer(out_dir, fingerprint, outputs)
     name = os.path.basename(cases) if name is None else name
     tasks = read(cases, floor.CHUNK, book, fingerprint, name, repeated)
     done = floor.forked(tasks, processes, name, work) if processes > 1 else map(work, tasks)
@@ -372,9 +384,10 @@ def run(cases: str, out_dir: str, processes: int, work: Any = work, name: str | 
             part = new[j :: len(CHECKS)]
             c.update(part if part == part else [x for x in part if x == x])  # (NaN, a value not computed: left out)
         counted, claimed = len(values), (results, line)
-        sync.put(fh.fileno(), {"results": results, "errors": errors, "results_bytes": fh.tell(), "line": line,
-                               "offset": book.ends[line - 1] if line else 0, "crc32": book.crcs[line - 1] if line else 0,
-                               "metrics": {k: sorted(c.items()) for k, c in zip(CHECKS, counts)}})
+        state = {"results": results, "errors": errors, "results_bytes": fh.tell(), "line": line,
+                 "offset": book.ends[line - 1] if line else 0, "crc32": book.crcs[line - 1] if line else 0,
+                 "metrics": {k: sorted(c.items()) for k, c in zip(CHECKS, counts)}}
+        sync.put(fh.fileno(), state if outputs is None else outputs.checkpoint(state, fh, book))
 
     def write_repeats(fh: Any, k: int) -> int:
         # The error lines of the repeated ids read before task `k` (their JUnit groups kept); how many.
@@ -382,6 +395,8 @@ def run(cases: str, out_dir: str, processes: int, work: Any = work, name: str | 
         for line, group in lines:
             fh.write(line)
             kept.append(group)
+            if outputs is not None:
+                outputs.repeat(line)
         return len(lines)
 
     try:
@@ -396,6 +411,8 @@ def run(cases: str, out_dir: str, processes: int, work: Any = work, name: str | 
                 start = len(values)
                 values.frombytes(vals)
                 kept.append((ids, tuple(texts), bad))
+                if outputs is not None:
+                    outputs.chunk(blob, payload, at[-1], took)
                 errors += errs + n
                 results += n + errs + (len(values) - start) // len(CHECKS)
                 if due := results - claimed[0] >= floor.CHUNK:
@@ -423,6 +440,8 @@ def run(cases: str, out_dir: str, processes: int, work: Any = work, name: str | 
         if sync.is_alive():  # (after a failure: the thread stopped)
             sync.queue.put(None)
     took["read"], took["cursor"], took["fingerprint"] = *book.cpu, fingerprint.cpu
+    if outputs is not None:
+        return outputs.finish(values, errors, kept, results, took), took
     t0 = clock()
     summary = floor.fold(values, errors)
     _write_json(os.path.join(out_dir, "summary.json"), summary, True)

@@ -22,7 +22,8 @@ engine/rendered.py) re-implemented minimally, without importing tracejudge:
    and of their shape (msgspec's message) for a line msgspec refuses.
 
 Left out: pydantic's messages and the records' fallback (JSON-string or null arguments, blank tool names); `$regex` runs
-on `re`, not the `regex` library, untimed; what `_floor_guarantees` leaves out. `--phases`: checks (values, details),
+on `re`, not the `regex` library, untimed; what `_floor_guarantees` leaves out (`--outputs`, `_floor_outputs.py`, adds
+the files it lists). `--phases`: checks (values, details),
 reasons (their texts, redaction included), redact (labels, tool names); render and junit_text carry the longer texts.
 """
 
@@ -273,10 +274,10 @@ def _meta(metadata: dict[str, Any]) -> Any:
     return msgspec.Raw(b) if b"0e" not in b.translate(_DIGITS) else _pydantic_floats(metadata)
 
 
-def _invalid(cid: str, labels: tuple[Any, Any], message: str, file: str, line: int, field: str | None, started: float) -> bytes:
+def _invalid(cid: str, labels: tuple[Any, Any], message: str, file: str, line: int, field: str | None, took: float) -> bytes:
     return floor._encode({"case_id": cid, "trial": 0, "status": "invalid_input", "tags": labels[0], "metadata": _meta(labels[1]),
                           "scores": {}, "error": {"kind": "invalid_input", "message": message, "file": file, "line": line,
-                                                  "field": field, "details": None}, "duration_s": round(time.perf_counter() - started, 6)})
+                                                  "field": field, "details": None}, "duration_s": took})
 
 
 def repeated(cid: str, name: str, i: int, at: int, line: bytes) -> tuple[bytes, guar.Group]:
@@ -289,13 +290,14 @@ def repeated(cid: str, name: str, i: int, at: int, line: bytes) -> tuple[bytes, 
         got = labels(case.tags, case.metadata)
     except msgspec.DecodeError as exc:
         msg += f"; this record is also invalid: {exc}"
-    return (_invalid(key, got, msg, name, i, "id", time.perf_counter()) + b"\n",
+    return (_invalid(key, got, msg, name, i, "id", 0.0) + b"\n",
             (guar._xml(key), (guar._xml(msg),) * len(CHECKS), array("I", range(len(CHECKS))).tobytes()))
 
 
-def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[float]]:
+def work(task: tuple[str, int, list[Any]], more: Any = None) -> tuple[bytes, bytes, int, list[float]]:
     """`_floor_guarantees.work` with tracejudge's lines: → (result lines, `_floor_guarantees._EXTRA`, the values (NaN:
-    not computed), ids, JUnit texts, skipped cells; errors; CPU s of decode / checks / render / free)."""
+    not computed), ids, JUnit texts, skipped cells; errors; CPU s of decode / checks / render / free). `more(rows,
+    said, masked, lines, durations)` (`_floor_outputs`) gives bytes to append to the payload."""
     name, first, lines = task
     clock, started, n = time.thread_time, time.perf_counter(), len(CHECKS)
     t0 = clock()
@@ -324,17 +326,19 @@ def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[floa
             rs[:], det = [redact(x) for x in rs], [_masked(d, False) if d else d for d in det]
         masked.append((*labels(row[0].tags, row[0].metadata), det))
     t4 = clock()
-    out, vals, errors, nan = [], array("d"), 0, float("nan")
+    out, vals, errors, nan, durations = [], array("d"), 0, float("nan"), array("d")
     for row, rs, lab in zip(rows, said, masked):
         if row[0] is None:
-            out.append(_invalid(row[1], lab, row[2], name, row[5], row[3], started))
+            durations.append(took := round(time.perf_counter() - started, 6))
+            out.append(_invalid(row[1], lab, row[2], name, row[5], row[3], took))
             errors += 1
             continue
         vals.extend([nan if v is None else v for v in row[1]])
         out.append(floor._encode({"case_id": row[0].id, "trial": 0, "status": "ok", "tags": lab[0], "metadata": _meta(lab[1]),
                                   "scores": {k: {"value": v, "passed": None if v is None else v >= 1.0, "reason": x, "details": d,
                                                  "judge": None} for k, v, x, d in zip(CHECKS, row[1], rs, lab[2])},
-                                  "error": None, "duration_s": round(time.perf_counter() - started, 6)}))
+                                  "error": None, "duration_s": (took := round(time.perf_counter() - started, 6))}))
+        durations.append(took)
     out.append(b"")
     blob, vals_b = b"\n".join(out), vals.tobytes()
     t5 = clock()
@@ -344,10 +348,12 @@ def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[floa
     skipped = [p * n + j for p, row in enumerate(rows) for j in range(n) if row[0] is None or row[1][j] is None]
     parts = [guar._joined([row[1] if row[0] is None else row[0].id for row in rows]), *map(guar._joined, zip(*texts)),
              array("I", skipped).tobytes()]
+    tail = b"" if more is None else more(rows, said, masked, out, durations)  # (timing itself: within junit_text here)
     t6 = clock()
     del decoded, rows, said, masked, texts  # (as the floor's: timed apart)
     extra = guar._EXTRA.pack(0.0, t6 - t5, t3 - t2, t4 - t3, len(vals_b), *map(len, parts))
-    return blob, b"".join([extra, vals_b, *parts]), errors, [t1 - t0, t2 - t1, t5 - t4, clock() - t6]
+    payload = b"".join([extra, vals_b, *parts, tail])
+    return blob, payload, errors, [t1 - t0, t2 - t1, t5 - t4, clock() - t6]
 
 
 def run(cases: str, out_dir: str, processes: int) -> tuple[dict[str, Any], dict[str, float]]:

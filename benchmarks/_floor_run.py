@@ -1,6 +1,7 @@
 """The floor of the work of one deterministic tracejudge run: a minimal implementation of the same job.
 
     python benchmarks/_floor_run.py CASES.jsonl OUT_DIR [--processes 1|2] [--phases] [--guarantees] [--reasons]
+        [--outputs [--config FILE]]
 
 What the work `pipeline_throughput.py` times costs at the least in Python on this machine, each step done once,
 plainly and fast, without tracejudge: read the native JSONL file as lines of bytes; decode and validate each with
@@ -27,7 +28,10 @@ hard-wired); what `--guarantees` adds (`_floor_guarantees.py`, the floor with th
 fingerprint and manifest, the resume cursor and repeated ids refused, checkpoints, junit.xml, result lines with tags,
 metadata and `details`) and what it too leaves out (the cursor's and result index's files, report.md, report.html);
 what `--reasons` adds besides (`_floor_reasons.py`: tracejudge's result lines byte for byte, its rich reasons, every
-check's `details`, secret redaction of written text) and what that leaves out (pydantic's messages); per-metric error
+check's `details`, secret redaction of written text) and what that leaves out (pydantic's messages); what `--outputs`
+adds besides (`_floor_outputs.py`: the config read and validated, and every other file a run writes: results.idx,
+cursor.json and cursor.ids, the checkpoint's CRC-32s and segment, configs.jsonl and the manifest's config, tracejudge's
+summary.json, junit.xml's gate suite and durations, report.md, report.html) and what that leaves out; per-metric error
 isolation, time limits, statuses; breakdowns, pass@k, histograms, a bounded bootstrap sample (it keeps every value);
 replacing a worker that dies; the fallback to pydantic for lines msgspec refuses but the records accept (JSON-string
 arguments, ...) and the records' own checks (blank ids or tool names, user messages out of place).
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import itertools
 import json
@@ -420,15 +425,21 @@ def main() -> None:
     ap.add_argument("--guarantees", action="store_true", help="keep the run's guarantees too (`_floor_guarantees.py`)")
     ap.add_argument("--reasons", action="store_true",
                     help="and write tracejudge's result lines, reasons, details and redaction included (`_floor_reasons.py`)")
+    ap.add_argument("--outputs", action="store_true",
+                    help="and every other file a run writes, its YAML config read and validated (`_floor_outputs.py`)")
+    ap.add_argument("--config", help="with --outputs: the run's YAML config (default: pipeline_throughput.CONFIG for CASES and OUT_DIR)")
     args = ap.parse_args()
     level = run
-    if args.guarantees or args.reasons:  # (they import `_floor_run`: this module, under that name, not a second copy)
+    if args.guarantees or args.reasons or args.outputs:  # (they import `_floor_run`: this module, under that name, not a second copy)
         sys.modules["_floor_run"] = sys.modules[__name__]
         import _floor_guarantees
         level = _floor_guarantees.run
         if args.reasons:
             import _floor_reasons
             level = _floor_reasons.run
+        if args.outputs:
+            import _floor_outputs
+            level = functools.partial(_floor_outputs.run, config=args.config)
     # The structs are untracked and nothing here makes cycles: a collection would only walk the lists and dicts of
     # the chunk at hand. Freeze what the imports made (and each chunk's cases as they are decoded) and collect rarely.
     gc.freeze()

@@ -4,9 +4,10 @@ What it measures: for the targets of `pipeline_throughput.py` (tracejudge at lea
 processes 1, 10x with processes 2, 25x multivon with processes 2, in CPU and in wall seconds of the whole
 process), how many seconds a target allows, how many the least implementation of the same work takes (the
 floor), how many it takes once it keeps the run's guarantees too (the floor with guarantees), how many once it also
-writes tracejudge's own result lines (the floor with guarantees and reasons), and how many tracejudge takes. So a note
-can say "target X CPU-s, minimal implementation Y, Y' with the guarantees, Y'' with tracejudge's lines, tracejudge Z",
-and tell a target tracejudge misses from one nothing written in Python could meet, with or without what a run must
+writes tracejudge's own result lines (the floor with guarantees and reasons), how many once it also writes every other
+file a run writes (the floor with guarantees, reasons and outputs), and how many tracejudge takes. So a note can say
+"target X CPU-s, minimal implementation Y, Y' with the guarantees, Y'' with tracejudge's lines, Y''' with every file,
+tracejudge Z", and tell a target tracejudge misses from one nothing written in Python could meet, with or without what a run must
 keep for its resume safety and CI reports, or write in its results.
 
 The floor is `benchmarks/_floor_run.py`: not tracejudge's code but a minimal, self-contained implementation of
@@ -23,11 +24,18 @@ The floor with guarantees and reasons adds `--reasons` (`benchmarks/_floor_reaso
 tracejudge's (but `duration_s`, wall time) for these checks: its reason texts (calls rendered and cut, the closest
 call, first divergences, argument differences, counts of missing and extra tools), every check's `details`, and
 secret redaction of every text copied into them, tags and metadata included, by tracejudge's rules.
+The floor with guarantees, reasons and outputs adds `--outputs` (`benchmarks/_floor_outputs.py`): the YAML config read
+with PyYAML and its six metrics validated, and minimal implementations of every other file `tracejudge run` writes,
+with the same rows, figures and texts: results.idx, cursor.json and cursor.ids, the checkpoint's CRC-32s and segment,
+configs.jsonl and the manifest's config and history, tracejudge's summary.json (histograms, a breakdown by tag, the
+verdict), junit.xml's gate suite and durations with texts shown inert, report.md (the worst 10 cases per metric) and
+report.html (histograms, the worst 2,000 results as the case table's JSON); left out there: the page's CSS and script.
 
 How: N τ-bench cases (`pipeline_throughput.write_dataset`, default 10,000), the project's bytecode written
 first (`_procs.precompile`), then `--repeats` interleaved rounds of fresh processes, each timed from outside
 (`pipeline_throughput.whole_process`: CPU seconds of the process and the workers it waited for, wall
-seconds, start to exit): floor, floor+guarantees and floor+guarantees+reasons each with processes 1 and 2,
+seconds, start to exit): floor, floor+guarantees, floor+guarantees+reasons and floor+guarantees+reasons+outputs each
+with processes 1 and 2,
 tracejudge processes 1, tracejudge processes 2, pydantic-evals, and multivon with `--multivon` (about
 33 s a run). Figures are medians over the rounds. Every run's six means must agree with tracejudge's to 3
 decimals, else no ratio is printed (the means are). A step that fails leaves the table of what was measured,
@@ -57,6 +65,7 @@ from _six_checks import CHECKS  # noqa: E402
 
 PYDANTIC, MULTIVON = "pydantic-evals Dataset.evaluate", "multivon EvalSuite.run"
 REFERENCE = "tracejudge processes 1"  # the means every other run must agree with
+OUTPUTS = "floor+guarantees+reasons+outputs"
 
 
 class State:
@@ -75,9 +84,9 @@ def _load() -> str:
 
 
 def floor(n: int, cases: Path, work: Path, processes: int, level: str = "") -> pt.Run:
-    """One whole-process run of `_floor_run.py` on `cases` with `processes` and `level` ("", "guarantees" or
-    "reasons", the latter two its options; "reasons" implies the guarantees); its output folder is removed afterwards."""
-    name = {"": "floor", "guarantees": "floor+guarantees", "reasons": "floor+guarantees+reasons"}[level]
+    """One whole-process run of `_floor_run.py` on `cases` with `processes` and `level` ("", "guarantees", "reasons" or
+    "outputs", the last three its options, each implying the one before); its output folder is removed afterwards."""
+    name = {"": "floor", "guarantees": "floor+guarantees", "reasons": "floor+guarantees+reasons", "outputs": OUTPUTS}[level]
     what = f"{name} run (processes {processes}, N={n:,})"
     out = work / f"floor-{processes}-{level}"
     shutil.rmtree(out, ignore_errors=True)
@@ -99,6 +108,8 @@ def steps(st: State, cases: Path, work: Path, multivon: bool) -> dict[str, Any]:
         "floor+guarantees processes 2": lambda: floor(n, cases, work, 2, "guarantees"),
         "floor+guarantees+reasons processes 1": lambda: floor(n, cases, work, 1, "reasons"),
         "floor+guarantees+reasons processes 2": lambda: floor(n, cases, work, 2, "reasons"),
+        f"{OUTPUTS} processes 1": lambda: floor(n, cases, work, 1, "outputs"),
+        f"{OUTPUTS} processes 2": lambda: floor(n, cases, work, 2, "outputs"),
         "tracejudge processes 1": lambda: pt.ours(n, cases, work, "processes 1"),
         "tracejudge processes 2": lambda: pt.ours(n, cases, work, "processes 2"),
     }
@@ -145,17 +156,17 @@ def report(st: State) -> None:
     print(f"\nwhole process, {st.n:,} τ-bench cases, the six checks ({os.cpu_count()} cores; load average at start "
           f"{st.load_start}, at end {_load()})\n")
     if st.runs:
-        print(f"| {'tool':<36} | runs | {'CPU s':>6} | {'wall s':>6} | {'own CPU s':>9} | {'workers CPU s':>13} | {'RSS MB':>6} | {'workers RSS MB':>14} |")
-        print(f"|{'-' * 38}|------|{'-' * 8}|{'-' * 8}|{'-' * 11}|{'-' * 15}|{'-' * 8}|{'-' * 16}|")
+        print(f"| {'tool':<44} | runs | {'CPU s':>6} | {'wall s':>6} | {'own CPU s':>9} | {'workers CPU s':>13} | {'RSS MB':>6} | {'workers RSS MB':>14} |")
+        print(f"|{'-' * 46}|------|{'-' * 8}|{'-' * 8}|{'-' * 11}|{'-' * 15}|{'-' * 8}|{'-' * 16}|")
         for tool, runs in st.runs.items():
             own = statistics.median(x["cpu"] - x["workers_cpu"] for x in runs)
-            print(f"| {tool:<36} | {len(runs):>4} | {med(st, tool, 'cpu'):>6.2f} | {med(st, tool, 'wall'):>6.2f} | {own:>9.2f} | "
+            print(f"| {tool:<44} | {len(runs):>4} | {med(st, tool, 'cpu'):>6.2f} | {med(st, tool, 'wall'):>6.2f} | {own:>9.2f} | "
                   f"{med(st, tool, 'workers_cpu'):>13.2f} | {med(st, tool, 'rss'):>6.1f} | {med(st, tool, 'workers_rss'):>14.1f} |")
-        print(f"\nthe six means (first run of each; they must agree to 3 decimals)\n\n| {'tool':<36} | "
+        print(f"\nthe six means (first run of each; they must agree to 3 decimals)\n\n| {'tool':<44} | "
               + " | ".join(f"{k:>16}" for k in CHECKS) + " |")
-        print(f"|{'-' * 38}|" + "|".join("-" * 18 for _ in CHECKS) + "|")
+        print(f"|{'-' * 46}|" + "|".join("-" * 18 for _ in CHECKS) + "|")
         for tool, runs in st.runs.items():
-            print(f"| {tool:<36} | " + " | ".join(f"{runs[0]['means'][k]:>16.6f}" for k in CHECKS) + " |")
+            print(f"| {tool:<44} | " + " | ".join(f"{runs[0]['means'][k]:>16.6f}" for k in CHECKS) + " |")
     if st.disagree:
         print("\nTHE SIX MEANS DISAGREE, no ratio is printed (the runs did not do the same work):\n" + "\n".join(st.disagree))
     else:
@@ -166,31 +177,35 @@ def report(st: State) -> None:
 
 def targets(st: State) -> None:
     """The table of targets: seconds allowed (the peer's median over the ratio), the floor's, the floor's with the
-    guarantees, with the guarantees and reasons, and tracejudge's, CPU and wall; then a sentence for each."""
+    guarantees, with the guarantees and reasons, with every output too, and tracejudge's, CPU and wall; then a sentence
+    for each."""
     rows = []
     for (peer, executor), ratio in sorted(pt.TARGETS.items(), key=lambda item: (item[0][1], item[1])):  # 6x p1, 10x p2, 25x p2
         tools = (peer, f"floor {executor}", f"floor+guarantees {executor}", f"floor+guarantees+reasons {executor}",
-                 f"tracejudge {executor}")
+                 f"{OUTPUTS} {executor}", f"tracejudge {executor}")
         if all(st.runs.get(t) for t in tools):
             rows.append((f">={ratio:g}x {peer.split()[0]}, {executor}", ratio, tools))
     if not rows:
         return
     n_runs = min(len(st.runs[t]) for row in rows for t in row[2])
     print(f"\ntargets: seconds a target allows (the peer's median / the ratio), the floor's, the floor's with the run's "
-          f"guarantees, with the guarantees and reasons, and tracejudge's, medians of {n_runs} interleaved run(s)\n")
+          f"guarantees, with the guarantees and reasons, with every output too, and tracejudge's, medians of {n_runs} interleaved "
+          "run(s)\n")
     cols = [f"{unit} {k}" for unit in ("CPU", "wall")
-            for k in ("allowed s", "floor s", "floor+guarantees s", "floor+guarantees+reasons s", "tracejudge s", "tracejudge / floor")]
+            for k in ("allowed s", "floor s", "floor+guarantees s", "floor+guarantees+reasons s", f"{OUTPUTS} s", "tracejudge s",
+                      "tracejudge / floor")]
     print(f"| {'target':<34} | " + " | ".join(cols) + " |")
     print(f"|{'-' * 36}|" + "|".join("-" * (len(c) + 2) for c in cols) + "|")
     lines = []
-    for label, ratio, (peer, fl, fg, fr, tj) in rows:
+    for label, ratio, (peer, fl, fg, fr, fo, tj) in rows:
         figures = []
         for key in ("cpu", "wall"):
-            allowed, f, g, r, t = med(st, peer, key) / ratio, med(st, fl, key), med(st, fg, key), med(st, fr, key), med(st, tj, key)
-            figures += [allowed, f, g, r, t, t / f]
+            allowed, f, g, r, o, t = (med(st, peer, key) / ratio, *(med(st, x, key) for x in (fl, fg, fr, fo, tj)))
+            figures += [allowed, f, g, r, o, t, t / f]
             floors = [f"{name} {x:.2f} s: "
                       + ("the target is below this floor" if x > allowed else f"under it ({allowed - x:.2f} s to spare)")
-                      for name, x in (("floor", f), ("floor with guarantees", g), ("floor with guarantees and reasons", r))]
+                      for name, x in (("floor", f), ("floor with guarantees", g), ("floor with guarantees and reasons", r),
+                                      ("floor with guarantees, reasons and outputs", o))]
             tj_says = "meets it" if t <= allowed else f"misses it by {t - allowed:.2f} s"
             lines.append(f"{label}, {key}: allowed {allowed:.2f} s; {'; '.join(floors)}; tracejudge {t:.2f} s {tj_says}")
         print(f"| {label:<34} | " + " | ".join(f"{x:>{len(c)}.2f}" for x, c in zip(figures, cols)) + " |")
