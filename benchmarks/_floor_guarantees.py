@@ -16,7 +16,7 @@ also do for its resume safety and CI reports, each once, plainly and as cheaply 
 5. A checkpoint every 1,000 results: results.jsonl fsynced (one fsync a chunk: a checkpoint claims only what is on
    disk), then the fold's state to OUT_DIR/checkpoint.json (json, temp file, os.replace): results, errors, results'
    bytes, the cursor (line, offset, CRC-32), per check each distinct value's count (the mean, std, pass rate and
-   bootstrap follow from those). By a thread, as tracejudge's fsync is: the main thread goes on meanwhile.
+   bootstrap follow from those). By a thread (`_floor_sync.py`), as tracejudge's fsync is: the main thread goes on.
 
 With `--processes 2` the workers do 3 and 4's texts, the head the rest. Left out, against `tracejudge run`: cursor.json
 and cursor.ids (the cursor is kept, not written; `Book.order` holds the ids first seen, in order), results.idx, the checkpoint's CRC-32s, segments, config hash and
@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import gc
-import json
 import os
-import queue
 import re
 import struct
 import threading
@@ -47,6 +45,7 @@ from typing import Any
 
 import msgspec
 
+from _floor_sync import Syncer, _write_json
 import _floor_run as floor  # (`_floor_run.main` puts itself under this name: the running module, not a second copy)
 from _six_checks import CHECKS, is_write
 
@@ -279,60 +278,6 @@ def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[floa
     del decoded, checked, details, texts  # (as the floor's: timed apart)
     extra = _EXTRA.pack(t3 - t2, t5 - t4, 0.0, 0.0, len(vals), *map(len, parts))
     return blob, b"".join([extra, vals, *parts]), errors, [t1 - t0, t2 - t1, t4 - t3, clock() - t5]
-
-
-def _write_json(path: str, obj: Any, durable: bool) -> None:
-    """`obj` as JSON to `path` through a temp file and os.replace (readers see the old or the new); fsynced if `durable`."""
-    with open(f"{path}.tmp", "wb") as fh:
-        fh.write(json.dumps(obj).encode())
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(f"{path}.tmp", path)
-
-
-class Syncer(threading.Thread):
-    """At each `put`, the results fsynced, then the checkpoint replaced, by this thread (the main thread writes on
-    meanwhile); manifest.json before the first (waiting for the fingerprint). Started at the first `put`: after the fork."""
-
-    def __init__(self, out_dir: str, fingerprint: Fingerprint, outputs: Any = None) -> None:
-        super().__init__(name="floor-sync", daemon=True)
-        self.out_dir, self.fingerprint, self.cpu, self.outputs = out_dir, fingerprint, 0.0, outputs
-        self.error: BaseException | None = None
-        self.queue: queue.SimpleQueue[tuple[int, dict[str, Any]] | None] = queue.SimpleQueue()
-
-    def put(self, fd: int, state: dict[str, Any]) -> None:
-        if self.ident is None:
-            self.start()
-        self.queue.put((fd, state))
-
-    def run(self) -> None:
-        try:
-            manifest = False
-            while (item := self.queue.get()) is not None:
-                os.fsync(item[0])  # what the checkpoint claims is on disk before it says so
-                more = self.outputs  # (`_floor_outputs`: the result index before the checkpoint, the cursor after it)
-                if more is not None:
-                    more.index(item[1])
-                if not manifest:  # (a resume compares the dataset with it before it trusts any checkpoint)
-                    dataset = {"dataset": {"path": self.fingerprint.result()}}
-                    _write_json(os.path.join(self.out_dir, "manifest.json"), dataset if more is None else more.manifest(dataset), True)
-                    manifest = True
-                # Not fsynced: a checkpoint lost in a power cut leaves the one before, which claims less (as tracejudge's).
-                _write_json(os.path.join(self.out_dir, "checkpoint.json"), item[1], False)
-                if more is not None:
-                    more.cursor(item[1], self.fingerprint.value)
-        except BaseException as exc:  # raised by `close`
-            self.error = exc
-        self.cpu = time.thread_time()
-
-    def close(self) -> None:
-        """Wait for every checkpoint put (stop the thread); raise what it raised."""
-        if self.is_alive():
-            self.queue.put(None)
-            self.join()
-        if self.error is not None:
-            raise self.error
 
 
 def write_junit(path: str, kept: list[Group], results: int, errors: int) -> None:
