@@ -22,10 +22,12 @@ guarantees and reasons plus, each once, plainly and as cheaply as Python allows,
    row's texts escaped as HTML and Markdown need; the rows chosen by numpy from the ranks the workers send, and their
    lines read back from results.jsonl at their offsets (the workers send each line's length).
 
-Left out: the page's CSS and JavaScript (constant text, tracejudge's `html_assets`); reasons' lists of calls capped at
-100 names (none here reaches it); the gate's other checks (none is configured); what `_floor_reasons` leaves out.
-`--phases` adds config, outputs (workers: ranks, hashes, tags, inert texts), index (head: CRC-32s, cursor ids),
-summary, reports; junit_file is this module's.
+Left out: the page's CSS and JavaScript (constant text, tracejudge's `html_assets`); the summary tracejudge prints to
+the terminal; reasons' lists of calls capped at 100 names (none here reaches it); the gate's other checks and pass@k
+(none is configured); the checkpoint's bounded fold state (the floor's counts of distinct values determine it); the tag
+breakdown's CI from a 250-value sample (here every value); what `_floor_reasons` leaves out. `--phases` adds config,
+outputs (workers: ranks, hashes, tags, inert texts), index (head: CRC-32s, cursor ids), summary (the fold: fold is 0),
+reports; junit_file is this module's.
 """
 
 from __future__ import annotations
