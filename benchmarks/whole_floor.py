@@ -91,6 +91,9 @@ def floor(n: int, cases: Path, work: Path, processes: int, level: str = "") -> p
     out = work / f"floor-{processes}-{level}"
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, str(BENCH / "_floor_run.py"), str(cases), str(out), "--processes", str(processes)]
+    if level == "outputs":  # its config file, written as `pipeline_throughput.ours` writes tracejudge's
+        (config := work / f"floor-{processes}.yaml").write_text(pt.CONFIG.format(cases=cases, run_dir=out))
+        cmd += ["--config", str(config)]
     got = pt.whole_process(cmd + ([f"--{level}"] if level else []), what)
     shutil.rmtree(out)
     if got["n"] != n:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,6 @@ def test_the_floor_writes_every_file_of_a_run_with_its_rows(runs: dict[str, Path
     # The config as tracejudge reads it, defaults filled; the checkpoint's CRC-32 of the results as written.
     assert json.loads((ours / "configs.jsonl").read_text())["config"] == {
         **json.loads((theirs / "configs.jsonl").read_text())["config"], "run": {**json.loads((theirs / "configs.jsonl").read_text())["config"]["run"], "dir": str(ours)}}
-    import zlib
-
     checkpoint = json.loads((ours / "checkpoint.json").read_text())
     assert checkpoint["results_crc32"] == zlib.crc32((ours / "results.jsonl").read_bytes())
     assert checkpoint["index_crc32"] == zlib.crc32((ours / "results.idx").read_bytes())
