@@ -35,6 +35,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.conventions.agents_hidden import SDK_HID, sdk_hid
 from tracejudge.stages.extract.otel.conventions.genai_events import INPUT_EVENTS, holds_messages
+from tracejudge.stages.extract.otel.conventions.genai_instructions import only_instructions
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
 from tracejudge.stages.extract.otel.wrapped import ancestor
@@ -151,7 +152,8 @@ def unread_requests(group: Group) -> tuple[list[Unread], list[Span]]:
     keys: dict[str, list[str]] = {}
     for s in models:
         t = top[s.span_id].span_id
-        if views[s.span_id].inputs or _holds_input(s):
+        # (the system instructions alone are not the request's input messages: those were lost all the same)
+        if (views[s.span_id].inputs and not only_instructions(s, views[s.span_id].inputs)) or _holds_input(s):
             heard.add(t)
         if s.dropped_attributes:
             lossy.add(t)

@@ -13,7 +13,8 @@ custom span that merely mentions a tool is not counted. Messages come from
 `gen_ai.input.messages` / `gen_ai.output.messages` (JSON) or, in log-event
 mode, from the span's GenAI events (the details event, else a span event of any name holding those keys, and the
 message events of conventions 1.27–1.36 as span events or log records: `genai_events`), else from ADK's `gcp.vertex.agent.llm_request` /
-`llm_response` (Gemini `contents`, see `adk`); usage from `gen_ai.usage.*`.
+`llm_response` (Gemini `contents`, see `adk`); the system instructions (`gen_ai.system_instructions`, on the span or
+its details event) lead the input as its system message (`genai_instructions`); usage from `gen_ai.usage.*`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUE
 from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, tl_langchain_span
 from tracejudge.stages.extract.otel.conventions.genai_events import event_messages, holds_messages
 from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_messages
+from tracejudge.stages.extract.otel.conventions.genai_instructions import with_instructions
 from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present
@@ -96,7 +98,7 @@ def read(span: Span) -> View | None:
         v.result = result if present(result) else MISSING
     if v.role in ("tool", "model", "agent"):
         v.error = (tool_error(span) if v.role == "tool" else span_error(span)) or v.error
-    inputs, outputs = messages(span)
+    inputs, outputs = messages(span, told=False)
     if v.role == "agent":
         v.request = last_user_text(inputs) if inputs else None
         v.answer = output_text(outputs) if outputs else None
@@ -104,7 +106,9 @@ def read(span: Span) -> View | None:
         v.agent_name = str(agent) if present(agent) and agent != "" else None
     elif v.role == "model" or (v.role is None and (inputs or outputs)):
         # (a request for n > 1 choices: the first, the one the application went on with; a refusal part is its text)
-        v.inputs, v.outputs = inputs, genai_choice(outputs, span)
+        # the system instructions only on a request: OpenLLMetry's LangChain also writes them, as plain text, on the
+        # `create_agent` span that builds the agent, which is no request and has no messages
+        v.inputs, v.outputs = with_instructions(span, inputs), genai_choice(outputs, span)
     # the names before semantic conventions 1.27 (prompt / completion tokens) when the current ones are absent
     v.usage_in = usage(span, "gen_ai.usage.input_tokens")
     v.usage_in = usage(span, "gen_ai.usage.prompt_tokens") if v.usage_in is None else v.usage_in
@@ -220,10 +224,12 @@ def _json_attr(span: Span, key: str) -> Any:
     return value
 
 
-def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def messages(span: Span, told: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A span's input and output messages, normalised (`[]` when it recorded none), from whichever form it wrote them in.
 
-    Raises `AdapterError` when a message attribute is not JSON. pydantic-ai's reader reads them again for its
+    The system instructions (`gen_ai.system_instructions`) lead the input as its system message (`genai_instructions`;
+    `told=False` leaves them out).
+    Raises `AdapterError` when a message attribute is not JSON, or the instructions are malformed. pydantic-ai's reader reads them again for its
     output tools (`pydantic_ai`): only on spans that name some, so other spans are decoded once.
     """
     inputs = _json_attr(span, "gen_ai.input.messages")
@@ -242,4 +248,5 @@ def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         outputs = outputs if said(outputs) else adk_out or outputs
     if span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in span.attrs):
         inputs = unwrap_results(inputs)
-    return inputs, outputs
+    # last: ADK's fallback above asks whether the input messages said anything, which the instructions must not answer
+    return (with_instructions(span, inputs) if told else inputs), outputs

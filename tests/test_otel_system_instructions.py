@@ -1,0 +1,168 @@
+"""Format `otel` reads the system prompt GenAI semantic conventions 1.37+ keep in `gen_ai.system_instructions`.
+
+The conventions put what a provider takes apart from the chat history in a JSON array of parts, on the inference span
+or its `gen_ai.client.inference.operation.details` event; it becomes the request's leading `system` message, as a system
+message recorded among `gen_ai.input.messages` is. The real recordings: OTel's google-genai instrumentation (the span
+attribute, and the details log record), OpenLLMetry's LangChain instrumentation (which moves every `SystemMessage`
+there, and also writes the prompt as plain text on its `create_agent` span). The rest are exports built by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _otel_truth import extract
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract.otel import read
+from tracejudge.stages.extract.otel.conventions import read_span
+
+DATA = Path(__file__).parent / "data"
+KEY = "gen_ai.system_instructions"
+TRACE, OTHER_TRACE, START = "5a0c1d2e3f405162738495a6b7c8d9e0", "6b1d2e3f405162738495a6b7c8d9e0f1", 1760000000000000000
+PROMPT = "You are a weather assistant. Answer in one sentence."
+TOLD = [{"type": "text", "content": PROMPT}]
+USER = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+OUT = [{"role": "assistant", "parts": [{"type": "text", "content": "Sunny, 21 C."}], "finish_reason": "stop"}]
+SYSTEM = {"role": "system", "parts": TOLD}
+
+
+def _value(v: Any) -> dict[str, Any]:
+    """An OTLP/JSON `AnyValue`: an attribute holding an array is written structured, as the conventions prefer."""
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [_value(x) for x in v]}}
+    if isinstance(v, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": _value(x)} for k, x in v.items()]}}
+    return {"stringValue": v}
+
+
+def _attrs(pairs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _value(v)} for k, v in pairs.items()]
+
+
+def _chat(trace: str, attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]] = ()) -> dict[str, Any]:
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4.1-mini"}
+    return {"traceId": trace, "spanId": trace[:16], "name": "chat gpt-4.1-mini", "kind": 3, "startTimeUnixNano": str(START),
+            "endTimeUnixNano": str(START + 10_000_000), "attributes": _attrs({**base, **attrs}),
+            "events": [{"name": n, "timeUnixNano": str(START + 9_000_000), "attributes": _attrs(a)} for n, a in events]}
+
+
+def _export(tmp_path: Path, *spans: dict[str, Any]) -> Path:
+    path = tmp_path / "export.jsonl"
+    doc = {"resourceSpans": [{"resource": {"attributes": _attrs({"service.name": "agent"})},
+                              "scopeSpans": [{"scope": {"name": "opentelemetry.util.genai.handler"}, "spans": list(spans)}]}]}
+    path.write_text(json.dumps(doc) + "\n")
+    return path
+
+
+def _inputs(path: Path) -> list[list[dict[str, Any]]]:
+    """The input messages of each model request in `path`, in order of start (the spans, not the case)."""
+    spans = [s for r in read(DatasetConfig(path=path, format="otel")) if r.error is None for s in r.payload.spans]
+    views = [read_span(s) for s in sorted(spans, key=lambda s: (s.start, s.span_id))]
+    return [v.inputs or [] for v in views if v.role == "model"]
+
+
+def _messages(inputs: list[Any]) -> str:
+    return json.dumps(inputs)
+
+
+@pytest.mark.parametrize("form", ["json text", "structured"])
+def test_the_span_attribute_is_the_requests_leading_system_message(tmp_path: Path, form: str) -> None:
+    told = json.dumps(TOLD) if form == "json text" else TOLD
+    path = _export(tmp_path, _chat(TRACE, {KEY: told, "gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)}))
+    assert _inputs(path) == [[SYSTEM, USER]]
+    (case,) = extract(path)
+    assert isinstance(case, Case), case
+    # a system prompt is no user turn: the case reads as it would without it
+    assert case.input == "Weather in Paris?" and [m.content for m in case.trace.user_messages] == ["Weather in Paris?"]
+    assert case.trace.output == "Sunny, 21 C."
+
+
+def test_the_details_span_event_holds_them_too(tmp_path: Path) -> None:
+    details = ("gen_ai.client.inference.operation.details", {KEY: TOLD, "gen_ai.input.messages": [USER], "gen_ai.output.messages": OUT})
+    path = _export(tmp_path, _chat(TRACE, {}, [details]))
+    assert _inputs(path) == [[SYSTEM, USER]]
+
+
+@pytest.mark.parametrize("recording", ["otel-span-only", "otel-event-only", "otel-span-only-afc-stream", "otel-event-only-afc"])
+def test_google_genai_instrumentation_gives_every_request_its_system_instruction(recording: str) -> None:
+    """OTel's google-genai instrumentation (through opentelemetry-util-genai): the span attribute, or with EVENT_ONLY the
+    details log record's attribute (an OTLP array of maps); each request opens with the application's `Be brief.`, once."""
+    requests = _inputs(DATA / "google-genai" / f"{recording}.jsonl")
+    assert requests and all(inputs[0] == {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]} for inputs in requests)
+    assert all([m["role"] for m in inputs].count("system") == 1 and inputs[1]["role"] == "user" for inputs in requests)
+
+
+def test_openllmetry_langchain_system_message_comes_back_and_its_agent_span_is_no_request() -> None:
+    """OpenLLMetry's LangChain instrumentation takes each `SystemMessage` out of `gen_ai.input.messages`; its
+    `create_agent` span holds the prompt as plain text, not JSON: that span is no request, so it is neither read nor an error."""
+    path = DATA / "frameworks" / "traceloop-langchain" / "booking.jsonl"
+    requests = _inputs(path)
+    assert len(requests) == 3
+    assert all(inputs[0] == {"role": "system", "parts": [{"type": "text", "content": "You are a helpful assistant."}]} for inputs in requests)
+    assert all(isinstance(c, Case) for c in extract(path))
+
+
+def test_instructions_the_input_messages_already_hold_are_said_once(tmp_path: Path) -> None:
+    both = _chat(TRACE, {KEY: json.dumps(TOLD), "gen_ai.input.messages": _messages([SYSTEM, USER]), "gen_ai.output.messages": _messages(OUT)})
+    assert _inputs(_export(tmp_path, both)) == [[SYSTEM, USER]]
+
+
+def test_instructions_lead_a_system_message_of_the_history(tmp_path: Path) -> None:
+    """Instructions are given apart from the history: they come first, the history's own system message after them."""
+    own = {"role": "system", "parts": [{"type": "text", "content": "Today is Monday."}]}
+    span = _chat(TRACE, {KEY: json.dumps(TOLD), "gen_ai.input.messages": _messages([own, USER]), "gen_ai.output.messages": _messages(OUT)})
+    assert _inputs(_export(tmp_path, span)) == [[SYSTEM, own, USER]]
+
+
+def test_parts_that_are_not_text_read_as_an_input_messages_parts(tmp_path: Path) -> None:
+    parts = [{"type": "text", "content": PROMPT}, {"type": "uri", "modality": "image", "uri": "https://example.com/logo.png"},
+             {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0KGgo="},
+             {"type": "thinking", "content": "a pydantic-ai part name"}]
+    told = _chat(TRACE, {KEY: json.dumps(parts), "gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)})
+    said = _chat(OTHER_TRACE, {"gen_ai.input.messages": _messages([{"role": "system", "parts": parts}, USER]),
+                               "gen_ai.output.messages": _messages(OUT)})
+    (from_instructions,) = _inputs(_export(tmp_path, told))
+    (from_messages,) = _inputs(_export(tmp_path, said))
+    assert from_instructions == from_messages
+    assert from_instructions[0]["parts"][1:3] == parts[1:3] and from_instructions[0]["parts"][3]["type"] == "reasoning"
+
+
+@pytest.mark.parametrize(("value", "field", "said"), [
+    ("You are terse.", KEY, "is not valid JSON"),
+    (json.dumps({"type": "text", "content": PROMPT}), KEY, "must be a JSON array of parts, got an object"),
+    (json.dumps(PROMPT), KEY, "must be a JSON array of parts, got a string"),
+    (json.dumps([{"type": "text", "content": PROMPT}, {"content": "no type"}]), f"{KEY}[1].type", "is missing"),
+    (json.dumps(["You are terse."]), f"{KEY}[0]", "must be a part object ({type, …}), got a string"),
+])
+def test_malformed_instructions_are_their_conversations_invalid_input(tmp_path: Path, value: str, field: str, said: str) -> None:
+    """As a `gen_ai.input.messages` that is not JSON: the conversation is one `invalid_input` naming file, line, span and
+    field; the next conversation of the file reads on."""
+    bad = _chat(TRACE, {KEY: value, "gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)})
+    good = _chat(OTHER_TRACE, {KEY: json.dumps(TOLD), "gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)})
+    got = extract(_export(tmp_path, bad, good))
+    assert len(got) == 2 and isinstance(got[1], Case), got
+    case_id, error = got[0]
+    assert case_id == TRACE and error.kind == "invalid_input"
+    assert error.field == f"span {TRACE[:16]}: {field}"
+    assert f"span {TRACE[:16]}: {field} {said}" in error.message and "export.jsonl line 1" in error.message, error.message
+
+
+def test_malformed_instructions_in_the_details_event_name_the_event(tmp_path: Path) -> None:
+    details = ("gen_ai.client.inference.operation.details", {KEY: "[{", "gen_ai.input.messages": [USER], "gen_ai.output.messages": OUT})
+    ((_, error),) = extract(_export(tmp_path, _chat(TRACE, {}, [details])))
+    assert error.field == f"span {TRACE[:16]}: span event 'gen_ai.client.inference.operation.details': {KEY}"
+    assert "is not valid JSON" in error.message
+
+
+def test_instructions_alone_are_no_recorded_input(tmp_path: Path) -> None:
+    """A request whose input messages were not written (content capture of inputs partly off, an instrumentation that
+    gave up) is still counted as such: its system prompt is not what the user said."""
+    path = _export(tmp_path, _chat(TRACE, {KEY: json.dumps(TOLD), "gen_ai.output.messages": _messages(OUT)}))
+    assert _inputs(path) == [[SYSTEM]]
+    (case,) = extract(path)
+    assert case.metadata["otel"]["missing_inputs"] == {"requests": 1, "no_messages": 1, "empty_messages": 0}
+
