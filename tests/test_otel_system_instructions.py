@@ -166,3 +166,61 @@ def test_instructions_alone_are_no_recorded_input(tmp_path: Path) -> None:
     (case,) = extract(path)
     assert case.metadata["otel"]["missing_inputs"] == {"requests": 1, "no_messages": 1, "empty_messages": 0}
 
+
+# --- the same system prompt where other conventions keep it ------------------------------------------------------------
+def _system(inputs: list[dict[str, Any]]) -> str | None:
+    """The text of the request's leading system message (`None`: it opens with none)."""
+    first = inputs[0] if inputs else {}
+    return "\n".join(p["content"] for p in first.get("parts") or []) if first.get("role") == "system" else None
+
+
+@pytest.mark.parametrize("recording", ["v2_no_content/S1.json", "v1_default/S1.json"])
+def test_adk_call_llm_request_opens_with_its_system_instruction(recording: str) -> None:
+    """Google ADK's `call_llm` holds the Gemini request in `gcp.vertex.agent.llm_request`, the agent's instruction in its
+    `config.system_instruction`; with GenAI content off (`v2_no_content`) that is the only place it is written."""
+    requests = _inputs(DATA / "agentevals" / "adk_py" / recording)
+    assert _system(requests[0]) == 'You are a helpful assistant.\n\nYou are an agent. Your internal name is "assistant".'
+    assert requests[0][1]["role"] == "user"
+
+
+def test_mlflow_pydantic_ai_instructions_lead_every_request() -> None:
+    """`mlflow.pydantic_ai.autolog()` records pydantic-ai's own messages: the agent's `instructions` ride on each
+    `ModelRequest`, in no part."""
+    requests = _inputs(DATA / "mlflow-agents" / "pydantic-tools.otlp.jsonl")
+    assert requests and all(_system(r) == "Use the tool." and [m["role"] for m in r].count("system") == 1 for r in requests)
+
+
+def test_mlflow_agents_sdk_response_span_carries_the_instructions() -> None:
+    """The Agents SDK under MLflow: the `Response` span's input is the run's items alone; the response it records, its
+    fields attributes of the span, names the `instructions`. Its `AsyncResponses` request sends them as `instructions`."""
+    requests = _inputs(DATA / "mlflow-agents" / "agents-tools.otlp.jsonl")
+    assert len(requests) == 4 and all(_system(r) == "Answer with the weather tool." for r in requests)
+
+
+def test_mlflow_anthropic_system_argument_is_the_system_message(tmp_path: Path) -> None:
+    """MLflow's Anthropic autolog records `messages.create`'s keyword arguments; `system` (text, or text blocks) is not
+    one of the `messages`. The recording asked with no system prompt: here it is given one, both ways."""
+    path = tmp_path / "anthropic.otlp.jsonl"
+    lines = []
+    for n, line in enumerate((DATA / "mlflow-agents" / "anthropic-tools.otlp.jsonl").read_text().splitlines()):
+        doc = json.loads(line)
+        for span in (sp for rs in doc.get("resourceSpans", []) for ss in rs["scopeSpans"] for sp in ss["spans"]):
+            for attr in span["attributes"]:
+                if span["name"] == "Messages.create" and attr["key"] == "mlflow.spanInputs":
+                    inputs = json.loads(attr["value"]["stringValue"])
+                    inputs["system"] = PROMPT if n % 2 == 0 else [{"type": "text", "text": PROMPT}]
+                    attr["value"]["stringValue"] = json.dumps(inputs)
+        lines.append(json.dumps(doc))
+    path.write_text("\n".join(lines) + "\n")
+    requests = _inputs(path)
+    assert len(requests) == 2 and all(_system(r) == PROMPT and r[1]["role"] == "user" for r in requests)
+
+
+def test_openllmetry_flat_prompt_system_role_is_the_system_message(tmp_path: Path) -> None:
+    """OpenLLMetry before it wrote `gen_ai.input.messages`: `gen_ai.prompt.<n>.role` / `.content`, one message a number."""
+    span = _chat(TRACE, {})
+    span["name"], span["attributes"] = "openai.chat", _attrs({
+        "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": PROMPT, "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Weather in Paris?",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Sunny, 21 C."})
+    assert _inputs(_export(tmp_path, span)) == [[SYSTEM, USER]]

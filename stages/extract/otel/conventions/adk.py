@@ -5,7 +5,8 @@ ADK (Python) writes `gcp.vertex.agent.llm_request` (`{"model", "config",
 Content, "finish_reason", "usage_metadata"}`) as JSON text on its `call_llm`
 span in every telemetry mode, while the GenAI keys of the `generate_content`
 span inside it may carry no content at all (content capture off, or events
-that say `<elided>`). A Gemini `Content` is `{"role": "user" | "model",
+that say `<elided>`). The request's `config.system_instruction` (the agent's instruction) leads its input as a
+`system` message. A Gemini `Content` is `{"role": "user" | "model",
 "parts": [{"text"} | {"function_call": {"id", "name", "args"}} |
 {"function_response": {"id", "name", "response"}}]}`.
 """
@@ -54,8 +55,21 @@ def adk_messages(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict
     response = unjson(attrs.get(ADK_RESPONSE))
     contents = request.get("contents") if isinstance(request, dict) else None
     inputs = [m for m in (_message(c, "user") for c in contents if isinstance(contents, list)) if m] if isinstance(contents, list) else []
+    config = request.get("config") if isinstance(request, dict) else None
+    told = _instruction(config.get("system_instruction")) if isinstance(config, dict) else None
     out = _message(response.get("content"), "assistant") if isinstance(response, dict) else None
-    return inputs, [out] if out else []
+    return ([told] if told else []) + inputs, [out] if out else []
+
+
+def _instruction(value: Any) -> dict[str, Any] | None:
+    """The request's `config.system_instruction` as its leading `system` message (`None`: none): the agent's
+    instruction, which Gemini takes apart from `contents`, as text, a `Content`, a `Part` or a list of either."""
+    if isinstance(value, dict) and isinstance(value.get("parts"), list):
+        value = value["parts"]
+    items = value if isinstance(value, list) else [value]
+    parts = [p for p in ({"type": "text", "content": x} if isinstance(x, str) else gemini_part(x) for x in items) if p is not None]
+    parts = [p for p in parts if p["type"] != "text" or p["content"]]
+    return {"role": "system", "parts": parts} if parts else None
 
 
 def _message(content: Any, default_role: str) -> dict[str, Any] | None:

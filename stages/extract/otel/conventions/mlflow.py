@@ -76,6 +76,12 @@ def read(span: Span) -> View | None:
     v.error = span_error(span)
     if v.role == "model":
         v.inputs = _request_messages(inputs) if inputs is not MISSING else None
+        if isinstance(inputs, list) and unjson(a.get("object")) == "response":
+            # the Agents SDK's `Response` span under MLflow: its input items alone; the response's fields, attributes
+            # of the span, name the instructions it was sent
+            told = unjson(a.get("instructions"))
+            if isinstance(told, str) and told and text_message("system", told) not in (v.inputs or []):
+                v.inputs = [text_message("system", told), *(v.inputs or [])]
         v.outputs = _response_messages(outputs, span.events) if outputs is not MISSING else None
         v.response_id, v.previous_response_id = response_ids(a.get("mlflow.spanInputs"), a.get("mlflow.spanOutputs"), None)
         v.usage_in, v.usage_out = usage_pair(unjson(a.get("mlflow.chat.tokenUsage")))
@@ -125,11 +131,17 @@ def _agent_name(span: Span) -> str | None:
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:
-    """A model request's input messages: a Responses API request's (`responses_request`), else chat `messages`."""
+    """A model request's input messages: a Responses API request's (`responses_request`), else chat `messages`, an
+    Anthropic request's `system` (text, or text blocks) their leading system message."""
     got = responses_request(inputs)
     if got is None:  # (`mlflow.pydantic_ai.autolog()` records pydantic-ai's own messages, `part_kind` parts)
         got = mlflow_pydantic_ai.request_messages(inputs)
-    return got if got is not None else normalise(inputs)
+    if got is not None:
+        return got
+    got = normalise(inputs)
+    system = inputs.get("system") if isinstance(inputs, dict) and isinstance(inputs.get("messages"), list) else None
+    told = normalise_one({"role": "system", "content": system}) if isinstance(system, (str, list)) else None
+    return [told, *(got or [])] if told and told["parts"] else got
 
 
 def _response_messages(outputs: Any, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]] | None:

@@ -90,7 +90,12 @@ def request_messages(inputs: Any) -> list[dict[str, Any]] | None:
     msgs = inputs.get("messages") if isinstance(inputs, dict) else None
     if not isinstance(msgs, list) or not msgs or not all(_ours(m) for m in msgs):
         return None
-    return [n for m in msgs for n in _message(m)]
+    out = [n for m in msgs for n in _message(m)]
+    # The agent's `instructions` ride on each request, not in its parts; the model is sent the newest request's, first
+    told = next((m.get("instructions") for m in reversed(msgs) if m["kind"] == "request"), None)
+    if isinstance(told, str) and told and text_message("system", told) not in out:
+        out.insert(0, text_message("system", told))
+    return out
 
 
 def response_messages(outputs: Any) -> list[dict[str, Any]] | None:
