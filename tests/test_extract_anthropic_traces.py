@@ -3,8 +3,8 @@
 `tests/frameworks/record_anthropic.py` runs one scripted loop (system prompt, thinking, two parallel
 `tool_use` blocks whose results go back in one message, Tokyo's with `is_error: true`, one more call whose
 result is sent as a list of text blocks, then the answer; prompt-cache tokens in the usage) under
-openinference-instrumentation-anthropic and opentelemetry-instrumentation-anthropic (OpenLLMetry), plain and
-streamed; `record_pydantic_ai_oi.py` runs the same script through a pydantic-ai agent on `AnthropicModel`,
+openinference-instrumentation-anthropic, opentelemetry-instrumentation-anthropic (OpenLLMetry) and the SDK's own
+tracing (`open_telemetry` client option), plain and streamed; `record_pydantic_ai_oi.py` runs the same script through a pydantic-ai agent on `AnthropicModel`,
 with and without OpenInference's pydantic-ai span processor. Each `<run>.truth.json` is what the
 application sent and got; the reading must give it back (see `tests/data/anthropic-instrumentations/README.md`).
 The last test re-records every run with the installed libraries (skipped for those not installed) and compares.
@@ -25,14 +25,16 @@ from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.otel import read
+from tracejudge.stages.extract.otel.conventions import read_span
 import _forkserver
 
 FRAMEWORKS = Path(__file__).parent / "data" / "anthropic-instrumentations"
-ANTHROPIC = [(folder, run) for folder in ("openinference-anthropic", "traceloop-anthropic") for run in ("tools", "tools-stream")]
+ANTHROPIC = [(folder, run) for folder in ("openinference-anthropic", "traceloop-anthropic", "anthropic-sdk") for run in ("tools", "tools-stream")]
 PYDANTIC_AI = [("openinference-pydantic-ai", "tools"), ("openinference-pydantic-ai", "plain-tools")]
-# OpenLLMetry's Anthropic instrumentation writes a tool_result block as a `tool_call_response` part without its
-# `is_error`, and keeps no request body: the failed call is not in the recording, so no reading can find it.
-NO_ERROR_FLAG = {"traceloop-anthropic"}
+# OpenLLMetry's Anthropic instrumentation and the SDK's own tracing write a tool_result block as a `tool_call_response`
+# part without its `is_error`, and keep no request body: the failed call is not in the recording, so no reading can find it.
+NO_ERROR_FLAG = {"traceloop-anthropic", "anthropic-sdk"}
 
 
 def _case(root: Path, folder: str, run: str) -> Case:
@@ -97,10 +99,31 @@ def test_pydantic_ai_thinking_is_the_steps_thought(run: str) -> None:
     assert steps[1].thought == "Paris is 21 C; Tokyo failed. Convert Paris to Fahrenheit."
 
 
+def _request_inputs(root: Path, folder: str, run: str) -> list[list[dict[str, Any]]]:
+    """The input messages of each model request of a recording, in order of start (the spans, not the case)."""
+    spans = [s for r in read(DatasetConfig(path=root / folder / f"{run}.jsonl", format="otel")) if r.error is None for s in r.payload.spans]
+    views = [read_span(s) for s in sorted(spans, key=lambda s: s.start)]
+    return [v.inputs or [] for v in views if v.role == "model"]
+
+
+@pytest.mark.parametrize(("folder", "run"), ANTHROPIC + PYDANTIC_AI, ids=[f"{f}/{r}" for f, r in ANTHROPIC + PYDANTIC_AI])
+def test_system_prompt_leads_every_request_once(folder: str, run: str) -> None:
+    """The `system` the application sent opens each request's input as one system message, wherever the instrumentation
+    put it: OpenInference's `system` input message, `gen_ai.system_instructions` (OpenLLMetry, the SDK, pydantic-ai)."""
+    system = _truth(FRAMEWORKS, folder, run)["system"]
+    requests = _request_inputs(FRAMEWORKS, folder, run)
+    assert len(requests) == 3
+    for inputs in requests:
+        assert inputs[0] == {"role": "system", "parts": [{"type": "text", "content": system}]}, inputs[0]
+        assert [m["role"] for m in inputs].count("system") == 1
+        assert inputs[1]["role"] == "user"
+
+
 # --- re-recorded now by the installed libraries: an upgrade that changes what they write fails here -----------------
 RECORDERS = Path(__file__).parent / "frameworks"
 LIVE = {"openinference-anthropic": ("record_anthropic.py", ("anthropic", "openinference.instrumentation.anthropic")),
         "traceloop-anthropic": ("record_anthropic.py", ("anthropic", "opentelemetry.instrumentation.anthropic")),
+        "anthropic-sdk": ("record_anthropic.py", ("anthropic", "anthropic.lib._tracing")),
         "openinference-pydantic-ai": ("record_pydantic_ai_oi.py", ("anthropic", "pydantic_ai", "openinference.instrumentation.pydantic_ai"))}
 
 

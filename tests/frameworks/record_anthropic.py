@@ -4,8 +4,9 @@
 
 writes `OUTDIR/<instrumentation>/<run>.jsonl` (OTLP/JSON, one export request a line, as `common.write_otlp`
 writes them) and `<run>.truth.json` (what the application itself sent and got). Instrumentations:
-`openinference-anthropic` (openinference-instrumentation-anthropic) and `traceloop-anthropic`
-(opentelemetry-instrumentation-anthropic, OpenLLMetry); runs: `tools` (`messages.create`) and
+`openinference-anthropic` (openinference-instrumentation-anthropic), `traceloop-anthropic`
+(opentelemetry-instrumentation-anthropic, OpenLLMetry) and `anthropic-sdk` (the SDK's own tracing, content recorded:
+it writes the system prompt in `gen_ai.system_instructions`); runs: `tools` (`messages.create`) and
 `tools-stream` (the same loop through `messages.stream(...)` / `get_final_message()`). Each recording
 runs in its own subprocess (instrumentors patch the SDK process-wide) against `fake_anthropic.ScriptedAnthropic`
 on loopback (no network). The script (`REPLIES`), the same for every recording:
@@ -118,13 +119,18 @@ def _instrumentor(kind: str) -> Any:
 
 
 def record(out: Path, kind: str, run: str) -> Any:
-    """Run `run` (`tools`, `tools-stream`) under instrumentation `kind`; write `out/<kind>/<run>.jsonl` and its truth."""
+    """Run `run` (`tools`, `tools-stream`) under instrumentation `kind`; write `out/<kind>/<run>.jsonl` and its truth.
+
+    `anthropic-sdk` is the SDK's own tracing (`open_telemetry` client option, content recorded), no instrumentor."""
     import anthropic
 
     with ScriptedAnthropic(REPLIES) as fake:
         provider = otel_provider(fake, "anthropic-loop")
-        _instrumentor(kind).instrument(tracer_provider=provider)
-        client = anthropic.Anthropic(base_url=fake.url, api_key="sk-ant-fake", max_retries=0)
+        traced: dict[str, Any] = {"open_telemetry": {"tracer_provider": provider, "traces": {"content_mode": "content"}}}
+        if kind != SDK:
+            _instrumentor(kind).instrument(tracer_provider=provider)
+            traced = {"open_telemetry": False}  # the instrumentor's spans alone, whatever the global tracer provider
+        client = anthropic.Anthropic(base_url=fake.url, api_key="sk-ant-fake", max_retries=0, **traced)
         truth = agent_loop(client, stream=run.endswith("-stream"))
         write_otlp(provider, fake, out / kind / f"{run}.jsonl")
         provider.shutdown()
@@ -132,8 +138,9 @@ def record(out: Path, kind: str, run: str) -> Any:
     return truth["output"]
 
 
+SDK = "anthropic-sdk"
 RECORDINGS = {f"{kind}/{run}": (lambda out, k=kind, r=run: record(out, k, r))
-              for kind in ("openinference-anthropic", "traceloop-anthropic") for run in ("tools", "tools-stream")}
+              for kind in ("openinference-anthropic", "traceloop-anthropic", SDK) for run in ("tools", "tools-stream")}
 
 
 def main(argv: list[str]) -> int:
