@@ -151,6 +151,32 @@ def test_malformed_instructions_are_their_conversations_invalid_input(tmp_path: 
     assert f"span {TRACE[:16]}: {field} {said}" in error.message and "export.jsonl line 1" in error.message, error.message
 
 
+@pytest.mark.parametrize("key", ["gen_ai.input.messages", "gen_ai.output.messages"])
+@pytest.mark.parametrize(("value", "kind"), [
+    (json.dumps("Weather in Paris?"), "a string"),
+    (json.dumps({"role": "user", "parts": []}), "an object"),
+    ("42", "a number"),
+])
+def test_message_attributes_that_are_no_array_are_invalid_input_as_the_instructions_are(
+        tmp_path: Path, key: str, value: str, kind: str) -> None:
+    """The conventions define both as arrays of messages: JSON of anything else (but LangGraph's `{"messages": [...]}`
+    state, which the reader unwraps) is its conversation's `invalid_input` naming span and field, not a request that
+    said nothing; the next conversation reads on."""
+    attrs = {"gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)}
+    bad = _chat(TRACE, {**attrs, key: value})
+    got = extract(_export(tmp_path, bad, _chat(OTHER_TRACE, attrs)))
+    assert len(got) == 2 and isinstance(got[1], Case), got
+    case_id, error = got[0]
+    assert case_id == TRACE and error.kind == "invalid_input" and error.field == f"span {TRACE[:16]}: {key}"
+    assert f"{key} must be a JSON array of messages, got {kind}" in error.message and "export.jsonl line 1" in error.message
+
+
+def test_a_messages_wrapper_still_reads(tmp_path: Path) -> None:
+    wrapped = json.dumps({"messages": [USER]})
+    (case,) = extract(_export(tmp_path, _chat(TRACE, {"gen_ai.input.messages": wrapped, "gen_ai.output.messages": _messages(OUT)})))
+    assert isinstance(case, Case) and case.input == "Weather in Paris?", case
+
+
 def test_malformed_instructions_in_the_details_event_name_the_event(tmp_path: Path) -> None:
     details = ("gen_ai.client.inference.operation.details", {KEY: "[{", "gen_ai.input.messages": [USER], "gen_ai.output.messages": OUT})
     ((_, error),) = extract(_export(tmp_path, _chat(TRACE, {}, [details])))

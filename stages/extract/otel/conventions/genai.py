@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tracejudge.core.json_kind import json_kind
 from tracejudge.core.records import decode_arguments
 from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
@@ -224,6 +225,20 @@ def _json_attr(span: Span, key: str) -> Any:
     return value
 
 
+def _message_list(span: Span, key: str) -> Any:
+    """The decoded value of a message attribute, `None` when absent.
+
+    The conventions define it as an array of messages; a value that decodes to anything else (text, a number, an
+    object other than a `{"messages": [...]}` wrapper) raises `AdapterError` naming the span and the field, as the
+    instructions beside it do, rather than reading as a request that said nothing.
+    """
+    value = _json_attr(span, key)
+    if value is None or isinstance(value, list) or (isinstance(value, dict) and isinstance(value.get("messages"), list)):
+        return value
+    fail(f"span {span.span_id}: {key} must be a JSON array of messages, got {json_kind(value)}",
+         field=f"span {span.span_id}: {key}")
+
+
 def messages(span: Span, told: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A span's input and output messages, normalised (`[]` when it recorded none), from whichever form it wrote them in.
 
@@ -232,8 +247,8 @@ def messages(span: Span, told: bool = True) -> tuple[list[dict[str, Any]], list[
     Raises `AdapterError` when a message attribute is not JSON, or the instructions are malformed. pydantic-ai's reader reads them again for its
     output tools (`pydantic_ai`): only on spans that name some, so other spans are decoded once.
     """
-    inputs = _json_attr(span, "gen_ai.input.messages")
-    outputs = _json_attr(span, "gen_ai.output.messages")
+    inputs = _message_list(span, "gen_ai.input.messages")
+    outputs = _message_list(span, "gen_ai.output.messages")
     if inputs is None or outputs is None:
         log_in, log_out = event_messages(span)
         inputs = inputs if inputs is not None else log_in
