@@ -112,3 +112,24 @@ def test_a_damaged_task_of_a_tasks_file_is_invalid_input_naming_field_and_line(t
     errors = [(cid, err.field, err.line) for cid, err in got[1:]]
     assert errors == [("1", "actions[0].kwargs", 3), ("2", "outputs", 4), ("3", "actions[0]", 5)]
     assert "got an array" in got[1][1].message and "expected an action object {name, kwargs}, got a string" in got[3][1].message
+
+
+@pytest.mark.parametrize(("value", "field", "said"), [
+    (float("nan"), "user_id", "holds NaN"),
+    ([{"flight_number": "HAT136", "date": float("inf")}], "flights[0].date", "holds Infinity"),
+    ({"amount": float("-inf")}, "total_baggages.amount", "holds -Infinity"),
+])
+def test_a_non_finite_number_in_a_tasks_kwargs_is_invalid_input_naming_its_place(runs, tau_paths, value, field, said):
+    # Python's json reads NaN and Infinity in a tasks file; kept, an expected argument no call can ever match
+    # (`expected NaN, got "mia_li_3668"` in a ToolCalls reason).
+    tasks = {t["task_index"]: t for t in json.loads(tau_paths[1].read_text())}
+    key = field.split(".")[0].split("[")[0]
+    tasks[0] = edited(tasks[0], ("actions", 0, "kwargs", key), value)
+    with pytest.raises(AdapterError) as err:
+        adapt(runs[0], tasks)
+    assert err.value.field == f"tasks[task_index=0].actions[0].kwargs.{field}"
+    assert said in str(err.value) and "no JSON number" in str(err.value)
+    # ... and in the run's own task (`info.task`), when no tasks file is given
+    with pytest.raises(AdapterError) as err:
+        adapt(edited(runs[0], ("info", "task", "actions", 0, "kwargs", key), value), None)
+    assert err.value.field == f"info.task.actions[0].kwargs.{field}"

@@ -19,6 +19,7 @@ naming the field.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from tracejudge.stages.extract.common import json_type
@@ -43,6 +44,17 @@ class _NotFinite(ValueError):
 
 def _not_finite(name: str) -> Any:
     raise _NotFinite(name)
+
+
+def _non_finite(value: Any, at: str) -> tuple[str, str] | None:
+    """`(field, why)` of the first NaN or Infinity in parsed JSON `value` (a dict key by `.key`, an item by `[i]`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return at, f"holds {value!r}, which is no JSON number (JSON has only finite numbers)".replace("nan", "NaN").replace("inf", "Infinity")
+    if isinstance(value, dict):
+        return next(filter(None, (_non_finite(v, f"{at}.{k}") for k, v in value.items())), None)
+    if isinstance(value, list):
+        return next(filter(None, (_non_finite(v, f"{at}[{i}]") for i, v in enumerate(value))), None)
+    return None
 
 
 def _arguments(args: Any) -> str | None:
@@ -150,6 +162,9 @@ def task_problem(task: Any, at: str) -> tuple[str, str] | None:
             return f"{here}.name", f"expected the tool's name; {_got(action.get('name', _MISSING))}"
         if not isinstance(action.get("kwargs"), dict):
             return f"{here}.kwargs", f"expected an object of arguments (name: value); {_got(action.get('kwargs', _MISSING))}"
+        if (where := _non_finite(action["kwargs"], f"{here}.kwargs")) is not None:
+            # (Python's json reads NaN and Infinity; compared as expected arguments, no call could ever match one.)
+            return where
     outputs = task.get("outputs", [])
     if not isinstance(outputs, list):
         return f"{at}outputs", f"expected a list of texts the agent must say, got {json_type(outputs)}"
