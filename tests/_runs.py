@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 import _forkserver
 
@@ -179,3 +184,26 @@ def sigkill_when(proc: subprocess.Popen, ready: Any, what: str, timeout_s: float
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=60)
+
+
+def http_get(url: str, timeout: float = 60) -> tuple[int, str]:
+    """(status, body) of a GET; an HTTP error's status and page, not an exception."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+@contextmanager
+def small_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (`256k`) mounted on the new folder `mnt`, unmounted after; the test is skipped where this
+    process may not mount one (not root)."""
+    mnt.mkdir()
+    if os.geteuid() != 0 or _forkserver.run(["mount", "-t", "tmpfs", "-o", f"size={size}", f"tj-{uuid.uuid4().hex[:8]}", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        _forkserver.run(["umount", "-l", str(mnt)], check=False)

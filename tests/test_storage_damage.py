@@ -9,11 +9,9 @@ and, when this process may mount, a 256 KiB tmpfs that really fills (`ENOSPC`).
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +22,7 @@ import pytest
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner, store
 from tracejudge.engine.manifest import ManifestMismatch
+from _runs import small_tmpfs
 import _forkserver
 
 TJ = Path(sys.executable).with_name("tracejudge")
@@ -229,12 +228,7 @@ def test_disk_full_by_file_size_limit_ends_with_one_line(tmp_path: Path) -> None
 
 
 def test_disk_full_on_a_real_small_filesystem(tmp_path: Path) -> None:
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if os.geteuid() != 0 or _forkserver.run(["mount", "-t", "tmpfs", "-o", "size=256k", f"tj-{uuid.uuid4().hex[:8]}", str(mnt)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
+    with small_tmpfs(tmp_path / "small", "256k") as mnt:
         run_dir = mnt / "run"
         config = _config(tmp_path, run_dir, )
         config["dataset"]["path"] = str(_dataset(tmp_path, N))
@@ -245,5 +239,3 @@ def test_disk_full_on_a_real_small_filesystem(tmp_path: Path) -> None:
         filler.unlink()  # space is freed: the resume finishes
         _forkserver.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
         _assert_disk_full_then_resume(proc, run_dir, config)
-    finally:
-        _forkserver.run(["umount", "-l", str(mnt)], check=False)

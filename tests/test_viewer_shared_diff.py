@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from _runs import planted_runs, view_process
+from _runs import http_get, planted_runs, view_process
 
 
 def _same_dataset(*runs: Path) -> None:
@@ -19,11 +17,7 @@ def _same_dataset(*runs: Path) -> None:
 
 
 def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=300) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
+    return http_get(url, timeout=300)
 
 
 def test_identical_concurrent_diffs_are_computed_once_and_shared(tmp_path: Path) -> None:

@@ -11,14 +11,12 @@ import html
 import re
 import shutil
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _runs import native_case, view_server, write_config, write_dataset
+from _runs import http_get as get, native_case, view_server, write_config, write_dataset
 from tracejudge.entrypoints.cli import main
 import _forkserver
 
@@ -35,15 +33,6 @@ def _cases(prefix: str, word: str, n: int = 8) -> list[Any]:
         out.append(c)
     out[1]["trace"]["steps"][0]["tool_calls"][0]["arguments"] = {"api_key": SECRET, "note": f"token {SECRET} here"}
     return out
-
-
-def get(url: str) -> tuple[int, str]:
-    """(status, body) of a GET; an HTTP error's status and page, not an exception."""
-    try:
-        with urllib.request.urlopen(url, timeout=60) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def matching(page: str) -> int:

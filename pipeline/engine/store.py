@@ -116,11 +116,13 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         # (a half-written temporary on a full disk holds the blocks the next, smaller write needs: the record of why
         # the run stopped)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # (a write's error names no file: the user's is this one)
+            exc.filename = str(path)
         raise
     if durable:
         _fsync_dir(path.parent)

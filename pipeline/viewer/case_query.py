@@ -3,11 +3,13 @@ a query becomes over `view.idx`'s `results` table (`where_and_order`; the index 
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["METRIC_SORT", "PAGE_SIZES", "CaseQuery", "Page", "metric_sort", "natural_key", "search_text", "where_and_order"]
+__all__ = ["METRIC_SORT", "PAGE_SIZES", "CaseQuery", "Page", "metric_sort", "natural_key", "page_of", "search_text", "where_and_order"]
 
 PAGE_SIZES = (25, 50, 100, 200)
 # A metric's sort key is its name behind this prefix (`sort=metric:tc`): a metric may be named `case`, `status` or
@@ -159,3 +161,33 @@ def search_text(res: dict[str, Any], run_error: str) -> str:
     if isinstance(err, dict):
         parts.append(str(err.get("message") or ""))
     return "\n".join(parts).lower()
+
+
+def page_of(db: sqlite3.Connection, metrics: list[str], q: CaseQuery) -> Page:
+    """One page of the rows of `view.idx` (`db`, whose metric columns are `metrics` in order) matching `q`; a `page`
+    beyond the last (or 0) shows the nearest, and `q.notes` says so. The caller holds the index's lock."""
+    cond, args, order = where_and_order(q, metrics)
+    size = q.size
+    total = int(db.execute(f"SELECT COUNT(*) FROM results{cond}", args).fetchone()[0])
+    pages = max(1, -(-total // size))
+    if not 1 <= q.page <= pages:  # (past the last page, or 0: the nearest page, and the page says so)
+        shown = max(1, min(q.page, pages))
+        q.notes.append(f"page={str(q.page)[:40]}: pages count from 1 and this query has {pages}; showing page {shown}.")
+        q.page = shown
+    vcols = "".join(f", m{i}, p{i}" for i in range(len(metrics)))
+    found = db.execute(
+        f"SELECT case_id, trial, status, tags, error, duration, run_error{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",
+        [*args, size, (q.page - 1) * size],
+    ).fetchall()
+    ids = sorted({r[0] for r in found})
+    snips = dict(db.execute(f"SELECT case_id, snippet FROM casetext WHERE case_id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
+    rows = []
+    for r in found:
+        vals = r[7:]
+        rows.append({
+            "case_id": r[0], "trial": r[1], "status": r[2], "tags": [t for t in (r[3] or "").split("\x1f") if t],
+            "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5], "run_error": r[6] or "", "snippet": snips.get(r[0]) or "",
+            "values": {k: vals[2 * i] for i, k in enumerate(metrics)},
+            "passed": {k: None if vals[2 * i + 1] is None else bool(vals[2 * i + 1]) for i, k in enumerate(metrics)},
+        })
+    return Page(rows, total, list(metrics), q)

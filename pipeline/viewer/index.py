@@ -21,9 +21,11 @@ directory instead (`~/.cache/tracejudge/view/<sha1 of the run dir>.idx`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,9 +35,9 @@ import pydantic_core
 
 from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, result_problem
 from tracejudge.stages.reports.cases import run_error_of
-from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, search_text, where_and_order
+from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, page_of, search_text
 from tracejudge.viewer.index_dead import DEAD_TABLE, dead_row, drop_dead, error_place
-from tracejudge.viewer.index_file import cache_path, head, results_size, tail
+from tracejudge.viewer.index_file import TABLES, cache_path, head, results_size, tail
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
@@ -54,30 +56,49 @@ class RunIndex:
     number of results (0 while the run has no `results.jsonl` yet, or once it
     is gone: the rows of a deleted file are dropped, not served as if it were
     there); `query(CaseQuery)` returns a `Page`. `generation` grows at every
-    rebuild: case text computed for an older generation is not stored. Raises
-    `sqlite3.Error` when the index file cannot be opened or written.
+    rebuild: case text computed for an older generation is not stored. An index file that cannot be written (a full
+    disk, a quota; the cache folder not made) gives way to one in memory, `in_memory` saying why (else None).
     """
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self.results = self.run_dir / "results.jsonl"
-        path = self.run_dir / INDEX_FILE
-        if not os.access(self.run_dir, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-            path = cache_path(self.run_dir)
-        self.path = path
+        self.path = path = self.run_dir / INDEX_FILE
         self._lock = threading.Lock()
         self.metrics: list[str] = []
         self.tags: list[str] = []
         self.generation = 0
+        self.in_memory: str | None = None
+        try:
+            if not os.access(self.run_dir, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+                self.path = path = cache_path(self.run_dir)
+        except OSError as exc:  # (no cache folder can be made: a full or read-only home)
+            self._to_memory(exc, drop=False)
+            return
         try:
             self._db = self._open()
         except sqlite3.DatabaseError:  # not an index (or a damaged one): it is derived, so start over
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
-            self._db = self._open()
+            try:
+                self._db = self._open()
+            except sqlite3.OperationalError as exc:
+                self._to_memory(exc)
 
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+    def _to_memory(self, exc: BaseException, *, drop: bool = True) -> None:
+        # The index is derived: one that cannot be written (a full disk, a quota) is built in memory instead, again by
+        # each viewer, and every page is served rather than a 500 naming sqlite's "database or disk is full".
+        with contextlib.suppress(AttributeError, sqlite3.Error):
+            self._db.close()
+        for suffix in ("", "-wal", "-shm") if drop else ():  # (what the failed write left: derived, and its blocks freed)
+            with contextlib.suppress(OSError):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.in_memory = f"{self.path} cannot be written ({exc}); its index is kept in memory until the viewer stops"
+        print(f"tracejudge view: {self.in_memory}", file=sys.stderr, flush=True)
+        self._db = self._open(":memory:")
+
+    def _open(self, where: Path | str | None = None) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path if where is None else where, check_same_thread=False, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=OFF")  # derived data: a crash just means a rebuild
@@ -108,17 +129,8 @@ class RunIndex:
         for table in ("results", "casetext", "bad", "dead"):
             db.execute(f"DROP TABLE IF EXISTS {table}")
         db.execute("DELETE FROM meta")
-        db.execute(
-            "CREATE TABLE results(case_id TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT, tags TEXT, error TEXT,"
-            " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, run_error TEXT, case_key TEXT,"
-            " PRIMARY KEY(case_id, trial))"
-        )
-        db.execute("CREATE INDEX results_status ON results(status)")
-        db.execute("CREATE INDEX results_case_key ON results(case_key, case_id, trial)")
-        db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
-        db.execute("CREATE TABLE bad(line INTEGER PRIMARY KEY, case_id TEXT, trial INTEGER, problem TEXT)")
-        db.execute("CREATE INDEX bad_case ON bad(case_id, trial)")
-        db.execute(DEAD_TABLE)
+        for statement in (*TABLES, DEAD_TABLE):
+            db.execute(statement)
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
         self._set_meta("lines", "0")
@@ -181,7 +193,13 @@ class RunIndex:
                 self._reset()
                 done = 0
             if size > done:
-                self._ingest(done)
+                try:
+                    self._ingest(done)
+                except sqlite3.OperationalError as exc:
+                    if self.in_memory is not None:
+                        raise
+                    self._to_memory(exc)  # (the disk filled while the index grew: read again whole, into memory)
+                    self._ingest(0)
             self._stamp()
             return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
@@ -273,7 +291,8 @@ class RunIndex:
             self._set_meta("tags", json.dumps(self.tags))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # (sqlite rolls back by itself on some errors: a full disk)
+                db.execute("ROLLBACK")
             self._ensure_schema()
             raise
 
@@ -305,11 +324,17 @@ class RunIndex:
         with self._lock:
             if generation != self.generation:
                 return 0
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text, snippet) VALUES (?, ?, ?)", chunk)
-            if done:
-                self._set_meta("casetext", "done")
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text, snippet) VALUES (?, ?, ?)", chunk)
+                if done:
+                    self._set_meta("casetext", "done")
+                self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if self.in_memory is not None:
+                    raise
+                self._to_memory(exc)  # (a new generation: the next page's refresh indexes the results and this text again)
+                return 0
         return len(chunk)
 
     def has_case_text(self) -> bool:
@@ -319,33 +344,8 @@ class RunIndex:
 
     def query(self, q: CaseQuery) -> Page:
         """One page of results matching `q` (see `CaseQuery`)."""
-        cond, args, order = where_and_order(q, self.metrics)
-        size = q.size
         with self._lock:
-            total = int(self._db.execute(f"SELECT COUNT(*) FROM results{cond}", args).fetchone()[0])
-            pages = max(1, -(-total // size))
-            if not 1 <= q.page <= pages:  # (past the last page, or 0: the nearest page, and the page says so)
-                shown = max(1, min(q.page, pages))
-                q.notes.append(f"page={str(q.page)[:40]}: pages count from 1 and this query has {pages}; showing page {shown}.")
-                q.page = shown
-            vcols = "".join(f", m{i}, p{i}" for i in range(len(self.metrics)))
-            cur = self._db.execute(
-                f"SELECT case_id, trial, status, tags, error, duration, run_error{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",
-                [*args, size, (q.page - 1) * size],
-            )
-            found = cur.fetchall()
-            ids = sorted({r[0] for r in found})
-            snips = dict(self._db.execute(f"SELECT case_id, snippet FROM casetext WHERE case_id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
-            rows = []
-            for r in found:
-                vals = r[7:]
-                rows.append({
-                    "case_id": r[0], "trial": r[1], "status": r[2], "tags": [t for t in (r[3] or "").split("\x1f") if t],
-                    "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5], "run_error": r[6] or "", "snippet": snips.get(r[0]) or "",
-                    "values": {k: vals[2 * i] for i, k in enumerate(self.metrics)},
-                    "passed": {k: None if vals[2 * i + 1] is None else bool(vals[2 * i + 1]) for i, k in enumerate(self.metrics)},
-                })
-        return Page(rows, total, list(self.metrics), q)
+            return page_of(self._db, list(self.metrics), q)
 
     def result(self, case_id: str, trial: int) -> dict[str, Any] | None:
         """The full result line of (case, trial), read back from `results.jsonl` by its byte offset.

@@ -11,9 +11,20 @@ from pathlib import Path
 
 from tracejudge.core.regular_file import NotRegularFile
 
-__all__ = ["HEAD", "cache_path", "head", "results_size", "tail"]
+__all__ = ["HEAD", "TABLES", "cache_path", "head", "results_size", "tail"]
 
 HEAD = 4096  # bytes of results.jsonl fingerprinted at its start, and before where the index stopped
+# The index's tables but `dead` (`index_dead`); `results` gains a value and a verdict column per metric as they are met.
+TABLES = (
+    "CREATE TABLE results(case_id TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT, tags TEXT, error TEXT,"
+    " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, run_error TEXT, case_key TEXT,"
+    " PRIMARY KEY(case_id, trial))",
+    "CREATE INDEX results_status ON results(status)",
+    "CREATE INDEX results_case_key ON results(case_key, case_id, trial)",
+    "CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)",
+    "CREATE TABLE bad(line INTEGER PRIMARY KEY, case_id TEXT, trial INTEGER, problem TEXT)",
+    "CREATE INDEX bad_case ON bad(case_id, trial)",
+)
 
 
 def cache_path(run_dir: Path) -> Path:

@@ -60,8 +60,10 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             junit_writer.finish(fh, verdict)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)  # (on a full disk, its blocks are what the record of the run's end needs)
+        if isinstance(exc, OSError) and exc.filename is None:  # (a write's error names no file: the user's is this one)
+            exc.filename = str(junit)
         raise
     store.replace_if_changed(tmp, junit)
     paths.append(junit)

@@ -86,6 +86,8 @@ def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> 
     leaf = next((e for e in leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
     if leaf is None:
         return 0
+    if getattr(args, "command", None) == "report":
+        return _report_full(args, leaf, err)
     run_dir = Path(getattr(args, "crash_dir", None) or ".")
     results = run_dir / "results.jsonl"
     try:
@@ -108,6 +110,16 @@ def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> 
     resume = getattr(args, "resume_command", None) or "the same command"
     err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); {kept}, and only unwritten results will be redone. "
               f"Free space, then resume with: {resume}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_INTERNAL
+
+
+def _report_full(args: argparse.Namespace, leaf: OSError, err: Console) -> int:
+    # `report` redoes no result and resumes nothing: what it could not write, and the same `report` once space is freed.
+    what = leaf.filename or f"the summary and reports of {', '.join(str(d) for d in args.run_dirs)}"
+    again = ["tracejudge", "report", *map(str, args.run_dirs)]
+    again += [*(["--out", str(args.out)] if args.out else []), *(["--baseline", str(args.baseline)] if args.baseline else [])]
+    err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); the results are untouched (report only reads them). "
+              f"Free space, then run again: {shlex.join(again)}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_INTERNAL
 
 
