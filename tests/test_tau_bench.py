@@ -206,3 +206,23 @@ def test_a_run_that_is_null_is_named_in_json_s_words(tmp_path):
 
     got = [_extract(raw, _fmt("tau-bench"), None) for raw in _fmt("tau-bench").read(_Ds())]
     assert [err.message for _, err in got] == ["expected a run object, got null", "expected a run object, got an array"]
+
+
+@pytest.mark.parametrize("nulled", [0, 2])
+def test_a_task_whose_actions_are_null_fails_its_runs_first_task_or_not(tmp_path, tau_paths, raw_runs, nulled):
+    # The first task was taken for another file's element (a config error, then "no format knows these records");
+    # it is a task with a wrong field, whose runs say so, as a later one's do.
+    tasks = json.loads(tau_paths[1].read_text())
+    tasks[nulled]["actions"] = None
+    tasks_path = tmp_path / "tasks.json"
+    tasks_path.write_text(json.dumps(tasks, indent=1))
+    data = tmp_path / "runs.json"
+    data.write_text(json.dumps(raw_runs[:4], indent=1))
+    code, err = _run_cli(tmp_path, f"{{path: {data}, format: tau-bench, tasks: {tasks_path}}}")
+    assert code == 1 and "config error" not in err and "no format" not in err, err  # the gate: one invalid_input
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in results] == ["invalid_input" if r["case_id"] == f"{nulled}-0" else "ok" for r in results]
+    (bad,) = [r["error"] for r in results if r["status"] == "invalid_input"]
+    assert bad["field"] == f"tasks[task_index={nulled}].actions" and bad["message"].endswith("expected a list of actions, got null")
+    starts = [n for n, line in enumerate(data.read_text().splitlines(), 1) if line == " {"]  # (each run's first line)
+    assert bad["file"] == str(data) and bad["line"] == starts[nulled]

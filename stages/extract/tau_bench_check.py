@@ -25,6 +25,7 @@ _PEEK = 20
 
 
 _HEAD = 4096  # bytes looked at to tell a compressed tasks file
+_TASK_KEYS = {"user_id", "instruction"}  # a τ-bench task's own keys, which no tools file's element has
 
 
 def check_not_packed(path: Path) -> None:
@@ -62,8 +63,10 @@ def check_nothing_read(path: Path, read: int, unreadable: dict[int, str]) -> Non
 
 
 def check_task_shape(path: Path, first: Any, line: int) -> None:
-    """Raise `ConfigError` when the tasks file's first element is not a τ-bench task (it has no `actions` list)."""
-    if isinstance(first, dict) and isinstance(first.get("actions"), list):
+    """Raise `ConfigError` when the tasks file's first element is not a τ-bench task: no `actions` list, and not a task
+    whose `actions` is wrong (`"actions": null` beside its `user_id` or `instruction`), which only its runs fail
+    for (`invalid_input` naming `tasks[task_index=N].actions`), as they do for a later task."""
+    if isinstance(first, dict) and (isinstance(first.get("actions"), list) or ("actions" in first and _TASK_KEYS & first.keys())):
         return
     if isinstance(first, dict):
         got = "keys " + ", ".join(map(str, list(first)[:6])) if first else "an empty object"
