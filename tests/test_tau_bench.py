@@ -226,3 +226,26 @@ def test_a_task_whose_actions_are_null_fails_its_runs_first_task_or_not(tmp_path
     assert bad["field"] == f"tasks[task_index={nulled}].actions" and bad["message"].endswith("expected a list of actions, got null")
     starts = [n for n, line in enumerate(data.read_text().splitlines(), 1) if line == " {"]  # (each run's first line)
     assert bad["file"] == str(data) and bad["line"] == starts[nulled]
+
+
+def test_a_lone_surrogate_in_a_user_message_is_read_as_ufffd_by_run_and_extract_alike(tmp_path, tau_paths, raw_runs):
+    # `run` scored the case while `extract` refused it under `input`: both read the text as U+FFFD, and say so once.
+    import sys
+
+    text = json.dumps(raw_runs[:3], indent=1)
+    first = json.dumps(raw_runs[0]["traj"][1]["content"])
+    data = tmp_path / "runs.json"
+    data.write_text(text.replace(first, first[:11] + "\\ud800" + first[11:], 1))
+    code, err = _run_cli(tmp_path, f"{{path: {data}, format: tau-bench, tasks: {tau_paths[1]}}}")
+    warning = "tau-bench: run 0-0: traj[1].content holds a lone surrogate"
+    assert code == 0 and err.count(warning) == 1 and "read as U+FFFD" in err, err
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in results] == ["ok"] * 3
+    out = tmp_path / "cases.jsonl"
+    done = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", str(tmp_path / "c.yaml"), "-o", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr.count(warning) == 1, done.stderr
+    cases = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [c["id"] for c in cases] == [f"{r['task_id']}-{r['trial']}" for r in raw_runs[:3]]
+    assert cases[0]["input"] == raw_runs[0]["traj"][1]["content"][:10] + "\ufffd" + raw_runs[0]["traj"][1]["content"][10:]
+    assert cases[0]["trace"]["user_messages"][0]["content"] == cases[0]["input"]

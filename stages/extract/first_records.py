@@ -199,8 +199,11 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         return
     if fmt.whole_file:  # the whole file decides, not the part a limit keeps
         dataset = dataset.model_copy(update={"limit": None})
+    from tracejudge.stages.load.framing import quiet
+
     try:
-        bad = _scan(fmt, dataset, ctx, FIRST)
+        with quiet():  # (the run reads these records again, and says their warnings then: said here too, twice)
+            bad = _scan(fmt, dataset, ctx, FIRST)
         head = _head(dataset.path) if bad is not None else b""
     except OSError as exc:  # a file that exists but cannot be read (permissions, an I/O error): the dataset, not a crash
         raise ConfigError(f"dataset.path: {dataset.path}: cannot be read ({os_error(exc)})") from None

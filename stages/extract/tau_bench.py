@@ -73,6 +73,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json, not_a_list
 from tracejudge.stages.extract.tau_bench_files import TASK_KEY, read_records
+from tracejudge.stages.extract.tau_bench_text import mended_case
 from tracejudge.stages.load.framing import count_quietly
 
 __all__ = ["Tasks", "Turns", "adapt", "load_tasks", "nameless", "prepare", "settle", "unnamed"]
@@ -261,7 +262,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     if task.get("outputs"):  # (most tasks have none: their metadata stays as it was)
         metadata["outputs"] = task["outputs"]
     users = turns.users
-    return Case.model_validate(
+    return Case.model_validate(mended_case(
         {
             "id": case_id,
             "input": users[0]["content"] if users else None,
@@ -269,8 +270,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             "tags": ["tau-bench"],
             "metadata": metadata,
             "trace": {"steps": turns.steps, "user_messages": users, "output": turns.output, "usage": {"requests": turns.requests}},
-        }
-    )
+        }, traj, case_id))
 
 
 _ABSENT = object()
