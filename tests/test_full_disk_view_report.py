@@ -22,14 +22,16 @@ TJ = Path(sys.executable).with_name("tracejudge")
 
 @pytest.fixture
 def full_run(tmp_path: Path) -> Iterator[Path]:
-    """A run of 30 cases on a 1 MiB tmpfs with no block left."""
+    """A run of 30 cases on a 1 MiB tmpfs with no block left, its junit.xml an earlier segment's."""
     data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:02d}", ["lookup", "book"], ["lookup"]) for i in range(30)])
     made = _forkserver.run([str(TJ), "run", str(write_config(tmp_path / "c.yaml", data, tmp_path / "run")), "--no-progress"],
                            capture_output=True, text=True, timeout=300)
     assert made.returncode in (0, 1), made.stdout + made.stderr
     with small_tmpfs(tmp_path / "small", "1m") as mnt:
         run = copy_run(tmp_path / "run", mnt / "run")
-        (run / "junit.xml").unlink()  # (what `report` writes again, and cannot)
+        # An earlier segment's junit.xml, saying PASS: what `report` replaces, and cannot write on this disk.
+        stale = (run / "junit.xml").read_text(encoding="utf-8")
+        (run / "junit.xml").write_text(stale + "<!-- an earlier segment's -->\n" * 2000, encoding="utf-8")
         with open(mnt / "filler", "wb", buffering=0) as fh:
             try:
                 while True:
@@ -59,6 +61,11 @@ def test_report_on_a_full_disk_names_the_file_the_cause_and_the_command(full_run
     assert re.match(rf"disk full: cannot write {re.escape(str(full_run))}/\S+ \(no space left on the device\); ", lines[0]), lines[0]
     assert lines[0].endswith(f"Free space, then run again: tracejudge report {full_run}"), lines[0]
     assert "resume" not in lines[0] and "redone" not in lines[0]
+    # The earlier segment's junit.xml is not left to be read as this run's: one `run` error stands in its place.
+    junit = (full_run / "junit.xml").read_text(encoding="utf-8")
+    assert "earlier segment" not in junit and 'tests="1" failures="0" errors="1"' in junit
+    assert f"{full_run / 'junit.xml'} could not be written (No space left on device)" in junit
+    assert f"then write it with: tracejudge report {full_run}" in junit
     (full_run.parent / "filler").unlink()
     again = _forkserver.run([str(TJ), "report", str(full_run)], capture_output=True, text=True, timeout=300)
     assert again.returncode in (0, 1) and (full_run / "junit.xml").exists(), again.stdout + again.stderr

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +62,14 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             junit_writer.finish(fh, verdict)
+        store.replace_if_changed(tmp, junit)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)  # (on a full disk, its blocks are what the record of the run's end needs)
-        if isinstance(exc, OSError) and exc.filename is None:  # (a write's error names no file: the user's is this one)
-            exc.filename = str(junit)
+        if isinstance(exc, OSError):
+            if exc.filename is None:  # (a write's error names no file: the user's is this one)
+                exc.filename = str(junit)
+            _stand_in_junit(junit, exc)
         raise
-    store.replace_if_changed(tmp, junit)
     paths.append(junit)
     hist = None
     if baseline is not None:
@@ -78,6 +82,20 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     store.write_text_if_changed(html_path, page)
     paths.append(html_path)
     return paths
+
+
+def _stand_in_junit(junit: Path, exc: OSError) -> None:
+    """Put a junit.xml of one `run` test case in `<error>` saying why in the place of the one that could not be
+    written: the one there is an earlier segment's, which a CI would read as this run's (a PASS, perhaps). When even
+    that cannot be written, no junit.xml is left: a CI then finds none, never the stale one. Never raises."""
+    from tracejudge.stages.reports.junit import stopped_junit
+
+    with contextlib.suppress(OSError):
+        junit.unlink(missing_ok=True)  # (first: on a full disk its blocks are what the stand-in needs)
+    why = (f"{junit} could not be written ({exc.strerror or type(exc).__name__}); this file stands in for it. "
+           f"Mend that, then write it with: tracejudge report {shlex.quote(str(junit.parent))}")
+    with contextlib.suppress(OSError):
+        store.atomic_write_text(junit, stopped_junit("ERROR", why))
 
 
 def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, feed: ReportFeed | None = None,
