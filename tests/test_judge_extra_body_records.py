@@ -83,3 +83,29 @@ def test_each_scores_judge_block_names_the_fields_sent_by_digest_and_none_withou
     panel = {**judge, "model": "x", "extra_body": {"seed": 1}, "models": ["openai:a", {"model": "openai:b", "extra_body": {"seed": 2}}]}
     summary = _run(_config(tmp_path, panel, run_dir="panel"))
     assert {b["extra_body"] for b in _blocks(tmp_path / "panel")} == {_digest(summary["judge"]["extra_body_by_model"])}
+
+
+def test_a_key_that_is_a_credential_is_masked_in_every_file_and_its_change_refuses_a_resume(
+        simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # A key pasted as a field's name (`{"sk-…": true}`) was recorded in clear in configs.jsonl, manifest.json and
+    # summary.json, while a value under `api_key` or shaped like a key was masked.
+    sim = simulator()
+    judge = {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1"}
+    second, third = "sk-ant-api03-Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe", "sk-proj-Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb6Nm8"
+    extra = {KEY: True, second: {"seed": 1}, "api_key": "sk-short1", "metadata": {"note": f"use {third}"}}
+    summary = _run(_config(tmp_path, {**judge, "extra_body": extra}))
+    assert summary["status"] == {"ok": 2}
+    assert summary["judge"]["extra_body"] == {"[REDACTED]": True, "[REDACTED] (2)": {"seed": 1}, "api_key": "[REDACTED]",
+                                              "metadata": {"note": "use [REDACTED]"}}
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert {"configs.jsonl", "manifest.json", "summary.json", "report.md", "report.html", "junit.xml"} <= {p.name for p in files}
+    for p in files:
+        data = p.read_bytes()
+        assert not any(k.encode() in data for k in (KEY, second, third, "sk-short1")), p
+    _run(_config(tmp_path, {**judge, "extra_body": extra}))  # the same fields resume
+    with pytest.raises(ManifestMismatch) as err:  # another key in the masked key's place
+        _run(_config(tmp_path, {**judge, "extra_body": {KEY[:-4] + "WXYZ" if k == KEY else k: v for k, v in extra.items()}}))
+    assert err.value.changes == ["config judge.extra_body.[REDACTED]: [REDACTED] → [REDACTED] (a masked value changed: its digests differ)"]
+    with pytest.raises(ManifestMismatch) as err:  # a masked value beside masked keys still tells its own change
+        _run(_config(tmp_path, {**judge, "extra_body": {**extra, "api_key": "sk-short2"}}))
+    assert err.value.changes == ["config judge.extra_body.api_key: [REDACTED] → [REDACTED] (a masked value changed: its digests differ)"]

@@ -73,14 +73,20 @@ def salt_of(recorded: Any) -> str | None:
 def masked_values(given: Any, masked: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
     """Dotted key → the value as given, for every value `masked` (the same config with credentials masked) shows otherwise.
 
-    Keys are spelled as `manifest.diff` spells them (`metrics.0.expected_arguments.password`); a mapping or list masked
-    whole (a mapping under `password`) is one value."""
+    Keys are spelled as `manifest.diff` spells them (`metrics.0.expected_arguments.password`), a key masked itself as
+    masked (`judge.extra_body.[REDACTED]`, its value `[key, value]` as given, so a changed key counts); a mapping or
+    list masked whole (a mapping under `password`) is one value."""
     out = {} if out is None else out
     if given == masked and type(given) is type(masked):
         return out
-    if isinstance(given, dict) and isinstance(masked, dict) and given.keys() == masked.keys() and given:
-        for k, v in given.items():
-            masked_values(v, masked[k], f"{prefix}.{k}" if prefix else str(k), out)
+    if isinstance(given, dict) and isinstance(masked, dict) and len(given) == len(masked) and given:
+        # (`redact_config` keeps a mapping's order and size, a key masked or not: the items pair in order)
+        for (k, v), (shown, m) in zip(given.items(), masked.items()):
+            path = f"{prefix}.{shown}" if prefix else str(shown)
+            if k != shown:
+                out[path] = [k, v]
+            else:
+                masked_values(v, m, path, out)
     elif isinstance(given, list) and isinstance(masked, list) and len(given) == len(masked) and given:
         for i, v in enumerate(given):
             masked_values(v, masked[i], f"{prefix}.{i}", out)

@@ -280,7 +280,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         lines[at:at] = moves
     if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
         lines.append("config: the recorded manifest has no config to compare; its hash differs")
-    elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v) or is_digest(v)]):
+    elif not lines and old.get("config_hash") != new.get("config_hash") and (hidden := [k for k, v in b.items() if _hides(v) or is_digest(v) or MASK in k]):
         # Equal masked configs of different hashes differ in a masked value (an expected argument's password), which
         # changes the results as any other value does: named by the keys whose digests differ (`config_secrets`), a URL's
         # password but (a proxy's, rotated without changing any answer).

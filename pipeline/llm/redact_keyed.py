@@ -199,6 +199,17 @@ def _masked_label(value: Any, whole: bool = True) -> Any:
 _ENV_ONLY = re.compile(r"(?:[Bb]earer\s+|[Bb]asic\s+)?(?:\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
 
 
+def _shown_key(key: Any, taken: dict[Any, Any]) -> Any:
+    # A key may be a credential itself (`judge.extra_body: {"sk-…": true}`, a header named by its token): masked as a
+    # value is, and apart from a key masked before it, so neither value is lost. Its value's rules read the key as given.
+    if not isinstance(key, str) or (shown := redact_quoted(key)) == key:
+        return key
+    n, base = 2, shown
+    while shown in taken:
+        shown, n = f"{base} ({n})", n + 1
+    return shown
+
+
 def _pasted_key(key: Any, value: Any) -> bool:
     # `judge.api_key_env` (and a panel member's) names the variable that holds the key; a value that reads as no
     # variable's name (`gsk_…`, 40 random letters and digits) is the key itself, pasted there.
@@ -212,17 +223,19 @@ def redact_config(value: Any) -> Any:
     `api_key`, `Authorization`, a PIN's digits under `pin`, a token under `token`; beside other keys of an
     authentication, any string under `token`) is masked whole (a string but for its `Bearer`/`Basic` scheme), unless it
     only names environment variables (`Bearer ${TOKEN}`); so is a key pasted where a variable's name goes (`api_key_env:
-    gsk_…`: what `variable_name` hides in an error); every other string goes through `redact_quoted`. Keys, numbers
-    and the rest are kept, so the copy still validates as a config (`report` reads it). Never raises."""
+    gsk_…`: what `variable_name` hides in an error); every other string goes through `redact_quoted`, and so does a key,
+    one that is a credential itself (`extra_body: {"sk-…": true}`) masked as a value is (a second one `[REDACTED] (2)`).
+    Other keys, numbers and the rest are kept, so the copy still validates as a config (`report` reads it). Never raises."""
     if isinstance(value, str):
         return redact_quoted(value)
     if isinstance(value, dict):
-        out = {}
+        out: dict[Any, Any] = {}
         for k, v in value.items():
+            shown = _shown_key(k, out)
             if masked_under(k, v, value) and not (isinstance(v, str) and _ENV_ONLY.fullmatch(v)) or _pasted_key(k, v):
-                out[k] = _whole(v) if isinstance(v, str) else MASK
+                out[shown] = _whole(v) if isinstance(v, str) else MASK
             else:
-                out[k] = redact_config(v)
+                out[shown] = redact_config(v)
         return out
     if isinstance(value, (list, tuple)):
         return [redact_config(v) for v in value]
