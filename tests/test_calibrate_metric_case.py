@@ -71,7 +71,9 @@ def test_labels_that_name_a_folder_are_refused_as_a_folder_naming_where_the_path
     folder = "is a folder; labels are one JSONL or CSV file: name the file"
     for extra, said in ((["--labels", "."], f"error: --labels .: {folder}"),
                         (["--labels", "nope.csv"], "error: --labels nope.csv: no such file"),
-                        (["--set", "judge.labels.path=labels"], f"error: judge.labels.path: {tmp_path / 'labels'}: {folder}")):
+                        # (a config's labels file is checked with the config, the option that set it named)
+                        (["--set", "judge.labels.path=labels"],
+                         f"error: --set judge.labels.path=labels: judge.labels.path: {tmp_path / 'labels'} {folder}")):
         got = _forkserver.run([sys.executable, "-m", "tracejudge", "calibrate", str(cfg), *extra], capture_output=True, text=True,
                              cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "300"})
         assert (got.returncode, got.stderr.strip()) == (2, said), got.stderr

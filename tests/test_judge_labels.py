@@ -200,7 +200,14 @@ def test_a_labels_section_without_a_source_is_a_config_error(tmp_path: Path) -> 
         load_config(path, [])
     cfg["judge"]["labels"] = {"path": "labels.csv"}  # relative: resolved against the config's folder
     path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError) as err:  # a labels file that is not there: the run judged all, then said nothing
+        load_config(path, [])
+    assert str(err.value) == f"{path}:7: judge.labels.path: file not found: {tmp_path / 'labels.csv'}"
+    (tmp_path / "labels.csv").write_text("case_id,metric,label\n")
     assert load_config(path, []).judge.labels.path == tmp_path / "labels.csv"
+    assert load_config(path, [], scoring=False).judge.labels.path == tmp_path / "labels.csv"  # (extract reads no labels)
+    (tmp_path / "labels.csv").unlink()
+    assert load_config(path, [], scoring=False).judge is not None and load_config(path, [], labels_file=False).judge is not None
 
 
 def test_calibrate_the_demo_against_tau_bench_rewards(data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -301,3 +308,16 @@ def test_true_false_among_grades_are_counted_by_label_and_named_once_whatever_th
     assert (m["kind"], m["n"]) == ("yes_no", 3), m
     y, v = [c["label"] for c in block["cases"]], [c["passed"] for c in block["cases"]]
     assert y == [True, False, True] and abs(m["kappa"] - cohen_kappa_score(y, v)) < 1e-9, (y, v, m)
+
+
+def test_run_refuses_a_labels_file_that_is_not_there_naming_the_key_and_the_path(tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # It judged every case, then wrote "cannot read the labels file" into summary.json without a word, exit 0.
+    cfg = config(tmp_path, write_cases(tmp_path / "cases.jsonl", 2), "run")
+    cfg["judge"]["labels"] = {"path": "gone.jsonl"}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["run", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"judge.labels.path: file not found: {tmp_path / 'gone.jsonl'}" in err and "config error" in err, err
+    assert not (tmp_path / "run").exists()

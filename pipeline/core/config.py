@@ -97,7 +97,7 @@ class RunConfig(_Strict):
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None,
-                typed: dict[str, str] | None = None, scoring: bool = True) -> RunConfig:
+                typed: dict[str, str] | None = None, scoring: bool = True, labels_file: bool = True) -> RunConfig:
     """Read, override, validate and resolve a YAML run config.
 
     Args:
@@ -108,6 +108,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
             stands for (`{"run.shard=3/2": "--shard 3/2"}`): errors name it, not `--set`.
         scoring: the config will score its cases (not only convert them, as
             `tracejudge extract` does): a format without traces needs a target.
+        labels_file: `judge.labels.path` must name a file (not when labels are given another way).
 
     Raises:
         ConfigError: unreadable file, invalid YAML, unknown keys, wrong types,
@@ -115,7 +116,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
             names file, line, key path and what was expected.
     """
     read = read_config(path, overrides, cwd=cwd, typed=typed)
-    return validate_config(read.data, source=read.source, lines=read.lines, overridden=read.overridden, scoring=scoring)
+    return validate_config(read.data, source=read.source, lines=read.lines, overridden=read.overridden, scoring=scoring,
+                           labels_file=labels_file)
 
 
 
@@ -127,17 +129,22 @@ def validate_config(
     overridden: dict[tuple[str, ...], str] | None = None,
     check_files: bool = True,
     scoring: bool = True,
+    labels_file: bool = True,
 ) -> RunConfig:
     """Validate an already-parsed config mapping (paths already absolute).
 
     `lines` maps key paths to their line in `source`; `overridden` maps the
     key paths given with `--set` to the option as typed (`apply_overrides`),
     so a problem in such a value names the option instead of a line.
-    `scoring=False` (converting only) lets a format without traces go without a target.
+    `scoring=False` (converting only) lets a format without traces go without a target, and without the labels file
+    it does not read; so does `labels_file=False` (labels given instead of `judge.labels`: `calibrate --labels`).
     Raises `ConfigError` listing every problem found.
     """
     lines = lines or {}
     overridden = overridden or {}
+    judge = data.get("judge")
+    given = judge.get("labels") if isinstance(judge, dict) else None
+    labels = given.get("path") if isinstance(given, dict) and check_files and scoring and labels_file else None
     errors: list[tuple[tuple[Any, ...], str]] = []  # (key path, message)
     if (why := judge_provider_problem(data.get("judge"))) is not None:
         # The provider is read from the model too: a model given with --set is where to look.
@@ -151,7 +158,7 @@ def validate_config(
         # The format and the metrics are free values to the schema: their own mistakes are listed beside its errors,
         # so one command names every mistake instead of one at a time; all of them in the order of the file's lines.
         taken = {tuple(map(str, loc[:2])) for loc, _ in errors}
-        errors += [e for e in _unvalidated_problems(data, check_files) if tuple(map(str, e[0][:2])) not in taken]
+        errors += [e for e in _unvalidated_problems(data, check_files, labels) if tuple(map(str, e[0][:2])) not in taken]
         # A member's and a gate's checks sit under a key path the schema may have refused beside them (another
         # member's key, another gate's rule): only the very same key path is said once.
         said = {tuple(map(str, loc)) for loc, _ in errors}
@@ -225,7 +232,7 @@ def validate_config(
     if check_files:
         reg = config.assertions.regression
         problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in
-                     file_problems(config.dataset.model_dump(), fmt, reg.baseline if reg is not None else None)]
+                     file_problems(config.dataset.model_dump(), fmt, reg.baseline if reg is not None else None, labels)]
     if problems:
         raise ConfigError("\n".join(problems))
     return config
@@ -243,9 +250,9 @@ def _format_of(name: str) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
-def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> list[tuple[tuple[Any, ...], str]]:
+def _unvalidated_problems(data: dict[str, Any], check_files: bool = True, labels: Any = None) -> list[tuple[tuple[Any, ...], str]]:
     """`(key path, message)` of each mistake in the dataset's format, its options, its files (`check_files`), a
-    regression baseline and the metric specs of a config the schema refused.
+    regression baseline, the `labels` file and the metric specs of a config the schema refused.
 
     The schema takes a format name and each metric as free values, so validating it finds none of their mistakes, and
     the files are looked at only once it passed; a config with an unknown key, a misspelt metric type and a missing
@@ -269,7 +276,7 @@ def _unvalidated_problems(data: dict[str, Any], check_files: bool = True) -> lis
     if check_files and isinstance(dataset, dict):
         assertions = data.get("assertions")
         regression = assertions.get("regression") if isinstance(assertions, dict) else None
-        out += file_problems(dataset, fmt, regression.get("baseline") if isinstance(regression, dict) else None)
+        out += file_problems(dataset, fmt, regression.get("baseline") if isinstance(regression, dict) else None, labels)
     out += extra_body_problems(data.get("judge"), _explain)
     metrics = data.get("metrics")
     for i, spec in enumerate(metrics if isinstance(metrics, list) else []):

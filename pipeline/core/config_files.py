@@ -1,4 +1,5 @@
-"""The files a run config names, checked before any work starts: the dataset's `path` and `tasks`, a regression baseline.
+"""The files a run config names, checked before any work starts: the dataset's `path` and `tasks`, a regression baseline,
+the judge's labels file.
 
 `file_problems` reads plain values (paths already resolved against the config's folder), so the same checks run on a
 config the schema validated and on one it refused: a config with an unknown key and a missing dataset file names both
@@ -20,11 +21,12 @@ STDIN_DATASET = ("`-` (standard input) cannot be a dataset: a run reads its data
                  "save it to a file and give that file's path (`./-` for a file named `-`)")
 
 
-def file_problems(dataset: dict[str, Any], fmt: Any, baseline: Any = None) -> list[tuple[tuple[str, ...], str]]:
+def file_problems(dataset: dict[str, Any], fmt: Any, baseline: Any = None, labels: Any = None) -> list[tuple[tuple[str, ...], str]]:
     """`(key path, message)` for each of `dataset`'s `path` and `tasks` (a `str` or `Path`; any other value, or none, is
     left to the schema) that cannot be read as `fmt` (a `registry.Format`, or None when the format is unknown) reads it,
-    and for a `baseline` (`assertions.regression.baseline`) that holds no run. Raises nothing: an unreadable file's
-    metadata is left to the reader, which names the file."""
+    for a `baseline` (`assertions.regression.baseline`) that holds no run, and for a `labels` file (`judge.labels.path`)
+    that is not there or is a folder. Raises nothing: an unreadable file's metadata is left to the reader, which names
+    the file."""
     problems: list[tuple[tuple[str, ...], str]] = []
     name = dataset.get("format", "native")
     for key in ("path", "tasks"):
@@ -49,6 +51,10 @@ def file_problems(dataset: dict[str, Any], fmt: Any, baseline: Any = None) -> li
             # full simulations/ folder, or went on to make each simulation an invalid_input of the missing file.
             problems.append((loc, f"{p} is a folder without {fmt.folder_file}; format {name!r} reads one file, or a folder "
                              f"holding {fmt.folder_file} (and {fmt.beside}/)"))
+    if isinstance(labels, (str, Path)) and (not Path(labels).exists() or Path(labels).is_dir()):
+        # Found now: the run judged every case, then put `cannot read the labels file` in summary.json without a word.
+        why = _missing(Path(labels)) if not Path(labels).exists() else f"{labels} is a folder; labels are one JSONL or CSV file: name the file"
+        problems.append((("judge", "labels", "path"), why))
     if isinstance(baseline, (str, Path)) and not _baseline_exists(Path(baseline)):
         # Found now, not after a night of scoring that the gate would then fail anyway.
         problems.append((("assertions", "regression", "baseline"), f"baseline run not found: {baseline} has no results.jsonl"))

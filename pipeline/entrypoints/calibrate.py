@@ -103,7 +103,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
     try:
         need_stats()
-        config = load_config(args.config, args.overrides)
+        config = load_config(args.config, args.overrides, labels_file=args.labels is None and not args.labels_field)  # (else replaced)
         require_metrics(config, str(args.config), args.overrides)
         if config.judge is None:
             raise ConfigError(f"{args.config}: no `judge:` section, so there is no judge to calibrate")
