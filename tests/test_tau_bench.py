@@ -249,3 +249,15 @@ def test_a_lone_surrogate_in_a_user_message_is_read_as_ufffd_by_run_and_extract_
     assert [c["id"] for c in cases] == [f"{r['task_id']}-{r['trial']}" for r in raw_runs[:3]]
     assert cases[0]["input"] == raw_runs[0]["traj"][1]["content"][:10] + "\ufffd" + raw_runs[0]["traj"][1]["content"][10:]
     assert cases[0]["trace"]["user_messages"][0]["content"] == cases[0]["input"]
+
+
+def test_a_first_task_whose_actions_are_null_leaves_the_format_recognised(tmp_path, tau_paths, raw_runs):
+    # Under another format the runs were said to be of no format ("no format knows these records"): tau-bench's
+    # trial read refused the tasks file whole.
+    tasks = json.loads(tau_paths[1].read_text())
+    tasks[0]["actions"] = None
+    (tmp_path / "tasks.json").write_text(json.dumps(tasks))
+    data = tmp_path / "runs.json"
+    data.write_text(json.dumps(raw_runs[:4], indent=1))
+    code, err = _run_cli(tmp_path, f"{{path: {data}, format: native, tasks: {tmp_path / 'tasks.json'}}}")
+    assert code == 2 and "they read as format 'tau-bench'" in err and "no format knows" not in err, err
