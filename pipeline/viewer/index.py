@@ -37,7 +37,7 @@ from tracejudge.engine.result_shape import damaged_line_key, json_line_problem, 
 from tracejudge.stages.reports.cases import run_error_of
 from tracejudge.viewer.case_query import PAGE_SIZES, CaseQuery, Page, natural_key, page_of, search_text
 from tracejudge.viewer.index_dead import DEAD_TABLE, dead_row, drop_dead, error_place
-from tracejudge.viewer.index_file import TABLES, cache_path, head, results_size, tail
+from tracejudge.viewer.index_file import TABLES, cache_path, head, results_size, tail, unwritable
 
 __all__ = ["INDEX_FILE", "PAGE_SIZES", "CaseQuery", "Page", "RunIndex"]
 
@@ -87,7 +87,10 @@ class RunIndex:
 
     def _to_memory(self, exc: BaseException, *, drop: bool = True) -> None:
         # The index is derived: one that cannot be written (a full disk, a quota) is built in memory instead, again by
-        # each viewer, and every page is served rather than a 500 naming sqlite's "database or disk is full".
+        # each viewer, and every page is served rather than a 500 naming sqlite's "database or disk is full". Any other
+        # error (a lock another viewer of the run holds) is raised as it was, its index file left alone.
+        if isinstance(exc, sqlite3.Error) and (self.in_memory is not None or not unwritable(exc)):
+            raise exc
         with contextlib.suppress(AttributeError, sqlite3.Error):
             self._db.close()
         for suffix in ("", "-wal", "-shm") if drop else ():  # (what the failed write left: derived, and its blocks freed)
@@ -196,8 +199,6 @@ class RunIndex:
                 try:
                     self._ingest(done)
                 except sqlite3.OperationalError as exc:
-                    if self.in_memory is not None:
-                        raise
                     self._to_memory(exc)  # (the disk filled while the index grew: read again whole, into memory)
                     self._ingest(0)
             self._stamp()
@@ -331,8 +332,6 @@ class RunIndex:
                     self._set_meta("casetext", "done")
                 self._db.execute("COMMIT")
             except sqlite3.OperationalError as exc:
-                if self.in_memory is not None:
-                    raise
                 self._to_memory(exc)  # (a new generation: the next page's refresh indexes the results and this text again)
                 return 0
         return len(chunk)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import sqlite3
 import stat
 from pathlib import Path
 
 from tracejudge.core.regular_file import NotRegularFile
 
-__all__ = ["HEAD", "TABLES", "cache_path", "head", "results_size", "tail"]
+__all__ = ["HEAD", "TABLES", "cache_path", "head", "results_size", "tail", "unwritable"]
 
 HEAD = 4096  # bytes of results.jsonl fingerprinted at its start, and before where the index stopped
 # The index's tables but `dead` (`index_dead`); `results` gains a value and a verdict column per metric as they are met.
@@ -57,3 +58,13 @@ def results_size(path: Path) -> int:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, a device or a socket)", str(path))
     return st.st_size
+
+
+# What sqlite says when the file cannot take a write: no room (a full disk, a quota), an I/O error (a full disk too, met
+# while the file grows), a file or folder it may not write. A lock held by another process is none of them.
+_UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")
+
+
+def unwritable(exc: sqlite3.Error) -> bool:
+    """Whether sqlite failed `exc` for want of room or of a file it may write, not for a lock or a bad statement."""
+    return str(getattr(exc, "sqlite_errorname", "")).startswith(_UNWRITABLE)
