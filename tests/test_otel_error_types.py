@@ -31,3 +31,30 @@ def test_a_usage_limit_names_its_type_once_and_reads_the_run_as_it_was() -> None
     assert case.trace.output == want["output"]
     usage = case.trace.usage
     assert {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests} == want["usage"]
+
+
+def test_an_error_type_written_as_a_class_repr_names_the_class(tmp_path: Path) -> None:
+    # OTel's openai-v2 2.4b0 writes `error.type` as `str(type(exc))`; the step's error named the type so, verbatim.
+    trace, start = "7c2e3f405162738495a6b7c8d9e0f1a2", 1760000000000000000
+
+    def attrs(pairs: dict) -> list:
+        return [{"key": k, "value": {"stringValue": v}} for k, v in pairs.items()]
+
+    user = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}])
+    answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}], "finish_reason": "stop"}])
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4.1-mini",
+            "gen_ai.input.messages": user}
+    failed = {"traceId": trace, "spanId": "a" * 16, "name": "chat gpt-4.1-mini", "kind": 3,
+              "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1000),
+              "attributes": attrs({**base, "error.type": "<class 'openai.InternalServerError'>"}),
+              "status": {"code": 2, "message": "Error code: 500 - upstream overloaded"}}
+    retried = {**failed, "spanId": "b" * 16, "startTimeUnixNano": str(start + 2000), "endTimeUnixNano": str(start + 3000),
+               "attributes": attrs({**base, "gen_ai.output.messages": answer}), "status": {}}
+    path = tmp_path / "export.jsonl"
+    path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": attrs({"service.name": "agent"})},
+                                                   "scopeSpans": [{"scope": {"name": "opentelemetry.instrumentation.openai_v2"},
+                                                                   "spans": [failed, retried]}]}]}) + "\n")
+    [case] = extract_path(path, "otel")
+    assert isinstance(case, Case), case
+    errors = [s.error for s in case.trace.steps if s.error]
+    assert errors == ["openai.InternalServerError: Error code: 500 - upstream overloaded"], errors

@@ -20,6 +20,7 @@ its details event) lead the input as its system message (`genai_instructions`); 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tracejudge.core.json_kind import json_kind
@@ -141,6 +142,9 @@ def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return MISSING
 
 
+_CLASS_REPR = re.compile(r"<class '([A-Za-z_][\w.]*)'>")
+
+
 def span_error(span: Span) -> str | None:
     """`"<error.type>: <status message>"` for a span whose status is ERROR, else `None`.
 
@@ -150,6 +154,8 @@ def span_error(span: Span) -> str | None:
     if not span.status_error:
         return None
     etype = span.attrs.get("error.type")
+    if isinstance(etype, str) and (named := _CLASS_REPR.fullmatch(etype)):
+        etype = named[1]  # OTel's openai-v2 2.4b0 writes `str(type(exc))`: `<class 'openai.InternalServerError'>`
     emsg = None
     for name, ev in span.events:
         if name == "exception":
