@@ -31,6 +31,7 @@ __all__ = [
     "Score",
     "Status",
     "Step",
+    "SystemPrompt",
     "ToolCall",
     "Trace",
     "Usage",
@@ -143,6 +144,14 @@ class UserMessage(_Strict):
     content: Any
 
 
+class SystemPrompt(_Strict):
+    """An instruction the agent was given (its system or developer prompt), as recorded; `agent` names the agent it was
+    given to when the recording says (a multi-agent run), else `None`."""
+
+    text: str
+    agent: str | None = None
+
+
 class Trace(_Strict):
     """The normalized record of what an agent did.
 
@@ -152,6 +161,8 @@ class Trace(_Strict):
     order, each placed before the step that answered it (empty when the
     format recorded none; the case's `input` is then the only request).
     User messages are not steps: step counts (model requests) exclude them.
+    `system_prompts` are the distinct instructions the agent(s) were given, one per (agent, text), in order of first
+    appearance (empty when the format recorded none); a judge sees them only with `include_system_prompt`.
     """
 
     steps: list[Step] = Field(default_factory=list)
@@ -159,6 +170,7 @@ class Trace(_Strict):
     output: str | None = None
     usage: Usage | None = None
     retrieved: list[Passage] = Field(default_factory=list)
+    system_prompts: list[SystemPrompt] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _placed(self) -> Trace:

@@ -16,6 +16,9 @@ Framing: JSONL, one conversation per line::
   `mcp_tool_result` and the server tools' `*_tool_result` blocks (a result
   whose content is an object of type `*_error` is a failed call).
 
+The record's `system` (text, or a list of `text` blocks, joined by newlines) is the trace's
+`system_prompts`, and so is a message of role `system` (some loggers write one).
+
 Each assistant message is one step (one model response); calls pair with
 results by `tool_use_id`, by position where ids repeat or are missing.
 `is_error: true` marks a failed call, its text the error message. Results
@@ -52,6 +55,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines
 from tracejudge.stages.extract.steps import TraceBuilder
+from tracejudge.stages.extract.system_prompts import prompt_text
 
 __all__ = ["SERVER_CALLS", "Options", "adapt", "is_result", "result_error"]
 
@@ -82,6 +86,17 @@ def _blocks(content: Any, where: str, cid: str) -> list[dict[str, Any]]:
             fail("a content block must be an object", field=f"{where}.content[{k}]", case_id=cid)
         out.append(block)
     return out
+
+
+def _system(value: Any, cid: str) -> str | None:
+    """The record's `system`: text, or a list of blocks whose `text` blocks are joined by newlines (a block's
+    `cache_control` changes nothing); anything else is refused, naming the field."""
+    if not isinstance(value, (str, list)):
+        fail(f"system must be a string or a list of text blocks, got {json_type(value)}", field="system", case_id=cid)
+    for k, block in enumerate(value if isinstance(value, list) else []):
+        if not isinstance(block, (dict, str)):
+            fail(f"a system block must be an object, got {json_type(block)}", field=f"system[{k}]", case_id=cid)
+    return prompt_text(value)
 
 
 def is_result(kind: Any) -> bool:
@@ -141,6 +156,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     field = opts.messages_field
     messages = messages_of(record, field, cid)
     b = TraceBuilder()
+    if record.get("system") is not None:
+        b.system.append((None, _system(record["system"], cid)))
     replies: dict[int, str] = {}  # step index -> the reply that followed its server tools
     for i, msg in enumerate(messages):
         where = f"{field}[{i}]"
@@ -183,7 +200,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
             elif said:
                 b.user_text(said)
         elif role == "system":
-            pass
+            b.system.append((None, prompt_text(msg.get("content"))))
         else:
             fail(f"unknown message role {role!r}", field=f"{where}.role", case_id=cid)
     trace = b.trace()

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from tracejudge.core.memo import SeenSet
 from tracejudge.core.record_fields import tool_name_problem
-from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
+from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, SystemPrompt, ToolCall, Trace, Usage, UserMessage
 from tracejudge.stages.load import MAX_DEPTH
 
 __all__ = ["decode", "decode_struct", "to_case"]
@@ -119,12 +119,17 @@ if _FAST:
         step: Annotated[int, Meta(ge=0)]
         content: Any
 
+    class _SystemPrompt(Struct, forbid_unknown_fields=True, gc=False):
+        text: str
+        agent: str | None = None
+
     class _Trace(Struct, forbid_unknown_fields=True, gc=False):
         steps: list[_Step] = field(default_factory=list)
         user_messages: list[_UserMessage] = field(default_factory=list)
         output: str | None = None
         usage: _Usage | None = None
         retrieved: list[_Passage] = field(default_factory=list)
+        system_prompts: list[_SystemPrompt] = field(default_factory=list)
 
         def tool_calls(self) -> list[_ToolCall]:
             """Every tool call of the trace, in order, failed ones included (`Trace.tool_calls()`)."""
@@ -151,7 +156,7 @@ if _FAST:
 
     _DECODER = msgspec.json.Decoder(_Case)
     _PAIRS = ((_ToolCall, ToolCall), (_Step, Step), (_Usage, Usage), (_Passage, Passage), (_UserMessage, UserMessage),
-              (_Trace, Trace), (_Expected, ExpectedToolCall), (_Case, Case))
+              (_SystemPrompt, SystemPrompt), (_Trace, Trace), (_Expected, ExpectedToolCall), (_Case, Case))
     # Each struct's fields are its model's in the model's order, so `asdict` gives the model's `__dict__`
     # as validation orders it (dumps and reprs come out alike).
     for _s, _m in _PAIRS:
@@ -181,6 +186,8 @@ if _FAST:
             values["usage"] = _model(Usage, asdict(t.usage), _SET[Usage])
         if t.retrieved:
             values["retrieved"] = [_model(Passage, asdict(p), _SET[Passage]) for p in t.retrieved]
+        if t.system_prompts:
+            values["system_prompts"] = [_model(SystemPrompt, asdict(p), _SET[SystemPrompt]) for p in t.system_prompts]
         return _model(Trace, values, _SET[Trace])
 
     def _case(c: _Case) -> Case:

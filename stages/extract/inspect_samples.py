@@ -29,7 +29,7 @@ read as JSON: inspect-ai is never imported. A sample becomes a case:
   `conversation`: each of its user messages is one of `trace.user_messages`, each of its assistant messages with
   text a step whose output is that text (its calls and the tool messages are left out: the agent made none of
   them), before the agent's steps, so a judge reads `q1`, `a1`, then the question the agent answered; `requests`
-  and the trace's fallback output count the agent's steps only. System messages are skipped. Every user message
+  and the trace's fallback output count the agent's steps only. System messages are the trace's `system_prompts`. Every user message
   with text is one of `trace.user_messages`, before the step that answered it. A user message carrying a tool's
   payload (`tool_call_id`) is no turn, nor is a prompt react() / basic_agent() add (`inspect_agents`, which also gives a
   call a limit left without its tool message its `tool` event's result). (In a log whose messages have no `source`,
@@ -79,6 +79,7 @@ from tracejudge.stages.extract.inspect_logs import Sample, count, log_files, rea
 from tracejudge.stages.extract.inspect_meta import metadata as _metadata, usage as _usage
 from tracejudge.stages.extract.inspect_stops import late_reply, unfinished
 from tracejudge.stages.extract.steps import TraceBuilder
+from tracejudge.stages.extract.system_prompts import prompt_text
 from tracejudge.stages.load import deep_message, loads, too_deep
 from tracejudge.stages.load.encoding import strip_bom
 from tracejudge.stages.load.framing import quiet
@@ -228,6 +229,7 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
         if role not in ("system", "user", "assistant", "tool"):
             fail(f"{where}.role: unknown message role {role!r}", field=f"{where}.role", case_id=cid)
         if role == "system":
+            b.system.append((None, prompt_text(msg.get("content"))))
             continue
         if msg.get("source") == "input" and role != "user":  # the input's history: said, not done by the agent
             said = text_of(msg.get("content")) if role == "assistant" else None

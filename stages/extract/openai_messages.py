@@ -7,7 +7,7 @@ Framing: JSONL, one conversation per line::
 `messages` (or the field named by the `messages_field` option; `items` is
 accepted too) is a list that may mix both OpenAI shapes:
 
-- Chat Completions messages: `system`/`developer` (skipped), `user`,
+- Chat Completions messages: `system`/`developer` (the trace's `system_prompts`), `user`,
   `assistant` (`content` and `tool_calls: [{id, type, function: {name,
   arguments}}]`, or the legacy `function_call`), `tool` (`tool_call_id`,
   `content`) and legacy `function` results;
@@ -54,6 +54,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines, text_of
 from tracejudge.stages.extract.steps import TraceBuilder
+from tracejudge.stages.extract.system_prompts import prompt_text
 
 __all__ = ["Options", "adapt"]
 
@@ -117,7 +118,7 @@ def _item(b: TraceBuilder, item: dict[str, Any], i: int, field: str, cid: str) -
         elif role == "function":
             b.result(None, item.get("content"), item.get("error") or item.get("is_error"))
         elif role in ("system", "developer"):
-            pass
+            b.system.append((None, prompt_text(item.get("content"))))
         else:
             fail(f"unknown message role {role!r}", field=f"{where}.role", case_id=cid)
     elif kind == "reasoning":

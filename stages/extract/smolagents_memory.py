@@ -77,7 +77,9 @@ What counts, by the step's shape (`smolagents.memory`):
   (`true`), `""` is `""` and `None` no answer, as format `otel` reads the run;
   a step with an error gave no answer of the run's: one a final-answer check
   refused (`AgentError: Check … failed with error: …`) is that step's output
-  (a code step's `action_output` too), and the run went on.
+  (a code step's `action_output` too), and the run went on;
+- the system messages a planning or action step's `model_input_messages` opens with, and a `system_prompt`
+  step (`memory.system_prompt` dumped with the steps), are the trace's `system_prompts`.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, 
 from tracejudge.stages.extract.smolagents_observations import split_observations
 from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
 from tracejudge.stages.load import RawRecord, loads_line
+from tracejudge.stages.extract.system_prompts import distinct_prompts, leading_system
 
 __all__ = ["adapt"]
 
@@ -281,6 +284,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     errors: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
     tokens, times = [0, 0], []
+    told: list[tuple[str | None, str | None]] = []  # (agent, text) of each system prompt a request was sent
     output: str | None = None
     run_error: str | None = None  # the last run's, when its final-answer request failed (see the module docstring)
     pending: dict[str, Any] | None = None  # the last step made, while it may be a run's failed request (`_unanswered`)
@@ -291,6 +295,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         timing = step.get("timing") if isinstance(step.get("timing"), dict) else step  # smolagents 1.13: on the step itself
         times += [t for t in (timing.get("start_time"), timing.get("end_time")) if isinstance(t, (int, float)) and not isinstance(t, bool)]
         _tokens(step["token_usage"] if "token_usage" in step else message_usage(step.get("model_output_message")), tokens)
+        told += [(None, text) for text in leading_system(step.get("model_input_messages"))]
         if "task" in step:
             _raised(pending, errors)
             pending = None
@@ -342,7 +347,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
         elif "output" in step and len(step) == 1:  # a FinalAnswerStep
             output = _text(step["output"])
             pending = None
-        elif "system_prompt" not in step:
+        elif "system_prompt" in step:  # (`memory.system_prompt`, dumped beside the steps)
+            told.append((None, step["system_prompt"] if isinstance(step["system_prompt"], str) else None))
+        else:
             fail("not a smolagents memory step (expected task, plan, step_number or system_prompt)", field=where, case_id=cid)
     if _raised(pending, errors):
         run_error = pending["error"]  # type: ignore[index]
@@ -362,6 +369,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
             meta.setdefault("run_error", run_error)
         fields["metadata"] = meta
     trace = {"steps": steps, "user_messages": users, "output": output, "usage": usage}
+    if prompts := distinct_prompts(told):
+        trace["system_prompts"] = prompts
     return build_case({**defaults, **fields, "trace": trace})
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import maybe_json, mcp_error, text_of
 from tracejudge.stages.extract.pairing import Pending
+from tracejudge.stages.extract.system_prompts import distinct_prompts
 
 __all__ = ["TraceBuilder"]
 
@@ -32,6 +33,7 @@ class TraceBuilder:
         self.steps: list[dict[str, Any]] = []
         self.user_texts: list[str] = []
         self.users: list[dict[str, Any]] = []
+        self.system: list[tuple[str | None, str | None]] = []  # (agent, text) of each system message read, in order
         self.pending = Pending()
         self.unpaired = 0
         self.responses = 0
@@ -112,7 +114,7 @@ class TraceBuilder:
 
     # ------------------------------------------------------------------ output
     def trace(self) -> dict[str, Any]:
-        """The native `trace` mapping (steps, user_messages, output, usage.requests)."""
+        """The native `trace` mapping (steps, user_messages, output, usage.requests, and system_prompts when any)."""
         steps = []
         final: str | None = None
         for step in self.steps:
@@ -125,7 +127,10 @@ class TraceBuilder:
                 steps.append({"thought": thought, "output": text})
                 if text:
                     final = text
-        return {"steps": steps, "user_messages": self.users, "output": final, "usage": {"requests": self.responses}}
+        trace: dict[str, Any] = {"steps": steps, "user_messages": self.users, "output": final, "usage": {"requests": self.responses}}
+        if prompts := distinct_prompts(self.system):  # (only when some: a trace without any is written as before)
+            trace["system_prompts"] = prompts
+        return trace
 
     def case_defaults(self) -> dict[str, Any]:
         """`input` (first user text) and `turns` (later user texts) for a record that does not set them."""

@@ -56,6 +56,9 @@ warning per file:
   among calls sharing an id the order decides (`pairing.Pending`; an empty
   id counts as none). A result with `"error": true` marks the call failed
   (`error` holds the result text);
+- the domain policy the agent was given (`info.environment_info.policy`; a `system` message of the simulation
+  instead, when one is recorded) is the trace's one `system_prompts` entry: upstream's agent wraps it in its fixed
+  instructions, which the file does not keep;
 - `usage`: input/output tokens and requests summed over the agent's model
   calls (assistant messages that carry `usage`; the scripted greeting has
   none), `cost_usd` = `agent_cost`, `latency_s` = `duration`;
@@ -85,6 +88,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, not_a_list
+from tracejudge.stages.extract.system_prompts import distinct_prompts, first_system
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.extract.tau2_expected import expected_from_action
 from tracejudge.stages.extract.tau2_messages import walk_messages
@@ -107,7 +111,7 @@ INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
-    """Yield one record per simulation: `{"index", "simulation", "task", "domain", "checked_task", "place"}`.
+    """Yield one record per simulation: `{"index", "simulation", "task", "domain", "checked_task", "place", "policy"}`.
 
     Each record's line is the line of the file where its simulation starts,
     so a duplicate simulation is reported at its own place. `task` is the
@@ -148,6 +152,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     info = data.get("info")
     env = info.get("environment_info") if isinstance(info, dict) else None
     domain = env.get("domain_name") if isinstance(env, dict) else None
+    policy = env.get("policy") if isinstance(env, dict) and isinstance(env.get("policy"), str) else None
     by_actions: dict[str, list[str]] = {}
     for tid, t in tasks.items():
         by_actions.setdefault(_actions_key(criteria_actions(t)), []).append(tid)
@@ -166,7 +171,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
                 relabelled += 1
                 task = tasks[checked]
             yield RawRecord(where, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place,
-                                          "no_tasks": not tasks, "start": {"file": where, "offset": offset, "line": line}})
+                                          "no_tasks": not tasks, "policy": policy, "start": {"file": where, "offset": offset, "line": line}})
     # The commas' warnings, of the simulations read: said when the read ends by itself (`Notes`), not by a look at the first.
     for before, event, at_line in warnings:
         if limit is None or before < limit:
@@ -322,6 +327,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         "cost_usd": sim.get("agent_cost"),
         "latency_s": sim.get("duration"),
     }
+    trace = {"steps": walked.steps, "user_messages": walked.users, "output": walked.output, "usage": usage}
+    if prompts := distinct_prompts([(None, first_system(messages) or raw.get("policy"))]):
+        trace["system_prompts"] = prompts
     return Case.model_validate(
         {
             "id": case_id,
@@ -329,7 +337,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
             "expected_tool_calls": expected,
             "tags": ["tau2-bench"] + ([raw["domain"]] if raw.get("domain") else []),
             "metadata": metadata,
-            "trace": {"steps": walked.steps, "user_messages": walked.users, "output": walked.output, "usage": usage},
+            "trace": trace,
         }
     )
 

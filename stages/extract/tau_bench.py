@@ -42,6 +42,8 @@ case:
 - every `user` message is one of `trace.user_messages`, its text as
   recorded (the simulator's closing `###STOP###` included), placed before
   the step that answered it;
+- the run's first `system` message (the domain's wiki: the policy the agent must follow; a react or act run's
+  also holds the strategy's instructions) is the trace's one `system_prompts` entry;
 - the trace's `output` is the last assistant text without tool calls (an
   empty one included: it was the agent's last reply); `usage.requests` counts
   assistant messages (one model request each).
@@ -72,6 +74,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json, not_a_list
+from tracejudge.stages.extract.system_prompts import distinct_prompts, first_system
 from tracejudge.stages.extract.tau_bench_files import TASK_KEY, read_records
 from tracejudge.stages.extract.tau_bench_text import mended_case
 from tracejudge.stages.load.framing import count_quietly
@@ -262,6 +265,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     if task.get("outputs"):  # (most tasks have none: their metadata stays as it was)
         metadata["outputs"] = task["outputs"]
     users = turns.users
+    trace = {"steps": turns.steps, "user_messages": users, "output": turns.output, "usage": {"requests": turns.requests}}
+    if prompts := distinct_prompts([(None, first_system(traj))]):
+        trace["system_prompts"] = prompts
     return Case.model_validate(mended_case(
         {
             "id": case_id,
@@ -269,7 +275,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             "expected_tool_calls": expected,
             "tags": ["tau-bench"],
             "metadata": metadata,
-            "trace": {"steps": turns.steps, "user_messages": users, "output": turns.output, "usage": {"requests": turns.requests}},
+            "trace": trace,
         }, traj, case_id))
 
 

@@ -21,6 +21,7 @@ from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
 from tracejudge.stages.extract.otel.retries import fold_retries
 from tracejudge.stages.extract.otel.server_tools import from_history, same_response, server_reply
 from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.system_prompts import request_prompts
 from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS as _HOPS
@@ -291,6 +292,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     made = {s.span_id for s in group.spans if s.stand_in}  # stand-ins for lost parents were not delivered: no convention's spans
     builder.retried = [(t.call, retried[t.span.span_id]) for t in tool_list if t.call is not None and t.span.span_id in retried]
     built = builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))
+    if prompts := request_prompts(by_start, views, index):  # (only when some: a trace without any is written as before)
+        built["trace"]["system_prompts"] = prompts
     unrecorded_usage(built, group.spans, views)  # a smolagents run under MLflow, which records none of its requests: unknown, not 0
     return built
 

@@ -1,0 +1,134 @@
+"""Every reader that has the agent's instructions puts them in `trace.system_prompts`: distinct (agent, text), in order.
+
+Real recordings where there are some (τ-bench's and τ²-bench's shared runs, inspect logs, OTel recordings, Agents SDK
+exports, smolagents memories); hand-written records for the message-list formats and the native one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import extract_lines
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.fast_decode import decode
+
+DATA = Path(__file__).parent / "data"
+
+
+def _read(path: Path, fmt_name: str, **extra: Any) -> list[Any]:
+    fmt = registry.format_for(fmt_name)
+    ds = DatasetConfig(path=path, format=fmt_name, **extra)
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def _prompts(case: Any) -> list[tuple[str | None, str]]:
+    assert isinstance(case, Case), case
+    return [(p.agent, p.text) for p in case.trace.system_prompts]
+
+
+def test_native_reads_and_writes_system_prompts(tmp_path: Path) -> None:
+    given = {"id": "a", "trace": {"steps": [{"output": "hi"}], "system_prompts": [{"text": "Be brief."}, {"text": "Route.", "agent": "Triage"}]}}
+    line = json.dumps(given).encode()
+    for case in (decode(line), Case.model_validate_json(line)):
+        assert _prompts(case) == [(None, "Be brief."), ("Triage", "Route.")]
+    [case] = extract_lines(tmp_path, "native", [given])
+    assert case.model_dump(mode="json", exclude_defaults=True)["trace"]["system_prompts"] == given["trace"]["system_prompts"]
+    # a file written before the field existed reads as it did, and is written back without it
+    [old] = extract_lines(tmp_path, "native", [{"id": "b", "trace": {"steps": [{"output": "hi"}]}}])
+    assert old.trace.system_prompts == [] and "system_prompts" not in old.model_dump(exclude_defaults=True)["trace"]
+
+
+def test_native_refuses_an_unknown_key_of_a_system_prompt(tmp_path: Path) -> None:
+    [(cid, err)] = extract_lines(tmp_path, "native", [{"id": "a", "trace": {"system_prompts": [{"text": "x", "agnet": "A"}]}}])
+    assert err.kind == "invalid_input" and err.line == 1 and err.field == "trace.system_prompts[0].agnet"
+    [(_, err)] = extract_lines(tmp_path, "native", [{"id": "a", "trace": {"system_prompts": ["Be brief."]}}])
+    assert err.field == "trace.system_prompts[0]"
+
+
+def test_openai_messages_keeps_system_and_developer_messages_once(tmp_path: Path) -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "developer", "content": [{"type": "input_text", "text": "Cite."}]},
+                {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                {"role": "system", "content": "Be brief."}, {"role": "system", "content": "  "}, {"role": "user", "content": "bye"},
+                {"role": "assistant", "content": "bye"}]
+    [case, bare] = extract_lines(tmp_path, "openai-messages", [{"id": "a", "messages": messages}, {"id": "b", "messages": messages[2:4]}])
+    assert _prompts(case) == [(None, "Be brief."), (None, "Cite.")]
+    assert bare.trace.system_prompts == []
+
+
+def test_anthropic_messages_reads_system_text_and_blocks(tmp_path: Path) -> None:
+    talk = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
+    blocks = [{"type": "text", "text": "You sell flights."}, {"type": "text", "text": "Never refund.", "cache_control": {"type": "ephemeral"}}]
+    got = extract_lines(tmp_path, "anthropic-messages", [{"id": "a", "system": "Be brief.", "messages": talk},
+                                                         {"id": "b", "system": blocks, "messages": talk},
+                                                         {"id": "c", "system": 7, "messages": talk}, {"id": "d", "messages": talk}])
+    assert _prompts(got[0]) == [(None, "Be brief.")]
+    assert _prompts(got[1]) == [(None, "You sell flights.\nNever refund.")]
+    cid, err = got[2]
+    assert (cid, err.field, err.line) == ("c", "system", 3) and "system must be a string or a list of text blocks" in err.message
+    assert got[3].trace.system_prompts == []
+
+
+def test_inspect_reads_the_system_messages_of_a_real_log() -> None:
+    by_id = {c.id: c for c in _read(DATA / "inspect" / "weather-chat.eval", "inspect")}
+    assert _prompts(by_id["chat"]) == [(None, "You are a weather assistant. Use the tools; never guess a temperature.")]
+
+
+def test_tau_bench_policy_is_the_first_system_message(data_dir: Path) -> None:
+    runs = data_dir / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
+    raw = json.loads(runs.read_text())[0]
+    [case] = _read(runs, "tau-bench", limit=1, tasks=data_dir / "tau_bench" / "tasks" / "tasks_airline_test.json")
+    assert _prompts(case) == [(None, raw["traj"][0]["content"])]
+    assert case.trace.system_prompts[0].text.startswith("# Airline Agent Policy")
+
+
+def test_tau2_bench_policy_is_the_files_domain_policy(data_dir: Path) -> None:
+    path = data_dir / "tau2_bench" / "model_training_results" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"
+    policy = json.loads(path.read_text())["info"]["environment_info"]["policy"]
+    cases = _read(path, "tau2-bench", limit=3)
+    assert [_prompts(c) for c in cases] == [[(None, policy)]] * 3
+
+
+def test_otel_names_each_agents_instructions() -> None:
+    # OpenInference's Agents SDK instrumentation: a triage agent hands off to a weather agent, each with its own instructions.
+    [case] = _read(DATA / "agents-handoff-filters" / "oi-filtered.jsonl", "otel")
+    assert _prompts(case) == [("Triage", "Route weather questions."), ("Weather", "Answer weather questions.")]
+
+
+def test_otel_reads_gen_ai_system_instructions_from_the_anthropic_sdk_recording() -> None:
+    cases = _read(DATA / "anthropic-instrumentations" / "anthropic-sdk" / "tools.jsonl", "otel")
+    assert cases and all(len(c.trace.system_prompts) == 1 for c in cases)
+    assert all(c.trace.system_prompts[0].text.strip() and c.trace.system_prompts[0].agent is None for c in cases)
+
+
+def test_openai_agents_export_keeps_the_instructions_chat_requests_recorded() -> None:
+    [case] = _read(DATA / "agents-handoff-faults" / "export-two_handoffs.jsonl", "openai-agents")
+    assert _prompts(case) == [("Triage", "Route."), ("Weather", "Weather.")]
+    # a Responses API export keeps no request input, so nothing is made up
+    [bare] = _read(DATA / "openai-agents-stop" / "export-responses_normal.jsonl", "openai-agents")
+    assert bare.trace.system_prompts == []
+
+
+def test_smolagents_memory_reads_the_requests_system_message() -> None:
+    [case] = _read(DATA / "smolagents-answers" / "dict.memory.jsonl", "smolagents")
+    [(agent, text)] = _prompts(case)
+    assert agent is None and text.startswith("You are an expert assistant who can solve any task using code blobs.")
+
+
+def test_extract_writes_the_field(tmp_path: Path) -> None:
+    data = tmp_path / "chats.jsonl"
+    data.write_text(json.dumps({"id": "a", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+                                                        {"role": "assistant", "content": "hello"}]}) + "\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"dataset: {{path: {data.name}, format: openai-messages}}\nmetrics: [{{type: Contains, value: hello}}]\n")
+    out = tmp_path / "cases.jsonl"
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["trace"]["system_prompts"] == [{"text": "Be brief."}]
