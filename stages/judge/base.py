@@ -38,15 +38,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, field_validator, model_serializer
 from tracejudge.core.records import Case, Score, Step
 from tracejudge.stages.score.base import Metric
 
-__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "INSTRUCTIONS", "SYSTEM", "JudgeMetric", "Plan", "Question",
+__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "INSTRUCTIONS", "SYSTEM", "SYSTEM_VERSION", "JudgeMetric", "Plan", "Question",
            "group_plans", "yes_no_schema"]
 
 CONVERSATION_VERSION = "conversation/1"
 """Added to a metric's prompt version (`task-completion/4;conversation/1`) when its prompt shows the user's turns."""
+SYSTEM_VERSION = "system-prompt/1"
+"""Added to a metric's prompt version (`task-completion/4;system-prompt/1`) when its prompt shows the agent's system prompt."""
 ANSWERS_SCHEMA_NAME = "answers"
 
 # One system prompt shared by every metric, then (in the user message) the fenced trace, then the
@@ -99,6 +101,8 @@ class Plan:
     version), `turns` is how many of them `render` may leave out past the steps.
     `keep` is how many leading steps a prompt fitted to the judge's context keeps whole (set by `fit` from its
     questions' `step`s); `render(omit, keep)` is then called with it, and steps are left out only after them.
+    `system` is set when the text shows the agent's system prompts (`system_section`): how many levels of cutting them
+    `render` may go down past the steps, before the user turns; it extends the prompt version too.
     """
 
     metric: JudgeMetric
@@ -113,6 +117,7 @@ class Plan:
     turns: int = 0
     conversation: bool = False
     keep: int = 0
+    system: int = 0
 
     def copy(self) -> Plan:
         """A shallow copy (what `copy.copy` gives: the same fields, notes set on it stay its own), made directly, without
@@ -150,8 +155,10 @@ class Plan:
         """The prompt versions asked (a grouped plan joins its metrics'), for the cache key."""
         if self.parts:
             return "+".join(p.prompt_version for p in self.parts)
-        # Only prompts that show the user's turns carry the conversation version: others keep their cache keys.
-        return self.metric.prompt_version + (f";{CONVERSATION_VERSION}" if self.conversation else "")
+        # Only prompts that show the user's turns (the system prompt) carry the conversation (system) version: others keep
+        # their cache keys.
+        return (self.metric.prompt_version + (f";{CONVERSATION_VERSION}" if self.conversation else "")
+                + (f";{SYSTEM_VERSION}" if self.system else ""))
 
 
 def group_plans(plans: list[Plan]) -> list[list[Plan]]:
@@ -184,7 +191,7 @@ def grouped_plan(plans: list[Plan], reused: bool = False) -> Plan:
     first = plans[0]
     qs = [Question(p.full_id(q), q.text, q.good, q.step) for p in plans for q in p.questions]
     return Plan(first.metric, qs, first.render, steps=max(p.steps for p in plans), parts=list(plans), extra={"cache_hint": reused},
-                turns=max(p.turns for p in plans), conversation=first.conversation)
+                turns=max(p.turns for p in plans), conversation=first.conversation, system=first.system)
 
 
 # The shared list schema of earlier versions: no longer sent (see the module doc), still what the parser and the
@@ -227,7 +234,9 @@ class JudgeMetric(Metric):
     judge config's, which defaults to false) sends each question alone;
     `trace_format` is `compact` (the default: see `trace_text`) or `full`
     (values as sorted-key JSON, tool results cut only at `FIELD_CHARS`, as
-    before the compact rendering; what peers send).
+    before the compact rendering; what peers send); `include_system_prompt`
+    (default false) shows the agent's recorded system prompts before the task
+    (`system_section`), in every metric that renders the trace.
 
     Subclasses set `prompt_version` (bump it whenever the wording changes:
     it is part of the cache key), `task` (what the judge evaluates), and
@@ -241,6 +250,23 @@ class JudgeMetric(Metric):
     max_items: int = Field(default=8, ge=1, le=1000)
     one_question_per_request: bool | None = None
     trace_format: Literal["compact", "full"] = "compact"
+    include_system_prompt: StrictBool = False
+    shows_trace: ClassVar[bool] = True  # (false: the metric's prompt shows no trace, so it has no system prompt to show)
+
+    @field_validator("include_system_prompt")
+    @classmethod
+    def _system_shown(cls, value: bool) -> bool:
+        if value and not cls.shows_trace:
+            raise ValueError(f"{cls.__name__} shows the judge no trace, so no system prompt either (the metrics that "
+                             "render the trace take it: TaskCompletion, ToolCallNecessity, Rubric, …)")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _without_unset_system(self, handler: Any) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("include_system_prompt") is False:
+            del out["include_system_prompt"]  # (a config without it hashes and is written as it always was: runs resume)
+        return out
 
     @property
     def rubric(self) -> Any:

@@ -31,6 +31,7 @@ from typing import Any
 
 from tracejudge.core.records import Case, UserMessage
 from tracejudge.stages.judge.field_cut import AllData
+from tracejudge.stages.judge.system_section import split, system_note
 from tracejudge.stages.judge.trace_text import (cut_field, droppable, final_output, kept_head, nested_steps, neutralise_structure,
                                                 render_steps, text_of, user_calls)
 
@@ -71,14 +72,17 @@ def step_omit(n_steps: int, omit: int, keep: int = 0) -> tuple[int, int]:
     return steps, omit - steps
 
 
-def omitted_note(steps: int, omit: int, keep: int = 0) -> str:
-    """What a fitted prompt left out, for the score's reason (`keep`: the first steps, holding every item asked about, stayed)."""
+def omitted_note(steps: int, omit: int, keep: int = 0, system: int = 0) -> str:
+    """What a fitted prompt left out, for the score's reason (`keep`: the first steps, holding every item asked about, stayed;
+    `system`: `Plan.system`, the system prompt's cut levels that come before the user turns)."""
+    omit, level = split(steps, omit, keep, system)
     s, u = step_omit(steps, omit, keep)
     which = ""
     if keep and s:
         head = kept_head(steps, s, keep)
         which = f" (steps {head + 1}–{head + s}, none of them asked about)"
-    return f"{s} middle steps{which}" + (f" and {u} middle user turns" if u else "") + " left out to fit the judge's context (too_long: truncate)"
+    said = f"{s} middle steps{which}" + (f" and {u} middle user turns" if u else "") + " left out"
+    return said + (f", and {system_note(level)}" if level else "") + " to fit the judge's context (too_long: truncate)"
 
 
 def _placed(case: Case, omit_turns: int, full: bool) -> dict[int, list[str]]:

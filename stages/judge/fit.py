@@ -8,7 +8,8 @@ grouped request is `max_tokens` × its metrics; prompts counted with
 final output, passages: the longest first, to one common cap that fits, never
 below `FIELD_CHARS`; `field_cut`), then leaves out middle steps (the task, the
 first and last steps, the user's turns and the output stay; only when every
-middle step is out and it still does not fit are middle user turns left
+middle step is out and it still does not fit are the system prompts cut
+further, `system_section`, and then middle user turns left
 out, see `conversation`), and as the last resort cuts every section, the
 trace's too, each with the visible `…[N characters cut]` marker; `skip`
 gives up. Questions about calls or steps (`Question.step`) are asked only
@@ -194,7 +195,7 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
         guessed = whole.estimated
     if ctokens <= limit:
         return Fitted(creq, 0, ctokens, True, cap, cut)
-    if guessed and droppable(plan.steps, plan.keep) + max(0, plan.turns - 2):
+    if guessed and droppable(plan.steps, plan.keep) + _past_steps(plan):
         # Leaving steps out estimates from the prompt's own count; with none to leave out, the estimate (over the
         # window, as the prompt is) is all the rest needs: a 10 MB prompt is not tokenized only to be cut further.
         ctokens = request_tokens(creq, tok)
@@ -203,7 +204,7 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     if fitted is not None:
         fitted.cap, fitted.cut = cap, cut
         return fitted
-    everything = droppable(plan.steps, plan.keep) + max(0, plan.turns - 2)
+    everything = droppable(plan.steps, plan.keep) + _past_steps(plan)
     with cutting(None, trace_too=True) as measured:
         bare = build_request(plan, questions, cfg, everything)
     last = _count(plan, questions, cfg, everything, bare, limit, tok, measured.lengths, trace_too=True)
@@ -270,7 +271,7 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
 def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int, tok: Spec) -> Fitted | None:
     """The fewest middle steps (then middle user turns) left out that fit, or None when leaving all out does not fit."""
     most = droppable(plan.steps, plan.keep)  # steps that may be left out; past them, middle user turns (`conversation`)
-    if most + max(0, plan.turns - 2) == 0:
+    if most + _past_steps(plan) == 0:
         return None
     if most == 0:
         return _drop_turns(plan, questions, cfg, limit, tok)
@@ -297,10 +298,17 @@ def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Jud
     return _drop_turns(plan, questions, cfg, limit, tok)
 
 
+def _past_steps(plan: Plan) -> int:
+    """What `render` may leave out or cut once every middle step is out: the system prompt's cut levels (`system_section`),
+    then the middle user turns (all but the first and last)."""
+    return plan.system + max(0, plan.turns - 2)
+
+
 def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, limit: int, tok: Spec = None) -> Fitted | None:
-    """Every middle step out and still too long: the fewest middle user turns left out that fit (bisection), else None."""
+    """Every middle step out and still too long: the system prompt cut further, then the fewest middle user turns left
+    out, that fit (bisection: each level past the steps makes the prompt no longer), else None."""
     most = droppable(plan.steps, plan.keep)
-    lo, hi = 1, max(0, plan.turns - 2)
+    lo, hi = 1, _past_steps(plan)
     best: Fitted | None = None
     while lo <= hi:  # more turns left out never makes the prompt longer
         mid = (lo + hi) // 2

@@ -14,15 +14,23 @@ from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns
 from tracejudge.stages.judge.field_cut import AllData
+from tracejudge.stages.judge.system_section import levels, split, system_sections
 from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, render_steps, text_of, user_calls
 
 __all__ = ["calls_plan", "cap_note", "not_computed", "trace_plan", "trace_sections"]
 
 
-def trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> list[tuple[str, str]]:
+def trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0, system: int = 0) -> list[tuple[str, str]]:
+    """The fenced sections of a case: its system prompts when `system` (`system_section.levels`) is not 0, then the task,
+    the trace and the final output, or its conversation. `omit`: `Plan.render`'s (middle steps, then with `system` the
+    prompts cut further, then middle user turns: `system_section.split`)."""
+    head: list[tuple[str, str]] = []
+    if system:
+        omit, level = split(len(case.trace.steps) if case.trace is not None else 0, omit, keep, system)
+        head = system_sections(case, level)
     if has_turns(case):
-        return conversation_sections(case, omit, full, keep)
-    sections = [("Task (the user's request)", AllData(text_of(case.input) or "(none)"))]  # (neutralised by `fence`, after any cut)
+        return head + conversation_sections(case, omit, full, keep)
+    sections = [*head, ("Task (the user's request)", AllData(text_of(case.input) or "(none)"))]  # (neutralised by `fence`, after any cut)
     if case.trace is not None:
         steps = case.trace.steps
         sections.append(("Trace", render_steps(steps, omit, full, keep=keep, nested=nested_steps(case), by_user=user_calls(case))))
@@ -31,12 +39,14 @@ def trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> 
 
 
 def trace_plan(metric: JudgeMetric, case: Case, qs: list[Question], **kw: Any) -> Plan:
-    """The plan asking `qs` about the case's task, trace and output (`trace_sections`), its conversation included."""
+    """The plan asking `qs` about the case's task, trace and output (`trace_sections`), its conversation included, and its
+    system prompts when the metric asks for them (`include_system_prompt`)."""
     assert case.trace is not None
     turns = has_turns(case)
     full = metric.trace_format == "full"
-    return Plan(metric, qs, lambda omit, keep=0: fence(trace_sections(case, omit, full, keep)), steps=len(case.trace.steps),
-                turns=len(case.trace.user_messages) if turns else 0, conversation=turns, **kw)
+    system = levels(metric, case)
+    return Plan(metric, qs, lambda omit, keep=0: fence(trace_sections(case, omit, full, keep, system)), steps=len(case.trace.steps),
+                turns=len(case.trace.user_messages) if turns else 0, conversation=turns, system=system, **kw)
 
 
 def cap_note(total: int, cap: int, what: str) -> str:

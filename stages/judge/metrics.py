@@ -19,6 +19,7 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.field_cut import AllData
 from tracejudge.stages.judge.trace_text import fence, text_of, user_calls
 from tracejudge.stages.judge.conversation import has_turns, request_text
+from tracejudge.stages.judge.system_section import levels, system_sections
 from tracejudge.stages.judge.metric_plans import (  # (`_trace_sections`, `_not_computed`: named here by callers)
     calls_plan as _calls_plan,
     cap_note as _cap_note,
@@ -231,6 +232,7 @@ class AgentMemoryEval(JudgeMetric):
     """
 
     prompt_version: ClassVar[str] = "agent-memory/4"
+    shows_trace: ClassVar[bool] = False
     task: ClassVar[str] = "You judge whether the agent's response uses what it should remember from earlier sessions."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -269,6 +271,7 @@ class ContextRelevance(JudgeMetric):
     """
 
     prompt_version: ClassVar[str] = "context-relevance/4"
+    shows_trace: ClassVar[bool] = False
     task: ClassVar[str] = "You judge whether each retrieved passage is relevant to the user's input."
     max_items: int = Field(default=8, ge=1, le=1000)
 
@@ -304,6 +307,7 @@ class Faithfulness(JudgeMetric):
     """
 
     prompt_version: ClassVar[str] = "faithfulness/4"
+    shows_trace: ClassVar[bool] = False
     task: ClassVar[str] = "You judge whether each claim of the agent's output is supported by the given passages."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -364,12 +368,15 @@ class Rubric(JudgeMetric):
         if self.include == "output":
             out = text_of(case.trace.output) if case.trace else ""
             request = request_text(case, self.trace_format == "full")
-            render = lambda omit: fence([("Task (the user's request)", request), ("Final output", AllData(out or "(none)"))])  # noqa: E731
+            system = levels(self, case)  # (no steps to leave out: a fitted prompt cuts the system prompt first)
+            render = lambda omit: fence([*(system_sections(case, min(omit, system)) if system else []),  # noqa: E731
+                                         ("Task (the user's request)", request), ("Final output", AllData(out or "(none)"))])
         elif case.trace is not None:
             return _trace_plan(self, case, [Question("q1", "Grade the run against the rubric.")], kind="scale", scale=self.scale)
         else:
             render = lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full"))  # noqa: E731
-        return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, kind="scale", scale=self.scale, conversation=has_turns(case))
+        return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, kind="scale", scale=self.scale, conversation=has_turns(case),
+                    system=levels(self, case) if self.include == "output" else 0)
 
     def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
         lo, hi = self.scale

@@ -50,6 +50,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import INSTRUCTIONS, JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import has_turns
 from tracejudge.stages.judge.metrics import _not_computed, _trace_sections
+from tracejudge.stages.judge.system_section import levels
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.score.base import make_score
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
@@ -126,11 +127,13 @@ class TrajectoryGoalSuccess(PromptfooSpec, JudgeMetric):
         goal = self._goal
         turns = has_turns(case)
 
+        system = levels(self, case)
+
         def render(omit: int, keep: int = 0) -> str:
-            return fence([(GOAL_SECTION, goal), *_trace_sections(case, omit, full, keep)])
+            return fence([(GOAL_SECTION, goal), *_trace_sections(case, omit, full, keep, system)])
 
         return Plan(self, list(QUESTIONS), render, steps=len(trace.steps), turns=len(trace.user_messages) if turns else 0,
-                    conversation=turns)
+                    conversation=turns, system=system)
 
     def judged(self, answers: dict[str, dict[str, Any]]) -> tuple[bool, float]:
         """promptfoo's `(pass, score)` from the judge's answers: `runJsonGradingPrompt`'s `pass && score >= threshold`."""

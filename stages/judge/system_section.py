@@ -1,0 +1,75 @@
+"""The agent's instructions in a judge prompt: a metric's `include_system_prompt: true`.
+
+A judge asked whether the agent followed its instructions or policy needs them. With the option on, and a trace that
+recorded some (`Trace.system_prompts`), the fenced data opens with them, before the task and the trace: one section
+`System prompt`, or, when the trace names several agents, one per agent (`System prompt of agent "Triage"`), each
+agent's distinct prompts in the order given, a blank line between them. Each prompt is cut as any field is
+(`FIELD_CHARS`, with the count of cut characters said) and is all data (`AllData`): `fence` neutralises its lines as it
+does the task's, so a prompt holding the fence marker, a heading or a line shaped as a step cannot break out of its
+section. Off (the default), or with no prompt recorded, nothing changes: every existing prompt, cache key and token
+estimate stays byte for byte as before.
+
+Fitting (`judge.too_long: truncate`): the middle steps are left out first, as always; past them each prompt is cut
+further, to each of `SYSTEM_CUTS` characters in turn, before any user turn is left out (`split`). A plan showing the
+prompts carries `Plan.system` (how many such levels `fit` may use) and the prompt version `base.SYSTEM_VERSION`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracejudge.core.records import Case
+from tracejudge.stages.judge.field_cut import AllData, cut_text
+from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable
+
+__all__ = ["SYSTEM_CUTS", "levels", "system_note", "split", "system_sections"]
+
+
+SYSTEM_CUTS = (1000, 500, 200)
+"""Characters each prompt keeps at each level a fitted prompt goes down to, once every middle step is out."""
+
+_AGENT_CHARS = 100  # an agent's name, as its section's title shows it
+
+
+def levels(metric: Any, case: Case) -> int:
+    """How many cut levels a prompt of `metric` about `case` has (`Plan.system`): 0 when it shows no system prompt (the
+    option off, or none recorded), so the prompt is rendered exactly as without this module."""
+    shown = getattr(metric, "include_system_prompt", False) and case.trace is not None and case.trace.system_prompts
+    return len(SYSTEM_CUTS) if shown else 0
+
+
+def split(n_steps: int, omit: int, keep: int, system: int) -> tuple[int, int]:
+    """`omit` (what `Plan.render` is given) as `(steps and user turns left out, system cut level)`: the middle steps
+    (`droppable`) come first, then up to `system` levels of cutting the prompts, then the user turns."""
+    level = min(max(0, omit - droppable(n_steps, keep)), system)
+    return omit - level, level
+
+
+def _agent(name: str) -> str:
+    # (the name is data: JSON-quoted, so a line break or a quote in it stays inside the title's one line)
+    return json.dumps(cut_text(name, _AGENT_CHARS), ensure_ascii=False)
+
+
+def system_sections(case: Case, level: int = 0) -> list[tuple[str, str]]:
+    """The fenced sections of the case's system prompts, each prompt cut to `FIELD_CHARS` characters (at `level` k > 0,
+    to `SYSTEM_CUTS[k - 1]`); `[]` when the trace recorded none."""
+    prompts = case.trace.system_prompts if case.trace is not None else []
+    limit = SYSTEM_CUTS[level - 1] if level else FIELD_CHARS
+    agents = list(dict.fromkeys(p.agent for p in prompts))
+    out = []
+    for agent in agents:
+        texts = [cut_text(p.text, limit) for p in prompts if p.agent == agent]
+        if len(agents) == 1:
+            title = "System prompt"
+        else:
+            title = f"System prompt of agent {_agent(agent)}" if agent is not None else "System prompt (no agent named)"
+        if len(texts) > 1:
+            title += f" ({len(texts)} versions, in the order given)"
+        out.append((title, AllData("\n\n".join(texts))))
+    return out
+
+
+def system_note(level: int) -> str:
+    """What a fitted prompt did to the system prompts, for the score's reason ("" at level 0)."""
+    return f"the system prompt cut to {SYSTEM_CUTS[level - 1]:,} characters" if level else ""
