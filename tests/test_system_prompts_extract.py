@@ -116,6 +116,13 @@ def test_openai_agents_export_keeps_the_instructions_chat_requests_recorded() ->
     assert bare.trace.system_prompts == []
 
 
+def test_mlflow_and_langfuse_traces_fill_it_as_otel_does() -> None:
+    [case] = _read(DATA / "agents-handoff-faults" / "mlflow-two_handoffs.mlflow.jsonl", "mlflow")
+    assert _prompts(case) == [("Triage", "Route."), ("Weather", "Weather.")]
+    [case] = _read(DATA / "langfuse-api-observe" / "lf-manual.v2.json", "langfuse")
+    assert _prompts(case) == [("support", "You help with orders.")]
+
+
 def test_smolagents_memory_reads_the_requests_system_message() -> None:
     [case] = _read(DATA / "smolagents-answers" / "dict.memory.jsonl", "smolagents")
     [(agent, text)] = _prompts(case)
@@ -132,3 +139,16 @@ def test_extract_writes_the_field(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["trace"]["system_prompts"] == [{"text": "Be brief."}]
+
+
+def test_the_viewer_shows_each_prompt_folded_and_masked() -> None:
+    from tracejudge.viewer.masking import shown_case
+    from tracejudge.viewer.transcript import transcript_html
+
+    key = "sk-proj-" + "a1B2c3D4" * 6
+    case = Case.model_validate({"id": "a", "input": "hi", "trace": {"steps": [{"output": "yo"}], "system_prompts": [
+        {"text": f"Call the API with {key}."}, {"text": "<b>Route</b>", "agent": "Triage"}]}})
+    html = transcript_html(shown_case(case), "")
+    assert key not in html and "Call the API with [REDACTED]." in html
+    assert '<summary class="label">system prompt of agent Triage (12 characters)</summary>' in html and "&lt;b&gt;Route&lt;/b&gt;" in html
+    assert html.index("system prompt") < html.index('class="msg user"')

@@ -134,7 +134,7 @@ def call_html(idx: int, call: ToolCall, *, full: bool = True, anchor: str = "") 
 
 
 def transcript_html(case: Case | None, note: str, anchor: str = "", rest_url: str = "") -> str:
-    """The case as a conversation: `<section class="transcript">` with user turns (`.msg.user[data-user=k]`), steps
+    """The case as a conversation: `<section class="transcript">` with its system prompts (folded), user turns (`.msg.user[data-user=k]`), steps
     (`.step[data-step=i]`: folded thought, tool calls with results, the assistant's message), the final output and the expected one.
 
     Steps and calls are numbered from 0 (`step 0`, `#0`), as ToolCalls' details and reasons number them; `anchor`
@@ -144,6 +144,10 @@ def transcript_html(case: Case | None, note: str, anchor: str = "", rest_url: st
     out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
     if case is None:
         return "".join(out) + "</section>"
+    for prompt in case.trace.system_prompts if case.trace else []:  # (folded: a policy runs to pages, and every case has it)
+        whose = f" of agent {prompt.agent}" if prompt.agent is not None else ""
+        out.append(f'<details class="msg system"><summary class="label">system prompt{e(whose)} ({len(prompt.text):,} characters)</summary>'
+                   f'{render_value(prompt.text, "said")}</details>')
     if case.input is not None and not (case.trace.user_messages if case.trace else []):
         out.append(f'<div class="msg user"><div class="label">user</div>{render_value(case.input, "said")}</div>')
     said = _user_turns(case)
