@@ -42,8 +42,8 @@ from pydantic import Field, StrictBool, field_validator, model_serializer
 from tracejudge.core.records import Case, Score, Step
 from tracejudge.stages.score.base import Metric
 
-__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "INSTRUCTIONS", "SYSTEM", "SYSTEM_VERSION", "JudgeMetric", "Plan", "Question",
-           "group_plans", "yes_no_schema"]
+__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "INSTRUCTIONS", "SYSTEM", "SYSTEM_VERSION", "JudgeMetric", "Plan",
+           "Question", "group_plans", "yes_no_schema"]
 
 CONVERSATION_VERSION = "conversation/1"
 """Added to a metric's prompt version (`task-completion/4;conversation/1`) when its prompt shows the user's turns."""
