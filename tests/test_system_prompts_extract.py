@@ -76,6 +76,16 @@ def test_anthropic_messages_reads_system_text_and_blocks(tmp_path: Path) -> None
     assert got[3].trace.system_prompts == []
 
 
+def test_json_path_maps_a_system_prompt_path(tmp_path: Path) -> None:
+    options = {"id": "id", "system_prompt": "messages[role=system].content", "output": "answer"}
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    got = extract_lines(tmp_path, "json-path", [{"id": "a", "messages": chat, "answer": "ok"},
+                                                {"id": "b", "messages": [{"role": "system", "content": {"x": 1}}], "answer": "ok"}], options)
+    assert _prompts(got[0]) == [(None, "Be brief.")]
+    cid, err = got[1]
+    assert (cid, err.line, err.field) == ("b", 2, "messages[role=system].content[0]") and "a system prompt is text, got an object" in err.message
+
+
 def test_inspect_reads_the_system_messages_of_a_real_log() -> None:
     by_id = {c.id: c for c in _read(DATA / "inspect" / "weather-chat.eval", "inspect")}
     assert _prompts(by_id["chat"]) == [(None, "You are a weather assistant. Use the tools; never guess a temperature.")]

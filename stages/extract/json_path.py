@@ -29,12 +29,13 @@ read as its decimal text, `42` as `"42"`, as `native` reads one: any other
 value, a boolean, a fraction, a list or an object, is the record's
 `invalid_input`, as is such a call `id`), `input`, `output`,
 `expected_output`, `expected_tool_calls`, `expected_passages`, `context`,
-`tags`, `metadata`, `tool_calls`. Each tool call object is read with `call`
+`tags`, `metadata`, `tool_calls`, `system_prompt` (text, or a list of texts: the trace's `system_prompts`,
+such as `messages[role=system].content`). Each tool call object is read with `call`
 (sub-paths for `id`, `name`, `arguments`, `result`, `error`; defaults are the
 same names), each expected call with `expected_call` (`name`,
 `arguments`). The trace is one step holding the calls in order, with
-`output` as the final answer; it is present when `tool_calls` or `output`
-is mapped. A call's `error` that is `true` becomes the text of its result
+`output` as the final answer; it is present when `tool_calls`, `output` or
+`system_prompt` is mapped. A call's `error` that is `true` becomes the text of its result
 (or `"error"`); `false`/absent means it succeeded.
 """
 
@@ -51,6 +52,7 @@ from tracejudge.stages.load import RawRecord
 from tracejudge.stages.extract.common import build_case, decode_line, fail, json_type, read_lines
 from tracejudge.stages.extract.json_path_check import MappingCheck
 from tracejudge.stages.extract.json_path_syntax import MISSING, parse_path, walk
+from tracejudge.stages.extract.system_prompts import distinct_prompts
 
 __all__ = ["Options", "adapt", "get_path"]
 
@@ -109,10 +111,12 @@ class Options(BaseModel):
     tags: str | None = None
     metadata: str | None = None
     tool_calls: str | None = None
+    system_prompt: str | None = None
     call: CallPaths = CallPaths()
     expected_call: ExpectedCallPaths = ExpectedCallPaths()
 
-    @field_validator("id", "input", "output", "expected_output", "expected_tool_calls", "expected_passages", "context", "tags", "metadata", "tool_calls")
+    @field_validator("id", "input", "output", "expected_output", "expected_tool_calls", "expected_passages", "context", "tags", "metadata", "tool_calls",
+                     "system_prompt")
     @classmethod
     def _paths(cls, value: str | None) -> str | None:
         return _check_path(value)
@@ -215,12 +219,26 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     expected = _expected(_get(record, opts.expected_tool_calls, "expected_tool_calls", cid), opts.expected_call, cid)
     if expected is not None:
         case["expected_tool_calls"] = expected
-    if opts.tool_calls is not None or opts.output is not None:
+    if opts.tool_calls is not None or opts.output is not None or opts.system_prompt is not None:
         calls = _calls(_get(record, opts.tool_calls, "tool_calls", cid), opts.call, cid)
         output = _get(record, opts.output, "output", cid)
         output = None if output is _MISSING else output
         case["trace"] = {"steps": [{"tool_calls": calls}] if calls else [], "output": output}
+        if prompts := _system(_get(record, opts.system_prompt, "system_prompt", cid), str(opts.system_prompt), cid):
+            case["trace"]["system_prompts"] = prompts
     return build_case(case)
+
+
+def _system(value: Any, path: str, cid: str) -> list[dict[str, Any]]:
+    """The trace's `system_prompts` from what `system_prompt` maps: a text, or a list of texts (each distinct one once)."""
+    if value is _MISSING or value is None:
+        return []
+    texts = value if isinstance(value, list) else [value]
+    for k, text in enumerate(texts):
+        if not isinstance(text, str):
+            fail(f"option system_prompt ({path!r}): a system prompt is text, got {json_type(text)}",
+                 field=path if texts is not value else f"{path}[{k}]", case_id=cid)
+    return distinct_prompts((None, text) for text in texts)
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:

@@ -34,7 +34,7 @@ log = get_logger("tracejudge.load")
 
 # The case fields a record-level path maps (`Options`); call sub-paths are checked by adapt (a call without a name fails).
 FIELDS = ("id", "input", "output", "expected_output", "expected_tool_calls", "expected_passages", "context", "tags",
-          "metadata", "tool_calls")
+          "metadata", "tool_calls", "system_prompt")
 _MAX_PATHS = 2000  # of the first record, for the nearest-path hint: a huge record costs no more
 
 
