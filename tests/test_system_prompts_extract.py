@@ -162,3 +162,18 @@ def test_the_viewer_shows_each_prompt_folded_and_masked() -> None:
     assert key not in html and "Call the API with [REDACTED]." in html
     assert '<summary class="label">system prompt of agent Triage (12 characters)</summary>' in html and "&lt;b&gt;Route&lt;/b&gt;" in html
     assert html.index("system prompt") < html.index('class="msg user"')
+
+
+def test_a_live_conversation_keeps_each_instruction_once_masked_in_traces_jsonl(tmp_path: Path) -> None:
+    from live_support import live_config, read_jsonl, run_live
+
+    key = "sk-proj-" + "a1B2c3D4" * 6
+    (tmp_path / "told_agent.py").write_text(
+        "def respond(request):\n"
+        f"    told = [{{'text': 'Be brief.'}}, {{'text': 'Use {key}.', 'agent': 'Tools'}}][: 1 + request.turn]\n"
+        "    return {'output': 'ok', 'trace': {'steps': [{'output': 'ok'}], 'output': 'ok', 'system_prompts': told}}\n")
+    cases = [{"id": "a", "input": "hi", "turns": ["and again"], "expected_tool_calls": []}]
+    config = live_config(tmp_path, cases, {"kind": "python", "callable": "told_agent:respond", "pythonpath": str(tmp_path)})
+    assert run_live(config).summary["status"] == {"ok": 1}
+    [line] = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert line["case"]["trace"]["system_prompts"] == [{"text": "Be brief."}, {"text": "Use [REDACTED].", "agent": "Tools"}]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import text_of
-from tracejudge.core.records import Case, Trace, Usage, UserMessage
+from tracejudge.core.records import Case, SystemPrompt, Trace, Usage, UserMessage
 from tracejudge.stages.target.protocol import HistoryItem, TargetReply, TargetRequest, agent_view
 
 __all__ = ["Conversation", "converse", "merge_traces"]
@@ -60,7 +60,8 @@ def _usage_sum(usages: list[Usage | None]) -> Usage | None:
 
 
 def merge_traces(traces: list[Trace], inputs: list[Any] | None = None) -> Trace:
-    """One trace for a whole conversation: steps and passages in turn order, usage summed, last output.
+    """One trace for a whole conversation: steps and passages in turn order, usage summed, last output, the distinct
+    system prompts in the order they first appeared.
 
     Usage fields are summed over the turns that report them (`None` when no
     turn does); `latency_s` is thus the conversation's total. `inputs` (a
@@ -83,6 +84,8 @@ def merge_traces(traces: list[Trace], inputs: list[Any] | None = None) -> Trace:
         output=traces[-1].output if traces else None,
         usage=_usage_sum([t.usage for t in traces]),
         retrieved=[p for t in traces for p in t.retrieved],
+        # (an agent re-sends its instructions every turn: each distinct one once, where it first appeared)
+        system_prompts=[SystemPrompt(text=x, agent=a) for a, x in dict.fromkeys((p.agent, p.text) for t in traces for p in t.system_prompts)],
     )
 
 
