@@ -157,7 +157,8 @@ so the turn has no final text and the text is intermediate. A run that ended
 normally keeps its last text as the final text; so does one a
 `KeyboardInterrupt` stopped inside a tool that recorded nothing of it
 (Langfuse records such a tool as it records one that returned None). Retrieval spans'
-documents become `trace.retrieved`.
+documents become `trace.retrieved`. The leading system messages of every model request, with the agent it ran under,
+become `trace.system_prompts`, each distinct one once (`system_prompts`).
 """
 
 from __future__ import annotations
