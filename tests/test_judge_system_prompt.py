@@ -61,17 +61,19 @@ def test_the_demos_default_prompt_is_byte_for_byte_the_one_rendered_before_the_o
 
 
 def test_on_the_demo_the_policy_opens_the_fence_and_is_counted(tmp_path: Path) -> None:
-    on = [json.loads(line) for line in _show_prompt(tmp_path, "metrics[3].include_system_prompt=true").splitlines()]
-    off = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
-    # asked apart from ToolCallNecessity now: their fenced data differ
-    by_metric = {r["metric"]: r for r in on}
-    assert set(by_metric) == {"TaskCompletion", "ToolCallNecessity"}
-    inside = _inside(by_metric["TaskCompletion"]["body"]["messages"][1]["content"])
+    [off] = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+    [both] = [json.loads(line) for line in
+              _show_prompt(tmp_path, "metrics[3].include_system_prompt=true", "metrics[4].include_system_prompt=true").splitlines()]
+    assert both["metric"] == off["metric"] == "TaskCompletion+ToolCallNecessity"  # the same fenced data: still one request
+    inside = _inside(both["body"]["messages"][1]["content"])
     assert inside.startswith("## System prompt\n# Airline Agent Policy\n")
     assert inside.index("## System prompt") < inside.index("## Task (the user's request)") < inside.index("## Conversation")
-    assert re.search(r" …\[\d+ characters cut\]\n\n## Task", inside)  # the 6,000-character wiki, cut as any field is
-    assert by_metric["TaskCompletion"]["prompt_tokens"] > off[0]["prompt_tokens"] - by_metric["ToolCallNecessity"]["prompt_tokens"] + 400
-    assert "System prompt" not in by_metric["ToolCallNecessity"]["body"]["messages"][1]["content"]
+    assert re.search(r" …\[4155 characters cut\]\n\n## Task", inside)  # the 6,155-character wiki, cut as any field is
+    assert both["prompt_tokens"] > off["prompt_tokens"] + 400  # counted: 2,000 characters of policy
+    # one metric on, one off: their fenced data differ, so each is asked apart
+    apart = {json.loads(line)["metric"]: json.loads(line) for line in _show_prompt(tmp_path, "metrics[3].include_system_prompt=true").splitlines()}
+    assert set(apart) == {"TaskCompletion", "ToolCallNecessity"}
+    assert "## System prompt" not in apart["ToolCallNecessity"]["body"]["messages"][1]["content"]
 
 
 def test_one_section_or_one_per_agent_naming_it() -> None:
