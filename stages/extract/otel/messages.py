@@ -31,7 +31,8 @@ from tracejudge.stages.extract.otel.adk_notes import adk_note
 from tracejudge.stages.extract.otel.server_blocks import is_server_block, server_part
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
-__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "user_texts"]
+__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "trailing_user_texts",
+           "user_texts"]
 
 _ROLES = {
     "human": "user",
@@ -280,6 +281,28 @@ def last_user_text(messages: list[dict[str, Any]]) -> str | None:
     """The text of the last user message that has text, or `None`."""
     texts = user_texts(messages)
     return texts[-1] if texts else None
+
+
+def trailing_user_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The texts of the user messages a request added since the model last spoke: those after its last assistant or
+    tool message (or user message of tool results alone), in order; `[]` when it ends on such a message.
+
+    An app may send several user messages in a row (context, then the question): each is a user message of that turn,
+    as format `openai-messages` reads the same conversation. System messages between them are passed over; messages
+    with no text and Google ADK's notes on another agent's turn are left out, as `user_texts` leaves them out.
+    """
+    out: list[str] = []
+    for msg in reversed(messages):
+        role = msg.get("role")
+        if role == "system":
+            continue
+        parts = [p for p in msg.get("parts") or [] if isinstance(p, dict)]
+        if role != "user" or any(p.get("type") == "tool_call_response" for p in parts):
+            break
+        texts = text_parts(msg)
+        if texts and not adk_note(texts):
+            out.append("\n".join(texts))
+    return out[::-1]
 
 
 def output_text(messages: list[dict[str, Any]]) -> str | None:

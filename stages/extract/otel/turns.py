@@ -20,7 +20,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import REFUSED
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import held
-from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
+from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, trailing_user_texts, user_texts
 from tracejudge.stages.extract.otel.conventions.openllmetry_agents import Hosts, calls_of, mend_errors, warn_unrecorded
 from tracejudge.stages.extract.otel.nesting import Within, adopt, in_call_order, nested_entry
 from tracejudge.stages.extract.otel.pauses import add_question, question_text
@@ -103,10 +103,11 @@ class Builder:
             turn = last
         else:
             turn = {"_trace": a.trace_id, "_run": run, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
-                    "_error": None, "_asked": [], "_held": False}
+                    "_error": None, "_asked": [], "_held": False, "_before": []}
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
+                turn["_before"] = _said_before(first_inputs, user_text, self._users_sent(last))
         turn["_error"] = error
         turn["_held"] = held(a)  # (pydantic-ai's run paused on deferred calls: no answer, even once a later run resumed them)
         turn["_asked"].extend(paused or [])
@@ -129,6 +130,14 @@ class Builder:
             mv = self.views[r.model.span_id]  # type: ignore[union-attr]
             # (a request whose answer pydantic-ai refused did answer: not a failed one, `conventions.pydantic_ai.retry_feedback`)
             turn["_usage"].add(mv.usage_in, mv.usage_out, mv.error is not None and not mv.error.startswith(REFUSED))
+
+    def _users_sent(self, turn: dict[str, Any] | None) -> list[str] | None:
+        """The user texts the latest request of `turn` sent (`None`: no turn, or none of its requests recorded inputs)."""
+        done = [r for r in (turn or {}).get("_rows", []) if r.model is not None and self.views[r.model.span_id].inputs]
+        if not done:
+            return None
+        latest = max(done, key=lambda r: (r.model.start, r.model.span_id))  # type: ignore[union-attr]
+        return user_texts(self.views[latest.model.span_id].inputs or [])  # type: ignore[union-attr]
 
     def _continues(self, turn: dict[str, Any], rows: list[Row]) -> bool:
         """Whether an anchor of another trace goes on with `turn`: its first request replays the turn's last one.
@@ -158,7 +167,7 @@ class Builder:
             rows = in_call_order(sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1)))
             first_step, first_call = len(steps), calls_total
             if turn["user_text"] is not None:
-                user_messages.append({"step": len(steps), "content": turn["user_text"]})
+                user_messages.extend({"step": len(steps), "content": text} for text in [*turn["_before"], turn["user_text"]])
             history = turn["_history"]
             for r in rows:
                 if r.model is not None:
@@ -216,6 +225,8 @@ class Builder:
                     "usage": turn["_usage"].usage(asked),
                 }
             )
+            if turn["_before"]:  # only then: other cases stay as they were
+                meta_turns[-1]["user_texts"] = [*turn["_before"], turn["user_text"]]
             if turn["_usage"].unmetered:  # only then: other cases stay as they were
                 meta_turns[-1]["usage"]["requests_without_usage"] = turn["_usage"].unmetered
             if turn["_error"] is not None:  # only a failed run's turn gets the key: other cases stay as they were
@@ -224,7 +235,8 @@ class Builder:
         # `final_answer` of the same conversation among them, is not its answer: `smolagents_raised`)
         if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None and meta_turns[-1].get("error") is None:
             meta_turns[-1]["final_text"] = answer_tool_text
-        texts = [t["user_text"] for t in meta_turns]
+        # Each user message is one text, as format `openai-messages` reads them: the first is the input, the rest turns.
+        texts = [text for t in meta_turns for text in t.get("user_texts", [t["user_text"]])]
         otel: dict[str, Any] = {
             "group_key": group.key_attr or "trace_id",
             "traces": group.traces,
@@ -277,6 +289,23 @@ class Builder:
             out.extend({"step": step, "content": text} for text in users[len(history) :])
             return users
         return history if len(users) < len(history) or users[: len(history)] != history else users
+
+
+def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list[str] | None) -> list[str]:
+    """The user messages the turn's first request added in a row before the one that is the turn's `user_text`.
+
+    Only when that request's last user message is the turn's text: an anchor that recorded other words (a framework's
+    task, a resume value) keeps its own text alone. `sent`: the user texts the previous turn's latest request sent;
+    when they begin this request's, only the messages after them are new (an app that keeps only the user's turns
+    sends the earlier questions in a row before the new one: said before, not again).
+    """
+    said = trailing_user_texts(inputs)
+    if user_text is None or not said or said[-1] != user_text:
+        return []
+    users = user_texts(inputs)
+    if sent is not None and users[: len(sent)] == sent:
+        said = said[-max(1, len(users) - len(sent)):]
+    return said[:-1]
 
 
 def _said(row: Row) -> str | None:
