@@ -15,6 +15,7 @@ from pathlib import Path
 from tracejudge.stages.extract.otel.conventions import (genai, langfuse, langgraph, mlflow, mlflow_smolagents, openai_agents, openinference, openllmetry_agents,
                                                         pydantic_ai, smolagents, traceloop, vercel)
 from tracejudge.stages.extract.otel.conventions.agents_nested import nested_run_errors
+from tracejudge.stages.extract.otel.conventions.anthropic_prefill import join_prefills
 from tracejudge.stages.extract.otel.conventions.agents_outputs import read_tool_outputs
 from tracejudge.stages.extract.otel.conventions.agents_workflows import unname_workflows
 from tracejudge.stages.extract.otel.conventions.graph_names import named_graphs
@@ -65,6 +66,7 @@ def group_views(group: Group) -> dict[str, View]:
     """The `View` of every span of `group` by span id, read on first use and kept on the group."""
     if group.views is None:
         group.views = {s.span_id: read_span(s) for s in group.spans}
+        join_prefills(group.spans, group.views)  # (Anthropic's answer to a prefilled request: the prefill, then what the model added)
         langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
         smolagents.managed_agent_calls(group.spans, group.views)  # (likewise: a managed agent's run is the call that ran it)
         mlflow_smolagents.managed_calls(group.spans, group.views)  # (the same under MLflow's smolagents autolog)

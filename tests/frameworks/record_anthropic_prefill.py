@@ -1,0 +1,76 @@
+"""Record requests whose messages end with the assistant's words, behind `tests/test_anthropic_prefill.py`.
+
+    python tests/frameworks/record_anthropic_prefill.py [OUTDIR] [SCENARIO ...]   (OUTDIR: tests/data/anthropic-prefill)
+
+Against scripted loopback servers (no network):
+
+- `anthropic-oi`, `anthropic-tl`: one Anthropic Messages API request (`client.messages.create`) whose last message is
+  the assistant's prefill `{"city": "`, so the model goes on from it (`Oslo", "temp_c": -3}`), under
+  openinference-instrumentation-anthropic and opentelemetry-instrumentation-anthropic (OpenLLMetry);
+- `openai-oi`: an OpenAI Chat Completions request whose messages end with an assistant message too, under
+  openinference-instrumentation-openai: that API does not continue it, its reply is the answer as it is.
+
+Each writes `<scenario>.jsonl` (OTLP/JSON) and `<scenario>.truth.json` (the answer the application put together: the
+prefill followed by the reply under Anthropic, the reply alone under OpenAI). Each scenario runs in its own subprocess.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent / "data" / "anthropic-prefill"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from common import otel_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from fake_anthropic import ScriptedAnthropic  # noqa: E402
+from record_otel_loop_faults import Scripted, chat  # noqa: E402
+
+ASK, PREFILL, CONTINUATION = "Weather in Oslo as JSON.", '{"city": "', 'Oslo", "temp_c": -3}'  # (the reply goes on from the prefill)
+
+
+def anthropic(out: Path, inst: str) -> dict[str, Any]:
+    """The prefilled Anthropic request under instrumentation `inst` (`oi`, `tl`)."""
+    fake = ScriptedAnthropic([([{"type": "text", "text": CONTINUATION}], {"input_tokens": 50, "output_tokens": 9})])
+    provider = otel_provider(fake, "anthropic-prefill")
+    if inst == "oi":
+        from openinference.instrumentation.anthropic import AnthropicInstrumentor
+    else:
+        from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+    AnthropicInstrumentor().instrument(tracer_provider=provider)
+    import anthropic as sdk
+
+    client = sdk.Anthropic(base_url=fake.url, api_key="sk-fake", max_retries=0)
+    reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=100, system="Reply in JSON only.",
+                                   messages=[{"role": "user", "content": ASK}, {"role": "assistant", "content": PREFILL}])
+    name = f"anthropic-{inst}"
+    write_otlp(provider, fake, out / f"{name}.jsonl")
+    truth = {"input": ASK, "answer": PREFILL + reply.content[0].text}  # (the continuation alone is no answer: the app joins them)
+    write_truth(out, name, truth)
+    return truth
+
+
+def openai(out: Path) -> dict[str, Any]:
+    """An OpenAI request ending with an assistant message, under OpenInference."""
+    fake = Scripted(lambda body, headers: (chat('{"city": "Oslo"}'), {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}))
+    provider = otel_provider(fake, "openai-last-assistant")
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    from openai import OpenAI
+
+    client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": ASK}, {"role": "assistant", "content": PREFILL}])
+    write_otlp(provider, fake, out / "openai-oi.jsonl")
+    truth = {"input": ASK, "answer": reply.choices[0].message.content}
+    write_truth(out, "openai-oi", truth)
+    return truth
+
+
+SCENARIOS = {"anthropic-oi": lambda out: anthropic(out, "oi"), "anthropic-tl": lambda out: anthropic(out, "tl"), "openai-oi": openai}
+
+if __name__ == "__main__":
+    sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(OUT)], SCENARIOS))

@@ -1,0 +1,60 @@
+"""Anthropic's assistant prefill: the answer is the prefill followed by the model's continuation (`tests/data/anthropic-prefill`).
+
+Recorded by `tests/frameworks/record_anthropic_prefill.py` under OpenInference and OpenLLMetry's Anthropic
+instrumentations, with an OpenAI request ending with an assistant message beside them; `<scenario>.truth.json` is the
+answer the application put together. What was wrong before: the step's output and the case's output were the
+continuation alone (`Oslo", "temp_c": -3}`), not the JSON the application had.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.otel.conventions.anthropic_prefill import prefill
+
+DATA = Path(__file__).parent / "data" / "anthropic-prefill"
+
+
+def _case(name: str) -> Any:
+    fmt = registry.format_for("otel")
+    ds = DatasetConfig(path=DATA / f"{name}.jsonl", format="otel")
+    ctx = fmt.prepare(ds)
+    [case] = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+    return case
+
+
+@pytest.mark.parametrize("name", ["anthropic-oi", "anthropic-tl"])
+def test_the_answer_to_a_prefilled_request_is_the_prefill_then_the_continuation(name: str) -> None:
+    case, truth = _case(name), json.loads((DATA / f"{name}.truth.json").read_text())
+    assert truth["answer"].startswith('{"city": "')
+    assert [s.output for s in case.trace.steps] == [truth["answer"]]
+    assert case.trace.output == truth["answer"]
+    assert case.metadata["otel"]["turns"][0]["final_text"] == truth["answer"]
+    assert case.input == truth["input"]
+    assert case.trace.usage.requests == 1
+
+
+def test_another_providers_request_ending_with_the_assistant_keeps_its_reply() -> None:
+    case, truth = _case("openai-oi"), json.loads((DATA / "openai-oi.truth.json").read_text())
+    assert case.trace.output == truth["answer"] == '{"city": "Oslo"}'
+
+
+def _m(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+@pytest.mark.parametrize(("inputs", "want"), [
+    ([_m("user", {"type": "text", "content": "Hi"}), _m("assistant", {"type": "text", "content": "{"})], "{"),
+    ([_m("user", {"type": "text", "content": "Hi"})], None),  # (no prefill: the request ends with the user)
+    ([_m("assistant", {"type": "tool_call", "id": "c1", "name": "f", "arguments": {}})], None),  # (a call is no prefill)
+    ([_m("assistant", {"type": "text", "content": ""})], None),
+    (None, None),
+])
+def test_a_prefill_is_a_last_assistant_message_of_text_alone(inputs: Any, want: str | None) -> None:
+    assert prefill(inputs) == want
