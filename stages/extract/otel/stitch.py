@@ -58,6 +58,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.conventions.smolagents_steps import ran_out
 from tracejudge.stages.extract.otel.dropped import Seen, replayed_rest, restore_fronts
 from tracejudge.stages.extract.otel.duplicates import drop_duplicate_requests
 from tracejudge.stages.extract.otel.item_ids import ids_agree
@@ -157,7 +158,8 @@ def _candidate(group: Group) -> _Chain | None:
     if group.key_attr is not None:
         return None
     top = [r for r in _requests(group) if r[1].inputs]
-    return _Chain(group, top[0], top[-1]) if top else None
+    ends = [r for r in top if not ran_out(r[1])] or top  # (smolagents' out-of-steps answer: no later run replays it)
+    return _Chain(group, top[0], ends[-1]) if top else None
 
 
 class _Joiner:

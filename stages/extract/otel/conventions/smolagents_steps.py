@@ -68,7 +68,7 @@ from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "given_answers", "max_steps", "step_errors", "stored_results", "tool_answers"]
+__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "given_answers", "max_steps", "ran_out", "step_errors", "stored_results", "tool_answers"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -297,6 +297,14 @@ def max_steps(spans: list[Span], views: dict[str, View]) -> None:
         if said is not None:  # that request failed: the run returned smolagents' stand-in, no answer, and ended in that error
             rv = views[run.span_id]
             rv.answer, rv.error = None, rv.error or f"{MAX_STEPS}\n{said}"
+
+
+def ran_out(view: View) -> bool:
+    """Whether a model request is the one a smolagents run made when its steps ran out (`max_steps` marked it).
+
+    A later run on the same memory (`reset=False`) replays the run's steps, not that request: its own prompt, a system
+    message, is in no memory step, so a conversation is joined on the request before it (`stitch`)."""
+    return (view.error or "").startswith(MAX_STEPS)
 
 
 def _stand_in(answer: Any) -> str | None:
