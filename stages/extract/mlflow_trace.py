@@ -26,7 +26,8 @@ by the `mlflow` convention (`mlflow_spans`) and built by the `otel` assembler (s
 - the case's `input` and `output` are the inputs/outputs of the top
   `AGENT` span, else of the root `CHAIN` / `UNKNOWN` span (a plain
   `@mlflow.trace`): text as it is, a message list its last user / assistant
-  text; of a function's several arguments, the one the model was asked
+  text (the user messages sent in a row before it too, when the model's first
+  request ends with them, as `otel` reads them); of a function's several arguments, the one the model was asked
   (else the model's first user message; with no model span, the first of
   `question`, `query`, `prompt`, `user_input`, `input`, `message(s)`,
   `task`, else the first text argument);
