@@ -189,6 +189,8 @@ from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, u
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
+from tracejudge.stages.extract.otel.value_limit import warn_cut
+from tracejudge.stages.extract.otel.value_tails import mend_tails
 from tracejudge.stages.load import RawRecord
 
 log = get_logger("tracejudge.extract.otel")
@@ -256,6 +258,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                     yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {bare_where(str(exc), doc)}")
     warn_blank(Path(dataset.path), blank)
     warn_lost(s for spans in collector.spans.values() for s in spans)  # spans past the attribute limit: once per file
+    warn_cut(s for spans in collector.spans.values() for s in spans)  # JSON values past the length limit: once per file
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
@@ -273,6 +276,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
         mend_cut(group)  # requests that lost their first messages to the attribute limit (`dropped`)
+        mend_tails(group)  # requests that lost their last messages to the length limit (`value_tails`)
         link_item_ids(group)  # OpenLLMetry's Responses API calls under their item ids, when a replay names their `call_id`
         lost, asked = unread_requests(group)
         unread += lost

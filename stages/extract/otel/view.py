@@ -78,6 +78,8 @@ class View:
     `input_start`: the position of `inputs[0]` in the request's messages when the span lost its first ones to the
     attribute limit (`None`: they start at 0); `partial_inputs`: what the messages just before it still show, each cut
     at its start (no role), never read as whole messages (`dropped`).
+    `inputs_cut`: the length a request's input messages attribute was cut at by the attribute length limit, `inputs`
+    then holding the messages decoded whole before the cut until `value_tails` gives it the rest (`value_limit`).
     `resumed`: an agent run that sent no user message of its own but went on with the run before it (pydantic-ai
     resumed with `deferred_tool_results`): the same turn (`conventions.pydantic_ai_deferred`).
     `agent_name`: the agent an agent span ran (a tool span's: the agent that ran inside the call; a chain span's: the
@@ -118,6 +120,7 @@ class View:
     query: str | None = None
     input_start: int | None = None
     partial_inputs: list[dict[str, Any]] | None = None
+    inputs_cut: int | None = None
     resumed: bool = False
     unreadable: Exception | None = None
 

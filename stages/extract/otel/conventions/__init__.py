@@ -22,6 +22,7 @@ from tracejudge.stages.extract.otel.conventions.graph_names import named_graphs
 from tracejudge.stages.extract.otel.conventions.mlflow_agents import read_group as mlflow_agents_group
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_attempts import attempts
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_capabilities import capability_data
+from tracejudge.stages.extract.otel.conventions.pydantic_ai_cut import cut_output_tools
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import read_deferrals
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_returns import tool_returns
 from tracejudge.stages.extract.otel.payloads import failed_tool_messages
@@ -80,6 +81,7 @@ def group_views(group: Group) -> dict[str, View]:
         tool_returns(group.spans, group.views)  # pydantic-ai's ToolReturn: its return value the result, its content not the user's
         capability_data(group.spans, group.views)  # (likewise the data a tool or capability enqueued, framed in its tag: 2.78 on)
         attempts(group.spans, group.views)  # (its request attempts sent again: their tokens the request's, not the request: 2.78 on)
+        cut_output_tools(group.spans, group.views)  # (its output tools when the length limit cut the request's parameters)
         pydantic_ai.retry_feedback(group.spans, group.views)  # its feedback on a refused text answer: the framework's words, not the user's
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart
         read_tool_outputs(group.spans, group.views)  # the Agents SDK's structured tool outputs, its timeouts (before the stops read them)

@@ -35,6 +35,7 @@ from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_messa
 from tracejudge.stages.extract.otel.conventions.genai_instructions import with_instructions
 from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
 from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.value_limit import cut_at, cut_note, whole_items
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present
 from tracejudge.stages.load import JSON_ERRORS
 
@@ -44,6 +45,7 @@ NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
 WRAPPER_TOOLS = frozenset({"(merged tools)"})  # ADK's parallel wrapper: its children are the calls
+INPUT_KEY = "gen_ai.input.messages"
 ADK_ARGS, ADK_RESULT = "gcp.vertex.agent.tool_call_args", "gcp.vertex.agent.tool_response"
 
 
@@ -111,6 +113,7 @@ def read(span: Span) -> View | None:
         # the system instructions only on a request: OpenLLMetry's LangChain also writes them, as plain text, on the
         # `create_agent` span that builds the agent, which is no request and has no messages
         v.inputs, v.outputs = with_instructions(span, inputs), genai_choice(outputs, span)
+        v.inputs_cut = cut_at(a.get(INPUT_KEY))  # (its first messages only: `value_tails` reads the rest from the requests beside it)
     # the names before semantic conventions 1.27 (prompt / completion tokens) when the current ones are absent
     v.usage_in = usage(span, "gen_ai.usage.input_tokens")
     v.usage_in = usage(span, "gen_ai.usage.prompt_tokens") if v.usage_in is None else v.usage_in
@@ -225,7 +228,11 @@ def _json_attr(span: Span, key: str) -> Any:
         try:
             decoded = json.loads(value)
         except JSON_ERRORS:
-            fail(f"span {span.span_id}: {key} is not valid JSON", field=f"span {span.span_id}: {key}")
+            if (limit := cut_at(value)) is None:
+                fail(f"span {span.span_id}: {key} is not valid JSON", field=f"span {span.span_id}: {key}")
+            if key != INPUT_KEY:  # (a reply no other span holds: `value_tails` mends a request's input only)
+                fail(f"{cut_note(span, key, limit)}: what it held cannot be read", field=f"span {span.span_id}: {key}")
+            decoded = whole_items(value)  # the messages before the cut; `value_tails` gives the request the rest
         # (An escaped lone surrogate, an exporter cutting mid-emoji, is read as U+FFFD, as `view.unjson` reads it.)
         return mend_surrogates(decoded) if ESCAPED_SURROGATE.search(value) else decoded
     return value
@@ -250,10 +257,11 @@ def messages(span: Span, told: bool = True) -> tuple[list[dict[str, Any]], list[
 
     The system instructions (`gen_ai.system_instructions`) lead the input as its system message (`genai_instructions`;
     `told=False` leaves them out).
-    Raises `AdapterError` when a message attribute is not JSON, or the instructions are malformed. pydantic-ai's reader reads them again for its
+    Raises `AdapterError` when a message attribute is not JSON, or the instructions are malformed; an input cut at the
+    attribute length limit gives the messages whole before the cut (`value_limit`), a cut output raises saying so. pydantic-ai's reader reads them again for its
     output tools (`pydantic_ai`): only on spans that name some, so other spans are decoded once.
     """
-    inputs = _message_list(span, "gen_ai.input.messages")
+    inputs = _message_list(span, INPUT_KEY)
     outputs = _message_list(span, "gen_ai.output.messages")
     if inputs is None or outputs is None:
         log_in, log_out = event_messages(span)

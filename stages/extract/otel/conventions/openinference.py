@@ -26,7 +26,8 @@ unwrapped from framework payloads (see `payloads`); an `output.value` written wi
 error, `"<type>: <message>"` of its `exception` event when it has one (the
 LangChain instrumentation's status description is the exception's repr
 followed by its traceback). Agent and root chain spans give the user's
-request and the final answer from `input.value` / `output.value`.
+request and the final answer from `input.value` / `output.value` (never from one the attribute length limit cut:
+`value_limit`).
 Retrieved passages come from `retrieval.documents.{i}.document.*` (an id or score found only in
 `document.metadata`, as LangChain's retrievers record them, is kept), a retriever's question from its
 `input.value`, usage from `llm.token_count.*`. A tool message whose text was `""` is that text (the
@@ -63,6 +64,7 @@ from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.server_blocks import flattened_blocks
 from tracejudge.stages.extract.otel.server_tools import anthropic_output, hosted_flattened, hosted_output
 from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.value_limit import cut_at
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, nested, present, unjson
 
 __all__ = ["NAME", "read", "request_text", "answer_text", "stop_answers"]
@@ -308,6 +310,8 @@ def request_text(value: Any) -> str | list[str] | None:
     assembler picks the one the model was asked (an agent called as
     `run(task="…", session="…")` records every argument), else the first.
     """
+    if cut_at(value) is not None:
+        return None  # (the start of a JSON body the length limit cut: no request, the model's says it)
     decoded = unjson(value)
     if isinstance(decoded, str):
         return decoded if present(decoded) and decoded else None
@@ -333,6 +337,8 @@ def answer_text(value: Any) -> str | None:
     A LangGraph state (`{"messages": [...], …}`) that ended on a structured response or a `return_direct`
     tool's message answers with that (`graph_state`).
     """
+    if cut_at(value) is not None:
+        return None  # (a graph's state dump the length limit cut: its answer is its last model reply's)
     decoded = unjson(value)
     ended = state_answer(decoded)
     if ended is not MISSING:
