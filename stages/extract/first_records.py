@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError, os_error
+from tracejudge.stages.extract.skipped import skipped_text
 from tracejudge.stages.load.encoding import compressed, strip_bom
 
 __all__ = ["FIRST", "check_dataset", "check_first_records", "empty_folder", "formats_that_read", "no_records"]
@@ -183,6 +184,8 @@ def no_records(fmt: Any, dataset: Any) -> str:
     if not head or head.rstrip() == b"[]":
         what = "no file in the folder holds one" if os.path.isdir(path) else "an empty file, only blank lines or an empty array"
         return f"dataset.path: {path}: no records in it ({what})"
+    if os.path.isfile(path) and (why := skipped_text(path)) is not None:  # (records of the format, each left out on purpose)
+        return f"dataset.path: {path}: format {fmt.name} reads no record from it: {why}"
     return f"dataset.path: {path}: format {fmt.name} reads no record from it; it holds {_holds(head)}"
 
 

@@ -50,6 +50,9 @@ A span listed twice (same trace and span id) is read once; when the copies
 differ, the last one that ended is read and its id listed in
 `metadata.mlflow.duplicates`.
 
+A trace still `IN_PROGRESS` (written while its run went on: its root span missing) is no case: it is skipped with a
+warning naming its file, line and trace id, as format `mlflow-server` skips one (`mlflow_progress`).
+
 Usage: `info.execution_duration_ms` (MLflow 2: `execution_time_ms`) is the
 latency. The case id is `info.trace_id` (MLflow 2: `request_id`);
 `metadata.mlflow` keeps the trace name, state, session and user ids and
@@ -101,6 +104,7 @@ from tracejudge.stages.extract.otel.view import unjson
 from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.extract.mlflow_code_tools import joined
 from tracejudge.stages.extract.mlflow_labels import trace_labels
+from tracejudge.stages.extract.mlflow_progress import finished, in_progress
 from tracejudge.stages.extract.mlflow_spans import trace_spans
 from tracejudge.stages.extract.store_labels import merge_label_metadata
 from tracejudge.stages.load import RawRecord
@@ -238,8 +242,8 @@ def _seen(record: dict[str, Any]) -> Seen | None:
     """The trace id, session, start and readability of a decoded `Trace.to_json()` line (`None`: no trace id)."""
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     tid = info.get("trace_id") or info.get("request_id")
-    if not isinstance(tid, (str, int)) or isinstance(tid, bool):
-        return None
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool) or in_progress(record):
+        return None  # (a trace still in progress joins no session: it is skipped, `mlflow_progress`)
     meta = info.get("trace_metadata") or info.get("request_metadata") or {}
     data = record.get("data") if isinstance(record.get("data"), dict) else {}
     raw = data.get("spans")
@@ -256,7 +260,7 @@ def _resumes(record: dict[str, Any]) -> tuple[str, Any, bool] | None:
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     meta = info.get("trace_metadata") or info.get("request_metadata") or {}
     session = meta.get(SESSION) if isinstance(meta, dict) else None
-    if not isinstance(session, str) or not session:
+    if not isinstance(session, str) or not session or in_progress(record):
         return None
     data = record.get("data") if isinstance(record.get("data"), dict) else {}
     spans = [s for s in data.get("spans") or [] if isinstance(s, dict)]
@@ -275,7 +279,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     (a `CodeAgent`'s tool calls, which MLflow writes as traces of their own, are read in their run's: `mlflow_code_tools`)."""
     by_session = Options.model_validate(dataset.options or {}).group_by == "conversation"
     records = group_lines(dataset, _SESSION_FIELD, SESSION.encode(), _seen) if by_session else _read_traces(dataset)
-    yield from joined(dataset, records, SESSION)
+    yield from joined(dataset, finished(records), SESSION)  # (a trace still in progress skipped with a warning: `mlflow_progress`)
 
 
 def _read_traces(dataset: Any) -> Iterator[RawRecord]:
