@@ -5,7 +5,7 @@ by `search_traces` while its second invoke waited on its model: the first trace 
 `IN_PROGRESS`, its root span missing, its `tools` node's input LangGraph's `Send` payload at the top. Before, format
 `mlflow` read that half trace silently as a case, its user turns "And Oslo?", then "tool_call_with_context" (the payload's
 `__type`), where format `mlflow-server` skips such a trace with a warning. Now the file reads the same way: the trace
-in progress is no case, one warning names its file, line and id.
+in progress is no case, one warning names its file, line and id; and LangGraph's node input is nobody's message.
 
 When the libraries are installed, the scenario is also re-recorded now into a temporary folder and read the same way.
 """
@@ -65,6 +65,20 @@ def test_a_file_of_traces_in_progress_only_is_refused_saying_why(tmp_path: Path)
     assert extract_path(path, "mlflow") == []
     message = no_records(registry.format_for("mlflow"), DatasetConfig(path=path, format="mlflow"))
     assert "reads no record from it: its record was left out (a trace still in progress)" in message
+
+
+def test_langgraphs_send_payload_is_no_user_turn(tmp_path: Path) -> None:
+    """The same half trace from a store that records no state (the line's `state` rewritten): read as a case, its
+    `tools` node at the top, the `Send` payload's `__type` is no user message; the question is."""
+    line = json.loads((DATA / "lg-in-progress.jsonl").read_text().splitlines()[1])
+    assert any('"__type": "tool_call_with_context"' in str(s["attributes"].get("mlflow.spanInputs")) for s in line["data"]["spans"])
+    line["info"]["state"] = "OK"
+    path = tmp_path / "stateless.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    [case] = extract_path(path, "mlflow", {"group_by": "trace"})
+    assert isinstance(case, Case), case
+    assert [m.content for m in case.trace.user_messages] == ["And Oslo?"]
+    assert [c.name for c in case.trace.tool_calls()] == ["get_weather"]
 
 
 @pytest.fixture(scope="module")

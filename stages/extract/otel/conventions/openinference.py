@@ -145,7 +145,6 @@ def read(span: Span) -> View | None:
     return v
 
 
-
 def _graph_node(metadata: Any) -> bool:
     meta = unjson(metadata)
     return isinstance(meta, dict) and "langgraph_node" in meta and "langgraph_step" in meta
@@ -298,6 +297,7 @@ def _response_messages(body: Any) -> list[dict[str, Any]] | None:
 # Most question-like first: when no model request says which argument was asked (a run with no model span),
 # the first candidate is the input, and `run(question=..., task="sequence")` was asked the question, not the label.
 _REQUEST_KEYS = ("question", "query", "prompt", "user_input", "input", "message", "messages", "task")
+_TOOL_NODE_INPUT = "tool_call_with_context"  # the `__type` LangGraph marks a `Send` to its ToolNode with
 
 
 def request_text(value: Any) -> str | list[str] | None:
@@ -308,10 +308,11 @@ def request_text(value: Any) -> str | list[str] | None:
     well-known keys first, most question-like first (`question`, `query`,
     `prompt`, `user_input`, `input`, `message(s)`, then `task`): the
     assembler picks the one the model was asked (an agent called as
-    `run(task="…", session="…")` records every argument), else the first.
+    `run(task="…", session="…")` records every argument), else the first; LangGraph's
+    ToolNode input (`{"__type": "tool_call_with_context", …}`, a `Send`) none.
     """
     if cut_at(value) is not None:
-        return None  # (the start of a JSON body the length limit cut: no request, the model's says it)
+        return None  # (a JSON body the length limit cut: the model's request says it)
     decoded = unjson(value)
     if isinstance(decoded, str):
         return decoded if present(decoded) and decoded else None
@@ -319,6 +320,8 @@ def request_text(value: Any) -> str | list[str] | None:
     if msgs:
         return last_user_text(msgs)
     if isinstance(decoded, dict):
+        if decoded.get("__type") == _TOOL_NODE_INPUT:
+            return None  # (LangGraph's own input to its ToolNode, a `Send` of one call with the state: nobody's words)
         out: list[str] = []
         for key in _REQUEST_KEYS:
             got = decoded.get(key)
@@ -326,7 +329,7 @@ def request_text(value: Any) -> str | list[str] | None:
             for text in [inner] if isinstance(inner, str) else inner or []:
                 if text and text not in out:
                     out.append(text)
-        out += [v for v in decoded.values() if isinstance(v, str) and v and present(v) and v not in out]
+        out += [v for k, v in decoded.items() if isinstance(v, str) and v and present(v) and v not in out and k != "__type"]
         return out or None
     return None
 
