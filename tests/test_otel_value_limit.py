@@ -53,6 +53,9 @@ def check(path: Path, want: dict[str, Any]) -> Case:
     assert [json.loads(f) if f.startswith("{") else f for f in finals] == [json.loads(a) if a.startswith("{") else a for a in answers]
     assert case.trace.output == finals[-1]
     assert MaxToolCalls(max_calls=len(want["calls"])).evaluate(case).details["count"] == len(want["calls"])  # (no output tool among them)
+    cut = case.metadata["otel"]["cut_attributes"]  # (the case says what of its own was cut)
+    assert cut["limit"] == want["limit"] and cut["attributes"] >= cut["spans"] > 0
+    assert ("output.value" if path.name.startswith("lg") else "gen_ai.input.messages") in cut["keys"]
     return case
 
 
@@ -120,6 +123,11 @@ def test_what_counts_as_cut() -> None:
     history = [{"role": "user", "parts": [{"type": "text", "content": "hi " * 30}]}] * 5
     text = json.dumps(history)[:400]
     assert whole_items(text) == history[: len(whole_items(text))] and 0 < len(whole_items(text)) < 5
+
+
+def test_a_case_with_nothing_cut_says_nothing_of_it() -> None:
+    [case] = extract_path(Path(__file__).parent / "data" / "mlflow-in-progress" / "lg-in-progress.jsonl", "mlflow")
+    assert isinstance(case, Case) and "cut_attributes" not in case.metadata["otel"]
 
 
 def test_a_history_malformed_before_its_end_is_still_not_valid_json(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from tracejudge.stages.extract.otel.pauses import add_question, question_text
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.stitch import continues
 from tracejudge.stages.extract.otel.tally import Tally
+from tracejudge.stages.extract.otel.value_limit import cut_summary
 from tracejudge.stages.extract.otel.view import MISSING, View
 
 __all__ = ["Builder", "Row"]
@@ -250,6 +251,8 @@ class Builder:
         lost = [s.dropped_attributes for s in group.spans if s.dropped_attributes]
         if lost:  # spans past the attribute limit per span (`dropped`): only then, other cases stay as they were
             otel["dropped_attributes"] = {"spans": len(lost), "attributes": sum(lost)}
+        if (cut := cut_summary(group.spans)) is not None:  # values cut at the length limit (`value_limit`): only then
+            otel["cut_attributes"] = cut
         retried = sorted(({"call": numbers[id(c)], "name": c["name"], "id": c["id"], "attempts": len(errs) + 1,
                            "errors": [e for e in errs if e is not None]}
                           for c, errs in self.retried if id(c) in numbers), key=lambda r: r["call"])

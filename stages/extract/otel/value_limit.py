@@ -11,7 +11,8 @@ A value is taken as cut (`cut_at`) when it starts as JSON (`{` or `[`), does not
 its end (it is the start of some whole JSON text: a string left open, a bracket unclosed) and its length is a
 plausible limit: a multiple of 8 or of 10 characters (1000, 2000, 4096, 8192…), at least 64. What it held is then read
 from what else the span or its trace holds (`whole_items` keeps the array elements decoded before the cut), never from
-the cut text; `warn_cut` says once per file which attributes were cut and at what length.
+the cut text; `warn_cut` says once per file which attributes were cut and at what length, and each case says what of
+its own was (`cut_summary`: `metadata.otel.cut_attributes`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["LIMIT_SETTING", "cut_at", "cut_note", "warn_cut", "whole_items"]
+__all__ = ["LIMIT_SETTING", "cut_at", "cut_note", "cut_summary", "warn_cut", "whole_items"]
 
 log = get_logger("tracejudge.extract.otel")
 LIMIT_SETTING = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
@@ -72,6 +73,16 @@ def _skip(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t\r\n":
         pos += 1
     return pos
+
+
+def cut_summary(spans: list[Any]) -> dict[str, Any] | None:
+    """`{"limit", "spans", "attributes", "keys"}` of the values of `spans` cut at the length limit (`limit` the longest
+    cut, `keys` the attributes' names, sorted); `None` when none was cut."""
+    found = [(key, limit) for span in spans for key, value in span.attrs.items() if (limit := cut_at(value)) is not None]
+    if not found:
+        return None
+    spans_cut = sum(1 for span in spans if any(cut_at(v) is not None for v in span.attrs.values()))
+    return {"limit": max(n for _, n in found), "spans": spans_cut, "attributes": len(found), "keys": sorted({k for k, _ in found})}
 
 
 def cut_note(span: Any, key: str, limit: int) -> str:
