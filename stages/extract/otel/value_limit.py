@@ -116,4 +116,5 @@ def warn_cut(spans: Iterable[Any]) -> None:
                     f"({LIMIT_SETTING}): {', '.join(what)}{more}. A cut value is never read as text: what it held is read "
                     "from the span's other attributes and the requests before and after it where they hold it (a graph's "
                     "answer from its last model reply), and a conversation whose messages nothing else holds is invalid_input; "
-                    f"record with a higher limit (or {LIMIT_SETTING} unset) to keep them whole")
+                    f"record with a higher limit, or none ({LIMIT_SETTING} unset, or TracerProvider(span_limits=SpanLimits("
+                    "max_attribute_length=SpanLimits.UNSET))), to keep them whole")
