@@ -54,6 +54,7 @@ from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_failu
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
 from tracejudge.stages.extract.otel.conventions.langchain_errors import exception_name, oi_langchain_span
 from tracejudge.stages.extract.otel.conventions.openai_choices import chat_reasoning, oi_choice
+from tracejudge.stages.extract.otel.conventions.openinference_retrievals import passage, question
 from tracejudge.stages.extract.otel.conventions.scopeless import from_instrumentation, smolagents_span
 from tracejudge.stages.extract.otel.conventions.smolagents_args import call_args
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import SCOPE, memory_inputs
@@ -140,8 +141,8 @@ def read(span: Span) -> View | None:
     elif v.role == "retrieval":
         docs = nested(a, "retrieval.documents")
         if isinstance(docs, list):
-            v.documents = [_document(d) for d in docs if isinstance(d, dict) and isinstance(d.get("document"), dict)]
-        v.query = _query(a.get("input.value"))
+            v.documents = [passage(d) for d in docs if isinstance(d, dict) and isinstance(d.get("document"), dict)]
+        v.query = question(a.get("input.value"))
     return v
 
 
@@ -364,37 +365,3 @@ def answer_text(value: Any) -> str | None:
             if isinstance(got, str) and got:
                 return got
     return None
-
-
-def _document(item: dict[str, Any]) -> dict[str, Any]:
-    """One passage; `document.id` / `document.score`, else the id and score a LangChain retriever left in `document.metadata`.
-
-    The LangChain instrumentation writes a `Document`'s metadata whole and no `document.id` / `score` keys:
-    the reading of the same run by Langfuse or MLflow (`payloads.documents`) keeps them, so this one does too.
-    """
-    doc = item["document"]
-    meta = unjson(doc.get("metadata"))
-    meta = meta if isinstance(meta, dict) else {}
-    out: dict[str, Any] = {"content": str(doc.get("content") or "")}
-    ident = doc.get("id") if doc.get("id") is not None else next((meta[k] for k in ("chunk_id", "id") if meta.get(k) is not None), None)
-    if ident is not None:
-        out["id"] = str(ident)
-    score = doc.get("score") if _number(doc.get("score")) else meta.get("score")
-    if _number(score):
-        out["score"] = float(score)
-    if isinstance(meta.get("source"), str):
-        out["source"] = meta["source"]
-    return out
-
-
-def _query(raw: Any) -> str | None:
-    """A retriever's question: its `input.value` as text (or the `query` / `input` / `question` of a JSON object)."""
-    decoded = unjson(raw)
-    if isinstance(decoded, dict):
-        decoded = next((decoded[k] for k in ("query", "input", "question") if isinstance(decoded.get(k), str)), None)
-    text = decoded if isinstance(decoded, str) else raw if isinstance(raw, str) else None
-    return text if text is not None and text.strip() and present(text) else None
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
