@@ -3,8 +3,9 @@
 Recorded by `tests/frameworks/record_value_limit.py` (its docstring says what each scenario runs). The OTel SDK cuts
 every longer string attribute at the limit and records nothing else, so a body written as JSON text is left as the
 start of a JSON document. Before, a LangGraph root's cut state dump (`{"messages": [{"type": "human", …`) was the case's
-output and its last turn's final text, with no warning, and a pydantic-ai conversation whose later requests' history
-(`gen_ai.input.messages`) was cut was refused whole as "is not valid JSON". Now a cut value is never read as text:
+output and its last turn's final text, with no warning, a pydantic-ai conversation whose later requests' history
+(`gen_ai.input.messages`) was cut was refused whole as "is not valid JSON", and a LangGraph tool whose `ToolMessage`
+was cut had that text as its result, its call id lost with it. Now a cut value is never read as text:
 what it held is read from the requests beside it, one warning per file names the cut attributes and the limit, and a
 conversation whose messages nothing else holds is refused saying the text was cut at N characters.
 
@@ -27,7 +28,7 @@ from tracejudge.stages.score import MaxToolCalls
 
 DATA = Path(__file__).parent / "data" / "value-limit"
 RECORD = Path(__file__).parent / "frameworks" / "record_value_limit.py"
-READ_WHOLE = ["lg-oi-4096", "pai-v5-1000", "pai-oi-1000"]
+READ_WHOLE = ["lg-oi-4096", "lg-oi-400", "pai-v5-1000", "pai-oi-1000"]
 NEEDS = {"lg-oi-4096": ("langgraph", "langchain_openai", "openinference.instrumentation.langchain"), "pai-v5-1000": ("pydantic_ai",)}
 
 
@@ -67,13 +68,32 @@ def test_a_conversation_reads_whole_though_its_json_attributes_were_cut(name: st
 def test_the_recordings_did_cut_what_the_readers_used() -> None:
     """The faults are in the files: the graph's last state dump, and pydantic-ai's later histories and its request
     parameters (where its output tool is named), each exactly the limit long and no JSON."""
-    for name, keys in {"lg-oi-4096": {"output.value"}, "pai-v5-1000": {"gen_ai.input.messages", "model_request_parameters"},
+    for name, keys in {"lg-oi-4096": {"output.value"}, "lg-oi-400": {"output.value"}, "pai-v5-1000": {"gen_ai.input.messages", "model_request_parameters"},
                        "pai-oi-1000": {"gen_ai.input.messages", "model_request_parameters"}}.items():
         limit = truth(DATA, name)["limit"]
         cut = {(span, key) for span, key, value in attributes(DATA / f"{name}.jsonl") if len(value) == limit and cut_at(value) == limit}
         assert keys <= {key for _, key in cut}, (name, cut)
         if name.startswith("lg"):
             assert ("LangGraph", "output.value") in cut
+        if name == "lg-oi-400":
+            assert ("get_weather", "output.value") in cut  # (the `ToolMessage` around a result that fits)
+
+
+def test_results_cut_everywhere_stay_each_its_own_calls() -> None:
+    """`lg-oi-300`: a result past the limit is cut in the tool span and in the history alike. Each call has the history's
+    copy, paired by its call id (the cut `ToolMessage` lost it: parallel calls got each other's), and the case says so."""
+    [case] = extract_path(DATA / "lg-oi-300.jsonl", "otel")
+    assert isinstance(case, Case), case
+    want = truth(DATA, "lg-oi-300")
+    assert [m.content for m in case.trace.user_messages] == want["user_turns"]
+    assert [t["final_text"] for t in case.metadata["otel"]["turns"]] == want["answers"]
+    calls = case.trace.tool_calls()
+    assert [[c.name, c.arguments] for c in calls] == [[n, a] for n, a, _ in want["calls"]]
+    for call in calls:
+        city = call.arguments["city"]
+        assert call.id == f"c_{city.lower()}" and isinstance(call.result, str) and len(call.result) == 300
+        assert call.result.startswith(f'{{"city": "{city}"') and not any(c in call.result for c in ("Paris", "Tokyo", "Lima", "Oslo") if c != city)
+    assert case.metadata["otel"]["cut_attributes"]["limit"] == 300
 
 
 def test_the_cut_state_dump_is_no_answer() -> None:

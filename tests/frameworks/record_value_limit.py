@@ -12,6 +12,9 @@ scripted loopback OpenAI server (`record_otel_loop_faults.Scripted`; no network)
   OpenInference's `LangChainInstrumentor`, limit 4096: the first turn asks `get_weather` for three cities in one reply,
   the second for one more; by the second turn the graph's state dump (the root `LangGraph` span's `output.value`) is
   past the limit.
+- `lg-oi-400`: the same with shorter results under limit 400: each result fits, but the `get_weather` span's
+  `output.value` (LangChain's `ToolMessage` around it, its `tool_call_id` last) is cut.
+- `lg-oi-300`: the same as `lg-oi-4096` under limit 300: the results themselves are cut wherever they are recorded.
 - `pai-v5-1000`, `pai-oi-1000`: one pydantic-ai run (`output_type` a model, so its answer is the output tool
   `final_result`'s call) under its own instrumentation / OpenInference's span processor over it, limit 1000: a round of
   two `get_weather` calls, a third alone, then the answer; the third request's `gen_ai.input.messages` and every
@@ -40,9 +43,9 @@ LG_TURNS = ["Weather in Paris, Tokyo and Lima?", "And in Oslo?"]
 PAI_TURNS = ["Weather in Paris and Tokyo, then Lima?", "And tomorrow in Oslo?"]
 
 
-def _report(city: str) -> dict[str, Any]:
+def _report(city: str, repeat: int = 6) -> dict[str, Any]:
     """A tool's result: long enough that a few of them pass the limit."""
-    return {"city": city, "sky": WEATHER[city], "detail": f"{city}: {WEATHER[city]} all day, light wind from the west, " * 6}
+    return {"city": city, "sky": WEATHER[city], "detail": f"{city}: {WEATHER[city]} all day, light wind from the west, " * repeat}
 
 
 def _asked_order(call: list[Any]) -> int:
@@ -60,9 +63,9 @@ def _asked(body: dict[str, Any], turns: list[str]) -> tuple[int, int]:
     return turns.index(msgs[last]["content"]), sum(1 for m in msgs[last:] if m["role"] == "assistant")
 
 
-def langgraph(out: Path) -> dict[str, Any]:
-    _limited(4096)
-    truth: dict[str, Any] = {"limit": 4096, "user_turns": LG_TURNS, "calls": [], "answers": []}
+def langgraph(out: Path, name: str, limit: int, repeat: int) -> dict[str, Any]:
+    _limited(limit)
+    truth: dict[str, Any] = {"limit": limit, "user_turns": LG_TURNS, "calls": [], "answers": []}
 
     def reply(body: dict[str, Any], headers: Any) -> tuple[dict[str, Any], dict[str, int]]:
         turn, step = _asked(body, LG_TURNS)
@@ -81,7 +84,7 @@ def langgraph(out: Path) -> dict[str, Any]:
     @tool
     def get_weather(city: str) -> dict:
         """Weather of a city."""
-        result = _report(city)
+        result = _report(city, repeat)
         truth["calls"].append(["get_weather", {"city": city}, result])
         return result
 
@@ -94,10 +97,10 @@ def langgraph(out: Path) -> dict[str, Any]:
         for question in LG_TURNS:
             state = agent.invoke({"messages": [("user", question)]}, {"configurable": {"thread_id": "thread-1"}})
             truth["answers"].append(state["messages"][-1].content)
-        write_otlp(provider, fake, out / "lg-oi-4096.jsonl")
+        write_otlp(provider, fake, out / f"{name}.jsonl")
     truth["calls"].sort(key=_asked_order)  # (a reply's calls run side by side: in the order the model asked them)
     provider.shutdown()
-    write_truth(out, "lg-oi-4096", truth)
+    write_truth(out, name, truth)
     return truth
 
 
@@ -146,7 +149,9 @@ def pydantic_ai(out: Path, name: str, oi: bool, runs: int) -> dict[str, Any]:
 
 
 SCENARIOS = {
-    "lg-oi-4096": langgraph,
+    "lg-oi-4096": lambda out: langgraph(out, "lg-oi-4096", 4096, 6),
+    "lg-oi-400": lambda out: langgraph(out, "lg-oi-400", 400, 4),
+    "lg-oi-300": lambda out: langgraph(out, "lg-oi-300", 300, 6),
     "pai-v5-1000": lambda out: pydantic_ai(out, "pai-v5-1000", oi=False, runs=1),
     "pai-oi-1000": lambda out: pydantic_ai(out, "pai-oi-1000", oi=True, runs=1),
     "pai-v5-1000-two": lambda out: pydantic_ai(out, "pai-v5-1000-two", oi=False, runs=2),

@@ -113,8 +113,9 @@ def warn_cut(spans: Iterable[Any]) -> None:
         more = f" and {len(named) - 5} more keys" if len(named) > 5 else ""
         at = " / ".join(str(n) for n in sorted(limits[file]))
         log.warning(f"otel: {file}: JSON attribute values were cut at {at} characters by the attribute length limit "
-                    f"({LIMIT_SETTING}): {', '.join(what)}{more}. A cut value is never read as text: what it held is read "
-                    "from the span's other attributes and the requests before and after it where they hold it (a graph's "
-                    "answer from its last model reply), and a conversation whose messages nothing else holds is invalid_input; "
+                    f"({LIMIT_SETTING}): {', '.join(what)}{more}. A cut value is never read as an answer, a request or a result: "
+                    "what it held is read from the span's other attributes and the requests before and after it where they "
+                    "hold it (a graph's answer from its last model reply, a tool's result from the request that replays it, "
+                    "itself cut when that copy was), and a conversation whose messages nothing else holds is invalid_input; "
                     f"record with a higher limit, or none ({LIMIT_SETTING} unset, or TracerProvider(span_limits=SpanLimits("
                     "max_attribute_length=SpanLimits.UNSET))), to keep them whole")

@@ -20,7 +20,8 @@ output as calls with their raw arguments text. smolagents' replayed memory
 is read as the model got it (`smolagents_inputs`), a smolagents tool's arguments as its call gave them (`smolagents_args`); a smolagents planning request's
 text is the plan, a thought (`smolagents_plans`).
 A tool's arguments and result are `input.value` / `output.value`,
-unwrapped from framework payloads (see `payloads`); an `output.value` written with no value (an empty
+unwrapped from framework payloads (see `payloads`; an `output.value` the length limit cut, LangChain's `ToolMessage`
+with its `tool_call_id`, is none: the result is the tool message of the request that replays it); an `output.value` written with no value (an empty
 `AnyValue`: how the OTel Java SDK, among others, exports `""`) is the result `""`, while one not written
 (the tool never returned, or the instrumentation hid it: `__REDACTED__`) is no result; an ERROR status is its
 error, `"<type>: <message>"` of its `exception` event when it has one (the
@@ -122,8 +123,8 @@ def read(span: Span) -> View | None:
             v.args, v.args_wrapped = unwrap_args(a["input.value"])
             if from_instrumentation(span, SCOPE, smolagents_span) and (called := call_args(span)) is not MISSING:
                 v.args = called  # (`Tool.__call__`'s bound arguments, positional ones named: `smolagents_args`)
-        if present(a.get("output.value")):
-            v.result, v.error, cid = unwrap_result(a["output.value"], call_id=v.call_id)
+        if present(a.get("output.value")) and cut_at(a["output.value"]) is None:  # (one the length limit cut, its call id
+            v.result, v.error, cid = unwrap_result(a["output.value"], call_id=v.call_id)  # lost with it: the history's copy)
             v.call_id = v.call_id or cid
         elif "output.value" in a and a["output.value"] is None:
             v.result = ""  # written, as an empty AnyValue: the tool returned "" (an SDK never sets a None attribute)
