@@ -281,6 +281,8 @@ DATA = Path(__file__).resolve().parent / "data"
     "frameworks/traceloop-openai/parallel.jsonl",
     "pydantic-ai-raised-deferrals/mixed-oi.jsonl",  # a deferral's metadata (JSON text) was read flattened
     "langgraph-lost-root/oi-lg-checkpoint.noroot.jsonl",  # roots lost (a dropped batch): such a trace was never listed
+    "value-limit/pai-v5-1000.jsonl",  # histories cut at the length limit: the requests beside them were not read for the rest
+    "value-limit/lg-oi-400.jsonl",  # a tool's cut `ToolMessage`: its history copy, by call id
 ])
 def test_a_recording_sent_to_phoenix_reads_as_its_file(server, recording):
     url, _ = server
@@ -289,6 +291,28 @@ def test_a_recording_sent_to_phoenix_reads_as_its_file(server, recording):
     assert sorted(from_phoenix) == sorted(from_file)
     for case_id, case in from_file.items():
         assert from_phoenix[case_id] == case, case_id
+
+
+def test_a_history_cut_at_the_length_limit_that_nothing_else_holds_is_refused_as_in_its_file(server):
+    """The second pydantic-ai run's question is only in its first request's cut `gen_ai.input.messages`: read from
+    Phoenix as from the file, its trace is one invalid_input saying the text was cut at 1000 characters, never a case
+    read without that question; the first run's trace reads."""
+    from stores.phoenix_recordings import send_recording
+    from tracejudge.core import registry
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.core.records import Case
+    from tracejudge.stages.extract import extract_record
+
+    url, _ = server
+    path = DATA / "value-limit" / "pai-v5-1000-two.jsonl"
+    send_recording(url, "rec-value-limit-two", [json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+    fmt = registry.format_for("phoenix")
+    ds = DatasetConfig(format="phoenix", options={"url": url, "project": "rec-value-limit-two"})
+    got = [extract_record(raw, fmt, fmt.prepare(ds)) for raw in fmt.read(ds)]
+    cases, refused = [g for g in got if isinstance(g, Case)], [g for g in got if not isinstance(g, Case)]
+    assert [[m.content for m in c.trace.user_messages] for c in cases] == [["Weather in Paris and Tokyo, then Lima?"]]
+    [(_, error)] = refused
+    assert "gen_ai.input.messages was cut at 1000 characters" in error.message and "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT" in error.message
 
 
 def test_a_span_whose_parent_never_reached_phoenix_hangs_from_the_root_as_in_its_file(server, tmp_path):

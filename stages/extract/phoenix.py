@@ -46,6 +46,8 @@ from tracejudge.core.urls import http_url
 from tracejudge.stages.extract import otel
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.lost_roots import warn_lost_roots
+from tracejudge.stages.extract.otel.value_limit import warn_cut
+from tracejudge.stages.extract.otel.value_tails import mend_tails
 from tracejudge.stages.extract.otel.spans import Group, Span, hung_trace
 from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
@@ -245,6 +247,8 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             group = Labelled(**{f.name: getattr(group, f.name) for f in fields(Group)}, labels=labels.get(trace_id) or {})
             if not any(v.role for v in group_views(group).values()):
                 continue  # set-up spans only (OpenLLMetry's `create_agent`): nothing ran, no case, as format `otel` reads it
+            warn_cut(group.spans)  # (values past the length limit: said once per project, as `otel` says it once per file)
+            mend_tails(group)  # (a request whose history the length limit cut: the rest from the requests beside it, as `otel`)
             count += 1
             yield RawRecord(where, count, group)
         if sweep.cut:
