@@ -76,6 +76,27 @@ def test_on_the_demo_the_policy_opens_the_fence_and_is_counted(tmp_path: Path) -
     assert "## System prompt" not in apart["ToolCallNecessity"]["body"]["messages"][1]["content"]
 
 
+def test_system_prompt_chars_shows_a_whole_policy_and_needs_the_option(tmp_path: Path) -> None:
+    # The airline policy is 6,155 characters: a policy-compliance judge sees all of it with a larger cap.
+    [whole] = [json.loads(line) for line in _show_prompt(
+        tmp_path, "metrics[3].include_system_prompt=true", "metrics[4].include_system_prompt=true",
+        "metrics[3].system_prompt_chars=8000", "metrics[4].system_prompt_chars=8000").splitlines()]
+    inside = _inside(whole["body"]["messages"][1]["content"])
+    policy = inside.split("## System prompt\n", 1)[1].split("\n\n## Task", 1)[0]
+    assert "characters cut]" not in policy and len(policy) == 6155, len(policy)
+    assert TaskCompletion(include_system_prompt=True, system_prompt_chars=8000).model_dump()["system_prompt_chars"] == 8000
+    assert "system_prompt_chars" not in TaskCompletion(include_system_prompt=True).model_dump()  # (its default: hashes as before)
+    small = _inside(TaskCompletion(include_system_prompt=True, system_prompt_chars=200).plan(_case([{"text": "x" * 300}])).render(0))
+    assert "[100 characters cut]" in small
+    for bad, said in [({"system_prompt_chars": 8000}, "no effect without include_system_prompt: true"),
+                      ({"include_system_prompt": True, "system_prompt_chars": 50}, "greater than or equal to 200"),
+                      ({"include_system_prompt": True, "system_prompt_chars": "8000"}, "valid integer")]:
+        with pytest.raises(ConfigError) as err:
+            validate_config({"dataset": {"path": str(tmp_path / "cases.jsonl")}, "judge": {"provider": "simulator"},
+                             "metrics": [{"type": "TaskCompletion", **bad}]})
+        assert said in str(err.value) and "metrics.0" in str(err.value), str(err.value)
+
+
 def test_one_section_or_one_per_agent_naming_it() -> None:
     one = _inside(TaskCompletion(include_system_prompt=True).plan(_case([{"text": "Be brief."}, {"text": "Be kind."}])).render(0))
     assert one.startswith("## System prompt (2 versions, in the order given)\nBe brief.\n\nBe kind.\n\n## Task (the user's request)\n")

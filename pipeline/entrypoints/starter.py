@@ -234,7 +234,7 @@ def describe_metric(name: str) -> str:
     lines = [f"{cls.__name__} — {kind}", "", inspect.getdoc(cls) or "(no docstring)", "", "options (config keys, with their defaults):"]
     refused = getattr(cls, "refused_options", ())  # (fields a metric inherits and refuses: promptfoo's `threshold`)
     if not getattr(cls, "shows_trace", True):  # (a judge metric shown no trace has no system prompt to show: `JudgeMetric`)
-        refused = (*refused, "include_system_prompt")
+        refused = (*refused, "include_system_prompt", "system_prompt_chars")
     for field, info in cls.model_fields.items():  # type: ignore[attr-defined]
         if field == "type" or field in refused:
             continue

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_serializer
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_serializer, model_validator
 from tracejudge.core.records import Case, Score, Step
 from tracejudge.stages.score.base import Metric
 
@@ -236,7 +236,9 @@ class JudgeMetric(Metric):
     (values as sorted-key JSON, tool results cut only at `FIELD_CHARS`, as
     before the compact rendering; what peers send); `include_system_prompt`
     (default false) shows the agent's recorded system prompts before the task
-    (`system_section`), in every metric that renders the trace.
+    (`system_section`), in every metric that renders the trace, each cut at
+    `system_prompt_chars` (default 2,000, from 200 to 100,000; a config error
+    without `include_system_prompt: true`).
 
     Subclasses set `prompt_version` (bump it whenever the wording changes:
     it is part of the cache key), `task` (what the judge evaluates), and
@@ -251,6 +253,8 @@ class JudgeMetric(Metric):
     one_question_per_request: bool | None = None
     trace_format: Literal["compact", "full"] = "compact"
     include_system_prompt: StrictBool = False
+    # (a policy runs to several thousand characters: τ-bench's airline one is 6,155; the default keeps a field's 2,000)
+    system_prompt_chars: StrictInt = Field(default=2000, ge=200, le=100_000)
     shows_trace: ClassVar[bool] = True  # (false: the metric's prompt shows no trace, so it has no system prompt to show)
 
     @field_validator("include_system_prompt")
@@ -261,11 +265,20 @@ class JudgeMetric(Metric):
                              "render the trace take it: TaskCompletion, ToolCallNecessity, Rubric, …)")
         return value
 
+    @model_validator(mode="after")
+    def _chars_need_the_prompt(self) -> JudgeMetric:
+        if "system_prompt_chars" in self.model_fields_set and not self.include_system_prompt:
+            raise ValueError("system_prompt_chars sets how much of the system prompt the judge sees; it has no effect "
+                             "without include_system_prompt: true")
+        return self
+
     @model_serializer(mode="wrap")
     def _without_unset_system(self, handler: Any) -> Any:
         out = handler(self)
         if isinstance(out, dict) and out.get("include_system_prompt") is False:
             del out["include_system_prompt"]  # (a config without it hashes and is written as it always was: runs resume)
+        if isinstance(out, dict) and out.get("system_prompt_chars") == 2000:
+            del out["system_prompt_chars"]  # (likewise its default)
         return out
 
     @property

@@ -15,19 +15,20 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns
 from tracejudge.stages.judge.field_cut import AllData
 from tracejudge.stages.judge.system_section import levels, split, system_sections
-from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, render_steps, text_of, user_calls
+from tracejudge.stages.judge.trace_text import FIELD_CHARS, fence, final_output, nested_steps, render_steps, text_of, user_calls
 
 __all__ = ["calls_plan", "cap_note", "not_computed", "trace_plan", "trace_sections"]
 
 
-def trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0, system: int = 0) -> list[tuple[str, str]]:
+def trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0, system: int = 0,
+                   system_chars: int = FIELD_CHARS) -> list[tuple[str, str]]:
     """The fenced sections of a case: its system prompts when `system` (`system_section.levels`) is not 0, then the task,
     the trace and the final output, or its conversation. `omit`: `Plan.render`'s (middle steps, then with `system` the
     prompts cut further, then middle user turns: `system_section.split`)."""
     head: list[tuple[str, str]] = []
     if system:
         omit, level = split(len(case.trace.steps) if case.trace is not None else 0, omit, keep, system)
-        head = system_sections(case, level)
+        head = system_sections(case, level, system_chars)
     if has_turns(case):
         return head + conversation_sections(case, omit, full, keep)
     sections = [*head, ("Task (the user's request)", AllData(text_of(case.input) or "(none)"))]  # (neutralised by `fence`, after any cut)
@@ -45,7 +46,7 @@ def trace_plan(metric: JudgeMetric, case: Case, qs: list[Question], **kw: Any) -
     turns = has_turns(case)
     full = metric.trace_format == "full"
     system = levels(metric, case)
-    return Plan(metric, qs, lambda omit, keep=0: fence(trace_sections(case, omit, full, keep, system)), steps=len(case.trace.steps),
+    return Plan(metric, qs, lambda omit, keep=0: fence(trace_sections(case, omit, full, keep, system, metric.system_prompt_chars)), steps=len(case.trace.steps),
                 turns=len(case.trace.user_messages) if turns else 0, conversation=turns, system=system, **kw)
 
 

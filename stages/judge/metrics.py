@@ -369,7 +369,7 @@ class Rubric(JudgeMetric):
             out = text_of(case.trace.output) if case.trace else ""
             request = request_text(case, self.trace_format == "full")
             system = levels(self, case)  # (no steps to leave out: a fitted prompt cuts the system prompt first)
-            render = lambda omit: fence([*(system_sections(case, min(omit, system)) if system else []),  # noqa: E731
+            render = lambda omit: fence([*(system_sections(case, min(omit, system), self.system_prompt_chars) if system else []),  # noqa: E731
                                          ("Task (the user's request)", request), ("Final output", AllData(out or "(none)"))])
         elif case.trace is not None:
             return _trace_plan(self, case, [Question("q1", "Grade the run against the rubric.")], kind="scale", scale=self.scale)

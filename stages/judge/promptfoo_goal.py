@@ -130,7 +130,7 @@ class TrajectoryGoalSuccess(PromptfooSpec, JudgeMetric):
         system = levels(self, case)
 
         def render(omit: int, keep: int = 0) -> str:
-            return fence([(GOAL_SECTION, goal), *_trace_sections(case, omit, full, keep, system)])
+            return fence([(GOAL_SECTION, goal), *_trace_sections(case, omit, full, keep, system, self.system_prompt_chars)])
 
         return Plan(self, list(QUESTIONS), render, steps=len(trace.steps), turns=len(trace.user_messages) if turns else 0,
                     conversation=turns, system=system)

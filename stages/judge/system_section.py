@@ -4,7 +4,7 @@ A judge asked whether the agent followed its instructions or policy needs them. 
 recorded some (`Trace.system_prompts`), the fenced data opens with them, before the task and the trace: one section
 `System prompt`, or, when the trace names several agents, one per agent (`System prompt of agent "Triage"`), each
 agent's distinct prompts in the order given, a blank line between them. Each prompt is cut as any field is
-(`FIELD_CHARS`, with the count of cut characters said) and is all data (`AllData`): `fence` neutralises its lines as it
+(`FIELD_CHARS`, or the metric's `system_prompt_chars`, with the count of cut characters said) and is all data (`AllData`): `fence` neutralises its lines as it
 does the task's, so a prompt holding the fence marker, a heading or a line shaped as a step cannot break out of its
 section. Off (the default), or with no prompt recorded, nothing changes: every existing prompt, cache key and token
 estimate stays byte for byte as before.
@@ -51,11 +51,12 @@ def _agent(name: str) -> str:
     return json.dumps(cut_text(name, _AGENT_CHARS), ensure_ascii=False)
 
 
-def system_sections(case: Case, level: int = 0) -> list[tuple[str, str]]:
-    """The fenced sections of the case's system prompts, each prompt cut to `FIELD_CHARS` characters (at `level` k > 0,
-    to `SYSTEM_CUTS[k - 1]`); `[]` when the trace recorded none."""
+def system_sections(case: Case, level: int = 0, chars: int = FIELD_CHARS) -> list[tuple[str, str]]:
+    """The fenced sections of the case's system prompts, each prompt cut to `chars` characters (the metric's
+    `system_prompt_chars`; at `level` k > 0, to `SYSTEM_CUTS[k - 1]` when that is fewer); `[]` when the trace recorded
+    none."""
     prompts = case.trace.system_prompts if case.trace is not None else []
-    limit = SYSTEM_CUTS[level - 1] if level else FIELD_CHARS
+    limit = min(SYSTEM_CUTS[level - 1], chars) if level else chars
     agents = list(dict.fromkeys(p.agent for p in prompts))
     out = []
     for agent in agents:
