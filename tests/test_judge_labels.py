@@ -8,6 +8,7 @@ a run with no flaws, so calibrate must find accuracy p.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -310,14 +311,19 @@ def test_true_false_among_grades_are_counted_by_label_and_named_once_whatever_th
     assert y == [True, False, True] and abs(m["kappa"] - cohen_kappa_score(y, v)) < 1e-9, (y, v, m)
 
 
-def test_run_refuses_a_labels_file_that_is_not_there_naming_the_key_and_the_path(tmp_path: Path,
-                                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    # It judged every case, then wrote "cannot read the labels file" into summary.json without a word, exit 0.
+@pytest.mark.parametrize(("name", "said"), [("gone.jsonl", "file not found: {p}"),
+                                             ("labels.fifo", "{p} is a FIFO (named pipe), not a regular file")])
+def test_run_refuses_a_labels_path_that_names_no_regular_file_naming_the_key_and_the_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, said: str) -> None:
+    # Missing: it judged every case, then wrote "cannot read the labels file" into summary.json without a word, exit 0.
+    # A FIFO: it judged every case, then blocked opening it for ever, deaf to SIGTERM, no summary written.
+    if name.endswith(".fifo"):
+        os.mkfifo(tmp_path / name)
     cfg = config(tmp_path, write_cases(tmp_path / "cases.jsonl", 2), "run")
-    cfg["judge"]["labels"] = {"path": "gone.jsonl"}
+    cfg["judge"]["labels"] = {"path": name}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     assert main(["run", str(path), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert f"judge.labels.path: file not found: {tmp_path / 'gone.jsonl'}" in err and "config error" in err, err
+    assert "judge.labels.path: " + said.format(p=tmp_path / name) in err and "config error" in err, err
     assert not (tmp_path / "run").exists()

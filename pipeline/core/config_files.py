@@ -25,7 +25,7 @@ def file_problems(dataset: dict[str, Any], fmt: Any, baseline: Any = None, label
     """`(key path, message)` for each of `dataset`'s `path` and `tasks` (a `str` or `Path`; any other value, or none, is
     left to the schema) that cannot be read as `fmt` (a `registry.Format`, or None when the format is unknown) reads it,
     for a `baseline` (`assertions.regression.baseline`) that holds no run, and for a `labels` file (`judge.labels.path`)
-    that is not there or is a folder. Raises nothing: an unreadable file's metadata is left to the reader, which names
+    that is not there, is a folder or is no regular file (a FIFO, a device). Raises nothing: an unreadable file's metadata is left to the reader, which names
     the file."""
     problems: list[tuple[tuple[str, ...], str]] = []
     name = dataset.get("format", "native")
@@ -51,10 +51,17 @@ def file_problems(dataset: dict[str, Any], fmt: Any, baseline: Any = None, label
             # full simulations/ folder, or went on to make each simulation an invalid_input of the missing file.
             problems.append((loc, f"{p} is a folder without {fmt.folder_file}; format {name!r} reads one file, or a folder "
                              f"holding {fmt.folder_file} (and {fmt.beside}/)"))
-    if isinstance(labels, (str, Path)) and (not Path(labels).exists() or Path(labels).is_dir()):
-        # Found now: the run judged every case, then put `cannot read the labels file` in summary.json without a word.
-        why = _missing(Path(labels)) if not Path(labels).exists() else f"{labels} is a folder; labels are one JSONL or CSV file: name the file"
-        problems.append((("judge", "labels", "path"), why))
+    if isinstance(labels, (str, Path)):
+        lp = Path(labels)
+        # Found now: the run judged every case, then put `cannot read the labels file` in summary.json without a word
+        # (or, for a FIFO, blocked opening it once every case was judged, for ever and deaf to SIGTERM).
+        if not lp.exists():
+            problems.append((("judge", "labels", "path"), _missing(lp)))
+        elif (kind := _special_file(lp)) is not None:
+            problems.append((("judge", "labels", "path"), f"{lp} is {kind}, not a regular file; labels are one JSONL or CSV "
+                                                          "file: save them to a file and name it"))
+        elif lp.is_dir():
+            problems.append((("judge", "labels", "path"), f"{labels} is a folder; labels are one JSONL or CSV file: name the file"))
     if isinstance(baseline, (str, Path)) and not _baseline_exists(Path(baseline)):
         # Found now, not after a night of scoring that the gate would then fail anyway.
         problems.append((("assertions", "regression", "baseline"), f"baseline run not found: {baseline} has no results.jsonl"))
