@@ -137,6 +137,8 @@ def test_parts_that_are_not_text_read_as_an_input_messages_parts(tmp_path: Path)
     (json.dumps(PROMPT), KEY, "must be a JSON array of parts, got a string"),
     (json.dumps([{"type": "text", "content": PROMPT}, {"content": "no type"}]), f"{KEY}[1].type", "is missing"),
     (json.dumps(["You are terse."]), f"{KEY}[0]", "must be a part object ({type, …}), got a string"),
+    (json.dumps([{"type": "text", "content": 5}]), f"{KEY}[0].content", "must be the instructions' text, got a number"),
+    (json.dumps([{"type": "text"}]), f"{KEY}[0].content", "must be the instructions' text, got null"),
 ])
 def test_malformed_instructions_are_their_conversations_invalid_input(tmp_path: Path, value: str, field: str, said: str) -> None:
     """As a `gen_ai.input.messages` that is not JSON: the conversation is one `invalid_input` naming file, line, span and
@@ -156,6 +158,7 @@ def test_malformed_instructions_are_their_conversations_invalid_input(tmp_path: 
     (json.dumps("Weather in Paris?"), "a string"),
     (json.dumps({"role": "user", "parts": []}), "an object"),
     ("42", "a number"),
+    ("null", "null"),
 ])
 def test_message_attributes_that_are_no_array_are_invalid_input_as_the_instructions_are(
         tmp_path: Path, key: str, value: str, kind: str) -> None:
@@ -169,6 +172,19 @@ def test_message_attributes_that_are_no_array_are_invalid_input_as_the_instructi
     case_id, error = got[0]
     assert case_id == TRACE and error.kind == "invalid_input" and error.field == f"span {TRACE[:16]}: {key}"
     assert f"{key} must be a JSON array of messages, got {kind}" in error.message and "export.jsonl line 1" in error.message
+
+
+@pytest.mark.parametrize(("value", "field", "said"), [
+    (json.dumps([1, 2]), "[0]", "must be a message object, got a number"),
+    (json.dumps([{"role": "assistant", "parts": "x"}]), "[0].parts", "must be a JSON array of parts, got a string"),
+])
+def test_message_items_of_the_wrong_shape_are_invalid_input(tmp_path: Path, value: str, field: str, said: str) -> None:
+    # Both read as a request that said nothing: input None, output None, `ok`.
+    key = "gen_ai.output.messages"
+    attrs = {"gen_ai.input.messages": _messages([USER]), key: value}
+    ((case_id, error),) = extract(_export(tmp_path, _chat(TRACE, attrs)))
+    assert error.kind == "invalid_input" and error.field == f"span {TRACE[:16]}: {key}{field}", error
+    assert f"{key}{field} {said}" in error.message
 
 
 def test_a_messages_wrapper_still_reads(tmp_path: Path) -> None:

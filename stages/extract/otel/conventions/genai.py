@@ -241,15 +241,27 @@ def _json_attr(span: Span, key: str) -> Any:
 def _message_list(span: Span, key: str) -> Any:
     """The decoded value of a message attribute, `None` when absent.
 
-    The conventions define it as an array of messages; a value that decodes to anything else (text, a number, an
-    object other than a `{"messages": [...]}` wrapper) raises `AdapterError` naming the span and the field, as the
-    instructions beside it do, rather than reading as a request that said nothing.
+    The conventions define it as an array of messages; a value that decodes to anything else (null, text, a number, an
+    object other than a `{"messages": [...]}` wrapper), an item that is no message object, or a message whose `parts`
+    are no array raises `AdapterError` naming the span and the field, as the instructions beside it do, rather than
+    reading as a request that said nothing.
     """
     value = _json_attr(span, key)
-    if value is None or isinstance(value, list) or (isinstance(value, dict) and isinstance(value.get("messages"), list)):
-        return value
-    fail(f"span {span.span_id}: {key} must be a JSON array of messages, got {json_kind(value)}",
-         field=f"span {span.span_id}: {key}")
+    if value is None and span.attrs.get(key) is None:
+        return None
+    items = value.get("messages") if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        fail(f"span {span.span_id}: {key} must be a JSON array of messages, got {json_kind(value)}",
+             field=f"span {span.span_id}: {key}")
+    for i, item in enumerate(items):
+        # (a message object, or LangChain's `[role, text]` pair, which `normalise_one` reads too)
+        if not (isinstance(item, dict) or (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str))):
+            fail(f"span {span.span_id}: {key}[{i}] must be a message object, got {json_kind(item)}",
+                 field=f"span {span.span_id}: {key}[{i}]")
+        if isinstance(item, dict) and "parts" in item and not isinstance(item["parts"], list):
+            fail(f"span {span.span_id}: {key}[{i}].parts must be a JSON array of parts, got {json_kind(item['parts'])}",
+                 field=f"span {span.span_id}: {key}[{i}].parts")
+    return value
 
 
 def messages(span: Span, told: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -90,6 +90,9 @@ def instructions(span: Span) -> dict[str, Any] | None:
             _bad(where, f"{KEY}[{i}]", f"must be a part object ({{type, …}}), got {json_kind(part)}")
         if not isinstance(part.get("type"), str) or not part["type"]:
             _bad(where, f"{KEY}[{i}].type", "is missing: every part names its type (text, blob, uri, file, …)")
+        if part["type"] == "text" and not isinstance(part.get("content"), str):
+            # (dropped, the prompt was lost without a word: a judge shown the instructions saw none)
+            _bad(where, f"{KEY}[{i}].content", f"must be the instructions' text, got {json_kind(part.get('content'))}")
     if not value:
         return None
     return normalise_one({"role": "system", "parts": value})
