@@ -189,7 +189,7 @@ from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, u
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
-from tracejudge.stages.extract.otel.value_limit import warn_cut
+from tracejudge.stages.extract.otel.value_limit import mark_whole, warn_cut
 from tracejudge.stages.extract.otel.value_tails import mend_tails
 from tracejudge.stages.load import RawRecord
 
@@ -258,6 +258,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                     yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {bare_where(str(exc), doc)}")
     warn_blank(Path(dataset.path), blank)
     warn_lost(s for spans in collector.spans.values() for s in spans)  # spans past the attribute limit: once per file
+    mark_whole(collector.spans.values())  # (before any reading: a trace holding a longer value was cut at no such length)
     warn_cut(s for spans in collector.spans.values() for s in spans)  # JSON values past the length limit: once per file
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)

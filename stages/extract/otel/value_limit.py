@@ -9,7 +9,9 @@ text it is a wrong answer (a LangGraph root's cut state dump taken for the graph
 
 A value is taken as cut (`cut_at`) when it starts as JSON (`{` or `[`), does not decode, its decoding fails only at
 its end (it is the start of some whole JSON text: a string left open, a bracket unclosed) and its length is a
-plausible limit: a multiple of 8 or of 10 characters (1000, 2000, 4096, 8192…), at least 64. What it held is then read
+plausible limit: a multiple of 8 or of 10 characters (1000, 2000, 4096, 8192…), at least 64, and no string attribute
+of its trace is longer (the SDK cuts them all at one length: `mark_whole` keeps an application's own malformed or
+self-cut text, a tool's `text[:1000]`, as the text it is). What it held is then read
 from what else the span or its trace holds (`whole_items` keeps the array elements decoded before the cut), never from
 the cut text; `warn_cut` says once per file which attributes were cut and at what length, and each case says what of
 its own was (`cut_summary`: `metadata.otel.cut_attributes`).
@@ -25,7 +27,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["LIMIT_SETTING", "cut_at", "cut_note", "cut_summary", "warn_cut", "whole_items"]
+__all__ = ["LIMIT_SETTING", "Whole", "cut_at", "mark_whole", "cut_note", "cut_summary", "warn_cut", "whole_items"]
 
 log = get_logger("tracejudge.extract.otel")
 LIMIT_SETTING = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
@@ -33,9 +35,30 @@ _SHORTEST = 64
 _TAIL = 6  # a decoder stopping within the last characters ran out of text (a literal or an escape cut part way)
 
 
+class Whole(str):
+    """An attribute value that reads as cut (`cut_at`) but is not: a longer string attribute of its trace shows that no
+    length limit at its length was set (the SDK cuts every string attribute of the process at the same length). An
+    application's own text, malformed or cut by the application (a tool returning `text[:1000]`), is so kept as the
+    text the model was shown (`mark_whole`)."""
+
+    __slots__ = ()
+
+
+def mark_whole(traces: Iterable[list[Any]]) -> None:
+    """Make `Whole` each string attribute of each trace's spans that `cut_at` takes for cut but that is shorter than the
+    longest string attribute of its trace; the others, as long as the longest, stay as they were."""
+    for spans in traces:
+        longest = max((len(v) for s in spans for v in s.attrs.values() if isinstance(v, str)), default=0)
+        for span in spans:
+            for key, value in span.attrs.items():
+                if isinstance(value, str) and len(value) < longest and cut_at(value) is not None:
+                    span.attrs[key] = Whole(value)
+
+
 def cut_at(value: Any) -> int | None:
-    """The limit `value` was cut at (its length), when it is a JSON text cut short at a plausible limit; else `None`."""
-    if not isinstance(value, str) or len(value) < _SHORTEST or value[:1] not in ("{", "[") or not _plausible(len(value)):
+    """The limit `value` was cut at (its length), when it is a JSON text cut short at a plausible limit; else `None`
+    (for a `Whole` value too)."""
+    if not isinstance(value, str) or type(value) is Whole or len(value) < _SHORTEST or value[:1] not in ("{", "[") or not _plausible(len(value)):
         return None
     try:
         json.loads(value)

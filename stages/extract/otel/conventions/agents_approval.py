@@ -41,6 +41,7 @@ from tracejudge.stages.extract.otel.conventions.scopeless import OI_AGENTS, agen
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+from tracejudge.stages.extract.otel.value_limit import cut_at
 from tracejudge.stages.extract.said_once import first_time
 
 __all__ = ["AWAITING", "Pause", "approved_run", "paused_runs", "run_approved", "warn_pause_lookalike"]
@@ -170,7 +171,9 @@ def run_approved(call: dict[str, Any], ran: dict[str, Any]) -> None:
 def _awaiting(tool: Span, agent: Span, v: View) -> bool:
     """Whether `tool` looks like a call the SDK held for approval: arguments recorded, no result, no error, ended in its run."""
     no_result = not present(v.result) or v.result is None
-    return present(v.args) and no_result and v.error is None and not (agent.end and tool.end > agent.end)
+    # (an output the length limit cut is no result to read, but the tool ran and returned it: `value_limit`)
+    ran = cut_at(tool.attrs.get("output.value")) is not None
+    return present(v.args) and no_result and not ran and v.error is None and not (agent.end and tool.end > agent.end)
 
 
 def warn_pause_lookalike(pause: Pause, where: str) -> None:
