@@ -46,6 +46,18 @@ def test_native_reads_and_writes_system_prompts(tmp_path: Path) -> None:
     assert old.trace.system_prompts == [] and "system_prompts" not in old.model_dump(exclude_defaults=True)["trace"]
 
 
+def test_native_keeps_each_agent_and_text_once_and_drops_blank_ones(tmp_path: Path) -> None:
+    # The judge was told "(2 versions, in the order given)" of one text, and a blank one opened an empty section.
+    prompts = [{"text": "Policy.", "agent": "Triage"}, {"text": "Policy.", "agent": "Triage"}, {"text": " \n"},
+               {"text": "Policy."}, {"text": "Route.", "agent": "Triage"}]
+    line = json.dumps({"id": "a", "trace": {"steps": [{"output": "hi"}], "system_prompts": prompts}}).encode()
+    assert decode(line) is None  # (pydantic's path keeps each once: the fast decoder leaves such a line to it)
+    assert _prompts(Case.model_validate_json(line)) == [("Triage", "Policy."), (None, "Policy."), ("Triage", "Route.")]
+    # null: none recorded, as an absent field (it was an invalid_input)
+    [case] = extract_lines(tmp_path, "native", [{"id": "b", "trace": {"steps": [], "system_prompts": None}}])
+    assert case.trace.system_prompts == []
+
+
 def test_native_refuses_an_unknown_key_of_a_system_prompt(tmp_path: Path) -> None:
     [(cid, err)] = extract_lines(tmp_path, "native", [{"id": "a", "trace": {"system_prompts": [{"text": "x", "agnet": "A"}]}}])
     assert err.kind == "invalid_input" and err.line == 1 and err.field == "trace.system_prompts[0].agnet"

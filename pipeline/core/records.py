@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticCustomError
+
+from tracejudge.core.prompt_list import distinct, none_as_empty
 from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, arguments_text, decode_arguments, empty_list, no_bool
 
 __all__ = [
@@ -171,6 +173,9 @@ class Trace(_Strict):
     usage: Usage | None = None
     retrieved: list[Passage] = Field(default_factory=list)
     system_prompts: list[SystemPrompt] = Field(default_factory=list)
+
+    _prompts_none = field_validator("system_prompts", mode="before")(classmethod(none_as_empty))
+    _prompts_distinct = field_validator("system_prompts")(classmethod(distinct))
 
     @model_validator(mode="after")
     def _placed(self) -> Trace:

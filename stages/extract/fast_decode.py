@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from tracejudge.core.memo import SeenSet
 from tracejudge.core.record_fields import tool_name_problem
+from tracejudge.core.prompt_list import needs_distinct
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, SystemPrompt, ToolCall, Trace, Usage, UserMessage
 from tracejudge.stages.load import MAX_DEPTH
 
@@ -221,6 +222,8 @@ def decode_struct(raw: bytes | str) -> Any:
                 _named(map(_NAME, _chain(map(_CALLS, t.steps))))
             if t.user_messages:
                 _placed(t)
+            if t.system_prompts and needs_distinct(t.system_prompts):
+                raise _Fallback  # (`prompt_list.distinct`: pydantic keeps each (agent, text) once)
         if c.expected_tool_calls and not _NAMED.issuperset(map(_NAME, c.expected_tool_calls)):
             _named(map(_NAME, c.expected_tool_calls))
         return c
