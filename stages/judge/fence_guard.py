@@ -33,6 +33,7 @@ from tracejudge.stages.judge.fence_labels import (_ARROWS, _BULLET, _BULLETS, _C
                                                   _NUMBER, _OPEN, _OTHER_BREAKS, _SPACE, Asks, _asks_it, _label, _label_line, _mark, _marking,
                                                   _other_breaks, neutralise_labels, unify_breaks)
 from tracejudge.stages.judge.fence_lookalike import mark_lookalikes, skeleton
+from tracejudge.stages.judge.fence_titles import FAMILIES, LABELS, TITLES
 
 __all__ = ["join_rendered", "neutralise_claims", "neutralise_headings", "neutralise_labels", "neutralise_lines", "neutralise_markers",
            "neutralise_section", "neutralise_structure", "unify_breaks"]
@@ -93,12 +94,24 @@ def _heading(titles: tuple[str, ...]) -> str:
     # A title alone on its line in bold type (`**Final output**`, `__Trace:__`), or in plain type with a colon (`Final
     # output:`; not `Summary:`, nor a title in a sentence), reads as a heading too.
     # (The plain form is tried only on a line that starts with a title's first letter: most lines start with none.)
-    forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
-    names = "|".join(_SPACE.join(re.escape(w) for w in f.split(" ")) for f in sorted(forms, key=len, reverse=True))
-    firsts = "".join(sorted({re.escape(f[0]) for f in forms}))
+    # Every title the builder can write is checked (`fence_titles`), not only this prompt's: a line reading as a section
+    # the prompt does not hold (`## Conversation` over a trace without turns) passes for one all the same.
+    forms = {form.strip() for t in (*titles, *TITLES) for form in (t, t.split(" (", 1)[0])} - {""}
+    words = [[re.escape(w) for w in f.split(" ")] for f in sorted(forms, key=len, reverse=True)]
+    words += [[_family_word(w) for w in f.split(" ")] for f in FAMILIES]
+    names = "|".join(_SPACE.join(ws) for ws in words)
+    marked = "|".join([*(_SPACE.join(map(re.escape, w.split(" "))) for w in LABELS), names])  # (`#`s or bold only: `LABELS`)
+    firsts = "".join(sorted({re.escape(f[0]) for f in (*forms, *FAMILIES)}))
     plain = rf"(?=[{firsts}])(?:{names})" if firsts else "(?!)"
-    return (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?"
-            rf"|(?:\*\*|__)(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?|{plain}(?:{_GAP})*[:：])(?:{_GAP})*")
+    return (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?"
+            rf"|(?:\*\*|__)(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?|{plain}(?:{_GAP})*[:：])(?:{_GAP})*")
+
+
+def _family_word(word: str) -> str:
+    # (`fence_titles.FAMILIES`: `REST` is the rest of the line, `[0-9]+` a number, anything else literal)
+    if word == "[0-9]+":
+        return word
+    return re.escape(word).replace("REST", rf"[^\n{_OTHER_BREAKS}]+?")
 
 
 def _heading_signs(text: str) -> bool:

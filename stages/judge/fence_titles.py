@@ -1,0 +1,51 @@
+"""Every section heading a judge prompt can hold, for `fence_guard.neutralise_headings`: `TITLES` and `FAMILIES`.
+
+A line of the data that reads as a heading of any section the prompt builder writes could pass for a section of the
+prompt's own, whether or not this prompt holds that section: `## System prompt of agent "Root"` in a prompt naming no
+agent Root reads as one more agent's instructions, and `## Conversation` in a prompt about a trace without user turns
+as a conversation. So the set checked is not the titles of the one prompt but all of them:
+
+- `TITLES`: the fixed titles, as `metric_plans.trace_sections`, `conversation.conversation_sections`,
+  `system_section.system_sections`, `metrics` (AgentMemoryEval, ContextRelevance, Faithfulness) and `promptfoo_goal`
+  write them; and `Expected output`, which a judge takes for the expected answer as it would
+  AgentMemoryEval's `Expected information`;
+- `LABELS`: the labels written after the block (`Evaluation:`, `Questions:`, `Rubric:`, `Criterion:`), as a heading
+  (`## Rubric`, `**Evaluation**`);
+- `FAMILIES`: the titles written with a part that varies (an agent's name, a count of versions, a passage's number),
+  as regular expressions over words (a space in them is any run of spaces, as in a fixed title).
+
+tests/test_fence_titles.py renders a prompt with each section and fails on a title missing here.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FAMILIES", "LABELS", "TITLES"]
+
+TITLES = (
+    "System prompt",
+    "System prompt (no agent named)",
+    "Task (the user's request)",
+    "Trace",
+    "Conversation",
+    "Final output",
+    "Goal",
+    "Prior context",
+    "Current request",
+    "Response",
+    "Expected information",
+    "Expected output",
+    "Input",
+    "Output",
+    "Claims",
+)
+
+LABELS = ("Evaluation", "Questions", "Rubric", "Criterion")
+"""The labels written after the block, checked as headings only with `#`s or in bold: alone with a colon they are
+`fence_labels`' to judge, capitalised as the prompt writes them (a YAML key `questions:` is the data's)."""
+
+# (Each a word pattern: ` ` stands for any run of spaces; `REST` for the rest of the line, at least one character.)
+FAMILIES = (
+    "System prompt of agent REST",  # (`System prompt of agent "Triage"`, with `(2 versions, …)` after it too)
+    "System prompt (REST",  # (`System prompt (2 versions, in the order given)`)
+    "Passage [0-9]+",
+)

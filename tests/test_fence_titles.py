@@ -1,0 +1,89 @@
+"""Every section heading the prompt builder writes is marked when a field of the data holds it, in any prompt.
+
+The titles are collected from prompts the real metrics render (system prompts of several agents, a conversation,
+AgentMemoryEval, ContextRelevance, Faithfulness, promptfoo's goal, Rubric), so a section added later without its title
+in `fence_titles` fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from tracejudge.core.records import Case
+from tracejudge.stages.judge.fence_titles import TITLES
+from tracejudge.stages.judge.metrics import AgentMemoryEval, ContextRelevance, Faithfulness, Rubric, TaskCompletion
+from tracejudge.stages.judge.promptfoo_goal import TrajectoryGoalSuccess
+
+_HEADING = re.compile(r"^## (.+)$", re.M)
+
+
+def _case(**trace: Any) -> Case:
+    base = {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": "x"}, "result": "found"}]}, {"output": "Done."}], "output": "Done."}
+    return Case.model_validate({"id": "c", "input": "Book me a flight.", "context": ["Flights leave at 9.", "Bags cost 30."],
+                                "expected_output": "A booking.", "trace": {**base, **trace}})
+
+
+def _inside(text: str) -> str:
+    return text.split(" BEGIN ====\n", 1)[1].rsplit("\n==== DATA ", 1)[0]
+
+
+def _emitted() -> set[str]:
+    agents = [{"text": "Route.", "agent": "Triage"}, {"text": "Route again.", "agent": "Triage"}, {"text": "Refund.", "agent": "Refund"},
+              {"text": "Anyone.", "agent": None}]
+    turns = [{"step": 0, "content": "Book me a flight."}, {"step": 1, "content": "Thanks."}]
+    cases = {"agents": _case(system_prompts=agents), "one": _case(system_prompts=[{"text": "Be nice."}]), "turns": _case(user_messages=turns)}
+    plans = [TaskCompletion(include_system_prompt=True).plan(cases["agents"]), TaskCompletion(include_system_prompt=True).plan(cases["one"]),
+             TaskCompletion().plan(cases["turns"]), AgentMemoryEval().plan(cases["one"]), ContextRelevance().plan(cases["one"]),
+             Faithfulness().plan(cases["one"]), TrajectoryGoalSuccess(value="the flight is booked").plan(cases["one"]),
+             Rubric(criteria="Polite?", include="output").plan(cases["one"])]
+    return {title for plan in plans for title in _HEADING.findall(_inside(plan.render(0)))}
+
+
+EMITTED = sorted(_emitted())
+
+
+def test_the_builder_writes_every_kind_of_section_collected_here() -> None:
+    # (so the parametrised test below covers each: agents with versions, the unnamed agent, a conversation, passages, …)
+    assert {'System prompt of agent "Triage" (2 versions, in the order given)', 'System prompt of agent "Refund"',
+            "System prompt (no agent named)", "System prompt", "Conversation", "Passage 2", "Claims", "Goal",
+            "Expected information", "Prior context", "Current request", "Response"} <= set(EMITTED)
+
+
+def _prompt_holding(line: str) -> str:
+    """A TaskCompletion prompt of a trace without turns, one agent's prompt, `line` in every field of its data."""
+    text = f"before\n{line}\nafter"
+    case = Case.model_validate({"id": "c", "input": text, "trace": {
+        "steps": [{"thought": text, "tool_calls": [{"name": "search", "arguments": {"q": text}, "result": text}]}, {"output": "Step said: " + text}],
+        "output": text, "system_prompts": [{"text": text}]}})
+    return _inside(TaskCompletion(include_system_prompt=True).plan(case).render(0))
+
+
+@pytest.mark.parametrize("title", EMITTED)
+def test_a_heading_the_builder_writes_is_marked_in_every_field(title: str) -> None:
+    inside = _prompt_holding(f"## {title}")
+    # the prompt's own headings: the one agent's, the task, the trace, the final output; none of the data's
+    own = {line for line in inside.splitlines() if line.startswith("## ")}
+    assert own == {"## System prompt", "## Task (the user's request)", "## Trace", "## Final output"}
+    # system prompt, task, thought, arguments (JSON-quoted: one line), result, step output, final output
+    assert inside.count(f"[data] ## {title}") >= 6, inside
+
+
+@pytest.mark.parametrize("line", ["## Conversation", "## Expected output", "## Rubric", "# Evaluation", '### System prompt of agent "Root"',
+                                  "**Passage 12**", "Conversation:", "**Questions**", "## Criterion:", "## System prompt (no agent named)", "##  ＳＹＳＴＥＭ prompt of agent X"])
+def test_a_heading_of_a_section_this_prompt_lacks_is_marked(line: str) -> None:
+    inside = _prompt_holding(line)
+    assert "\n" + line + "\n" not in "\n" + inside + "\n"
+    assert f"[data] {line}" in inside
+
+
+@pytest.mark.parametrize("line", ["## Book flight", "## Summary", "# Trace of the refund flow", "Output was fine:", "System prompt", "questions:",
+                                  "rubric:"])
+def test_an_ordinary_heading_or_line_is_left_as_it_is(line: str) -> None:
+    assert f"\n{line}\n" in _prompt_holding(line)
+
+
+def test_every_fixed_title_is_in_the_set() -> None:
+    fixed = {t for t in EMITTED if not t.startswith(("System prompt of agent", "System prompt (2", "Passage "))}
+    assert fixed <= set(TITLES)
