@@ -160,7 +160,7 @@ def test_fitting_leaves_out_middle_steps_then_cuts_the_system_prompt_then_drops_
     text = _inside(fitted.req.messages[1]["content"])
     assert re.search(r"^## System prompt\n(Policy line\. ){38}Policy …\[1450 characters cut\]$", text, re.M)
     assert all(f"User {k + 1}: turn {k} " in text for k in range(6)) and "user turns" not in text
-    assert omitted_note(len(case.trace.steps), fitted.omit, 0, plan.system) == (
+    assert omitted_note(len(case.trace.steps), fitted.omit, 0, plan.system, plan.system_lengths) == (
         f"{most} middle steps left out, and the system prompt cut to 500 characters to fit the judge's context (too_long: truncate)")
     # smaller still: the prompt at its last cut (200 characters), then middle user turns
     cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", context_tokens=size[most + 4] + 256, max_tokens=256)

@@ -102,7 +102,8 @@ class Plan:
     `keep` is how many leading steps a prompt fitted to the judge's context keeps whole (set by `fit` from its
     questions' `step`s); `render(omit, keep)` is then called with it, and steps are left out only after them.
     `system` is set when the text shows the agent's system prompts (`system_section`): how many levels of cutting them
-    `render` may go down past the steps, before the user turns; it extends the prompt version too.
+    `render` may go down past the steps, before the user turns; it extends the prompt version too. `system_lengths`
+    (`system_section.shown_lengths`) lets a score's reason say a level cut a prompt only when it did.
     """
 
     metric: JudgeMetric
@@ -118,6 +119,7 @@ class Plan:
     conversation: bool = False
     keep: int = 0
     system: int = 0
+    system_lengths: tuple[int, ...] = ()
 
     def copy(self) -> Plan:
         """A shallow copy (what `copy.copy` gives: the same fields, notes set on it stay its own), made directly, without
@@ -191,7 +193,8 @@ def grouped_plan(plans: list[Plan], reused: bool = False) -> Plan:
     first = plans[0]
     qs = [Question(p.full_id(q), q.text, q.good, q.step) for p in plans for q in p.questions]
     return Plan(first.metric, qs, first.render, steps=max(p.steps for p in plans), parts=list(plans), extra={"cache_hint": reused},
-                turns=max(p.turns for p in plans), conversation=first.conversation, system=first.system)
+                turns=max(p.turns for p in plans), conversation=first.conversation, system=first.system,
+                system_lengths=first.system_lengths)
 
 
 # The shared list schema of earlier versions: no longer sent (see the module doc), still what the parser and the

@@ -72,9 +72,10 @@ def step_omit(n_steps: int, omit: int, keep: int = 0) -> tuple[int, int]:
     return steps, omit - steps
 
 
-def omitted_note(steps: int, omit: int, keep: int = 0, system: int = 0) -> str:
+def omitted_note(steps: int, omit: int, keep: int = 0, system: int = 0, lengths: tuple[int, ...] = ()) -> str:
     """What a fitted prompt left out, for the score's reason (`keep`: the first steps, holding every item asked about, stayed;
-    `system`: `Plan.system`, the system prompt's cut levels that come before the user turns)."""
+    `system`: `Plan.system`, the system prompt's cut levels that come before the user turns; `lengths`:
+    `Plan.system_lengths`, so a prompt is said to be cut only when it was)."""
     omit, level = split(steps, omit, keep, system)
     s, u = step_omit(steps, omit, keep)
     which = ""
@@ -82,7 +83,8 @@ def omitted_note(steps: int, omit: int, keep: int = 0, system: int = 0) -> str:
         head = kept_head(steps, s, keep)
         which = f" (steps {head + 1}–{head + s}, none of them asked about)"
     said = f"{s} middle steps{which}" + (f" and {u} middle user turns" if u else "") + " left out"
-    return said + (f", and {system_note(level)}" if level else "") + " to fit the judge's context (too_long: truncate)"
+    cut = system_note(level, lengths)
+    return said + (f", and {cut}" if cut else "") + " to fit the judge's context (too_long: truncate)"
 
 
 def _placed(case: Case, omit_turns: int, full: bool) -> dict[int, list[str]]:

@@ -14,7 +14,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns
 from tracejudge.stages.judge.field_cut import AllData
-from tracejudge.stages.judge.system_section import levels, split, system_sections
+from tracejudge.stages.judge.system_section import levels, shown_lengths, split, system_sections
 from tracejudge.stages.judge.trace_text import FIELD_CHARS, fence, final_output, nested_steps, render_steps, text_of, user_calls
 
 __all__ = ["calls_plan", "cap_note", "not_computed", "trace_plan", "trace_sections"]
@@ -47,7 +47,8 @@ def trace_plan(metric: JudgeMetric, case: Case, qs: list[Question], **kw: Any) -
     full = metric.trace_format == "full"
     system = levels(metric, case)
     return Plan(metric, qs, lambda omit, keep=0: fence(trace_sections(case, omit, full, keep, system, metric.system_prompt_chars)), steps=len(case.trace.steps),
-                turns=len(case.trace.user_messages) if turns else 0, conversation=turns, system=system, **kw)
+                turns=len(case.trace.user_messages) if turns else 0, conversation=turns, system=system,
+                system_lengths=shown_lengths(metric, case), **kw)
 
 
 def cap_note(total: int, cap: int, what: str) -> str:

@@ -19,7 +19,7 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.field_cut import AllData
 from tracejudge.stages.judge.trace_text import fence, text_of, user_calls
 from tracejudge.stages.judge.conversation import has_turns, request_text
-from tracejudge.stages.judge.system_section import levels, system_sections
+from tracejudge.stages.judge.system_section import levels, shown_lengths, system_sections
 from tracejudge.stages.judge.metric_plans import (  # (`_trace_sections`, `_not_computed`: named here by callers)
     calls_plan as _calls_plan,
     cap_note as _cap_note,
@@ -376,7 +376,8 @@ class Rubric(JudgeMetric):
         else:
             render = lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full"))  # noqa: E731
         return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, kind="scale", scale=self.scale, conversation=has_turns(case),
-                    system=levels(self, case) if self.include == "output" else 0)
+                    system=levels(self, case) if self.include == "output" else 0,
+                    system_lengths=shown_lengths(self, case) if self.include == "output" else ())
 
     def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
         lo, hi = self.scale

@@ -50,7 +50,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import INSTRUCTIONS, JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import has_turns
 from tracejudge.stages.judge.metrics import _not_computed, _trace_sections
-from tracejudge.stages.judge.system_section import levels
+from tracejudge.stages.judge.system_section import levels, shown_lengths
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.score.base import make_score
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
@@ -133,7 +133,7 @@ class TrajectoryGoalSuccess(PromptfooSpec, JudgeMetric):
             return fence([(GOAL_SECTION, goal), *_trace_sections(case, omit, full, keep, system, self.system_prompt_chars)])
 
         return Plan(self, list(QUESTIONS), render, steps=len(trace.steps), turns=len(trace.user_messages) if turns else 0,
-                    conversation=turns, system=system)
+                    conversation=turns, system=system, system_lengths=shown_lengths(self, case))
 
     def judged(self, answers: dict[str, dict[str, Any]]) -> tuple[bool, float]:
         """promptfoo's `(pass, score)` from the judge's answers: `runJsonGradingPrompt`'s `pass && score >= threshold`."""

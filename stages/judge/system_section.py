@@ -23,7 +23,7 @@ from tracejudge.core.records import Case
 from tracejudge.stages.judge.field_cut import AllData, cut_text
 from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable
 
-__all__ = ["SYSTEM_CUTS", "levels", "system_note", "split", "system_sections"]
+__all__ = ["SYSTEM_CUTS", "levels", "shown_lengths", "system_note", "split", "system_sections"]
 
 
 SYSTEM_CUTS = (1000, 500, 200)
@@ -37,6 +37,17 @@ def levels(metric: Any, case: Case) -> int:
     option off, or none recorded), so the prompt is rendered exactly as without this module."""
     shown = getattr(metric, "include_system_prompt", False) and case.trace is not None and case.trace.system_prompts
     return len(SYSTEM_CUTS) if shown else 0
+
+
+def shown_lengths(metric: Any, case: Case) -> tuple[int, ...]:
+    """The characters of each system prompt a prompt of `metric` about `case` shows before any cut to fit: each prompt's
+    length, at most the metric's `system_prompt_chars` (`FIELD_CHARS`) it is cut to in every prompt; `()` when it shows
+    none (`levels` 0). What `system_note` needs to say which prompts a cut level really cut."""
+    if not levels(metric, case):
+        return ()
+    assert case.trace is not None
+    chars = getattr(metric, "system_prompt_chars", FIELD_CHARS)
+    return tuple(min(len(p.text), chars) for p in case.trace.system_prompts)
 
 
 def split(n_steps: int, omit: int, keep: int, system: int) -> tuple[int, int]:
@@ -71,6 +82,14 @@ def system_sections(case: Case, level: int = 0, chars: int = FIELD_CHARS) -> lis
     return out
 
 
-def system_note(level: int) -> str:
-    """What a fitted prompt did to the system prompts, for the score's reason ("" at level 0)."""
-    return f"the system prompt cut to {SYSTEM_CUTS[level - 1]:,} characters" if level else ""
+def system_note(level: int, lengths: tuple[int, ...]) -> str:
+    """What a fitted prompt did to the system prompts (`lengths`: `shown_lengths`), for the score's reason: "" at level 0,
+    and when no prompt is longer than the level's cut (a prompt of 8 characters is not cut to 200: saying so was false).
+    """
+    limit = SYSTEM_CUTS[level - 1] if level else 0
+    n_cut = sum(n > limit for n in lengths) if level else 0
+    if not n_cut:
+        return ""
+    if len(lengths) == 1:
+        return f"the system prompt cut to {limit:,} characters"
+    return f"{n_cut} of the {len(lengths)} system prompts cut to {limit:,} characters{' each' if n_cut > 1 else ''}"

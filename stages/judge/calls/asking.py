@@ -57,7 +57,7 @@ def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
     from tracejudge.stages.judge.field_cut import cut_note
 
     self.stats.truncated_prompts += 1
-    notes = [omitted_note(plan.steps, fitted.omit, fitted.keep, plan.system)] if fitted.omit else []
+    notes = [omitted_note(plan.steps, fitted.omit, fitted.keep, plan.system, plan.system_lengths)] if fitted.omit else []
     if fitted.asked is not None:
         ids = {plan.full_id(q) for q in fitted.asked}
         for p in [plan, *plan.parts]:

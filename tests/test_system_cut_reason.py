@@ -1,0 +1,47 @@
+"""A score's reason says a system prompt was cut to fit only when it was, and says each cut of it once.
+
+Runs against the judge simulator over real HTTP: a short prompt ("Be nice.") in a conversation too long for the window,
+and τ-bench's airline runs, whose 6,155-character policy is cut by field and then by level.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from tracejudge.core.config import validate_config
+from tracejudge.engine import runner
+from tracejudge.simulator.server import SimulatorThread
+from tracejudge.stages.judge.system_section import system_note
+
+
+def _reasons(config: dict[str, Any], tmp_path: Path, sim: SimulatorThread) -> dict[str, str]:
+    window = config.pop("context_tokens")
+    config = {**config, "metrics": [{"type": "TaskCompletion", "include_system_prompt": True}],
+              "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1", "api_key_env": None,
+                        "context_tokens": window},
+              "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}
+    anyio.run(lambda: runner.run(validate_config(config)))
+    lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    return {r["case_id"]: r["scores"]["TaskCompletion"]["reason"] for r in lines}
+
+
+def test_a_short_prompt_is_not_said_to_be_cut(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    steps = [{"output": f"answer number {i} " + "z" * 300} for i in range(10)]
+    users = [{"step": i, "content": f"user turn {i} " + "q" * 300} for i in range(10)]
+    case = {"id": "cut", "input": "x", "trace": {"steps": steps, "user_messages": users, "output": "done", "system_prompts": [{"text": "Be nice."}]}}
+    (tmp_path / "c.jsonl").write_text(json.dumps(case) + "\n")
+    reason = _reasons({"dataset": {"path": str(tmp_path / "c.jsonl"), "format": "native"}, "context_tokens": 1100}, tmp_path, simulator())["cut"]
+    assert "middle user turns left out" in reason  # fitted: every level of cutting the prompt was gone through
+    assert "system prompt" not in reason.lower()
+
+
+def test_the_note_counts_only_the_prompts_a_level_cuts() -> None:
+    assert system_note(3, (8,)) == "" and system_note(0, (5000,)) == ""
+    assert system_note(3, (201,)) == "the system prompt cut to 200 characters"
+    assert system_note(2, (2000, 40, 600)) == "2 of the 3 system prompts cut to 500 characters each"
+    assert system_note(1, (2000, 40)) == "1 of the 2 system prompts cut to 1,000 characters"
