@@ -40,6 +40,17 @@ def test_a_short_prompt_is_not_said_to_be_cut(simulator: Callable[..., Simulator
     assert "system prompt" not in reason.lower()
 
 
+def test_a_cut_policy_is_said_once_with_the_cut_the_judge_saw(simulator: Callable[..., SimulatorThread], tmp_path: Path,
+                                                              tau_paths: tuple[Path, Path]) -> None:
+    runs, tasks = tau_paths
+    reasons = _reasons({"dataset": {"path": str(runs), "format": "tau-bench", "tasks": str(tasks), "limit": 4}, "context_tokens": 1400},
+                       tmp_path, simulator())
+    said = {cid: re.findall(r"system prompt cut to ([0-9,]+) characters", r, re.I) for cid, r in reasons.items()}
+    assert any(said.values()), reasons  # the window makes some prompt cut past its field cut
+    assert all(len(cuts) <= 1 for cuts in said.values()), reasons
+    assert all(cut in ("1,000", "500", "200") for cuts in said.values() for cut in cuts), reasons
+
+
 def test_the_note_counts_only_the_prompts_a_level_cuts() -> None:
     assert system_note(3, (8,)) == "" and system_note(0, (5000,)) == ""
     assert system_note(3, (201,)) == "the system prompt cut to 200 characters"

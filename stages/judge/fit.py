@@ -202,7 +202,11 @@ def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     with cutting(cap):
         fitted = _leave_out(plan, questions, cfg, creq, ctokens, limit, tok)
     if fitted is not None:
-        fitted.cap, fitted.cut = cap, cut
+        # What the cap cut in the request sent, not in the whole one it was chosen on: leaving steps out can cut a
+        # system prompt further (`system_section`) to below the cap, and its reason then said both cuts of it.
+        with cutting(cap) as sent:
+            build_request(plan, questions, cfg, fitted.omit)
+        fitted.cap, fitted.cut = (cap, sent.cut) if sent.cut else (None, [])
         return fitted
     everything = droppable(plan.steps, plan.keep) + _past_steps(plan)
     with cutting(None, trace_too=True) as measured:
