@@ -183,9 +183,10 @@ def test_the_prompt_holds_the_goal_and_the_whole_conversation_inside_the_fence(t
     assert "User 1: Has my order shipped?" in data and "User 2: Thanks, and the invoice?" in data
     assert "search_orders" in data and "shipped" in data  # the calls and what they returned
     assert re.findall(r"(?m)^## Goal$", data) == ["## Goal"] and "[data] ## Goal" in data  # the forged heading is marked as data
-    # The same sections TaskCompletion is shown, after the goal (whose fence has no Goal heading to guard).
+    # The same sections TaskCompletion is shown, after the goal (a heading any judge prompt can hold: marked there too).
     task_user = "\n".join(str(m["content"]) for m in shown["TaskCompletion"].req.messages if m["role"] == "user")
-    assert data.replace("[data] ## Goal", "## Goal") == f"## Goal\n{GOAL}\n\n" + _fenced(task_user)[0]
+    assert "[data] ## Goal" in _fenced(task_user)[0]
+    assert data == f"## Goal\n{GOAL}\n\n" + _fenced(task_user)[0]
     # The questions come after the data, pointing into it; the goal is not repeated outside the fence.
     assert "Evaluation: trajectory:goal-success (prompt trajectory-goal-success/1)" in after
     assert re.findall(r"(?m)^Q\d+: .*", after) == [
