@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -74,7 +75,8 @@ def test_the_command_prints_each_message_whole_and_names_near_ids_for_an_unknown
     [req] = [s.req for s in prompts_for(load_config(cfg), "long") if s.req is not None]
     out = proc.stdout
     assert "=== request 1 of 1: TaskCompletion+ToolCallNecessity (case long, trial 0)" in out
-    assert "middle steps left out" in out
+    # the run's reason's words: the steps left out, which ones when the questions keep the first steps whole
+    assert re.search(r"fitted to judge\.context_tokens: [0-9]+ middle steps( \(steps [0-9]+–[0-9]+, none of them asked about\))? left out", out)
     for m in req.messages:  # as sent (no wrapping, no markup or emoji codes interpreted), but what a terminal acts on
         visible = m["content"].replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\r", "\\x0d").replace("\x9b", "\\x9b")
         assert f"--- {m['role']}\n{visible}\n" in out

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,3 +58,19 @@ def test_the_note_counts_only_the_prompts_a_level_cuts() -> None:
     assert system_note(3, (201,)) == "the system prompt cut to 200 characters"
     assert system_note(2, (2000, 40, 600)) == "2 of the 3 system prompts cut to 500 characters each"
     assert system_note(1, (2000, 40)) == "1 of the 2 system prompts cut to 1,000 characters"
+
+
+def test_show_prompt_says_what_was_left_out_as_the_reason_says_it(tmp_path: Path) -> None:
+    steps = [{"output": f"answer number {i} " + "z" * 300} for i in range(10)]
+    users = [{"step": i, "content": f"user turn {i} " + "q" * 300} for i in range(10)]
+    case = {"id": "cut", "input": "x", "trace": {"steps": steps, "user_messages": users, "output": "done", "system_prompts": [{"text": "Be nice."}]}}
+    (tmp_path / "c.jsonl").write_text(json.dumps(case) + "\n")
+    (tmp_path / "c.yaml").write_text(json.dumps({"dataset": {"path": "c.jsonl", "format": "native"},
+                                                 "metrics": [{"type": "TaskCompletion", "include_system_prompt": True}],
+                                                 "judge": {"provider": "simulator", "model": "gpt-4o-mini", "context_tokens": 1100},
+                                                 "run": {"dir": "run"}, "cache": {"dir": "cache"}}))
+    args = [sys.executable, "-m", "tracejudge", "estimate", "c.yaml", "--show-prompt", "cut"]
+    text = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, check=True).stdout
+    assert "fitted to judge.context_tokens: 8 middle steps and 8 middle user turns left out; cut: Conversation" in text.splitlines()[0]
+    [shown] = [json.loads(x) for x in subprocess.run([*args, "--json"], capture_output=True, text=True, cwd=tmp_path, check=True).stdout.splitlines()]
+    assert (shown["omitted_steps"], shown["omitted_turns"], shown["left_out"]) == (8, 8, "8 middle steps and 8 middle user turns left out")

@@ -33,7 +33,9 @@ class Shown:
     """One request about the case: which metric(s) it answers for (`key`), the request, its prompt tokens.
 
     `req` is None when the prompt cannot fit the judge's context (`why` says so: the run sends nothing);
-    `omitted` middle steps were left out and `cut` sections shortened to fit (empty: sent whole);
+    `omitted` middle steps and `omitted_turns` middle user turns were left out and `cut` sections shortened to fit (empty:
+    sent whole); `left_out` says what was left out or cut by level in the words of the score's reason
+    (`conversation.omitted_note`: `8 middle steps left out, and the system prompt cut to 500 characters`);
     `asked` is how many questions it asks, `of` how many the metric had (fewer: items the fitted prompt could not show).
     A sent request's `why` says why it was asked alone (its group's request could not fit), else is empty.
     `judge` is the judge section it is sent with (a panel member's own); `member` names that member (empty without a panel).
@@ -49,6 +51,8 @@ class Shown:
     why: str = ""
     judge: JudgeConfig | None = None
     member: str = ""
+    omitted_turns: int = 0
+    left_out: str = ""
 
 
 def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
@@ -114,14 +118,30 @@ def _shown(case: Case, metrics: list[Any], cfg: JudgeConfig, trial: int, reused:
     asked, decided = case_requests(case, metrics, cfg, reused)
     out = [Shown(key, None, 0, why=f"no request: scored without the judge ({score.reason})") for key, score in decided.items()]
     for a in asked:
-        for key, _, qs, fitted in fitted_requests(a, cfg):
+        for key, plan, qs, fitted in fitted_requests(a, cfg):
             if not fitted.fits:
                 out.append(_unfit(key, fitted, len(qs)))
                 continue
             n = len(fitted.asked) if fitted.asked is not None else len(qs)
             alone = f"asked alone: the grouped request of {a.key} cannot fit judge.context_tokens" if key != a.key else ""
-            out.append(Shown(key, fitted.req, request_tokens(fitted.req, tokenizer), fitted.omit, tuple(fitted.cut), n, len(qs), why=alone))
+            steps, turns, said = _left_out(plan, fitted)
+            out.append(Shown(key, fitted.req, request_tokens(fitted.req, tokenizer), steps, tuple(fitted.cut), n, len(qs), why=alone,
+                             omitted_turns=turns, left_out=said))
     return out
+
+
+def _left_out(plan: Any, fitted: Any) -> tuple[int, int, str]:
+    """`(middle steps, middle user turns, what the reason says of them)` of a fitted request: its `omit` counts the
+    system prompt's cut levels and the turns too, which the header once called steps (19 where the reason said 8)."""
+    from tracejudge.stages.judge.conversation import omitted_note, step_omit
+    from tracejudge.stages.judge.system_section import split
+
+    if not fitted.omit:
+        return 0, 0, ""
+    omit, _ = split(plan.steps, fitted.omit, fitted.keep, plan.system)
+    steps, turns = step_omit(plan.steps, omit, fitted.keep)
+    said = omitted_note(plan.steps, fitted.omit, fitted.keep, plan.system, plan.system_lengths)
+    return steps, turns, said.removesuffix(" to fit the judge's context (too_long: truncate)")
 
 
 def _unfit(key: str, fitted: Any, questions: int) -> Shown:

@@ -211,7 +211,8 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
                 body.update(masked_extra(s.req.extra_body))
             out.write(json.dumps({"case_id": args.show_prompt, "trial": 0, "metric": s.key, **({"member": s.member} if s.member else {}),
                                   "sent": s.req is not None,
-                                  "prompt_tokens": s.tokens, "omitted_steps": s.omitted, "cut": list(s.cut), "asked": s.asked,
+                                  "prompt_tokens": s.tokens, "omitted_steps": s.omitted, "omitted_turns": s.omitted_turns,
+                                  "left_out": s.left_out, "cut": list(s.cut), "asked": s.asked,
                                   "questions": s.of, "why": s.why, "body": body}) + "\n")
         return EXIT_OK
 
@@ -229,8 +230,8 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             say(f"{head}: not sent: {s.why}")
             continue
         fitted = []
-        if s.omitted:
-            fitted.append(f"{s.omitted} middle steps left out")
+        if s.left_out:  # (the score's reason's words: steps, user turns, the system prompt's cut)
+            fitted.append(s.left_out)
         if s.cut:
             fitted.append(f"cut: {named(s.cut)}")  # (5,000 passages cut: five named and the rest counted)
         if s.asked < s.of:
