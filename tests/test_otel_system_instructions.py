@@ -133,6 +133,8 @@ def test_parts_that_are_not_text_read_as_an_input_messages_parts(tmp_path: Path)
 
 @pytest.mark.parametrize(("value", "field", "said"), [
     ("You are terse.", KEY, "is not valid JSON"),
+    (json.dumps([{"type": "text", "content": "You are terse. " * 80}])[:1024], KEY,
+     "was cut at 1024 characters by the attribute length limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT)"),
     (json.dumps({"type": "text", "content": PROMPT}), KEY, "must be a JSON array of parts, got an object"),
     (json.dumps(PROMPT), KEY, "must be a JSON array of parts, got a string"),
     (json.dumps([{"type": "text", "content": PROMPT}, {"content": "no type"}]), f"{KEY}[1].type", "is missing"),

@@ -25,6 +25,7 @@ from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.conventions.genai_events import DETAILS
 from tracejudge.stages.extract.otel.messages import normalise_one
 from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.value_limit import LIMIT_SETTING, cut_at
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, mend_surrogates
 from tracejudge.stages.load import JSON_ERRORS
 
@@ -80,6 +81,9 @@ def instructions(span: Span) -> dict[str, Any] | None:
         try:
             decoded = json.loads(value)
         except JSON_ERRORS:
+            if (limit := cut_at(value)) is not None:  # (the messages beside it may be whole: say why, not "not JSON")
+                _bad(where, KEY, f"was cut at {limit} characters by the attribute length limit ({LIMIT_SETTING}) the "
+                                 "recording ran under: the system prompt cannot be read whole; record with a higher limit")
             _bad(where, KEY, "is not valid JSON")
         # (an escaped lone surrogate, an exporter cutting mid-emoji, reads as U+FFFD, as the message attributes do)
         value = mend_surrogates(decoded) if ESCAPED_SURROGATE.search(value) else decoded
