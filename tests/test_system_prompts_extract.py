@@ -12,7 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import extract_lines
+from helpers import GONE
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
@@ -73,6 +76,25 @@ def test_openai_messages_keeps_system_and_developer_messages_once(tmp_path: Path
     [case, bare] = extract_lines(tmp_path, "openai-messages", [{"id": "a", "messages": messages}, {"id": "b", "messages": messages[2:4]}])
     assert _prompts(case) == [(None, "Be brief."), (None, "Cite.")]
     assert bare.trace.system_prompts == []
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (123, "got a number"), ({}, "got an object"), (True, "got a boolean"), ([1, 2], "[0]: expected a text part"),
+    ([{"type": "text", "text": 5}], "[0].text: expected the part's text, got a number"), (GONE, "the field is missing"),
+])
+def test_openai_messages_refuses_a_system_message_without_text(tmp_path: Path, content: object, said: str) -> None:
+    # Each was dropped without a word: a judge shown the instructions saw none.
+    system = {"role": "system"} if content is GONE else {"role": "system", "content": content}
+    record = {"id": "a", "messages": [system, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    [(cid, err)] = extract_lines(tmp_path, "openai-messages", [record])
+    assert (cid, err.kind, err.field) == ("a", "invalid_input", "messages[0].content") and said in err.message, err
+
+
+def test_anthropic_messages_refuses_a_system_block_whose_text_is_no_text(tmp_path: Path) -> None:
+    record = {"id": "a", "system": [{"type": "text", "text": 9}], "messages": [{"role": "user", "content": "hi"},
+                                                                             {"role": "assistant", "content": "hello"}]}
+    [(_, err)] = extract_lines(tmp_path, "anthropic-messages", [record])
+    assert err.field == "system[0].text" and "must be a string, got a number" in err.message, err
 
 
 def test_anthropic_messages_reads_system_text_and_blocks(tmp_path: Path) -> None:

@@ -96,6 +96,9 @@ def _system(value: Any, cid: str) -> str | None:
     for k, block in enumerate(value if isinstance(value, list) else []):
         if not isinstance(block, (dict, str)):
             fail(f"a system block must be an object, got {json_type(block)}", field=f"system[{k}]", case_id=cid)
+        if isinstance(block, dict) and block.get("type", "text") == "text" and not isinstance(block.get("text"), str):
+            fail(f"a system text block's text must be a string, got {json_type(block.get('text'))}", field=f"system[{k}].text",
+                 case_id=cid)
     return prompt_text(value)
 
 

@@ -54,7 +54,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines, text_of
 from tracejudge.stages.extract.steps import TraceBuilder
-from tracejudge.stages.extract.system_prompts import prompt_text
+from tracejudge.stages.extract.system_prompts import content_problem, prompt_text
 
 __all__ = ["Options", "adapt"]
 
@@ -118,6 +118,8 @@ def _item(b: TraceBuilder, item: dict[str, Any], i: int, field: str, cid: str) -
         elif role == "function":
             b.result(None, item.get("content"), item.get("error") or item.get("is_error"))
         elif role in ("system", "developer"):
+            if (why := content_problem(item.get("content"), "content" not in item)) is not None:
+                fail(f"a {role} message's content: {why}", field=f"{where}.content", case_id=cid)
             b.system.append((None, prompt_text(item.get("content"))))
         else:
             fail(f"unknown message role {role!r}", field=f"{where}.role", case_id=cid)

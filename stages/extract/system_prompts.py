@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tracejudge.stages.extract.common import text_of
+from tracejudge.stages.extract.common import json_type, text_of
 
-__all__ = ["distinct_prompts", "first_system", "leading_system", "prompt_text"]
+__all__ = ["content_problem", "distinct_prompts", "first_system", "leading_system", "prompt_text"]
 
 
 def prompt_text(content: Any) -> str | None:
@@ -19,6 +19,26 @@ def prompt_text(content: Any) -> str | None:
     "text": …}` or bare strings) joined by newlines; `None` when it holds no text."""
     text = text_of(content)
     return text if text is not None and text.strip() else None
+
+
+def content_problem(content: Any, missing: bool = False) -> str | None:
+    """Why `content` is no system message's content as the chat APIs take it (text, or a list of parts each a string or
+    an object whose `text`, for a `text` / `input_text` part, is a string), or None. `missing`: the field is absent.
+    Read past, such a prompt was lost without a word, and a judge shown the instructions saw none."""
+    if missing:
+        return "expected the instructions' text or a list of text parts; the field is missing"
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"expected the instructions' text or a list of text parts, got {json_type(content)}"
+    for k, part in enumerate(content):
+        if isinstance(part, str):
+            continue
+        if not isinstance(part, dict):
+            return f"[{k}]: expected a text part (an object), got {json_type(part)}"
+        if part.get("type", "text") in ("text", "input_text") and not isinstance(part.get("text"), str):
+            return f"[{k}].text: expected the part's text, got {json_type(part.get('text'))}"
+    return None
 
 
 def distinct_prompts(given: Iterable[tuple[str | None, str | None]]) -> list[dict[str, Any]]:
