@@ -179,6 +179,10 @@ def test_message_attributes_that_are_no_array_are_invalid_input_as_the_instructi
 @pytest.mark.parametrize(("value", "field", "said"), [
     (json.dumps([1, 2]), "[0]", "must be a message object, got a number"),
     (json.dumps([{"role": "assistant", "parts": "x"}]), "[0].parts", "must be a JSON array of parts, got a string"),
+    (json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": 5}]}]), "[0].parts[0].content",
+     "must be the text, got a number"),
+    (json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": True}]}]), "[0].parts[0].content",
+     "must be the text, got a boolean"),
 ])
 def test_message_items_of_the_wrong_shape_are_invalid_input(tmp_path: Path, value: str, field: str, said: str) -> None:
     # Both read as a request that said nothing: input None, output None, `ok`.
@@ -187,6 +191,17 @@ def test_message_items_of_the_wrong_shape_are_invalid_input(tmp_path: Path, valu
     ((case_id, error),) = extract(_export(tmp_path, _chat(TRACE, attrs)))
     assert error.kind == "invalid_input" and error.field == f"span {TRACE[:16]}: {key}{field}", error
     assert f"{key}{field} {said}" in error.message
+
+
+@pytest.mark.parametrize("content", [{"text": "hi"}, ["hi"]])
+def test_a_text_part_holding_an_object_is_its_conversations_invalid_input_and_the_file_reads_on(
+        tmp_path: Path, content: Any) -> None:
+    # It stopped the whole file's run: `TypeError: unhashable type` where requests are matched to their replays.
+    bad = [{"role": "system", "parts": [{"type": "text", "content": content}]}, USER]
+    got = extract(_export(tmp_path, _chat(TRACE, {"gen_ai.input.messages": _messages(bad), "gen_ai.output.messages": _messages(OUT)}),
+                          _chat(OTHER_TRACE, {"gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)})))
+    assert len(got) == 2 and isinstance(got[1], Case), got
+    assert got[0][1].field == f"span {TRACE[:16]}: gen_ai.input.messages[0].parts[0].content", got[0]
 
 
 def test_a_messages_wrapper_still_reads(tmp_path: Path) -> None:

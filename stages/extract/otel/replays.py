@@ -9,6 +9,8 @@ earlier tool rounds dropped), or sends the assistant's words back without their 
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,17 +25,22 @@ def message_key(msg: dict[str, Any]) -> tuple[Any, ...]:
     An empty text part is no text: OpenLLMetry records `{"type": "text", "content": ""}` on a reply that
     only called tools, and the replay of that reply in the next request has no text part.
     """
-    out: list[Any] = [msg.get("role")]
+    out: list[Any] = [_hashable(msg.get("role"))]
     for p in msg.get("parts") or []:
         kind = p.get("type")
         if kind == "text":
             if p.get("content") not in (None, ""):
-                out.append(("t", p.get("content")))
+                out.append(("t", _hashable(p.get("content"))))
         elif kind == "tool_call":
-            out.append(("c", p.get("id") or p.get("name")))
+            out.append(("c", _hashable(p.get("id") or p.get("name"))))
         elif kind == "tool_call_response":
-            out.append(("r", p.get("id")))
+            out.append(("r", _hashable(p.get("id"))))
     return tuple(out)
+
+
+def _hashable(value: Any) -> Any:
+    # (a reader that let an object through as text, an event body's, must not stop the whole file's run on a hash)
+    return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
 
 
 INSTRUCTIONS = ("system", "developer")  # re-rendered per request by some applications (a timestamp, RAG context, memory)

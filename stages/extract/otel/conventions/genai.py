@@ -242,8 +242,8 @@ def _message_list(span: Span, key: str) -> Any:
     """The decoded value of a message attribute, `None` when absent.
 
     The conventions define it as an array of messages; a value that decodes to anything else (null, text, a number, an
-    object other than a `{"messages": [...]}` wrapper), an item that is no message object, or a message whose `parts`
-    are no array raises `AdapterError` naming the span and the field, as the instructions beside it do, rather than
+    object other than a `{"messages": [...]}` wrapper), an item that is no message object, a message whose `parts`
+    are no array, or a text part whose `content` is neither text nor null (not captured) raises `AdapterError` naming the span and the field, as the instructions beside it do, rather than
     reading as a request that said nothing.
     """
     value = _json_attr(span, key)
@@ -261,6 +261,13 @@ def _message_list(span: Span, key: str) -> Any:
         if isinstance(item, dict) and "parts" in item and not isinstance(item["parts"], list):
             fail(f"span {span.span_id}: {key}[{i}].parts must be a JSON array of parts, got {json_kind(item['parts'])}",
                  field=f"span {span.span_id}: {key}[{i}].parts")
+        for k, part in enumerate(item.get("parts") or [] if isinstance(item, dict) else []):
+            content = part.get("content") if isinstance(part, dict) and part.get("type") == "text" else ""
+            if content is not None and not isinstance(content, str):
+                # (read as a message that said nothing, or, an object, the whole file's run stopped on it; null or none is
+                # content not captured, as pydantic-ai writes it with `include_content=False`: `missing_inputs`)
+                fail(f"span {span.span_id}: {key}[{i}].parts[{k}].content must be the text, got {json_kind(content)}",
+                     field=f"span {span.span_id}: {key}[{i}].parts[{k}].content")
     return value
 
 
