@@ -79,8 +79,8 @@ def scorer(*a, **k):
     return timed("struct path (decode, six checks, render)", plain_scorer(*a, **k))
 
 
-def aiter(items):
-    return plain_aiter(timed_iter(items))
+def aiter(items, stop=None):
+    return plain_aiter(timed_iter(items), stop)
 
 
 def timed_iter(items):
@@ -90,18 +90,17 @@ def timed_iter(items):
         yield item
 
 
-def flow_aiter(items):
-    return plain_flow_aiter(timed_iter(items))
-
-
-plain_scorer, plain_aiter, plain_flow_aiter = struct_score.scorer, runner.read_ahead, runner._aiter
-# A fresh run reads a file's lines through its resume cursor on the event loop (`flow._aiter`), a source without
-# one through `read_ahead`'s worker thread: both are timed.
-struct_score.scorer, runner.read_ahead, runner._aiter = scorer, aiter, flow_aiter
+plain_scorer, plain_aiter = struct_score.scorer, runner.read_ahead
+# Every source is read through `read_ahead`'s worker thread, a fresh run's native file and a resume's records alike.
+struct_score.scorer, runner.read_ahead = scorer, aiter
 from tracejudge.engine import fingerprint_ahead
 patch(fingerprint_ahead.FingerprintAhead, "_hash", "dataset fingerprint (its thread: SHA-256 of the file)")
 patch(runner, "manifest_for", "manifest (dataset fingerprint)")
 patch(Admission, "works", "admission")
+patch(Admission, "works_all", "admission")
+from tracejudge.stages.reports.junit import JunitWriter
+patch(Tracker, "read", "resume cursor: each line read (CRC-32, id)")
+patch(JunitWriter, "feed_finished_many", "junit.xml while running")
 patch(RunJournal, "record_finished", "journal: result lines and keys")
 patch(Aggregator, "fold_finished", "fold (aggregate)")
 patch(ReportFeed, "feed_finished", "reports: collect while running")
