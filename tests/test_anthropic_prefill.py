@@ -1,9 +1,10 @@
 """Anthropic's assistant prefill: the answer is the prefill followed by the model's continuation (`tests/data/anthropic-prefill`).
 
 Recorded by `tests/frameworks/record_anthropic_prefill.py` under OpenInference and OpenLLMetry's Anthropic
-instrumentations, with an OpenAI request ending with an assistant message beside them; `<scenario>.truth.json` is the
-answer the application put together. What was wrong before: the step's output and the case's output were the
-continuation alone (`Oslo", "temp_c": -3}`), not the JSON the application had.
+instrumentations and MLflow's Anthropic autolog, with an OpenAI request ending with an assistant message beside them;
+`<scenario>.truth.json` is the answer the application put together. What was wrong before: the step's output and the
+case's output were the continuation alone (`Oslo", "temp_c": -3}`), not the JSON the application had; under MLflow after
+the other readers had been mended, and a newline prefill lost there too.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from tracejudge.stages.extract.otel.conventions.anthropic_prefill import prefill
 DATA = Path(__file__).parent / "data" / "anthropic-prefill"
 
 
-def _case(name: str) -> Any:
-    fmt = registry.format_for("otel")
-    ds = DatasetConfig(path=DATA / f"{name}.jsonl", format="otel")
+def _case(name: str, fmt_name: str = "otel") -> Any:
+    fmt = registry.format_for(fmt_name)
+    ds = DatasetConfig(path=DATA / f"{name}.jsonl", format=fmt_name)
     ctx = fmt.prepare(ds)
     [case] = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
     return case
@@ -38,6 +39,15 @@ def test_the_answer_to_a_prefilled_request_is_the_prefill_then_the_continuation(
     assert case.metadata["otel"]["turns"][0]["final_text"] == truth["answer"]
     assert case.input == truth["input"]
     assert case.trace.usage.requests == 1
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("anthropic-mlflow.mlflow", "mlflow"), ("anthropic-mlflow", "otel")])
+def test_mlflow_anthropic_autolog_joins_each_prefill_to_its_continuation(name: str, fmt: str) -> None:
+    case, truth = _case(name, fmt), json.loads((DATA / "anthropic-mlflow.truth.json").read_text())
+    assert truth["answers"][1].startswith("\n")  # (a prefill of whitespace alone is still the answer's start)
+    assert [s.output for s in case.trace.steps] == truth["answers"]
+    assert case.trace.output == truth["answers"][-1]
+    assert [m.content for m in case.trace.user_messages] == [truth["input"], *truth["turns"]]
 
 
 def test_another_providers_request_ending_with_the_assistant_keeps_its_reply() -> None:

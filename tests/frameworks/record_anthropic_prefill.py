@@ -7,6 +7,9 @@ Against scripted loopback servers (no network):
 - `anthropic-oi`, `anthropic-tl`: one Anthropic Messages API request (`client.messages.create`) whose last message is
   the assistant's prefill `{"city": "`, so the model goes on from it (`Oslo", "temp_c": -3}`), under
   openinference-instrumentation-anthropic and opentelemetry-instrumentation-anthropic (OpenLLMetry);
+- `anthropic-mlflow`: the same request under `mlflow.anthropic.autolog()`, then a second turn whose prefill is a newline
+  (`"\n"`: Anthropic continues after it), both inside one `@mlflow.trace` function so they are one trace; written as
+  MLflow's `Trace.to_json()` (`anthropic-mlflow.mlflow.jsonl`) and the same spans over OTLP (`anthropic-mlflow.jsonl`);
 - `openai-oi`: an OpenAI Chat Completions request whose messages end with an assistant message too, under
   openinference-instrumentation-openai: that API does not continue it, its reply is the answer as it is.
 
@@ -17,6 +20,7 @@ prefill followed by the reply under Anthropic, the reply alone under OpenAI). Ea
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ OUT = HERE.parent / "data" / "anthropic-prefill"
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import otel_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
 from fake_anthropic import ScriptedAnthropic  # noqa: E402
 from record_otel_loop_faults import Scripted, chat  # noqa: E402
 
@@ -53,6 +57,43 @@ def anthropic(out: Path, inst: str) -> dict[str, Any]:
     return truth
 
 
+NEXT, NEWLINE, SAID = "Should I bring a coat?", "\n", "Yes: it is -3 C."
+
+
+def anthropic_mlflow(out: Path) -> dict[str, Any]:
+    """`anthropic-mlflow` (module docstring): two prefilled turns of one conversation under `mlflow.anthropic.autolog()`."""
+    from run_mlflow import _clean, _configure
+
+    use = {"input_tokens": 50, "output_tokens": 9}
+    with ScriptedAnthropic([([{"type": "text", "text": CONTINUATION}], use), ([{"type": "text", "text": SAID}], use)]) as fake, \
+            tempfile.TemporaryDirectory() as store:
+        mlflow = _configure(fake, store, autolog="anthropic")
+        import anthropic as sdk
+        from mlflow.tracing.provider import provider
+
+        client = sdk.Anthropic(base_url=fake.url, api_key="sk-fake", max_retries=0)
+
+        @mlflow.trace(name="chat")
+        def chat(asks: list[tuple[str, str]]) -> list[str]:
+            messages: list[Any] = []
+            answers = []
+            for ask, words in asks:
+                messages += [{"role": "user", "content": ask}, {"role": "assistant", "content": words}]
+                reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=100, system="Reply in JSON only.", messages=messages)
+                answers.append(words + reply.content[0].text)  # (the application's answer: its prefill, then the model's words)
+                messages[-1] = {"role": "assistant", "content": answers[-1]}
+            return answers
+
+        answers = chat([(ASK, PREFILL), (NEXT, NEWLINE)])
+        [trace] = mlflow.search_traces(return_type="list")
+        write_jsonl(out / "anthropic-mlflow.mlflow.jsonl", [_clean(trace.to_json(), store)])
+        provider.get().force_flush()
+        write_jsonl(out / "anthropic-mlflow.jsonl", fake.take_otlp())
+    truth = {"input": ASK, "turns": [NEXT], "answers": answers}
+    write_truth(out, "anthropic-mlflow", truth)
+    return truth
+
+
 def openai(out: Path) -> dict[str, Any]:
     """An OpenAI request ending with an assistant message, under OpenInference."""
     fake = Scripted(lambda body, headers: (chat('{"city": "Oslo"}'), {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}))
@@ -70,7 +111,8 @@ def openai(out: Path) -> dict[str, Any]:
     return truth
 
 
-SCENARIOS = {"anthropic-oi": lambda out: anthropic(out, "oi"), "anthropic-tl": lambda out: anthropic(out, "tl"), "openai-oi": openai}
+SCENARIOS = {"anthropic-oi": lambda out: anthropic(out, "oi"), "anthropic-tl": lambda out: anthropic(out, "tl"),
+             "anthropic-mlflow": anthropic_mlflow, "openai-oi": openai}
 
 if __name__ == "__main__":
     sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(OUT)], SCENARIOS))

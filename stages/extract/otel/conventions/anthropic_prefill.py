@@ -3,8 +3,9 @@
 The Messages API lets a request end with an assistant message (`{"role": "assistant", "content": "{\\"city\\": \\""}`)
 that the model goes on from; the response holds only what the model added (`Oslo", "temp_c": -3}`), and the answer the
 application has is the prefill followed by it (Anthropic's "Prefill Claude's response" guide). The instrumentations
-record the request and the response as sent, OpenInference (`llm.provider` `anthropic`) and OpenLLMetry
-(`gen_ai.provider.name`, or the older `gen_ai.system`, `anthropic`) alike, so the step's output would be the
+record the request and the response as sent, OpenInference (`llm.provider` `anthropic`), OpenLLMetry
+(`gen_ai.provider.name`, or the older `gen_ai.system`, `anthropic`) and MLflow's `mlflow.anthropic.autolog()`
+(`mlflow.llm.provider`, or `mlflow.message.format`, `"anthropic"`: JSON text) alike, so the step's output would be the
 continuation alone. `join_prefills` puts the prefill before the continuation in the request's output messages. Only on
 Anthropic's spans: an assistant message last in another provider's request is history, never continued.
 """
@@ -14,16 +15,18 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View
+from tracejudge.stages.extract.otel.view import View, unjson
 
 __all__ = ["join_prefills", "prefill"]
 
-_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "mlflow.llm.provider", "mlflow.message.format")
 
 
 def _anthropic(span: Span) -> bool:
-    """Whether the span names Anthropic as the request's provider (the first of `_KEYS` it carries)."""
-    provider = next((span.attrs[k] for k in _KEYS if isinstance(span.attrs.get(k), str) and span.attrs[k]), None)
+    """Whether the span names Anthropic as the request's provider (the first of `_KEYS` it carries; MLflow's are JSON
+    strings)."""
+    named = (unjson(span.attrs.get(k)) for k in _KEYS)
+    provider = next((v for v in named if isinstance(v, str) and v), None)
     return isinstance(provider, str) and provider.lower() == "anthropic"
 
 
