@@ -4,7 +4,8 @@ Recorded by `tests/frameworks/record_anthropic_prefill.py` under OpenInference a
 instrumentations and MLflow's Anthropic autolog, with an OpenAI request ending with an assistant message beside them;
 `<scenario>.truth.json` is the answer the application put together. What was wrong before: the step's output and the
 case's output were the continuation alone (`Oslo", "temp_c": -3}`), not the JSON the application had; under MLflow after
-the other readers had been mended, and a newline prefill lost there too.
+the other readers had been mended, and a newline prefill lost there too. Format `anthropic-messages` read a prefill
+logged as a message of its own as a step of its own, the continuation another.
 """
 
 from __future__ import annotations
@@ -48,6 +49,26 @@ def test_mlflow_anthropic_autolog_joins_each_prefill_to_its_continuation(name: s
     assert [s.output for s in case.trace.steps] == truth["answers"]
     assert case.trace.output == truth["answers"][-1]
     assert [m.content for m in case.trace.user_messages] == [truth["input"], *truth["turns"]]
+
+
+def _messages_cases() -> dict[str, Any]:
+    fmt = registry.format_for("anthropic-messages")
+    ds = DatasetConfig(path=DATA / "anthropic-messages.jsonl", format="anthropic-messages")
+    ctx = fmt.prepare(ds)
+    return {c.id: c for c in (extract_record(raw, fmt, ctx) for raw in fmt.read(ds))}
+
+
+@pytest.mark.parametrize("name", ["json", "newline", "tool"])
+def test_anthropic_messages_reads_a_prefill_and_its_continuation_as_one_response(name: str) -> None:
+    case, truth = _messages_cases()[name], json.loads((DATA / "anthropic-messages.truth.json").read_text())[name]
+    assert [s.output for s in case.trace.steps] == truth["outputs"]
+    assert [s.thought for s in case.trace.steps] == truth["thoughts"]
+    assert [[c.name, c.arguments, c.result] for s in case.trace.steps for c in s.tool_calls] == truth.get("calls", [])
+    assert case.trace.output == truth["outputs"][-1]
+
+
+def test_anthropic_messages_and_otel_read_one_prefilled_answer_alike() -> None:
+    assert _messages_cases()["json"].trace.steps[0].output == _case("anthropic-oi").trace.output
 
 
 def test_another_providers_request_ending_with_the_assistant_keeps_its_reply() -> None:

@@ -19,7 +19,11 @@ Framing: JSONL, one conversation per line::
 The record's `system` (text, or a list of `text` blocks, joined by newlines) is the trace's
 `system_prompts`, and so is a message of role `system` (some loggers write one).
 
-Each assistant message is one step (one model response); calls pair with
+Each assistant message is one step (one model response), but for a prefill: an assistant message of text alone
+that another assistant message follows is the request's last message, the words the model went on from (Anthropic's
+API reads messages of one role in a row as one turn; a logger writes the request's messages, then the response). The
+two are one step, the prefill before the continuation's first text (`{"city": "` + `Oslo"}`), as format `otel` reads
+it (`prefill`). Calls pair with
 results by `tool_use_id`, by position where ids repeat or are missing.
 `is_error: true` marks a failed call, its text the error message. Results
 holding JSON text are decoded. Native case keys on the record pass through
@@ -54,6 +58,7 @@ from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines
+from tracejudge.stages.extract.prefill import prefill_words, prefixed
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.extract.system_prompts import prompt_text
 
@@ -146,6 +151,12 @@ def _reply_from(blocks: list[dict[str, Any]]) -> int | None:
     return max(k for k, kind in enumerate(kinds) if kind in SERVER_CALLS or is_result(kind)) + 1
 
 
+def _continued(messages: list[Any], i: int) -> bool:
+    """Whether the message after `messages[i]` is the assistant's too (so `messages[i]`, text alone, is a prefill)."""
+    after = messages[i + 1] if i + 1 < len(messages) else None
+    return isinstance(after, dict) and after.get("role") == "assistant"
+
+
 def adapt(payload: Any, options: Options | None = None) -> Case:
     """Turn one JSONL record into a `Case` (see the module docstring).
 
@@ -162,12 +173,18 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     if record.get("system") is not None:
         b.system.append((None, _system(record["system"], cid)))
     replies: dict[int, str] = {}  # step index -> the reply that followed its server tools
+    words: str | None = None  # a prefill, waiting for the response that continued it
     for i, msg in enumerate(messages):
         where = f"{field}[{i}]"
         if not isinstance(msg, dict):
             fail(f"expected a message object, got {json_type(msg)}", field=where, case_id=cid)
         role = msg.get("role")
         blocks = _blocks(msg.get("content"), where, cid)
+        if role == "assistant" and words is not None:
+            blocks, words = prefixed(blocks, words, "text"), None
+        if role == "assistant" and _continued(messages, i) and (said := prefill_words(blocks, "text")) is not None:
+            words = said
+            continue
         if role == "assistant":
             step = b.new_step()
             cut, spoken = _reply_from(blocks), _said(blocks)

@@ -10,6 +10,10 @@ Against scripted loopback servers (no network):
 - `anthropic-mlflow`: the same request under `mlflow.anthropic.autolog()`, then a second turn whose prefill is a newline
   (`"\n"`: Anthropic continues after it), both inside one `@mlflow.trace` function so they are one trace; written as
   MLflow's `Trace.to_json()` (`anthropic-mlflow.mlflow.jsonl`) and the same spans over OTLP (`anthropic-mlflow.jsonl`);
+- `anthropic-messages`: three conversations, each logged as its last request's messages followed by the response (the
+  application keeps its prefill as a message of its own, the API reading two assistant messages in a row as one
+  turn): the JSON prefill then a second question, a newline prefill, and a prefill `Let me look that up.` answered
+  by a `tool_use`, its result, then the answer; written as one `anthropic-messages` record a line;
 - `openai-oi`: an OpenAI Chat Completions request whose messages end with an assistant message too, under
   openinference-instrumentation-openai: that API does not continue it, its reply is the answer as it is.
 
@@ -94,6 +98,49 @@ def anthropic_mlflow(out: Path) -> dict[str, Any]:
     return truth
 
 
+def anthropic_messages(out: Path) -> dict[str, Any]:
+    """`anthropic-messages` (module docstring)."""
+    use = {"input_tokens": 50, "output_tokens": 9}
+    tools = [{"name": "get_weather", "description": "Weather in a city.", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    looked_up = "Let me look that up."
+    replies = [([{"type": "text", "text": CONTINUATION}], use), ([{"type": "text", "text": "Yes."}], use),
+               ([{"type": "text", "text": SAID}], use),
+               ([{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Oslo"}}], use),
+               ([{"type": "text", "text": "It is -3 C in Oslo."}], use)]
+    records, truth = [], {}
+    with ScriptedAnthropic(replies) as fake:
+        import anthropic as sdk
+
+        client = sdk.Anthropic(base_url=fake.url, api_key="sk-fake", max_retries=0)
+
+        def send(messages: list[Any], **kw: Any) -> Any:
+            reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=100, system="Reply briefly.", messages=messages, **kw)
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+            return reply
+
+        msgs: list[Any] = [{"role": "user", "content": ASK}, {"role": "assistant", "content": PREFILL}]
+        first = send(msgs)
+        msgs.append({"role": "user", "content": NEXT})
+        second = send(msgs)
+        records.append({"id": "json", "system": "Reply briefly.", "messages": msgs})
+        truth["json"] = {"outputs": [PREFILL + first.content[0].text, second.content[0].text], "thoughts": [None, None]}
+        msgs = [{"role": "user", "content": ASK}, {"role": "assistant", "content": NEWLINE}]
+        said = send(msgs)
+        records.append({"id": "newline", "system": "Reply briefly.", "messages": msgs})
+        truth["newline"] = {"outputs": [NEWLINE + said.content[0].text], "thoughts": [None]}
+        msgs = [{"role": "user", "content": "Weather in Oslo?"}, {"role": "assistant", "content": looked_up}]
+        asked = send(msgs, tools=tools)
+        [use_block] = [b for b in asked.content if b.type == "tool_use"]
+        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use_block.id, "content": "-3 C, snow"}]})
+        answer = send(msgs, tools=tools)
+        records.append({"id": "tool", "system": "Reply briefly.", "messages": msgs})
+        truth["tool"] = {"outputs": [None, answer.content[0].text], "thoughts": [looked_up, None],
+                         "calls": [[use_block.name, use_block.input, "-3 C, snow"]]}
+    write_jsonl(out / "anthropic-messages.jsonl", records)
+    write_truth(out, "anthropic-messages", truth)
+    return truth
+
+
 def openai(out: Path) -> dict[str, Any]:
     """An OpenAI request ending with an assistant message, under OpenInference."""
     fake = Scripted(lambda body, headers: (chat('{"city": "Oslo"}'), {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}))
@@ -112,7 +159,7 @@ def openai(out: Path) -> dict[str, Any]:
 
 
 SCENARIOS = {"anthropic-oi": lambda out: anthropic(out, "oi"), "anthropic-tl": lambda out: anthropic(out, "tl"),
-             "anthropic-mlflow": anthropic_mlflow, "openai-oi": openai}
+             "anthropic-mlflow": anthropic_mlflow, "anthropic-messages": anthropic_messages, "openai-oi": openai}
 
 if __name__ == "__main__":
     sys.exit(record_each_in_subprocess(__file__, sys.argv[1:] or [str(OUT)], SCENARIOS))

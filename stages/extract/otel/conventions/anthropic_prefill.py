@@ -16,6 +16,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
+from tracejudge.stages.extract.prefill import prefill_words, prefixed
 
 __all__ = ["join_prefills", "prefill"]
 
@@ -35,11 +36,7 @@ def prefill(inputs: list[dict[str, Any]] | None) -> str | None:
     else `None`."""
     if not inputs or inputs[-1].get("role") != "assistant":
         return None
-    parts = [p for p in inputs[-1].get("parts") or [] if isinstance(p, dict)]
-    if not parts or any(p.get("type") != "text" or not isinstance(p.get("content"), str) for p in parts):
-        return None
-    text = "".join(p["content"] for p in parts)
-    return text or None
+    return prefill_words(list(inputs[-1].get("parts") or []), "content")
 
 
 def join_prefills(spans: list[Span], views: dict[str, View]) -> None:
@@ -55,9 +52,5 @@ def join_prefills(spans: list[Span], views: dict[str, View]) -> None:
         first = next((m for m in v.outputs if m.get("role") == "assistant"), None)
         if first is None:
             continue
-        parts = list(first.get("parts") or [])
-        if parts and isinstance(parts[0], dict) and parts[0].get("type") == "text" and isinstance(parts[0].get("content"), str):
-            parts[0] = {**parts[0], "content": words + parts[0]["content"]}
-        else:
-            parts.insert(0, {"type": "text", "content": words})
+        parts = prefixed(list(first.get("parts") or []), words, "content")
         v.outputs = [({**m, "parts": parts} if m is first else m) for m in v.outputs]
