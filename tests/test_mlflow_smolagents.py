@@ -8,7 +8,9 @@ ran and got (`<scenario>.truth.json`). What was wrong before:
   without a single call, and each tool call (`final_answer` too) a case of its own, with the arguments as MLflow bound them
   (`{"kwargs": {"city": "Paris"}}`);
 - MLflow records no model request of a smolagents run, yet format `otel` read its tokens as 0 and 0 and both formats its
-  request count as 0: a budget metric passed on them. They are unknown.
+  request count as 0: a budget metric passed on them. They are unknown;
+- a run on the memory of the run before it (`agent.run(q, reset=False)`: the user's next question) read as a case of its
+  own, without the turn it went on from (format `smolagents` reads the memory as one case of two turns).
 """
 
 from __future__ import annotations
@@ -56,3 +58,17 @@ def test_usage_mlflow_did_not_record_is_unknown(name: str, fmt: str, ext: str) -
     usage = case.trace.usage
     assert (usage.input_tokens, usage.output_tokens, usage.requests) == (None, None, None)
     assert ran(case) == expected(want["runs"][0]["tool_runs"]) and case.trace.output == want["runs"][0]["answer"]
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+def test_a_run_on_the_memory_of_the_one_before_is_its_next_turn(fmt: str, ext: str) -> None:
+    want = truth("tool-runs-on")
+    first, kept, afresh = want["runs"]
+    assert kept["reset"] is False and "reset" not in afresh and want["traces"] == 3  # (one trace a run, no session)
+    joined, alone = read("tool-runs-on", fmt, ext)
+    assert joined.input == first["task"] and joined.turns == [kept["task"]]
+    assert [m.content for m in joined.trace.user_messages] == [first["task"], kept["task"]]
+    assert [t["final_text"] for t in joined.metadata["otel"]["turns"]] == [first["answer"], kept["answer"]]
+    assert joined.trace.output == kept["answer"] and ran(joined) == expected(first["tool_runs"] + kept["tool_runs"])
+    # (a run afresh on the same agent, its memory cleared, is a conversation of its own)
+    assert alone.input == afresh["task"] and not alone.turns and ran(alone) == expected(afresh["tool_runs"])

@@ -82,6 +82,9 @@ turn's final text and the answer the next user turn (`otel.pauses`);
 `metadata.mlflow.traces` lists the joined trace ids in order and the latency is
 the sum of the invokes' own (not the time the human took). Traces without a
 session, or whose session holds no resume, are one case each as before.
+
+Under either, a smolagents run on the memory of the run before it (`agent.run(task, reset=False)`, a trace of its own
+with no session) joins that run's trace the same way, each run a turn (`mlflow_run_on`).
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.extract.mlflow_code_tools import joined
 from tracejudge.stages.extract.mlflow_labels import trace_labels
 from tracejudge.stages.extract.mlflow_progress import finished, in_progress
+from tracejudge.stages.extract.mlflow_run_on import run_on
 from tracejudge.stages.extract.mlflow_spans import trace_spans
 from tracejudge.stages.extract.store_labels import merge_label_metadata
 from tracejudge.stages.load import RawRecord
@@ -134,7 +138,8 @@ _LABELS = "_labels"  # (the key of `_trace`'s found that carries the trace's lab
 
 @dataclass
 class _Joined:
-    """The lines of a paused LangGraph run and its resumes (`read`), in the order they ran."""
+    """The lines of a paused LangGraph run and its resumes (`read`), or of smolagents runs on one memory (`mlflow_run_on`),
+    in the order they ran."""
 
     lines: list[Any]
 
@@ -279,7 +284,9 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     (a `CodeAgent`'s tool calls, which MLflow writes as traces of their own, are read in their run's: `mlflow_code_tools`)."""
     by_session = Options.model_validate(dataset.options or {}).group_by == "conversation"
     records = group_lines(dataset, _SESSION_FIELD, SESSION.encode(), _seen) if by_session else _read_traces(dataset)
-    yield from joined(dataset, finished(records), SESSION)  # (a trace still in progress skipped with a warning: `mlflow_progress`)
+    # (a trace still in progress skipped with a warning, `mlflow_progress`; a smolagents run on the memory of the one before,
+    # `reset=False`, joined to it, `mlflow_run_on`)
+    yield from run_on(dataset, joined(dataset, finished(records), SESSION), _Joined, SESSION)
 
 
 def _read_traces(dataset: Any) -> Iterator[RawRecord]:

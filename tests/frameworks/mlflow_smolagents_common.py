@@ -23,12 +23,13 @@ def final_reply(text: str) -> dict[str, Any]:
 
 
 def record_mlflow_smolagents(out: Path, name: str, scenario: Scenario, tools: Callable[[list[dict[str, Any]]], list[Any]],
-                             memory_tokens: bool = False) -> dict[str, Any]:
+                             memory_tokens: bool = False, kept: tuple[int, ...] = ()) -> dict[str, Any]:
     """Run `scenario` (agent kind `code` or `tool`, each run's task and replies) under `mlflow.smolagents.autolog()` against
     the scripted server, one agent a run with `tools(ran)` (each tool appends what it ran to `ran`); write
     `out/<name>.mlflow.jsonl`, `out/<name>.otlp.jsonl` and `out/<name>.truth.json`: each run's task, answer, `tool_runs`
     and `step_errors` (with `memory_tokens`, the tokens its memory counted), the requests answered and the traces written.
-    Returns the truth."""
+    The runs numbered in `kept` go on with the agent before them and its memory (`agent.run(task, reset=False)`; their
+    truth says `"reset": false`). Returns the truth."""
     kind, runs = scenario
     with ScriptedOpenAI([reply for _, replies in runs for reply in replies]) as fake, tempfile.TemporaryDirectory() as store:
         mlflow = _configure(fake, store, autolog="smolagents")
@@ -39,13 +40,14 @@ def record_mlflow_smolagents(out: Path, name: str, scenario: Scenario, tools: Ca
         agent_tools = tools(ran)
         model = OpenAIServerModel(model_id=MODEL, api_base=fake.base_url, api_key="sk-fake", client_kwargs={"max_retries": 0})
         done = []
-        for task, _ in runs:
+        for n, (task, _) in enumerate(runs):
             agent_kind = CodeAgent if kind == "code" else ToolCallingAgent
-            agent = agent_kind(tools=agent_tools, model=model, max_steps=4, verbosity_level=0)
-            start = len(ran)
-            answer = agent.run(task)
-            steps = agent.memory.get_full_steps()
-            done.append({"task": task, "answer": answer, "tool_runs": ran[start:],
+            if n not in kept:
+                agent = agent_kind(tools=agent_tools, model=model, max_steps=4, verbosity_level=0)
+            start, steps_before = len(ran), len(agent.memory.steps) if n in kept else 0
+            answer = agent.run(task, reset=False) if n in kept else agent.run(task)
+            steps = agent.memory.get_full_steps()[steps_before:]
+            done.append({"task": task, "answer": answer, "tool_runs": ran[start:], **({"reset": False} if n in kept else {}),
                          "step_errors": [s["error"] for s in steps if isinstance(s.get("error"), dict)]})
             if memory_tokens:
                 usage = [s.get("token_usage") for s in steps if isinstance(s.get("token_usage"), dict)]

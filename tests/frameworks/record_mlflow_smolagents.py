@@ -14,7 +14,10 @@ smolagents kept in its memory, the tokens its memory counted and how many reques
 - `code-error`: a `CodeAgent`; step 1's code calls `get_weather("Atlantis")`, which raises (the step fails with
   `AgentExecutionError`), step 2's calls `final_answer`;
 - `code-two-runs`: the `code` agent run twice, one task after the other (`agent.run(q)` each), written to one file;
-- `tool-steps`: a `ToolCallingAgent` calling `get_weather` (Paris), then `get_weather` (Tokyo), then `final_answer`.
+- `tool-steps`: a `ToolCallingAgent` calling `get_weather` (Paris), then `get_weather` (Tokyo), then `final_answer`;
+- `tool-runs-on`: a `ToolCallingAgent` asked about Paris, then asked a second question on the same memory
+  (`agent.run(q, reset=False)`: a second user turn of one conversation), then a third afresh (`agent.run(q)`, the same
+  agent: smolagents clears its memory), each run calling `get_weather` then `final_answer`.
 
 A `CodeAgent` runs the model's code in a worker thread (smolagents' `LocalPythonExecutor` under its default timeout), where
 MLflow loses its span context: each tool the code calls (`final_answer` too) is written as a trace of its own. MLflow
@@ -48,12 +51,18 @@ SCENARIOS: dict[str, Scenario] = {
     "code-two-runs": ("code", [(QUESTION, [BOTH, final_reply(ANSWER)]), (SECOND, [BOTH, final_reply(WARMER)])]),
     "tool-steps": ("tool", [(QUESTION, [calls_reply(call("call_p", "get_weather", {"city": "Paris"})), calls_reply(call("call_t", "get_weather", {"city": "Tokyo"})),
                                         calls_reply(call("call_f", "final_answer", {"answer": ANSWER}))])]),
+    "tool-runs-on": ("tool", [(q, [calls_reply(call(f"call_{n}", "get_weather", {"city": city})), calls_reply(call(f"call_f{n}", "final_answer", {"answer": a}))])
+                              for n, (q, city, a) in enumerate([("What is the weather in Paris?", "Paris", "Sunny, 21 C."),
+                                                                ("And in Tokyo?", "Tokyo", "Rainy, 14 C."),
+                                                                ("What is the weather in Tokyo?", "Tokyo", "Rainy, 14 C.")])]),
 }
+KEPT = {"tool-runs-on": (1,)}  # (the runs that go on with the run before them, `reset=False`)
 
 
 def record(out: Path, name: str) -> dict[str, Any]:
     """`name` (module docstring): `get_weather` raises `ValueError` for a city it does not know."""
-    return record_mlflow_smolagents(out, name, SCENARIOS[name], lambda ran: [weather_tool(WEATHER, ran, raise_unknown=True)], memory_tokens=True)
+    return record_mlflow_smolagents(out, name, SCENARIOS[name], lambda ran: [weather_tool(WEATHER, ran, raise_unknown=True)], memory_tokens=True,
+                                    kept=KEPT.get(name, ()))
 
 
 def main(argv: list[str]) -> int:

@@ -188,6 +188,7 @@ from tracejudge.stages.extract.otel.item_ids import link_item_ids
 from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, unread_requests, warn_unread
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
+from tracejudge.stages.extract.otel.runs_on import join_runs_on
 from tracejudge.stages.extract.otel.strays import adopt_strays
 from tracejudge.stages.extract.otel.value_limit import mark_whole, warn_cut
 from tracejudge.stages.extract.otel.value_tails import mend_tails
@@ -266,7 +267,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     groups = collector.groups(keys)
     yield from collector.refused  # traces whose conversation key is no key (`true`, `42.0`): each its own invalid_input
     if opts.group_by == "conversation":
-        groups = adopt_strays(stitch(groups))
+        groups = join_runs_on(adopt_strays(stitch(groups)))  # (smolagents runs MLflow recorded on one memory: `runs_on`)
     if opts.group_by == "run":
         groups = (run for trace in groups for run in _runs(trace))
     count = skipped = 0
