@@ -131,7 +131,7 @@ def test_smolagents_managed_agents_are_calls_of_their_manager(name: str, fmt: st
 
 
 @pytest.mark.parametrize(("fmt", "ext"), FORMATS)
-@pytest.mark.parametrize("name", ["agents-tools", "agents-fail", "agents-handoff", "anthropic-tools"])
+@pytest.mark.parametrize("name", ["agents-tools", "agents-fail", "agents-handoff", "agents-wrapped", "anthropic-tools"])
 def test_agents_sdk_and_anthropic_read_as_the_run(name: str, fmt: str, ext: str) -> None:
     """The Agents SDK under MLflow's own tracing processor (its `Response` spans holding the `AsyncResponses` request the
     OpenAI autolog records: one request each) and an Anthropic loop read as the run: calls by the model's ids, a failed
@@ -148,3 +148,16 @@ def test_agents_sdk_and_anthropic_read_as_the_run(name: str, fmt: str, ext: str)
         assert reply == {"assistant": want["last_agent"]}
     assert [(c["id"], c["name"], c["arguments"], c["result"]) for c in got] == [(c["id"], c["name"], c["arguments"], c["result"]) for c in want["calls"]]
     assert [c["error"] for c in got] == [c.get("recorded_error") for c in want["calls"]]
+
+
+@pytest.mark.parametrize(("fmt", "ext"), FORMATS)
+@pytest.mark.parametrize(("name", "agents"), [("agents-wrapped", ["weather_agent"]), ("anthropic-tools", [])])
+def test_the_applications_own_agent_span_names_no_agent(name: str, agents: list[str], fmt: str, ext: str) -> None:
+    """The application's own AGENT span (`mlflow.start_span("chat_app", span_type=AGENT)`, `@mlflow.trace(name="agent",
+    span_type=AGENT)`) is its entry point, whose name is its function's or the one it gave the span: it was listed among
+    the turn's agents (`["chat_app", "weather_agent"]`), and an Anthropic loop it wraps, no agent at all, as one named
+    `agent`. Its input and output are still the case's; the agents are those an autolog recorded."""
+    want, case = truth(name), read(name, fmt, ext)
+    assert case.input == want["input"] and case.trace.output == want["output"]
+    assert case.metadata["otel"]["turns"][0]["agents"] == agents
+    assert {p.agent for p in case.trace.system_prompts} <= {*agents, None}

@@ -14,6 +14,8 @@ traces as `Trace.to_json()` writes them, read back from a SQLite store, in the o
 - `agents-fail`: the same agent; the tool raises for Atlantis (the SDK's default `failure_error_function` sends the
   model an error text), then the model answers;
 - `agents-handoff`: a triage agent hands off to a weather agent, which calls `get_weather` and answers;
+- `agents-wrapped`: the `agents-tools` run inside the application's own span, `mlflow.start_span("chat_app",
+  span_type=SpanType.AGENT)` (its inputs the question, its output the answer): the application's entry point, no agent;
 - `smolagents-tools`, `smolagents-fail`: a smolagents `ToolCallingAgent` under `mlflow.smolagents.autolog()`: two calls
   in one step then `final_answer`; a tool that raises, then `final_answer`;
 - `smolagents-managed`: a `ToolCallingAgent` manager given `managed_agents=[researcher, clock]` calls both in one
@@ -103,6 +105,7 @@ def _write(out: Path, name: str, mlflow: Any, fake: Any, store: str, truth: dict
 def agents(out: Path, name: str) -> Any:
     """`agents-*` (module docstring)."""
     replies = {"agents-tools": [[_fc("call_p", "Paris"), _fc("call_t", "Tokyo")], [_msg(ANSWER)]],
+               "agents-wrapped": [[_fc("call_p", "Paris"), _fc("call_t", "Tokyo")], [_msg(ANSWER)]],
                "agents-fail": [[_fc("call_a", "Atlantis")], [_msg(FAIL_A)]],
                "agents-handoff": [[{"type": "function_call", "id": "fc_h", "call_id": "call_h", "name": "transfer_to_weather_agent",
                                     "arguments": "{}", "status": "completed"}],
@@ -121,7 +124,15 @@ def agents(out: Path, name: str) -> Any:
             agent = Agent(name="triage", instructions="Hand weather questions to the weather agent.", handoffs=[weather], model=MODEL)
         else:
             agent = weather
-        result = asyncio.run(Runner.run(agent, question))
+        if name == "agents-wrapped":
+            from mlflow.entities import SpanType
+
+            with mlflow.start_span("chat_app", span_type=SpanType.AGENT) as span:
+                span.set_inputs({"question": question})
+                result = asyncio.run(Runner.run(agent, question))
+                span.set_outputs(result.final_output)
+        else:
+            result = asyncio.run(Runner.run(agent, question))
         ids = iter(c["call_id"] for r in replies for c in r if c.get("type") == "function_call" and c["name"] == "get_weather")
         calls = [{"id": next(ids), **c} for c in calls]
         if name == "agents-fail":  # what the model got: the SDK's default failure_error_function's text; the error the SDK
@@ -343,7 +354,7 @@ def anthropic(out: Path, name: str) -> Any:
 
 
 SCENARIOS = {
-    **{n: (lambda out, n=n: agents(out, n)) for n in ("agents-tools", "agents-fail", "agents-handoff")},
+    **{n: (lambda out, n=n: agents(out, n)) for n in ("agents-tools", "agents-fail", "agents-handoff", "agents-wrapped")},
     **{n: (lambda out, n=n: smolagents(out, n)) for n in ("smolagents-tools", "smolagents-fail")},
     **{n: (lambda out, n=n: smolagents_managed(out, n)) for n in ("smolagents-managed", "smolagents-managed-code")},
     **{n: (lambda out, n=n: pydantic(out, n)) for n in ("pydantic-tools", "pydantic-retry")},

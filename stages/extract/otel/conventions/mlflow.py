@@ -124,10 +124,21 @@ def _agent_name(span: Span) -> str | None:
     """The name of the agent an AGENT span ran: a pydantic-ai agent's as pydantic-ai names it
     (`mlflow_pydantic_ai.agent_name`: never the patched method's `Agent.run`), else the one MLflow recorded of the agent
     object (`mlflow_smolagents.recorded_name`), else the span's name — but none for a smolagents agent that has no
-    `name` (`mlflow_smolagents.agent_run`: its span's `ToolCallingAgent.run` names the method, `smolagents_names`). A
-    sub-agent run inside a tool call would otherwise be labelled `Agent.run` in `nested_steps` and the judge's prompt."""
+    `name` (`mlflow_smolagents.agent_run`: its span's `ToolCallingAgent.run` names the method, `smolagents_names`), and
+    none for the application's own span (`_own`). A sub-agent run inside a tool call would otherwise be labelled
+    `Agent.run` in `nested_steps` and the judge's prompt, and a wrapper `@mlflow.trace(span_type="AGENT") def chat_app`
+    listed as an agent named `chat_app`, the system prompt its."""
     recorded = mlflow_pydantic_ai.agent_name(span) or mlflow_smolagents.recorded_name(span)
-    return recorded or (None if mlflow_smolagents.agent_run(span) else span.name)
+    return recorded or (None if mlflow_smolagents.agent_run(span) or _own(span) else span.name)
+
+
+def _own(span: Span) -> bool:
+    """Whether an AGENT span is the application's own (`@mlflow.trace`, `mlflow.start_span`): it holds MLflow's attributes
+    alone (`mlflow.spanInputs`, `mlflow.spanFunctionName`, …). An autolog's AGENT span records the agent it ran beside
+    them, the agent object's fields (the Agents SDK's `handoffs` and `tools`, pydantic-ai's and smolagents' own): the
+    span's name is then the agent's (the Agents SDK's `Triage`), where the application's is its function's or the name
+    it gave the span, no agent's."""
+    return all(key.startswith("mlflow.") for key in span.attrs)
 
 
 def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:
