@@ -58,6 +58,9 @@ def test_the_note_counts_only_the_prompts_a_level_cuts() -> None:
     assert system_note(3, (201,)) == "the system prompt cut to 200 characters"
     assert system_note(2, (2000, 40, 600)) == "2 of the 3 system prompts cut to 500 characters each"
     assert system_note(1, (2000, 40)) == "1 of the 2 system prompts cut to 1,000 characters"
+    # every prompt cut: said as a reader would say it, not "2 of the 2"
+    assert system_note(2, (2000, 600)) == "both system prompts cut to 500 characters each"
+    assert system_note(3, (2000, 600, 201)) == "all 3 system prompts cut to 200 characters each"
 
 
 def test_show_prompt_says_what_was_left_out_as_the_reason_says_it(tmp_path: Path) -> None:

@@ -92,4 +92,6 @@ def system_note(level: int, lengths: tuple[int, ...]) -> str:
         return ""
     if len(lengths) == 1:
         return f"the system prompt cut to {limit:,} characters"
-    return f"{n_cut} of the {len(lengths)} system prompts cut to {limit:,} characters{' each' if n_cut > 1 else ''}"
+    if n_cut < len(lengths):
+        return f"{n_cut} of the {len(lengths)} system prompts cut to {limit:,} characters{' each' if n_cut > 1 else ''}"
+    return f"{'both' if n_cut == 2 else f'all {n_cut}'} system prompts cut to {limit:,} characters each"
