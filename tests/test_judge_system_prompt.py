@@ -120,6 +120,15 @@ def test_one_section_or_one_per_agent_naming_it() -> None:
     assert TaskCompletion().plan(named).prompt_version == "task-completion/4"
 
 
+def test_a_blank_agent_is_no_agent() -> None:
+    blank = _case([{"text": "Route.", "agent": "Triage"}, {"text": "Plain.", "agent": ""}, {"text": "Plain.", "agent": "  "}])
+    assert [p.agent for p in blank.trace.system_prompts] == ["Triage", None]
+    text = _inside(TaskCompletion(include_system_prompt=True).plan(blank).render(0))
+    assert text.startswith('## System prompt of agent "Triage"\nRoute.\n\n## System prompt (no agent named)\nPlain.\n\n## Task'), text
+    alone = _inside(TaskCompletion(include_system_prompt=True).plan(_case([{"text": "Plain.", "agent": ""}])).render(0))
+    assert alone.startswith("## System prompt\nPlain.\n\n## Task"), alone
+
+
 def test_every_metric_that_renders_the_trace_shows_it() -> None:
     case = _case([{"text": "Never refund."}])
     plans = [Rubric(criteria="Policy kept?", include_system_prompt=True).plan(case),

@@ -153,6 +153,12 @@ class SystemPrompt(_Strict):
     text: str
     agent: str | None = None
 
+    @field_validator("agent")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        # (`"agent": ""` names no agent: a judge was shown `System prompt of agent ""`)
+        return value if value is None or value.strip() else None
+
 
 class Trace(_Strict):
     """The normalized record of what an agent did.
