@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import diskcache
 import pytest
+from tracejudge.core import registry
 from tracejudge.core.config import JudgeConfig, validate_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case
@@ -96,6 +97,10 @@ def test_system_prompt_chars_shows_a_whole_policy_and_needs_the_option(tmp_path:
     assert "system_prompt_chars" not in TaskCompletion(include_system_prompt=True).model_dump()  # (its default: hashes as before)
     small = _inside(TaskCompletion(include_system_prompt=True, system_prompt_chars=200).plan(_case([{"text": "x" * 300}])).render(0))
     assert "[100 characters cut]" in small
+    # null is the default, as `threshold: null` is, with or without the prompt shown
+    for null in ({"include_system_prompt": True, "system_prompt_chars": None}, {"system_prompt_chars": None}):
+        metric = registry.build_metric({"type": "TaskCompletion", **null})
+        assert metric.system_prompt_chars == 2000 and "system_prompt_chars" not in metric.model_dump()
     for bad, said in [({"system_prompt_chars": 8000}, "no effect without include_system_prompt: true"),
                       ({"include_system_prompt": True, "system_prompt_chars": 50}, "greater than or equal to 200"),
                       ({"include_system_prompt": True, "system_prompt_chars": "8000"}, "valid integer")]:

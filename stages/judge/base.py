@@ -240,8 +240,8 @@ class JudgeMetric(Metric):
     before the compact rendering; what peers send); `include_system_prompt`
     (default false) shows the agent's recorded system prompts before the task
     (`system_section`), in every metric that renders the trace, each cut at
-    `system_prompt_chars` (default 2,000, from 200 to 100,000; a config error
-    without `include_system_prompt: true`).
+    `system_prompt_chars` (default 2,000, from 200 to 100,000, null the default; a
+    config error without `include_system_prompt: true`).
 
     Subclasses set `prompt_version` (bump it whenever the wording changes:
     it is part of the cache key), `task` (what the judge evaluates), and
@@ -267,6 +267,15 @@ class JudgeMetric(Metric):
             raise ValueError(f"{cls.__name__} shows the judge no trace, so no system prompt either (the metrics that "
                              "render the trace take it: TaskCompletion, ToolCallNecessity, Rubric, …)")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_chars(cls, data: Any) -> Any:
+        # (null is the default, as `threshold: null` and `one_question_per_request: null` are: unset, it asks nothing of
+        # `include_system_prompt` either)
+        if isinstance(data, dict) and "system_prompt_chars" in data and data["system_prompt_chars"] is None:
+            data = {k: v for k, v in data.items() if k != "system_prompt_chars"}
+        return data
 
     @model_validator(mode="after")
     def _chars_need_the_prompt(self) -> JudgeMetric:
