@@ -161,6 +161,8 @@ def test_malformed_instructions_are_their_conversations_invalid_input(tmp_path: 
     (json.dumps({"role": "user", "parts": []}), "an object"),
     ("42", "a number"),
     ("null", "null"),
+    (json.dumps({"messages": None}), "an object whose `messages` is null"),
+    (json.dumps({"messages": "Weather in Paris?"}), "an object whose `messages` is a string"),
 ])
 def test_message_attributes_that_are_no_array_are_invalid_input_as_the_instructions_are(
         tmp_path: Path, key: str, value: str, kind: str) -> None:

@@ -251,7 +251,9 @@ def _message_list(span: Span, key: str) -> Any:
         return None
     items = value.get("messages") if isinstance(value, dict) else value
     if not isinstance(items, list):
-        fail(f"span {span.span_id}: {key} must be a JSON array of messages, got {json_kind(value)}",
+        # (`{"messages": null}` is the wrapper holding no array: "an object" alone read as the wrong kind of value)
+        got = f"an object whose `messages` is {json_kind(items)}" if isinstance(value, dict) and "messages" in value else json_kind(value)
+        fail(f"span {span.span_id}: {key} must be a JSON array of messages, got {got}",
              field=f"span {span.span_id}: {key}")
     for i, item in enumerate(items):
         # (a message object, or LangChain's `[role, text]` pair, which `normalise_one` reads too)
