@@ -185,6 +185,13 @@ def test_message_attributes_that_are_no_array_are_invalid_input_as_the_instructi
      "must be the text, got a number"),
     (json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": True}]}]), "[0].parts[0].content",
      "must be the text, got a boolean"),
+    # no role, or nothing said (neither parts nor content): read as a message that said nothing
+    (json.dumps([{"parts": [{"type": "text", "content": "Sunny."}]}]), "[0].role", "is missing"),
+    (json.dumps([{"role": None, "content": "Sunny."}]), "[0].role", "is missing"),
+    (json.dumps([{"role": "", "parts": []}]), "[0].role", "is blank"),
+    (json.dumps([{"role": 3, "parts": []}]), "[0].role", "must be a name, got a number"),
+    (json.dumps([{"role": "assistant"}]), "[0]", "has neither parts nor content"),
+    (json.dumps([{"role": "assistant", "finish_reason": "stop"}]), "[0]", "has neither parts nor content"),
 ])
 def test_message_items_of_the_wrong_shape_are_invalid_input(tmp_path: Path, value: str, field: str, said: str) -> None:
     # Both read as a request that said nothing: input None, output None, `ok`.
@@ -193,6 +200,23 @@ def test_message_items_of_the_wrong_shape_are_invalid_input(tmp_path: Path, valu
     ((case_id, error),) = extract(_export(tmp_path, _chat(TRACE, attrs)))
     assert error.kind == "invalid_input" and error.field == f"span {TRACE[:16]}: {key}{field}", error
     assert f"{key}{field} {said}" in error.message
+
+
+@pytest.mark.parametrize("key", ["gen_ai.input.messages", "gen_ai.output.messages"])
+def test_a_message_with_no_role_is_its_conversations_invalid_input_and_the_file_reads_on(tmp_path: Path, key: str) -> None:
+    attrs = {"gen_ai.input.messages": _messages([USER]), "gen_ai.output.messages": _messages(OUT)}
+    bad = _chat(TRACE, {**attrs, key: json.dumps([{"parts": [{"type": "text", "content": "Weather in Paris?"}]}])})
+    got = extract(_export(tmp_path, bad, _chat(OTHER_TRACE, attrs)))
+    assert len(got) == 2 and isinstance(got[1], Case), got
+    case_id, error = got[0]
+    assert case_id == TRACE and error.kind == "invalid_input" and error.field == f"span {TRACE[:16]}: {key}[0].role"
+    assert "export.jsonl line 1" in error.message, error.message
+
+
+def test_a_null_content_stays_content_not_captured(tmp_path: Path) -> None:
+    attrs = {"gen_ai.input.messages": _messages([{"role": "user", "content": None}]), "gen_ai.output.messages": _messages(OUT)}
+    (case,) = extract(_export(tmp_path, _chat(TRACE, attrs)))
+    assert isinstance(case, Case), case
 
 
 @pytest.mark.parametrize("content", [{"text": "hi"}, ["hi"]])

@@ -33,6 +33,7 @@ from tracejudge.stages.extract.otel.conventions.langchain_errors import exceptio
 from tracejudge.stages.extract.otel.conventions.genai_events import event_messages, holds_messages
 from tracejudge.stages.extract.otel.conventions.genai_gemini import gemini_messages
 from tracejudge.stages.extract.otel.conventions.genai_instructions import with_instructions
+from tracejudge.stages.extract.otel.conventions.genai_shapes import check_messages
 from tracejudge.stages.extract.otel.conventions.openai_choices import genai_choice
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.value_limit import cut_at, cut_note, whole_items
@@ -242,9 +243,9 @@ def _message_list(span: Span, key: str) -> Any:
     """The decoded value of a message attribute, `None` when absent.
 
     The conventions define it as an array of messages; a value that decodes to anything else (null, text, a number, an
-    object other than a `{"messages": [...]}` wrapper), an item that is no message object, a message whose `parts`
-    are no array, or a text part whose `content` is neither text nor null (not captured) raises `AdapterError` naming the span and the field, as the instructions beside it do, rather than
-    reading as a request that said nothing.
+    object other than a `{"messages": [...]}` wrapper), or an item that is no message of a known shape (`genai_shapes`:
+    no role, nothing said, `parts` no array, a text part's `content` neither text nor null) raises `AdapterError` naming
+    the span and the field, as the instructions beside it do, rather than reading as a request that said nothing.
     """
     value = _json_attr(span, key)
     if value is None and span.attrs.get(key) is None:
@@ -255,21 +256,7 @@ def _message_list(span: Span, key: str) -> Any:
         got = f"an object whose `messages` is {json_kind(items)}" if isinstance(value, dict) and "messages" in value else json_kind(value)
         fail(f"span {span.span_id}: {key} must be a JSON array of messages, got {got}",
              field=f"span {span.span_id}: {key}")
-    for i, item in enumerate(items):
-        # (a message object, or LangChain's `[role, text]` pair, which `normalise_one` reads too)
-        if not (isinstance(item, dict) or (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str))):
-            fail(f"span {span.span_id}: {key}[{i}] must be a message object, got {json_kind(item)}",
-                 field=f"span {span.span_id}: {key}[{i}]")
-        if isinstance(item, dict) and "parts" in item and not isinstance(item["parts"], list):
-            fail(f"span {span.span_id}: {key}[{i}].parts must be a JSON array of parts, got {json_kind(item['parts'])}",
-                 field=f"span {span.span_id}: {key}[{i}].parts")
-        for k, part in enumerate(item.get("parts") or [] if isinstance(item, dict) else []):
-            content = part.get("content") if isinstance(part, dict) and part.get("type") == "text" else ""
-            if content is not None and not isinstance(content, str):
-                # (read as a message that said nothing, or, an object, the whole file's run stopped on it; null or none is
-                # content not captured, as pydantic-ai writes it with `include_content=False`: `missing_inputs`)
-                fail(f"span {span.span_id}: {key}[{i}].parts[{k}].content must be the text, got {json_kind(content)}",
-                     field=f"span {span.span_id}: {key}[{i}].parts[{k}].content")
+    check_messages(span, key, items)
     return value
 
 
