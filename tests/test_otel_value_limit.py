@@ -176,3 +176,30 @@ def test_live_recording_reads_whole(live: Any, name: str) -> None:
     want = truth(out, name)
     assert want == truth(DATA, name)  # the application did and got the same
     check(out / f"{name}.jsonl", want)
+
+
+def _request_cut(tmp_path: Path, whole: int) -> Path:
+    """One pydantic-ai-like request whose `gen_ai.input.messages` the limit cut after `whole` whole messages, its
+    instructions (`gen_ai.system_instructions`) whole beside it; no other span holds the rest."""
+    said = [{"role": "user", "parts": [{"type": "text", "content": f"question {i} " + "q" * 40}]} for i in range(whole)]
+    text = json.dumps([*said, {"role": "user", "parts": [{"type": "text", "content": "x" * 2000}]}])
+    cut = text[: next(n for n in range(len(json.dumps(said)) + 300, len(text)) if n % 10 == 0)]
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4.1-mini",
+             "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]), "gen_ai.input.messages": cut,
+             "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}])}
+    span = {"traceId": "5a0c1d2e3f405162738495a6b7c8d9e0", "spanId": "5a0c1d2e3f405162", "name": "chat gpt-4.1-mini", "kind": 3,
+            "startTimeUnixNano": "1760000000000000000", "endTimeUnixNano": "1760000000010000000",
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+    path = tmp_path / "cut.jsonl"
+    path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("whole", "said"), [(0, "none of its messages is whole"), (1, "its first message is whole"),
+                                             (3, "its first 3 messages are whole")])
+def test_the_refusal_counts_the_attributes_own_whole_messages(tmp_path: Path, whole: int, said: str) -> None:
+    # (the instructions beside the cut input lead its messages, whole: counted, "its first 1 message(s) are whole" was
+    # said of an input none of whose messages was)
+    [(_, error)] = extract_path(_request_cut(tmp_path, whole), "otel")
+    assert error.kind == "invalid_input" and "was cut at" in error.message, error.message
+    assert f"the recording ran under: {said}, and no other span holds the rest" in error.message, error.message

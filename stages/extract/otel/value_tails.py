@@ -54,14 +54,20 @@ def mend_tails(group: Group) -> None:
         if found is None:
             found = _from_earlier(span, view, whole, results)
         if found is None:
-            kept = len(view.inputs or [])
             view.unreadable = AdapterError(
-                f"{cut_note(span, _KEY, view.inputs_cut)}: its first {kept} message(s) are whole, and no other span holds "
+                f"{cut_note(span, _KEY, view.inputs_cut)}: {_whole(view.inputs_whole or 0)}, and no other span holds "
                 f"the rest (no later request replays it, and it does not go on from a tool round of the request before it) "
                 f"({Path(span.file).name} line {span.line})", field=f"span {span.span_id}: {_KEY}")
             continue
         view.inputs = found
         whole.append((span, view))
+
+
+def _whole(n: int) -> str:
+    """What is left of a cut input, in words true of every count (the system instructions beside it are not counted)."""
+    if n == 0:
+        return "none of its messages is whole"
+    return "its first message is whole" if n == 1 else f"its first {n} messages are whole"
 
 
 def _keys(messages: list[dict[str, Any]]) -> list[Any]:

@@ -79,7 +79,8 @@ class View:
     attribute limit (`None`: they start at 0); `partial_inputs`: what the messages just before it still show, each cut
     at its start (no role), never read as whole messages (`dropped`).
     `inputs_cut`: the length a request's input messages attribute was cut at by the attribute length limit, `inputs`
-    then holding the messages decoded whole before the cut until `value_tails` gives it the rest (`value_limit`).
+    then holding the messages decoded whole before the cut until `value_tails` gives it the rest (`value_limit`);
+    `inputs_whole`: how many of `inputs` are that attribute's own (the system instructions lead them from another).
     `resumed`: an agent run that sent no user message of its own but went on with the run before it (pydantic-ai
     resumed with `deferred_tool_results`): the same turn (`conventions.pydantic_ai_deferred`).
     `agent_name`: the agent an agent span ran (a tool span's: the agent that ran inside the call; a chain span's: the
@@ -121,6 +122,7 @@ class View:
     input_start: int | None = None
     partial_inputs: list[dict[str, Any]] | None = None
     inputs_cut: int | None = None
+    inputs_whole: int | None = None
     resumed: bool = False
     unreadable: Exception | None = None
 

@@ -115,6 +115,7 @@ def read(span: Span) -> View | None:
         # `create_agent` span that builds the agent, which is no request and has no messages
         v.inputs, v.outputs = with_instructions(span, inputs), genai_choice(outputs, span)
         v.inputs_cut = cut_at(a.get(INPUT_KEY))  # (its first messages only: `value_tails` reads the rest from the requests beside it)
+        v.inputs_whole = len(inputs)  # (the attribute's own: the instructions before them are another attribute's)
     # the names before semantic conventions 1.27 (prompt / completion tokens) when the current ones are absent
     v.usage_in = usage(span, "gen_ai.usage.input_tokens")
     v.usage_in = usage(span, "gen_ai.usage.prompt_tokens") if v.usage_in is None else v.usage_in
