@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tracejudge.core.config import validate_config
+from tracejudge.core.config import JudgeConfig, validate_config
+from tracejudge.core.records import Case
 from tracejudge.engine import runner
 from tracejudge.simulator.server import SimulatorThread
+from tracejudge.stages.judge.field_cut import cut_note
+from tracejudge.stages.judge.fit import fit_request
+from tracejudge.stages.judge.metrics import TaskCompletion
 from tracejudge.stages.judge.system_section import system_note
 
 
@@ -40,6 +44,30 @@ def test_a_short_prompt_is_not_said_to_be_cut(simulator: Callable[..., Simulator
     reason = _reasons({"dataset": {"path": str(tmp_path / "c.jsonl"), "format": "native"}, "context_tokens": 1100}, tmp_path, simulator())["cut"]
     assert "middle user turns left out" in reason  # fitted: every level of cutting the prompt was gone through
     assert "system prompt" not in reason.lower()
+
+
+def test_the_configured_cut_is_not_said_to_be_a_cut_to_fit(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # A 5,600-character policy is cut to 2,000 by `system_prompt_chars` (its default) in every prompt; fitting leaves
+    # steps out and cuts nothing more of it: the reason once said `System prompt cut to 2,000 characters to fit …`,
+    # and the prompt's marker counted its own characters (`…[23 characters cut]`) instead of the policy's.
+    steps = [{"output": f"answer number {i} " + "z" * 300} for i in range(10)]
+    case = {"id": "cut", "input": "x", "trace": {"steps": steps, "output": "done", "system_prompts": [{"text": "Policy. " * 700}]}}
+    (tmp_path / "c.jsonl").write_text(json.dumps(case) + "\n")
+    reason = _reasons({"dataset": {"path": str(tmp_path / "c.jsonl"), "format": "native"}, "context_tokens": 2500}, tmp_path, simulator())["cut"]
+    assert "middle steps left out to fit the judge's context" in reason, reason
+    assert "system prompt" not in reason.lower(), reason
+
+
+def test_a_cut_to_fit_below_the_setting_counts_the_prompts_characters() -> None:
+    steps = [{"output": f"answer number {i} " + "z" * 300} for i in range(10)]
+    case = Case.model_validate({"id": "c", "input": "x", "trace": {"steps": steps, "output": "done",
+                                                                   "system_prompts": [{"text": "P" * 9000}, {"text": "Q" * 3000}]}})
+    plan = TaskCompletion(include_system_prompt=True, system_prompt_chars=8000).plan(case)
+    fitted = fit_request(plan, plan.questions, JudgeConfig(context_tokens=3000))
+    assert fitted.omit and fitted.cap == 2000 and cut_note(fitted.cut, fitted.cap).endswith(" cut to 2,000 characters")
+    shown = fitted.req.messages[-1]["content"].split("## System prompt", 1)[1].split("\n## Task", 1)[0]
+    # the first 2,000 characters of the first prompt; the marker counts the 7,000 after them and the second prompt's 3,000
+    assert "P" * 2000 + " …[10000 characters cut]" in shown and "Q" not in shown, shown[-80:]
 
 
 def test_a_cut_policy_is_said_once_with_the_cut_the_judge_saw(simulator: Callable[..., SimulatorThread], tmp_path: Path,

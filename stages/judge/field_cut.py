@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from tracejudge.stages.judge.fence_guard import neutralise_lines
 
-__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "ItemsCut", "cut_note", "cut_sections", "cut_text", "cutting", "named",
-           "water_level"]
+__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "ItemsCut", "PreCut", "cut_note", "cut_sections", "cut_text", "cutting",
+           "named", "pre_cut", "water_level"]
 
 TRACE_SECTIONS = frozenset({"Trace", "Conversation"})
 """Sections `fit` shortens by leaving steps and turns out first; their text is cut only as the last resort."""
@@ -56,6 +56,46 @@ class AllData(str):
     """
 
     __slots__ = ()
+
+
+class PreCut(AllData):
+    """A section of all data whose texts (`parts`, a blank line apart) were each cut to `limit` characters by the
+    metric's own setting (`system_prompt_chars`), not to fit: equal to that rendering, so a prompt that fits is as
+    before. `cut_sections` measures it by the characters of the texts it shows (`own`), its `…[N characters cut]`
+    markers not counted: at a cap of 2,000 a prompt cut to 2,000 by its setting is not cut again (the marker was, and
+    the reason named the setting's cut as one made to fit)."""
+
+    parts: tuple[str, ...]
+    limit: int
+
+    @property
+    def own(self) -> int:
+        """The characters of the texts shown (each at most `limit`), the blank lines between them counted."""
+        return sum(min(len(p), self.limit) for p in self.parts) + 2 * max(0, len(self.parts) - 1)
+
+    def cut(self, chars: int) -> str:
+        """The section cut to its first `chars` characters of text (`own`), then neutralised: the texts that fit whole
+        kept as the setting cut them, the next one cut where the cap falls, and one marker counting every character
+        of the texts not shown (the rest of that one and the whole of those after it)."""
+        out, left = [], chars
+        for i, p in enumerate(self.parts):
+            shown = min(len(p), self.limit)
+            if shown <= left:
+                out.append(cut_text(p, self.limit))
+                left -= shown + 2
+                continue
+            keep = max(0, left)
+            rest = len(p) - keep + sum(len(q) for q in self.parts[i + 1:])
+            out.append(f"{p[:keep]} …[{rest} characters cut]")
+            break
+        return neutralise_lines("\n\n".join(out))
+
+
+def pre_cut(parts: list[str], limit: int) -> PreCut:
+    """The `PreCut` section of `parts`, each cut to `limit` characters (`cut_text`), a blank line apart."""
+    out = PreCut("\n\n".join(cut_text(p, limit) for p in parts))
+    out.parts, out.limit = tuple(parts), limit
+    return out
 
 
 class ItemsCut(str):
@@ -112,8 +152,9 @@ def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
         if title in TRACE_SECTIONS and not state.trace_too:
             out.append((title, _neutralised(text)))
             continue
-        state.lengths.append(len(text))
-        if state.chars is not None and len(text) > state.chars:
+        size = text.own if isinstance(text, PreCut) else len(text)
+        state.lengths.append(size)
+        if state.chars is not None and size > state.chars:
             if title in ITEM_SECTIONS:
                 lines, share, n_cut = _cut_lines(text, state.chars)
                 # Named as cut only when a line was: a section of many short lines keeps every one whole
@@ -123,7 +164,9 @@ def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
                 out.append((title, lines))
                 continue
             state.cut.append(title)
-            if isinstance(text, AllData):  # (its own characters cut and counted; then the kept part neutralised)
+            if isinstance(text, PreCut):
+                text = text.cut(state.chars)
+            elif isinstance(text, AllData):  # (its own characters cut and counted; then the kept part neutralised)
                 text = neutralise_lines(text[: state.chars]) + f" …[{len(text) - state.chars} characters cut]"
             else:
                 text = cut_text(text, state.chars)

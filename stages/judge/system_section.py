@@ -4,7 +4,7 @@ A judge asked whether the agent followed its instructions or policy needs them. 
 recorded some (`Trace.system_prompts`), the fenced data opens with them, before the task and the trace: one section
 `System prompt`, or, when the trace names several agents, one per agent (`System prompt of agent "Triage"`), each
 agent's distinct prompts in the order given, a blank line between them. Each prompt is cut as any field is
-(`FIELD_CHARS`, or the metric's `system_prompt_chars`, with the count of cut characters said) and is all data (`AllData`): `fence` neutralises its lines as it
+(`FIELD_CHARS`, or the metric's `system_prompt_chars`, with the count of cut characters said) and is all data (`field_cut.PreCut`): `fence` neutralises its lines as it
 does the task's, so a prompt holding the fence marker, a heading or a line shaped as a step cannot break out of its
 section. Off (the default), or with no prompt recorded, nothing changes: every existing prompt, cache key and token
 estimate stays byte for byte as before.
@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from tracejudge.core.records import Case
-from tracejudge.stages.judge.field_cut import AllData, cut_text
+from tracejudge.stages.judge.field_cut import cut_text, pre_cut
 from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable
 
 __all__ = ["SYSTEM_CUTS", "levels", "shown_lengths", "system_note", "split", "system_sections"]
@@ -71,14 +71,14 @@ def system_sections(case: Case, level: int = 0, chars: int = FIELD_CHARS) -> lis
     agents = list(dict.fromkeys(p.agent for p in prompts))
     out = []
     for agent in agents:
-        texts = [cut_text(p.text, limit) for p in prompts if p.agent == agent]
+        texts = [p.text for p in prompts if p.agent == agent]
         if len(agents) == 1:
             title = "System prompt"
         else:
             title = f"System prompt of agent {_agent(agent)}" if agent is not None else "System prompt (no agent named)"
         if len(texts) > 1:
             title += f" ({len(texts)} versions, in the order given)"
-        out.append((title, AllData("\n\n".join(texts))))
+        out.append((title, pre_cut(texts, limit)))  # (a cut to fit counts the prompts' characters, not the markers)
     return out
 
 
