@@ -58,7 +58,7 @@ def _as_golden(shown: str) -> str:
     """`--show-prompt --json` lines without the fields added since the golden was rendered (what was left out, in the
     run's words): the request itself, `body`, and every other field stay byte for byte as they were."""
     lines = [json.loads(line) for line in shown.splitlines()]
-    return "".join(json.dumps({k: v for k, v in line.items() if k not in ("omitted_turns", "left_out")}) + "\n" for line in lines)
+    return "".join(json.dumps({k: v for k, v in line.items() if k not in ("omitted_turns", "left_out", "cut_said")}) + "\n" for line in lines)
 
 
 def test_the_demos_default_prompt_is_byte_for_byte_the_one_rendered_before_the_option(tmp_path: Path) -> None:

@@ -102,6 +102,9 @@ def test_show_prompt_says_what_was_left_out_as_the_reason_says_it(tmp_path: Path
                                                  "run": {"dir": "run"}, "cache": {"dir": "cache"}}))
     args = [sys.executable, "-m", "tracejudge", "estimate", "c.yaml", "--show-prompt", "cut"]
     text = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, check=True).stdout
-    assert "fitted to judge.context_tokens: 8 middle steps and 8 middle user turns left out; cut: Conversation" in text.splitlines()[0]
+    # what was cut, in the words of the run's reason (it said `cut: Conversation` where the reason said `Conversation cut
+    # to 200 characters`)
+    assert "fitted to judge.context_tokens: 8 middle steps and 8 middle user turns left out; Conversation cut to 200 characters" in text.splitlines()[0]
     [shown] = [json.loads(x) for x in subprocess.run([*args, "--json"], capture_output=True, text=True, cwd=tmp_path, check=True).stdout.splitlines()]
     assert (shown["omitted_steps"], shown["omitted_turns"], shown["left_out"]) == (8, 8, "8 middle steps and 8 middle user turns left out")
+    assert (shown["cut"], shown["cut_said"]) == (["Conversation"], "Conversation cut to 200 characters")

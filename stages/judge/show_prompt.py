@@ -23,6 +23,7 @@ from tracejudge.core.records import Case
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.llm.wire.records import JudgeRequest
 from tracejudge.stages.judge.client import request_tokens
+from tracejudge.stages.judge.field_cut import cut_note
 from tracejudge.stages.judge.requests import case_requests, fitted_requests, trace_reused
 
 __all__ = ["Shown", "prompts_for"]
@@ -36,6 +37,7 @@ class Shown:
     `omitted` middle steps and `omitted_turns` middle user turns were left out and `cut` sections shortened to fit (empty:
     sent whole); `left_out` says what was left out or cut by level in the words of the score's reason
     (`conversation.omitted_note`: `8 middle steps left out, and the system prompt cut to 500 characters`);
+    `cut_said` says what was cut as the reason says it (`field_cut.cut_note`: `Trace cut to 2,026 characters`).
     `asked` is how many questions it asks, `of` how many the metric had (fewer: items the fitted prompt could not show).
     A sent request's `why` says why it was asked alone (its group's request could not fit), else is empty.
     `judge` is the judge section it is sent with (a panel member's own); `member` names that member (empty without a panel).
@@ -53,6 +55,7 @@ class Shown:
     member: str = ""
     omitted_turns: int = 0
     left_out: str = ""
+    cut_said: str = ""
 
 
 def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
@@ -126,7 +129,7 @@ def _shown(case: Case, metrics: list[Any], cfg: JudgeConfig, trial: int, reused:
             alone = f"asked alone: the grouped request of {a.key} cannot fit judge.context_tokens" if key != a.key else ""
             steps, turns, said = _left_out(plan, fitted)
             out.append(Shown(key, fitted.req, request_tokens(fitted.req, tokenizer), steps, tuple(fitted.cut), n, len(qs), why=alone,
-                             omitted_turns=turns, left_out=said))
+                             omitted_turns=turns, left_out=said, cut_said=cut_note(fitted.cut, fitted.cap) if fitted.cut else ""))
     return out
 
 

@@ -197,7 +197,6 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
 
     from tracejudge.core.extra_body import shown as masked_extra
     from tracejudge.llm.providers import build_payload, protocol_of
-    from tracejudge.stages.judge.field_cut import named
     from tracejudge.stages.judge.show_prompt import prompts_for
 
     shown = prompts_for(config, args.show_prompt)
@@ -212,7 +211,7 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             out.write(json.dumps({"case_id": args.show_prompt, "trial": 0, "metric": s.key, **({"member": s.member} if s.member else {}),
                                   "sent": s.req is not None,
                                   "prompt_tokens": s.tokens, "omitted_steps": s.omitted, "omitted_turns": s.omitted_turns,
-                                  "left_out": s.left_out, "cut": list(s.cut), "asked": s.asked,
+                                  "left_out": s.left_out, "cut": list(s.cut), "cut_said": s.cut_said, "asked": s.asked,
                                   "questions": s.of, "why": s.why, "body": body}) + "\n")
         return EXIT_OK
 
@@ -232,8 +231,8 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
         fitted = []
         if s.left_out:  # (the score's reason's words: steps, user turns, the system prompt's cut)
             fitted.append(s.left_out)
-        if s.cut:
-            fitted.append(f"cut: {named(s.cut)}")  # (5,000 passages cut: five named and the rest counted)
+        if s.cut_said:  # (the reason's words: `Trace cut to 2,026 characters`, `40 sections (Passage 1, …) cut to …`)
+            fitted.append(s.cut_said)
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
         controls = any(CONTROL.search(m["content"]) for m in s.req.messages)
