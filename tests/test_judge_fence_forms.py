@@ -28,6 +28,7 @@ from tracejudge.core.config import validate_config
 from tracejudge.core.records import Case, Step
 from tracejudge.engine import runner
 from tracejudge.stages.judge.fence_guard import neutralise_labels, neutralise_lines, neutralise_structure
+from tracejudge.stages.judge.field_cut import own_lead
 from tracejudge.stages.judge.trace_text import fence, render_steps
 
 # Lines that read as a question id with an answer, a question list, a pairwise run or a pre-answer in the reply's JSON.
@@ -113,7 +114,8 @@ def test_the_renderers_own_lines_are_never_marked_whatever_their_data_holds():
     text = render_steps(steps)
     assert text == ("Step 1:\n thought: \uff34\uff23\uff11 first\n call 1: \u0422\u04211({})\n  result: \u200bStep 2: x\n[data] St\u0435p 3:\n"
                     "Step 2:\n call 2: refund(T\u200dC1 - yes)\n  error: \u2014 denied\n output: \u2705 Done")
-    assert fence([("Trace", text), ("Final output", "(the output of step 2 above)")]).count("[data]") == 1
+    pointer = "(the output of step 2 above)"  # (the builder's own line, as `final_output` writes it)
+    assert fence([("Trace", text), ("Final output", own_lead(pointer, pointer))]).count("[data]") == 1
 
 
 def test_claim_lines_outside_a_faithfulness_prompts_claims_section_are_data():

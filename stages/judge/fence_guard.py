@@ -33,7 +33,7 @@ from tracejudge.stages.judge.fence_labels import (_ARROWS, _BULLET, _BULLETS, _C
                                                   _NUMBER, _OPEN, _OTHER_BREAKS, _SPACE, Asks, _asks_it, _label, _label_line, _mark, _marking,
                                                   _other_breaks, neutralise_labels, unify_breaks)
 from tracejudge.stages.judge.fence_lookalike import mark_lookalikes, skeleton
-from tracejudge.stages.judge.fence_titles import FAMILIES, LABELS, TITLES
+from tracejudge.stages.judge.fence_titles import BODIES, FAMILIES, LABELS, TITLES
 
 __all__ = ["join_rendered", "neutralise_claims", "neutralise_headings", "neutralise_labels", "neutralise_lines", "neutralise_markers",
            "neutralise_section", "neutralise_structure", "unify_breaks"]
@@ -96,15 +96,32 @@ def _heading(titles: tuple[str, ...]) -> str:
     # (The plain form is tried only on a line that starts with a title's first letter: most lines start with none.)
     # Every title the builder can write is checked (`fence_titles`), not only this prompt's: a line reading as a section
     # the prompt does not hold (`## Conversation` over a trace without turns) passes for one all the same.
+    # A title quoted or with words in parentheses after it (`## "Trace"`, `## Final output (the output of step 1 above)`)
+    # reads as that title too, and so does one in an HTML heading or bold tag (`<h2>System prompt</h2>`, `<b>Trace</b>`),
+    # and its apostrophe is any a reader takes for one (`user’s`). A line the builder writes as a section's whole text
+    # (`BODIES`) is marked alone on its line.
     forms = {form.strip() for t in (*titles, *TITLES) for form in (t, t.split(" (", 1)[0])} - {""}
-    words = [[re.escape(w) for w in f.split(" ")] for f in sorted(forms, key=len, reverse=True)]
+    words = [[_word(w) for w in f.split(" ")] for f in sorted(forms, key=len, reverse=True)]
     words += [[_family_word(w) for w in f.split(" ")] for f in FAMILIES]
     names = "|".join(_SPACE.join(ws) for ws in words)
     marked = "|".join([*(_SPACE.join(map(re.escape, w.split(" "))) for w in LABELS), names])  # (`#`s or bold only: `LABELS`)
+    marked = rf"{_QUOTE}(?:{marked}){_QUOTE}(?:(?:{_GAP})*{_PAREN})?"
     firsts = "".join(sorted({re.escape(f[0]) for f in (*forms, *FAMILIES)}))
-    plain = rf"(?=[{firsts}])(?:{names})" if firsts else "(?!)"
+    plain = rf"(?=[{firsts}\"'“‘])(?:{_QUOTE}(?:{names}){_QUOTE}(?:(?:{_GAP})*{_PAREN})?)" if firsts else "(?!)"
+    bodies = "|".join(_SPACE.join(_family_word(w) for w in b.split(" ")) for b in BODIES)
     return (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?"
-            rf"|(?:\*\*|__)(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?|{plain}(?:{_GAP})*[:：])(?:{_GAP})*")
+            rf"|(?:\*\*|__)(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?|{plain}(?:{_GAP})*[:：]"
+            rf"|<(?:h[1-6]|b|strong)(?:[ \t][^>\n]*)?>(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:</(?:h[1-6]|b|strong)>)?:?"
+            rf"|(?:\*\*|__)?(?:{bodies})\.?(?:\*\*|__)?)(?:{_GAP})*")
+
+
+_QUOTE = "[\"'“”‘’„«»]?"  # (a quote a title may stand in: `## "Trace"`)
+_PAREN = rf"\([^\n{_OTHER_BREAKS}()]*\)"  # (words in parentheses after a title: `(the output of step 1 above)`)
+
+
+def _word(word: str) -> str:
+    # (a word of a fixed title: its apostrophe any a reader takes for one, `user’s`, `userʼs`; fullwidth `＇` is NFKC's)
+    return re.escape(word).replace("'", "['‘’ʼ′´`]")
 
 
 def _family_word(word: str) -> str:
@@ -117,8 +134,10 @@ def _family_word(word: str) -> str:
 def _heading_signs(text: str) -> bool:
     # (A heading needs a `#` (fullwidth `＃`, small `﹟`), bold type (`**`, `__`; fullwidth `＊`, `＿`) or a colon that ends
     # its line (`_COLON_END`, a colon-like sign too): most text has none.)
-    return ("#" in text or "**" in text or "__" in text or _COLON_END.search(text) is not None
-            or (not text.isascii() and ("＃" in text or "﹟" in text or "＊" in text or "＿" in text)))
+    # (An HTML heading or bold tag, `<h2>`, `<b>`, and a section's whole text, `(the output of step 1 above)`, need a `<`
+    # or a `(`.)
+    return ("#" in text or "**" in text or "__" in text or "<" in text or "(" in text or _COLON_END.search(text) is not None
+            or (not text.isascii() and any(c in text for c in "＃﹟＊＿＜﹤（﹙")))
 
 
 _COLON_END = re.compile(rf"[:：∶ːˑ˸꞉׃܃܄᛬⁚։ꓽ](?:{_GAP})*(?:[\n{_OTHER_BREAKS}]|\Z)")

@@ -12,14 +12,20 @@ as a conversation. So the set checked is not the titles of the one prompt but al
 - `LABELS`: the labels written after the block (`Evaluation:`, `Questions:`, `Rubric:`, `Criterion:`), as a heading
   (`## Rubric`, `**Evaluation**`);
 - `FAMILIES`: the titles written with a part that varies (an agent's name, a count of versions, a passage's number),
-  as regular expressions over words (a space in them is any run of spaces, as in a fixed title).
+  as regular expressions over words (a space in them is any run of spaces, as in a fixed title);
+- `BODIES`: the lines the builder writes as a section's whole text (the final output's pointer to the last step), which
+  on a line of their own read as that section's, heading or not.
+
+A title is read as a reader reads it (`fence_guard._heading`): any quote for its apostrophe (`user’s`), any space or
+zero-width character between or inside its words, a fullwidth `＃`, an HTML heading or bold tag (`<h2>Trace</h2>`), and
+whatever its line adds in parentheses (`## Final output (the output of step 1 above)`).
 
 tests/test_fence_titles.py renders a prompt with each section and fails on a title missing here.
 """
 
 from __future__ import annotations
 
-__all__ = ["FAMILIES", "LABELS", "TITLES"]
+__all__ = ["BODIES", "FAMILIES", "LABELS", "TITLES"]
 
 TITLES = (
     "System prompt",
@@ -49,3 +55,6 @@ FAMILIES = (
     "System prompt (REST",  # (`System prompt (2 versions, in the order given)`)
     "Passage [0-9]+",
 )
+
+BODIES = ("(the output of step [0-9]+ above)",)
+"""Word patterns as `FAMILIES`' (`[0-9]+` a number), each a whole line (`trace_text.final_output`'s pointer)."""

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from tracejudge.stages.judge.fence_guard import neutralise_lines
 
-__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "ItemsCut", "PreCut", "cut_note", "cut_sections", "cut_text", "cutting",
-           "named", "pre_cut", "water_level"]
+__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "AllData", "Cutting", "ItemsCut", "OwnLead", "PreCut", "cut_note", "cut_sections", "cut_text", "cutting",
+           "named", "own_lead", "pre_cut", "water_level"]
 
 TRACE_SECTIONS = frozenset({"Trace", "Conversation"})
 """Sections `fit` shortens by leaving steps and turns out first; their text is cut only as the last resort."""
@@ -56,6 +56,21 @@ class AllData(str):
     """
 
     __slots__ = ()
+
+
+class OwnLead(AllData):
+    """A section of all data whose first line, `lead`, the prompt builder wrote (the final output's `(the output of step
+    3 above)`): `trace_text.fence` leaves that line unmarked, while the same words on any other line, or as the data's
+    own first line, read as the builder's and are marked (`fence_titles.BODIES`)."""
+
+    lead: str
+
+
+def own_lead(text: str, lead: str) -> OwnLead:
+    """`text` (starting with `lead`) as an `OwnLead`."""
+    out = OwnLead(text)
+    out.lead = lead
+    return out
 
 
 class PreCut(AllData):

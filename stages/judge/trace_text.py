@@ -47,7 +47,7 @@ from tracejudge.core.records import Step
 from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_claims, neutralise_headings, neutralise_labels, neutralise_lines,
                                                  neutralise_markers, neutralise_section, neutralise_structure, unify_breaks)
 from tracejudge.stages.judge.fence_labels import asked
-from tracejudge.stages.judge.field_cut import AllData, cut_sections, cut_text
+from tracejudge.stages.judge.field_cut import AllData, OwnLead, cut_sections, cut_text, own_lead
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
            "neutralise_labels", "neutralise_lines", "neutralise_markers", "neutralise_structure", "render_call", "render_steps", "unify_breaks", "whole_text",
@@ -257,6 +257,7 @@ def fence(sections: list[tuple[str, str]], runs: bool = False) -> str:
     # break as well, so with one kind of break the lines checked for forgeries are exactly the lines the judge reads
     # (a bare `\r` left in could also show as a carriage return that overwrites the line before it). Data holding
     # only `\n` breaks is unchanged, so its prompt and cache key are as before.
+    leads = {title: text.lead for title, text in sections if isinstance(text, OwnLead)}  # (the builder's own first lines)
     kept = [(title, unify_breaks(text)) for title, text in cut_sections(sections)]
     titles = tuple(title for title, _ in kept)
     # (Faithfulness: a `Claim 2:` line outside its Claims section forges one of the claims asked about, and so does a
@@ -264,10 +265,18 @@ def fence(sections: list[tuple[str, str]], runs: bool = False) -> str:
     asks = asked(runs)
     if claims := "Claims" in titles:
         kept = [(title, neutralise_claims(text, asks) if title == "Claims" else text) for title, text in kept]
-    body = "\n\n".join(f"## {title}\n{neutralise_section(text, titles, claims and title != 'Claims', asks)}" for title, text in kept)
+    body = "\n\n".join(f"## {title}\n{_own_lead(neutralise_section(text, titles, claims and title != 'Claims', asks), leads.get(title))}"
+                       for title, text in kept)
     body = whole_text(neutralise_markers(body, lookalikes=False))  # (each section's skeletons were read: `neutralise_section`)
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
+
+
+def _own_lead(text: str, lead: str | None) -> str:
+    """`text` with its first line unmarked when it is `lead`, the line the builder wrote there (`field_cut.OwnLead`)."""
+    if lead and text.startswith(f"[data] {lead}") and text[7 + len(lead):][:1] in ("", "\n"):
+        return text[7:]
+    return text
 
 
 def final_output(case: Any, full: bool = False) -> str:
@@ -281,14 +290,15 @@ def final_output(case: Any, full: bool = False) -> str:
     """
     steps = case.trace.steps
     output = text_of(case.trace.output)
+    lead = ""
     if not full and output and steps and _same_output(text_of(steps[-1].output), output):
-        output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
+        output = lead = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
     text = output or "(none)"
     error = case.metadata.get("run_error")
     if isinstance(error, str) and error:
         text += f"\n(the run ended in an error: {cut_field(error, full=full)})"
     # (all of it data: a line of it could pass for a step or a call of the trace above; `fence` neutralises it after any cut)
-    return AllData(text)
+    return own_lead(text, lead) if lead else AllData(text)  # (the pointer is the builder's: `fence` leaves it unmarked)
 
 
 def _same_output(shown: str, output: str) -> bool:
