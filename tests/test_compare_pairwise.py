@@ -90,3 +90,47 @@ def test_compare_judge_cli_gates_on_min_win_rate(runs: tuple[Path, Path, Path], 
     out = capsys.readouterr().out
     assert "position bias" in out and "verdict: PASS" in out
     assert main(["compare", str(a), str(b), "--judge", str(tmp_path / "missing.yaml")]) == 2
+
+
+def _pair(first_prompt: str | None, second_prompt: str | None) -> Any:
+    from tracejudge.core.records import Case
+
+    def run(prompt: str | None, said: str) -> dict[str, Any]:
+        trace = {"steps": [{"output": said}], "output": said, "system_prompts": [{"text": prompt}] if prompt else []}
+        return Case(id="c", input="Refund my ticket.", trace=trace).model_dump(mode="json")
+
+    return Case(id="c|0|ab", input="Refund my ticket.", metadata={"pairwise": {"first": run(first_prompt, "Refunded."),
+                                                                               "second": run(second_prompt, "No refund.")}})
+
+
+def test_the_pairwise_judge_shows_each_runs_own_system_prompt_when_asked(tmp_path: Path) -> None:
+    from tracejudge.stages.comparison.pairwise import pairwise_metric
+
+    (tmp_path / "d.jsonl").write_text("")
+    cfg = yaml.safe_load(judge_config(tmp_path, 0.5, "sys", tmp_path / "d.jsonl").read_text())
+    cfg["judge"]["pairwise"]["include_system_prompt"] = True
+    (tmp_path / "sys.yaml").write_text(yaml.safe_dump(cfg))
+    metric = pairwise_metric(load_config(tmp_path / "sys.yaml", []))
+    assert metric.include_system_prompt
+    plan = metric.plan(_pair("Refunds need a receipt.", "Never refund."))
+    text = plan.render(0)
+    run1, run2 = text.split("\nRun 2:\n")
+    assert "## System prompt\nRefunds need a receipt.\n" in run1 and "Never refund." not in run1, run1
+    assert "## System prompt\nNever refund.\n" in run2 and "receipt" not in run2, run2
+    assert plan.prompt_version.endswith(";system-prompt/1")
+    # a run that recorded none shows none; the option off, neither run's prompt is shown and the prompt is as before
+    assert "System prompt" not in metric.plan(_pair("Refunds need a receipt.", None)).render(0).split("\nRun 2:\n")[1]
+    off = pairwise_metric(load_config(judge_config(tmp_path, 0.5, "off", tmp_path / "d.jsonl"), []))
+    assert "System prompt" not in off.plan(_pair("Refunds need a receipt.", "Never refund.")).render(0)
+    assert "include_system_prompt" not in load_config(tmp_path / "off.yaml", []).judge.model_dump()["pairwise"]  # (hashes as before)
+
+
+def test_a_pairwise_include_system_prompt_that_is_no_boolean_is_a_config_error(tmp_path: Path) -> None:
+    from tracejudge.core.errors import ConfigError
+
+    (tmp_path / "d.jsonl").write_text("")
+    cfg = yaml.safe_load(judge_config(tmp_path, 0.5, "bad", tmp_path / "d.jsonl").read_text())
+    cfg["judge"]["pairwise"]["include_system_prompt"] = "yes"
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match="judge.pairwise.include_system_prompt"):
+        load_config(tmp_path / "bad.yaml", [])

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_serializer, model_validator
 from tracejudge.core.field_paths import parse_path
 from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.urls import http_url
@@ -114,8 +114,19 @@ class PairwiseConfig(_Strict):
     `min_win_rate`: the gate; the comparison FAILS (exit 1) when B's win rate
     (ties count half) is below it, or when its 95% CI is not informative (under
     50 judged cases, or every pair one outcome: `pairwise_rule.uninformative`).
+
+    `include_system_prompt`: each run's fence opens with that run's recorded system prompts (`system_section`), as a
+    metric's option does: two runs of differently instructed agents are each judged with their own instructions.
     """
 
     rubric: str = ("Which run served the user better: completed what the user asked, correctly, "
                    "without unnecessary or harmful actions?")
     min_win_rate: float | None = Field(default=None, ge=0, le=1)
+    include_system_prompt: StrictBool = False
+
+    @model_serializer(mode="wrap")
+    def _without_unset_system(self, handler: Any) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("include_system_prompt") is False:
+            del out["include_system_prompt"]  # (a config without it hashes and is written as it always was)
+        return out

@@ -55,8 +55,9 @@ from tracejudge.stages.comparison.pairwise_rule import B_SIDE, CI_METHOD, case_b
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.judge.metrics import _trace_sections
+from tracejudge.stages.judge.system_section import levels, shown_lengths
 
-__all__ = ["PairwiseComparison", "PairwiseResult", "compare_pairwise"]
+__all__ = ["PairwiseComparison", "PairwiseResult", "compare_pairwise", "pairwise_metric"]
 
 
 class PairwiseComparison(JudgeMetric):
@@ -89,12 +90,19 @@ class PairwiseComparison(JudgeMetric):
         both = (case.metadata or {}).get("pairwise") or {}
         first, second = (Case.model_validate(both[k]) for k in ("first", "second"))
         full = self.trace_format == "full"
+        # (`include_system_prompt`: each run's fence opens with its own prompts, so runs of differently instructed
+        # agents are each judged by their own instructions; a run that recorded none shows none)
+        system = max(levels(self, first), levels(self, second))
+
+        def sections(run: Case, omit: int) -> list[tuple[str, str]]:  # (`omit` read alike for both: the same `system`)
+            return _trace_sections(run, omit, full, 0, system, self.system_prompt_chars)
 
         def render(omit: int) -> str:
-            return f"Run 1:\n{fence(_trace_sections(first, omit, full), runs=True)}\n\nRun 2:\n{fence(_trace_sections(second, omit, full), runs=True)}"
+            return f"Run 1:\n{fence(sections(first, omit), runs=True)}\n\nRun 2:\n{fence(sections(second, omit), runs=True)}"
 
         steps = max(len(c.trace.steps) if c.trace else 0 for c in (first, second))
-        return Plan(self, [Question("q1", "Which run served the user better?")], render, steps=steps, kind="scale", scale=(1, 3))
+        return Plan(self, [Question("q1", "Which run served the user better?")], render, steps=steps, kind="scale", scale=(1, 3),
+                    system=system, system_lengths=shown_lengths(self, first) + shown_lengths(self, second))
 
     def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
         return self.scored(plan, (3 - answers["q1"]["score"]) / 2, answers)
@@ -195,6 +203,14 @@ async def _judge_all(config: RunConfig, metric: PairwiseComparison,
     return out, stage.summary() if stage.summary else {}, statuses
 
 
+def pairwise_metric(config: RunConfig) -> PairwiseComparison:
+    """The pairwise judge `config`'s `judge.pairwise` section asks for (its rubric, `include_system_prompt`); `config`
+    has a judge."""
+    assert config.judge is not None
+    section = config.judge.pairwise
+    return PairwiseComparison(criteria=section.rubric, include_system_prompt=section.include_system_prompt)
+
+
 def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config: RunConfig, *, min_win_rate: float | None = None,
                      seed: int = 0, top: int = 10) -> PairwiseResult:
     """Compare runs A and B pairwise with `config`'s judge (see the module doc). Raises `TracejudgeError` when the config has no
@@ -210,7 +226,7 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
     if not shared:
         raise TracejudgeError(f"no (case, trial) has a trace in both {res.run_a} and {res.run_b}: nothing to compare "
                               "(traces come from each run's traces.jsonl or the dataset its manifest names)")
-    metric = PairwiseComparison(criteria=config.judge.pairwise.rubric)
+    metric = pairwise_metric(config)
     synthetic: list[Case] = []
     for cid, trial in shared:
         ca, cb = a[(cid, trial)].model_dump(mode="json"), b[(cid, trial)].model_dump(mode="json")
