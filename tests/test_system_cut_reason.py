@@ -108,3 +108,10 @@ def test_show_prompt_says_what_was_left_out_as_the_reason_says_it(tmp_path: Path
     [shown] = [json.loads(x) for x in subprocess.run([*args, "--json"], capture_output=True, text=True, cwd=tmp_path, check=True).stdout.splitlines()]
     assert (shown["omitted_steps"], shown["omitted_turns"], shown["left_out"]) == (8, 8, "8 middle steps and 8 middle user turns left out")
     assert (shown["cut"], shown["cut_said"]) == (["Conversation"], "Conversation cut to 200 characters")
+
+
+def test_the_note_counts_in_words_true_of_one() -> None:
+    from tracejudge.stages.judge.conversation import omitted_note
+
+    assert omitted_note(5, 1).startswith("1 middle step left out to fit"), omitted_note(5, 1)
+    assert omitted_note(5, 3).startswith("3 middle steps left out to fit"), omitted_note(5, 3)

@@ -82,9 +82,10 @@ def omitted_note(steps: int, omit: int, keep: int = 0, system: int = 0, lengths:
     if keep and s:
         head = kept_head(steps, s, keep)
         which = f" (steps {head + 1}–{head + s}, none of them asked about)"
-    said = f"{s} middle steps{which}" + (f" and {u} middle user turns" if u else "") + " left out"
+    parts = ([f"{s} middle step{'' if s == 1 else 's'}{which}"] if s else []) + ([f"{u} middle user turn{'' if u == 1 else 's'}"] if u else [])
+    said = " and ".join(parts) + " left out" if parts else ""
     cut = system_note(level, lengths)
-    return said + (f", and {cut}" if cut else "") + " to fit the judge's context (too_long: truncate)"
+    return ", and ".join(filter(None, [said, cut])) + " to fit the judge's context (too_long: truncate)"
 
 
 def _placed(case: Case, omit_turns: int, full: bool) -> dict[int, list[str]]:
