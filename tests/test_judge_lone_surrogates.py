@@ -15,9 +15,10 @@ from tracejudge.engine import runner
 from tracejudge.simulator.server import SimulatorThread
 from tracejudge.stages.judge.trace_text import whole_text
 
+# (a tool call's name or arguments holding one is the record's invalid_input, `extract.lone_text`: text only here)
 LINES = [
     '{"id": "cut", "messages": [{"role": "user", "content": "hi \\ud800 there"}, '
-    '{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "look\\udfffup", "arguments": "{\\"q\\": \\"x\\\\ud83d\\"}"}}]}, '
+    '{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{\\"q\\": \\"x\\"}"}}]}, '
     '{"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "assistant", "content": "answer \\udfff done \\ud83d\\ude00"}]}',
     '{"id": "plain", "messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "fine \\ud83d\\ude00"}]}',
 ]

@@ -364,8 +364,9 @@ def test_extract_names_the_field_holding_text_it_cannot_write(tmp_path):
     import subprocess
     import sys
 
+    # (a tag: text of a message is read as U+FFFD, `test_lone_surrogate_formats`; a label of the result is refused)
     rows = [{"id": "a", "tags": ["fine"], "messages": [{"role": "user", "content": "hi"}]},
-            {"id": "b", "tags": ["fine"], "messages": [{"role": "user", "content": "bad\ud83d"}]}]
+            {"id": "b", "tags": ["bad\ud83d"], "messages": [{"role": "user", "content": "hi"}]}]
     (tmp_path / "chats.jsonl").write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
     (tmp_path / "c.yaml").write_text("dataset: {path: chats.jsonl, format: openai-messages}\nmetrics: [{type: ToolCalls}]\n")
     out = _forkserver.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
@@ -373,8 +374,7 @@ def test_extract_names_the_field_holding_text_it_cannot_write(tmp_path):
     assert out.returncode == 1, out.stderr
     line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
     assert line.startswith(f"invalid input {tmp_path / 'chats.jsonl'}:2: ") and "holds text that UTF-8 cannot encode" in line, line
-    field = line.split(":2: ", 1)[1].split(" (b)")[0]
-    assert field.startswith("input") or field.startswith("trace") or field.startswith("turns"), line
+    assert line.split(":2: ", 1)[1].split(" (b)")[0] == "tags.0", line
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1
 
 

@@ -10,6 +10,7 @@ the record (`unknown message role '…'`): credentials in it are masked
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,6 +20,7 @@ from tracejudge.core.registry import Format, register_format_resolver
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.extract.common import JsonLine, case_problem
 from tracejudge.stages.extract.errors import AdapterError
+from tracejudge.stages.extract.lone_text import settled_case
 from tracejudge.stages.load import RawRecord, deep_message, too_deep
 
 __all__ = ["AdapterError", "extract_record", "line_case_id", "raw_case_id"]
@@ -78,7 +80,8 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         # Refused before any decoder recurses that deep (native's own decoders refuse it, naming the column).
         return raw_case_id(raw), _invalid(raw, deep_message())
     try:
-        case: Case = fmt.adapt(raw.payload, ctx)
+        # (a lone surrogate in the case's text reads as U+FFFD in every command: `lone_text`)
+        case: Case = settled_case(fmt.adapt(raw.payload, ctx), fmt.name, f"{Path(str(raw.file)).name}:{raw.line}")
         return case
     except AdapterError as exc:
         cid = exc.case_id or raw_case_id(raw)

@@ -59,6 +59,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines
 from tracejudge.stages.extract.prefill import prefill_words, prefixed
+from tracejudge.stages.extract.lone_text import mended_case, record_named
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.extract.system_prompts import prompt_text
 
@@ -232,7 +233,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         trace["usage"] = record["usage"]
     if b.unpaired:
         fields["metadata"] = {**fields.get("metadata", {}), "unpaired_results": b.unpaired}
-    return build_case({**b.case_defaults(), **fields, "trace": trace})
+    body = {**b.case_defaults(), **fields, "trace": trace}
+    return build_case(mended_case(body, record_named(default_id, cid), fmt="anthropic-messages", sources=(record,)))
 
 
 register_format(Format("anthropic-messages", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

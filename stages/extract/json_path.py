@@ -51,6 +51,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.load import RawRecord
 from tracejudge.stages.extract.common import build_case, decode_line, fail, json_type, read_lines
 from tracejudge.stages.extract.json_path_check import MappingCheck
+from tracejudge.stages.extract.lone_text import mended_case, record_named
 from tracejudge.stages.extract.json_path_syntax import MISSING, parse_path, walk
 from tracejudge.stages.extract.system_prompts import distinct_prompts
 
@@ -226,7 +227,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         case["trace"] = {"steps": [{"tool_calls": calls}] if calls else [], "output": output}
         if prompts := _system(_get(record, opts.system_prompt, "system_prompt", cid), str(opts.system_prompt), cid):
             case["trace"]["system_prompts"] = prompts
-    return build_case(case)
+    return build_case(mended_case(case, record_named(default_id, cid), fmt="json-path", sources=(record,)))
 
 
 def _system(value: Any, path: str, cid: str) -> list[dict[str, Any]]:

@@ -53,6 +53,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines, text_of
+from tracejudge.stages.extract.lone_text import mended_case, record_named
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.extract.system_prompts import content_problem, prompt_text
 
@@ -200,7 +201,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     if b.unpaired:
         fields.setdefault("metadata", {})
         fields["metadata"] = {**fields["metadata"], "unpaired_results": b.unpaired}
-    return build_case({**b.case_defaults(), **fields, "trace": trace})
+    body = {**b.case_defaults(), **fields, "trace": trace}
+    return build_case(mended_case(body, record_named(default_id, cid), fmt="openai-messages", sources=(record,)))
 
 
 register_format(Format("openai-messages", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

@@ -88,6 +88,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, not_a_list
+from tracejudge.stages.extract.lone_text import mended_case
 from tracejudge.stages.extract.system_prompts import distinct_prompts, first_system
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.extract.tau2_expected import expected_from_action
@@ -330,16 +331,15 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     trace = {"steps": walked.steps, "user_messages": walked.users, "output": walked.output, "usage": usage}
     if prompts := distinct_prompts([(None, first_system(messages) or raw.get("policy"))]):
         trace["system_prompts"] = prompts
-    return Case.model_validate(
-        {
-            "id": case_id,
-            "input": walked.users[0]["content"] if walked.users else None,
-            "expected_tool_calls": expected,
-            "tags": ["tau2-bench"] + ([raw["domain"]] if raw.get("domain") else []),
-            "metadata": metadata,
-            "trace": trace,
-        }
-    )
+    body = {
+        "id": case_id,
+        "input": walked.users[0]["content"] if walked.users else None,
+        "expected_tool_calls": expected,
+        "tags": ["tau2-bench"] + ([raw["domain"]] if raw.get("domain") else []),
+        "metadata": metadata,
+        "trace": trace,
+    }
+    return Case.model_validate(mended_case(body, f"simulation {case_id}", fmt="tau2-bench", sources=({where: sim},)))
 
 
 register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True,

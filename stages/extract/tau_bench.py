@@ -76,7 +76,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json, not_a_list
 from tracejudge.stages.extract.system_prompts import distinct_prompts, first_system
 from tracejudge.stages.extract.tau_bench_files import TASK_KEY, read_records
-from tracejudge.stages.extract.tau_bench_text import mended_case
+from tracejudge.stages.extract.lone_text import mended_case
 from tracejudge.stages.load.framing import count_quietly
 
 __all__ = ["Tasks", "Turns", "adapt", "load_tasks", "nameless", "prepare", "settle", "unnamed"]
@@ -268,15 +268,16 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     trace = {"steps": turns.steps, "user_messages": users, "output": turns.output, "usage": {"requests": turns.requests}}
     if prompts := distinct_prompts([(None, first_system(traj))]):
         trace["system_prompts"] = prompts
-    return Case.model_validate(mended_case(
-        {
-            "id": case_id,
-            "input": users[0]["content"] if users else None,
-            "expected_tool_calls": expected,
-            "tags": ["tau-bench"],
-            "metadata": metadata,
-            "trace": trace,
-        }, traj, case_id))
+    body = {
+        "id": case_id,
+        "input": users[0]["content"] if users else None,
+        "expected_tool_calls": expected,
+        "tags": ["tau-bench"],
+        "metadata": metadata,
+        "trace": trace,
+    }
+    # (its metadata, text of `info` such as the run's error, is read as U+FFFD too: its tags and id are no run's text)
+    return Case.model_validate(mended_case(body, f"run {case_id}", fmt="tau-bench", sources=({"traj": traj},), keep=frozenset({"id"})))
 
 
 _ABSENT = object()
