@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from tracejudge.stages.reports.feed import ReportFeed
 from tracejudge.stages.reports.html import render_html
 from tracejudge.stages.reports.junit import JunitWriter
 from tracejudge.stages.reports.markdown import render_markdown
+from tracejudge.stages.reports.stand_in import REPORTS, stand_in_reports
 
 __all__ = ["finish_run", "write_reports"]
 
@@ -36,12 +35,30 @@ def _baseline_histograms(baseline: list[Path], keys: list[str]) -> dict[str, lis
 
 
 def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, baseline: Path | None = None,
-                  feed: ReportFeed | None = None) -> list[Path]:
+                  feed: ReportFeed | None = None, stand_ins: bool = True) -> list[Path]:
     """Write report.md, junit.xml and report.html into `run_dir` (atomically); returns their paths.
 
     `feed`: what the run collected as it wrote its results; when it fits the summary, results.jsonl is not re-read.
+    Raises what a write raised (`OSError` naming the file), after each report this pass did not write is replaced by
+    a stand-in saying so, or removed (`stand_in.stand_in_reports`): never left as an earlier pass wrote it. Not with
+    `stand_ins=False`: the reports there already say why the run stopped (`stopped.finish_stopped`), and still do.
     """
     run_dir = Path(run_dir)
+    written: list[str] = []
+    try:
+        return _write_all(run_dir, summary, verdict, baseline, feed, written)
+    except Exception as exc:
+        failed = run_dir / REPORTS[len(written)]  # (written in their order: the one under way failed)
+        if isinstance(exc, OSError) and exc.filename is None:  # (a write's error names no file: the user's is this one)
+            exc.filename = str(failed)
+        if stand_ins:
+            stand_in_reports(run_dir, failed, exc, written)
+        raise
+
+
+def _write_all(run_dir: Path, summary: dict[str, Any], verdict: Verdict, baseline: Path | None, feed: ReportFeed | None,
+               written: list[str]) -> list[Path]:
+    # Each report's name goes in `written` once it holds this pass's text (`write_reports` stands in for the rest).
     keys = list(summary.get("metrics", {}))
     taken = feed.take(summary) if feed is not None else None
     if taken is not None:
@@ -57,20 +74,18 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     md = run_dir / "report.md"
     store.write_text_if_changed(md, render_markdown(summary, verdict, cases, title=title))
     paths.append(md)
+    written.append(md.name)
     junit = run_dir / "junit.xml"
     tmp = junit.with_name(".junit.xml.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             junit_writer.finish(fh, verdict)
         store.replace_if_changed(tmp, junit)
-    except BaseException as exc:
+    except BaseException:
         tmp.unlink(missing_ok=True)  # (on a full disk, its blocks are what the record of the run's end needs)
-        if isinstance(exc, OSError):
-            if exc.filename is None:  # (a write's error names no file: the user's is this one)
-                exc.filename = str(junit)
-            _stand_in_junit(junit, exc)
         raise
     paths.append(junit)
+    written.append(junit.name)
     hist = None
     if baseline is not None:
         try:
@@ -81,30 +96,18 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     html_path = run_dir / "report.html"
     store.write_text_if_changed(html_path, page)
     paths.append(html_path)
+    written.append(html_path.name)
     return paths
 
 
-def _stand_in_junit(junit: Path, exc: OSError) -> None:
-    """Put a junit.xml of one `run` test case in `<error>` saying why in the place of the one that could not be
-    written: the one there is an earlier segment's, which a CI would read as this run's (a PASS, perhaps). When even
-    that cannot be written, no junit.xml is left: a CI then finds none, never the stale one. Never raises."""
-    from tracejudge.stages.reports.junit import stopped_junit
-
-    with contextlib.suppress(OSError):
-        junit.unlink(missing_ok=True)  # (first: on a full disk its blocks are what the stand-in needs)
-    why = (f"{junit} could not be written ({exc.strerror or type(exc).__name__}); this file stands in for it. "
-           f"Mend that, then write it with: tracejudge report {shlex.quote(str(junit.parent))}")
-    with contextlib.suppress(OSError):
-        store.atomic_write_text(junit, stopped_junit("ERROR", why))
-
-
 def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, feed: ReportFeed | None = None,
-               write: bool = True, in_progress: str | None = None) -> Verdict:
+               write: bool = True, in_progress: str | None = None, stand_ins: bool = True) -> Verdict:
     """Evaluate the gate, add the verdict to `summary.json`, write the reports (`feed`: see `write_reports`).
 
     With `judge.labels`, the verdicts' agreement with the labels goes in `summary.labels` first (the gate's `min_kappa` reads it).
     `write=False` (a run directory that cannot be written) computes the verdict into `summary` and writes nothing.
     `in_progress`: who still writes the run, when another process holds it (the verdict is then IN PROGRESS).
+    A write that fails leaves no report of an earlier pass (`write_reports`; `stand_ins` as it takes it).
     """
     if config.judge is not None and config.judge.labels is not None:
         from tracejudge.stages.judge.agreement import metric_scales, run_agreement
@@ -117,9 +120,15 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
     summary["verdict"] = verdict.as_dict()
     if not write:
         return verdict
-    store.write_text_if_changed(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
+    path = Path(run_dir) / "summary.json"
+    try:
+        store.write_text_if_changed(path, json.dumps(summary, indent=2) + "\n")
+    except OSError as exc:
+        if stand_ins:
+            stand_in_reports(Path(run_dir), path, exc)  # (the reports there are an earlier pass's, of an earlier summary)
+        raise
     reg = config.assertions.regression
-    write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None, feed=feed)
+    write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None, feed=feed, stand_ins=stand_ins)
     return verdict
 
 

@@ -114,7 +114,7 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
     try:
         from tracejudge.stages.reports.finish import finish_run
 
-        finish_run(run_dir, summary, config)
+        finish_run(run_dir, summary, config, stand_ins=False)  # (a report it cannot write: the one above still says why)
     except Exception as err:  # noqa: BLE001  (the minimal junit.xml above stands)
         log.warning("the reports of the stopped run could not be written", run_dir=str(run_dir), error=f"{type(err).__name__}: {err}")
 
