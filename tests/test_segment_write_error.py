@@ -41,6 +41,10 @@ def test_a_segment_stopped_by_a_failed_write_ends_error_with_the_cause(tmp_path:
     assert 0 < written < n
     (seg,) = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["segments"]
     assert seg["ended"] == "error" and seg["error"] == "OSError: [Errno 27] File too large" and seg["lines_at_end"] == written
+    # junit.xml says it plainly, naming the file, as the command's own line does (it read "internal error: OSError: …").
+    junit = (tmp_path / "run" / "junit.xml").read_text(encoding="utf-8")
+    assert f"disk full: cannot write {results} (file size limit reached); the results already written are kept. Free space, then " \
+           f"resume with: tracejudge run {cfg} --no-progress" in junit and "internal error" not in junit and "Errno" not in junit, junit
 
     again = _forkserver.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr

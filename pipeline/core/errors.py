@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 __all__ = [
-    "ConfigError", "ManifestError", "ParameterError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "for_command", "leaves", "os_error", "refuse_in_worker_import",
+    "FULL_DISK", "ConfigError", "ManifestError", "ParameterError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "for_command", "full_disk", "leaves", "os_error", "refuse_in_worker_import",
     "text_of",
 ]
 
@@ -150,3 +151,12 @@ def _named(exc: BaseException) -> str:
 def os_error(exc: OSError) -> str:
     """`OSError: [Errno 28] No space left on device`: class, errno and text, without the file name (said apart)."""
     return f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}" if exc.errno else f"{type(exc).__name__}: {exc}"
+
+
+# A write refused for want of room, in the words every command says it with (`disk full: cannot write FILE (…)`).
+FULL_DISK = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file size limit reached"}
+
+
+def full_disk(exc: BaseException) -> OSError | None:
+    """The first error in `exc` (a group's leaves too) that is a write refused for want of room (`FULL_DISK`), or None."""
+    return next((e for e in leaves(exc) if isinstance(e, OSError) and e.errno in FULL_DISK), None)

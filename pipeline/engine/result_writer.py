@@ -62,6 +62,7 @@ class ResultWriter:
         # Unbuffered: a failed write leaves nothing in a Python buffer to be retried at close.
         self._fh = open(run_dir / RESULTS, "ab", buffering=0)
         self._idx = open(run_dir / INDEX, "ab", buffering=0)
+        self._run_dir = run_dir
         self.results_crc = results_crc
         self.broken: OSError | None = None
         self._pending: list[bytes] = []  # whole lines: one a line (`add`) or several a piece (`add_many`)
@@ -123,7 +124,7 @@ class ResultWriter:
         try:
             self._write_group(group[0])
         except OSError as exc:
-            self._fail(exc)
+            self._fail(exc, RESULTS)
             raise
         self._done(*group)
 
@@ -145,7 +146,7 @@ class ResultWriter:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._write_group, group[0])
         except OSError as exc:
-            self._fail(exc)
+            self._fail(exc, RESULTS)
             raise
         finally:
             self.syncing = False
@@ -163,8 +164,10 @@ class ResultWriter:
         _write_all(self._fh.fileno(), data)
         os.fsync(self._fh.fileno())
 
-    def _fail(self, exc: OSError) -> None:
+    def _fail(self, exc: OSError, name: str) -> None:
         # A group's write failed: cut both files back to the last group and never write again.
+        if exc.filename is None:  # (a write's error names no file: what stopped the run says which, `disk full: …`)
+            exc.filename = str(self._run_dir / name)
         self.broken = exc
         for fh, keep in ((self._fh, self.size), (self._idx, self.lines * 8)):
             with contextlib.suppress(OSError):
@@ -177,7 +180,7 @@ class ResultWriter:
             # to a power cut is rebuilt from results.jsonl.
             _write_all(self._idx.fileno(), keys)
         except OSError as exc:
-            self._fail(exc)
+            self._fail(exc, INDEX)
             raise
         if self.results_crc is not None:
             self.results_crc = zlib.crc32(data, self.results_crc)

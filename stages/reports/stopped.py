@@ -28,18 +28,19 @@ STRAY_CANCEL = ("the run was cancelled, and no stop was asked for (no Ctrl-C, no
                 "cancelled tasks it does not own, such as every task of `asyncio.all_tasks()`?")
 
 
-def stop_cause(exc: BaseException, *, stray_cancel: bool = False) -> dict[str, Any]:
+def stop_cause(exc: BaseException, *, stray_cancel: bool = False, run_dir: Path | None = None) -> dict[str, Any]:
     """What ended a run segment that raised `exc`, as the command line reports it: `{"how", "exit_status", "reason"}`.
 
     An abort (a second Ctrl-C or SIGTERM cancels the run; a KeyboardInterrupt from user code) is 130; tracejudge's own
     errors (a judge or trace store that cannot be reached) carry their status (`TracejudgeError.exit_status`); anything
-    else (a full disk, an internal error) is 3, as `entrypoints.cli` exits on it. `stray_cancel`: the run's caller
+    else (a full disk, an internal error) is 3, as `entrypoints.cli` exits on it; a full disk says so, naming the file
+    (`disk full: cannot write RUN/results.jsonl (no space left on the device)`; `run_dir` when the error names none). `stray_cancel`: the run's caller
     cancels it only after asking it to stop, and did not (`runner.run(cancel_after_stop=True)`, the command line): a
     cancellation is then user code's (`STRAY_CANCEL`), an internal error (3), not an abort.
     """
     import asyncio
 
-    from tracejudge.core.errors import leaves, text_of
+    from tracejudge.core.errors import FULL_DISK, full_disk, leaves, text_of
 
     found = leaves(exc)
 
@@ -56,6 +57,12 @@ def stop_cause(exc: BaseException, *, stray_cancel: bool = False) -> dict[str, A
     if found and all(isinstance(leaf, TracejudgeError) for leaf in found):
         status = max(int(getattr(leaf, "exit_status", 2)) for leaf in found)
         reason = "; ".join(str(leaf) for leaf in found)
+    elif (full := full_disk(exc)) is not None:
+        # (as the command line says it, `disk full: cannot write …`, not as an internal error with Python's errno)
+        status = 3
+        where = full.filename if full.filename is not None else (f"a file in {run_dir}" if run_dir is not None else "a file of the run")
+        reason = (f"disk full: cannot write {where} ({FULL_DISK[full.errno]}); the results already written are kept. "
+                  f"Free space, then {SAME_COMMAND}")
     else:
         status = 3
         leaf = next((e for e in found if not isinstance(e, TracejudgeError)), found[0] if found else exc)
@@ -89,7 +96,7 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
         free_frames(exc)
     log = get_logger("tracejudge.reports")
     run_dir = Path(run_dir)
-    cause = stop_cause(exc, stray_cancel=stray_cancel)
+    cause = stop_cause(exc, stray_cancel=stray_cancel, run_dir=Path(run_dir))
     resume = _shown(resume) if resume else resume
     if resume and SAME_COMMAND in cause["reason"]:
         cause["reason"] = cause["reason"].replace(SAME_COMMAND, f"resume with: {resume}")

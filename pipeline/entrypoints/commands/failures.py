@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracejudge.core.regular_file import NotRegularFile
-from tracejudge.core.errors import leaves, text_of
+from tracejudge.core.errors import FULL_DISK, full_disk, leaves, text_of
 from tracejudge.core.out_of_memory import free_frames, out_of_memory
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL
@@ -77,13 +77,10 @@ def unusable_path(exc: BaseException, err: Console) -> int | None:
     return EXIT_BAD_INPUT
 
 
-_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file size limit reached"}
-
-
 def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     """One line for a write that failed for want of space (exit 3: the run did not finish, or finished without writing
     its summary or reports: not a verdict); 0 if not that."""
-    leaf = next((e for e in leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
+    leaf = full_disk(exc)
     if leaf is None:
         return 0
     if getattr(args, "command", None) == "report":
@@ -102,13 +99,13 @@ def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> 
         # The segment closed `finished` before its summary or a report failed: nothing is left to redo, and `report`
         # writes what is missing from the results, as a resume with nothing to do would.
         unwritten = f"{leaf.filename} could not be written" if leaf.filename else f"its summary and reports could not all be written in {run_dir}"
-        err.print(f"disk full: the run is complete, its {count} results all in {results}, but {unwritten} ({_FULL[leaf.errno]}). "
+        err.print(f"disk full: the run is complete, its {count} results all in {results}, but {unwritten} ({FULL_DISK[leaf.errno]}). "
                   f"Free space, then write them with: tracejudge report {shlex.quote(str(run_dir))}", highlight=False, markup=False,
                   soft_wrap=True)
         return EXIT_INTERNAL
     kept = f"the {count} results in {results} are intact" if count is not None else "nothing already written is lost"
     resume = getattr(args, "resume_command", None) or "the same command"
-    err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); {kept}, and only unwritten results will be redone. "
+    err.print(f"disk full: cannot write {what} ({FULL_DISK[leaf.errno]}); {kept}, and only unwritten results will be redone. "
               f"Free space, then resume with: {resume}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_INTERNAL
 
@@ -118,7 +115,7 @@ def _report_full(args: argparse.Namespace, leaf: OSError, err: Console) -> int:
     what = leaf.filename or f"the summary and reports of {', '.join(str(d) for d in args.run_dirs)}"
     again = ["tracejudge", "report", *map(str, args.run_dirs)]
     again += [*(["--out", str(args.out)] if args.out else []), *(["--baseline", str(args.baseline)] if args.baseline else [])]
-    err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); the results are untouched (report only reads them). "
+    err.print(f"disk full: cannot write {what} ({FULL_DISK[leaf.errno]}); the results are untouched (report only reads them). "
               f"Free space, then run again: {shlex.join(again)}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_INTERNAL
 
