@@ -38,6 +38,12 @@ def _dataset(folder: Path, n: int = N) -> Path:
     return path
 
 
+def _dataset_lines(folder: Path, records: list[dict[str, Any]]) -> Path:
+    path = folder / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
 def _config(folder: Path, run_dir: Path, **run: Any) -> dict[str, Any]:
     return {"dataset": {"path": str(_dataset(folder)), "format": "native"}, "metrics": [{"type": "ToolCorrectness"}],
             "run": {"dir": str(run_dir), "flush_every": 8, **run}}
@@ -239,3 +245,33 @@ def test_disk_full_on_a_real_small_filesystem(tmp_path: Path) -> None:
         filler.unlink()  # space is freed: the resume finishes
         _forkserver.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
         _assert_disk_full_then_resume(proc, run_dir, config)
+
+
+def test_a_segment_whose_checkpoint_cannot_record_its_full_disk_is_not_read_as_killed(tmp_path: Path) -> None:
+    # Grouped by a value each case has alone, the checkpoint takes two pages: on a tmpfs left full, its rewrite saying
+    # why the segment ended cannot be written (cutting the failed group off frees one page at most), and the resume and
+    # `report` called the segment killed. An empty file (no data block) records the end instead.
+    with small_tmpfs(tmp_path / "small", "256k") as mnt:
+        run_dir = mnt / "run"
+        config = {**_config(tmp_path, run_dir), "aggregate": {"group_by": ["k"]}}
+        lines = (json.loads(line) for line in Path(config["dataset"]["path"]).read_text().splitlines())
+        config["dataset"]["path"] = str(_dataset_lines(tmp_path, [{**r, "metadata": {"k": r["id"]}} for r in lines]))
+        filler = mnt / "filler"
+        filler.write_bytes(b"\0" * (256 * 1024 - 48 * 1024))
+        (tmp_path / "c.yaml").write_text(json.dumps(config))
+        proc = _forkserver.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 3 and "disk full: cannot write" in proc.stderr, proc.stderr
+        (seg,) = json.loads((run_dir / store.CHECKPOINT).read_text())["segments"]
+        assert seg["ended"] == "running"  # (the rewrite did not fit: what was read as a kill)
+        written = sum(_keys(run_dir).values())
+        filler.unlink()
+        _forkserver.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
+        shown = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+        stopped = json.loads((run_dir / store.SUMMARY).read_text())["stopped"]
+        assert stopped["how"] == "error" and "[Errno 28] No space left on device" in stopped["reason"], shown.stdout + shown.stderr
+        outcome = _run(config)
+        segments = outcome.summary["segments"]
+        assert [(s["ended"], s.get("error"), s["results"]) for s in segments] == [
+            ("error", "OSError: [Errno 28] No space left on device", written), ("finished", None, N - written)]
+        _run(config)  # (the mark of a segment the checkpoint now records is removed by the next resume)
+        assert not [p.name for p in run_dir.iterdir() if p.name.startswith(".ended")]

@@ -21,7 +21,7 @@ from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.journal_counts import _now
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.result_shape import check_score_values, line_problem
-from tracejudge.engine.segment_end import last_sign_of_life, settle_segments
+from tracejudge.engine.segment_end import last_sign_of_life, read_failed_ends, settle_segments
 from tracejudge.stages.aggregate.state import StateError, restore
 
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ def recover(
     lines += tail
     journal.finished = len(journal.done)
     journal.retrying = journal.pending_retries()
+    read_failed_ends(d, journal.segments, tidy=True)  # (a segment whose end not even the checkpoint could record)
     killed = settle_segments(journal.segments, tail, rebuilt=not reused, lines=lines - tail, last_write=last_write)
     changed = changed or tail > 0 or killed or damaged > 0
     # Rebuilt too when results.jsonl is gone (or empty) under a checkpoint that counted results: the dataset cursor, which

@@ -12,7 +12,10 @@ resume (`settle_failed_end`) attributes to it the results it wrote after that
 checkpoint, and any lines past `lines_at_end` to a later segment that died
 before its first checkpoint. Writing can itself fail on a full disk (the
 rewrite is small, and the failed group was cut off, freeing its blocks): then
-nothing changes and the resume records `killed`, as before.
+an empty file whose name holds the segment, its process, the errno and
+`lines_at_end` is left instead (it takes no data block), and the resume (and
+`report`) read it back (`read_failed_ends`); only when not even that can be
+made is the segment read as `killed`.
 
 A segment stopped by a write error elsewhere (its summary, a report, a spool
 file) with results.jsonl intact is recorded the same way by its last
@@ -25,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -32,8 +36,8 @@ from typing import Any
 from tracejudge.core.errors import leaves, os_error
 from tracejudge.engine import store
 
-__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "closing_checkpoint_failed", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end",
-           "settle_segments"]
+__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "closing_checkpoint_failed", "elapsed_note", "killed_elapsed", "last_sign_of_life",
+           "read_failed_ends", "record_failed_end", "settle_failed_end", "settle_segments"]
 
 # The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
 # (results.jsonl, results.idx), its checkpoints, and the judge answers it paid for (judge_spend.jsonl, flushed as each
@@ -93,7 +97,48 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     with contextlib.suppress(OSError):
         store.atomic_write_text(path, json.dumps(body, separators=(",", ":")) + "\n", durable=False)  # (compact, as written)
         return record
+    _mark_failed_end(run_dir, record, exc)
     return None
+
+
+# An empty file whose name says how a segment ended, left when not even the checkpoint's small rewrite fits: it needs
+# no data block, only a name and an inode, which a disk full of data still has (`read_failed_ends` reads it back).
+_MARK = ".ended-on-write-error"
+
+
+def _mark_failed_end(run_dir: Path, record: dict[str, Any], exc: OSError) -> None:
+    # `.ended-on-write-error.SEGMENT.PID.ERRNO.LINES_AT_END`; its modification time is when the segment ended.
+    parts = (record.get("segment"), record.get("pid"), exc.errno, record.get("lines_at_end"))
+    if all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts):
+        with contextlib.suppress(OSError):
+            os.close(os.open(run_dir / ".".join([_MARK, *map(str, parts)]), os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def read_failed_ends(run_dir: Path, segments: list[dict[str, Any]], *, tidy: bool = False) -> None:
+    """In place, before `settle_segments`: a last segment still `running` whose failed end was marked (the checkpoint's
+    rewrite did not fit the disk, `record_failed_end`) becomes `ended: error` with its error and `lines_at_end`, as that
+    rewrite would have recorded it, and not `killed`. `tidy` (a resume, which holds the run): marks that describe no
+    such segment, settled by an earlier resume, are removed. Never raises."""
+    from datetime import datetime
+
+    last = segments[-1] if segments and isinstance(segments[-1], dict) else None
+    try:
+        marks = list(run_dir.glob(_MARK + ".*"))
+    except OSError:
+        return
+    for mark in marks:
+        parts = mark.name[len(_MARK) + 1:].split(".")
+        if len(parts) == 4 and all(p.isdigit() for p in parts) and last is not None and last.get("ended") == "running" \
+                and [str(last.get("segment")), str(last.get("pid"))] == parts[:2]:
+            code = int(parts[2])
+            last.update(ended="error", error=f"OSError: [Errno {code}] {os.strerror(code)}", lines_at_end=int(parts[3]))
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                since = mark.stat().st_mtime - datetime.fromisoformat(last["started_at"]).timestamp()
+                if since >= 0:
+                    last["elapsed_s"] = round(since, 3)
+        elif tidy:
+            with contextlib.suppress(OSError):
+                mark.unlink()
 
 
 def closing_checkpoint_failed(journal: Any, exc: OSError) -> None:

@@ -18,7 +18,7 @@ from tracejudge.engine import manifest_history, store
 from tracejudge.engine.checkpoint_sanity import typed_segments
 from tracejudge.engine.journal_counts import add_line_spend, sum_usage, transient_failure
 from tracejudge.engine.result_lines import iter_result_lines, line_key, superseded_lines
-from tracejudge.engine.segment_end import elapsed_note, last_sign_of_life, settle_segments
+from tracejudge.engine.segment_end import elapsed_note, last_sign_of_life, read_failed_ends, settle_segments
 
 __all__ = ["HEAD", "LineCounts", "resumed_judge_block", "run_figures", "settled_segments"]
 
@@ -84,6 +84,7 @@ def settled_segments(run_dir: Path) -> list[dict[str, Any]]:
         tail = sum(1 for line in iter_result_lines(results, claimed if trusted else 0) if line_key(line) is not None)
     except OSError:
         trusted, tail = False, 0
+    read_failed_ends(run_dir, segments)
     settle_segments(segments, tail, rebuilt=not trusted, lines=lines if trusted else 0, last_write=last_sign_of_life(run_dir))
     return [{k: v for k, v in seg.items() if k != "command"} for seg in segments]
 
