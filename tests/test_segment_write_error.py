@@ -57,7 +57,7 @@ def test_a_segment_stopped_by_a_failed_write_ends_error_with_the_cause(tmp_path:
 def _report_stopped(run_dir: Path) -> dict:
     shown = _forkserver.run([EXE, "report", str(run_dir)], capture_output=True, text=True, timeout=300)
     assert shown.returncode == 130, shown.stdout + shown.stderr
-    assert "killed" not in shown.stdout and "File too large" in shown.stdout, shown.stdout
+    assert "killed" not in shown.stdout and "disk full: cannot write" in shown.stdout and "(file size limit reached)" in shown.stdout, shown.stdout
     return json.loads((run_dir / "summary.json").read_text())["stopped"]
 
 
@@ -70,7 +70,9 @@ def test_report_names_the_write_error_of_a_segment_that_wrote_no_summary(tmp_pat
     assert first.returncode == 3 and not (tmp_path / "run" / "summary.json").exists(), first.stderr
     stopped = _report_stopped(tmp_path / "run")
     assert stopped["how"] == "error" and stopped["segment"] == 1 and stopped["exit_status"] == 3
-    assert stopped["reason"].startswith("cannot write: OSError: [Errno 27] File too large;") and "resume with: " in stopped["reason"]
+    # (plainly, naming the file the segment's record keeps, as the run's own reports say it)
+    assert stopped["reason"].startswith(f"disk full: cannot write {tmp_path / 'run' / 'results.jsonl'} (file size limit reached); the "
+                                        "results already written are kept. Free space, then resume with: "), stopped["reason"]
 
 
 def test_a_segment_whose_last_results_fail_as_it_closes_records_the_error(tmp_path: Path) -> None:

@@ -268,7 +268,8 @@ def test_a_segment_whose_checkpoint_cannot_record_its_full_disk_is_not_read_as_k
         _forkserver.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
         shown = _forkserver.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
         stopped = json.loads((run_dir / store.SUMMARY).read_text())["stopped"]
-        assert stopped["how"] == "error" and "[Errno 28] No space left on device" in stopped["reason"], shown.stdout + shown.stderr
+        assert stopped["how"] == "error" and stopped["reason"].startswith(f"disk full: cannot write a file in {run_dir} (no space left on "
+                                                                          "the device)"), shown.stdout + shown.stderr
         outcome = _run(config)
         segments = outcome.summary["segments"]
         assert [(s["ended"], s.get("error"), s["results"]) for s in segments] == [

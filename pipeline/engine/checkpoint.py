@@ -52,7 +52,7 @@ from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.result_guards import guard_scores
 from tracejudge.llm.redact import redact_labels
-from tracejudge.engine.segment_end import closing_checkpoint_failed, record_failed_end
+from tracejudge.engine.segment_end import closing_checkpoint_failed, failed_write, record_failed_end
 
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
@@ -353,7 +353,7 @@ class RunJournal:
             # one stands and the resume re-reads the tail. Only its record of this segment changes, to say why it ended.
             record = record_failed_end(self.run_dir, self._segment, w.broken, w.lines, self._t0)
             if record is not None:
-                self._segment.update(ended="error", error=record["error"])
+                self._segment.update(ended="error", **failed_write(w.broken))
             return
         try:
             self._checkpointed_at_close or self._checkpoint()

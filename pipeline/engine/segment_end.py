@@ -37,7 +37,7 @@ from tracejudge.core.errors import leaves, os_error
 from tracejudge.engine import store
 
 __all__ = ["ELAPSED_NOTE", "LIVE_FILES", "close_segment", "closing_checkpoint_failed", "elapsed_note", "killed_elapsed", "last_sign_of_life",
-           "read_failed_ends", "record_failed_end", "settle_failed_end", "settle_segments"]
+           "failed_write", "read_failed_ends", "record_failed_end", "settle_failed_end", "settle_segments"]
 
 # The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
 # (results.jsonl, results.idx), its checkpoints, and the judge answers it paid for (judge_spend.jsonl, flushed as each
@@ -66,11 +66,17 @@ def close_segment(journal: Any, ended: str, crashed: BaseException | None) -> tu
     failed = next((e for e in leaves(crashed) if isinstance(e, OSError) and e.errno in WRITE_ERRNOS), None) if crashed else None
     if failed is not None:
         ended = "error"
-        journal.segment["error"] = os_error(failed)
+        journal.segment.update(failed_write(failed))
     journal.close(ended)
     if crashed is None and (journal.broken or journal.close_error) is not None:
         return "error", journal.broken or journal.close_error
     return ended, crashed
+
+
+def failed_write(exc: OSError) -> dict[str, str]:
+    """A segment record's account of the write error that stopped it: `{"error": "OSError: [Errno 28] …"}`, and
+    `"error_file"`, the file it could not write, when the error names one (`reports.superseded.failed_stop` says both)."""
+    return {"error": os_error(exc), **({"error_file": str(exc.filename)} if exc.filename is not None else {})}
 
 
 def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, lines_at_end: int, started: float) -> dict[str, Any] | None:
@@ -89,7 +95,7 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     last = segments[-1] if segments and isinstance(segments[-1], dict) else None
     ours = last is not None and last.get("segment") == segment.get("segment") and last.get("pid") == segment.get("pid")
     record = dict(last) if ours else {**segment, "results": 0}  # unrecorded: its results are all in the tail
-    record.update(ended="error", error=os_error(exc), lines_at_end=lines_at_end, elapsed_s=round(time.monotonic() - started, 3))
+    record.update(ended="error", **failed_write(exc), lines_at_end=lines_at_end, elapsed_s=round(time.monotonic() - started, 3))
     if ours:
         segments[-1] = record
     else:
@@ -151,7 +157,7 @@ def closing_checkpoint_failed(journal: Any, exc: OSError) -> None:
     journal.close_error = exc
     record = record_failed_end(journal.run_dir, journal.segment, exc, journal._writer.lines, journal._t0)
     if record is not None:  # (else the resume records it `killed`, as a run that could write nothing more)
-        journal.segment.update(ended="error", error=record["error"])
+        journal.segment.update(ended="error", **failed_write(exc))
 
 
 def settle_failed_end(segments: list[dict[str, Any]], lines: int, tail: int) -> bool:

@@ -23,6 +23,7 @@ mtime-identical. Once per segment, nothing per case.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -137,8 +138,16 @@ def failed_stop(run_dir: Path, segments: list[dict[str, Any]]) -> dict[str, Any]
     last = segments[-1] if segments else None
     if not isinstance(last, dict) or last.get("ended") != "error" or not isinstance(last.get("error"), str):
         return None
-    return {"segment": last.get("segment"), "how": "error", "exit_status": 3,
-            "reason": f"cannot write: {last['error']}; the results already written are kept; resume with: {_resume(run_dir, {})}"}
+    from tracejudge.core.errors import FULL_DISK
+
+    code = re.match(r"\w+: \[Errno (\d+)\]", last["error"])
+    if code is not None and int(code.group(1)) in FULL_DISK:  # (said as `finish_stopped` says it, not in Python's words)
+        file = last.get("error_file") if isinstance(last.get("error_file"), str) else f"a file in {run_dir}"
+        reason = (f"disk full: cannot write {file} ({FULL_DISK[int(code.group(1))]}); the results already written are kept. "
+                  f"Free space, then resume with: {_resume(run_dir, {})}")
+    else:
+        reason = f"cannot write: {last['error']}; the results already written are kept; resume with: {_resume(run_dir, {})}"
+    return {"segment": last.get("segment"), "how": "error", "exit_status": 3, "reason": reason}
 
 
 def _summary(path: Path) -> dict[str, Any] | None:
