@@ -73,7 +73,7 @@ def mended_case(body: dict[str, Any], who: str, *, fmt: str, sources: Iterable[A
 
 def settled_case(case: Any, fmt: str, place: str) -> Any:
     """`case` (a `Case` format `fmt` made of the record at `place`, `runs.jsonl:4`) as `mended_case` leaves its fields:
-    the same object when UTF-8 can carry all of its text (or none but its id, which the engine refuses), else a new
+    the same object when UTF-8 can carry all of its text (or all but its labels, `LABELS`, which the engine refuses), else a new
     `Case` with U+FFFD in place of each lone surrogate, warned of once, naming the case's field (`trace.output`).
 
     Raises `AdapterError` naming the field when a tool call's name or arguments hold one (`call_problem`)."""
