@@ -99,8 +99,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                      "or oversized fields cut (too_long: truncate); each score's reason says what")
     if j.get("server_truncated_prompts"):
         n = j["server_truncated_prompts"]
-        lines.append(f"judge server cut prompts: {n} {'reply' if n == 1 else 'replies'} counted under half the prompt tokens sent, so the judge "
-                     "saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
+        lines.append(f"judge server cut prompts: {n} {'reply' if n == 1 else 'replies'} counted far fewer prompt tokens than were sent, or "
+                     "one count, a context size, for prompts of clearly different lengths, so the judge saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
     if j.get("server_cut_replies"):
         n = j["server_cut_replies"]
         lines.append(f"judge server cut replies: {n} {'reply' if n == 1 else 'replies'} stopped (finish_reason length) under the "

@@ -10,9 +10,12 @@ reply alone is taken as cut only when the server's count is under half of ours *
 short. Two signs are sharper:
 
 - a ceiling: a server that cuts to its context reports the same count, its context size, for every prompt longer
-  than it (Ollama's `num_ctx`: 2,048 for prompts of 2,207 to 5,027 tokens). When the largest count a server has
-  reported was reported for `CEILING_REPLIES` prompts of different lengths that we counted longer (by
-  `CEILING_MARGIN`), every reply at that count is a cut, those before the sign was seen included;
+  than it (Ollama's `num_ctx`: 2,048 for prompts of 2,207 to 5,027 tokens). The largest count a server has reported
+  is taken as that ceiling when it is a context size a server is run with (`plausible_context`: a multiple of 256
+  from 512 up, as 2,048, 4,096 or 6,144 are) and was reported for `CEILING_REPLIES` prompts we counted longer (by
+  `CEILING_MARGIN`) whose lengths clearly differ (the longest `CEILING_SPREAD` times the shortest): one count for
+  prompts of much the same length is what a tokenizer counting a few percent fewer tokens gives templated cases, and
+  is no cut. Then every reply at that count is a cut, those before the sign was seen included;
 - the server's own tokenizer: with `judge.tokenizer` a `tokenizer.json`, our count is the server's, so a count more
   than 5% and `EXACT_SHORT` tokens short is a cut.
 
@@ -30,36 +33,54 @@ if TYPE_CHECKING:
     from tracejudge.llm.providers import Reply
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["CEILING_MARGIN", "CEILING_REPLIES", "Ceiling", "EXACT_SHORT", "MIN_SHORT", "check_prompt_cut", "prompt_was_cut"]
+__all__ = ["CEILING_MARGIN", "CEILING_REPLIES", "CEILING_SPREAD", "Ceiling", "EXACT_SHORT", "MIN_SHORT", "check_prompt_cut",
+           "plausible_context", "prompt_was_cut"]
 
 # How many tokens short the server's count must be, besides under half: tens of percent of a short prompt are
 # ordinary tokenizer differences, a few hundred tokens of a long one are not.
 MIN_SHORT = 500
 CEILING_REPLIES = 3  # prompts of different lengths reported at the one largest count: a context the server cuts to
 CEILING_MARGIN = 1.05  # ... each counted at least this much longer by us
+# ... the longest this much longer than the shortest: a context cuts prompts of any length above it to one count, and
+# templated cases of one length give one count on any server
+CEILING_SPREAD = 1.2
+CONTEXT_STEP = 256  # contexts servers are run with are multiples of this (512, 2,048, 4,096, 6,144, 131,072)
+MIN_CONTEXT = 512
 EXACT_SHORT = 64  # tokens short, with the server's own tokenizer, beyond chat-template differences
+
+
+def plausible_context(tokens: int) -> bool:
+    """Whether a prompt count could be the context size a server cuts to: a multiple of `CONTEXT_STEP` from
+    `MIN_CONTEXT` up (Ollama's `num_ctx` defaults, 2,048 and 4,096, and the sizes users set, 8,192 or 6,144)."""
+    return tokens >= MIN_CONTEXT and tokens % CONTEXT_STEP == 0
 
 
 @dataclass
 class Ceiling:
     """The largest prompt count a judge's server reported (`top`), how many replies reported it for prompts we counted
-    longer (`over`; `counted` of them already counted as cut), and the lengths we counted for them (`lengths`, at most
-    `CEILING_REPLIES` kept)."""
+    longer (`over`; `counted` of them already counted as cut), and the shortest and longest of those prompts as we
+    counted them (`shortest`, `longest`)."""
 
     top: int = 0
     over: int = 0
     counted: int = 0
-    lengths: set[int] = field(default_factory=set)
+    shortest: int = 0
+    longest: int = 0
+
+    def seen(self) -> bool:
+        """Whether `top` reads as a context the server cuts to (see the module's docstring)."""
+        return (self.over >= CEILING_REPLIES and plausible_context(self.top)
+                and self.longest >= self.shortest * CEILING_SPREAD)
 
     def add(self, sent: int, reported: int, cut: bool) -> int:
         """Note a reply; the replies now known to be cut that were not counted before (this one included when `cut`)."""
         if reported > self.top:
-            self.top, self.over, self.counted, self.lengths = reported, 0, 0, set()
+            self.top, self.over, self.counted, self.shortest, self.longest = reported, 0, 0, 0, 0
         if reported == self.top and sent >= reported * CEILING_MARGIN:
             self.over += 1
-            if len(self.lengths) < CEILING_REPLIES:
-                self.lengths.add(sent)
-            if len(self.lengths) >= CEILING_REPLIES:
+            self.shortest = min(self.shortest, sent) if self.shortest else sent
+            self.longest = max(self.longest, sent)
+            if self.seen():
                 new, self.counted = self.over - self.counted, self.over
                 return new
             if cut:
