@@ -151,3 +151,15 @@ def test_kappa_by_tag_names_the_metrics_own_reason_for_having_none() -> None:
     results[0]["tags"] = ["alone"]
     whole = agreement_block(results, same, scales={"quality": (1.0, 4.0)})["metrics"]["quality"]["by_tag"]
     assert whole["alone"]["kappa_why"] == "one case" and whole["odd"]["kappa"] is not None, whole
+
+
+def test_a_labelled_case_id_one_slip_from_a_dataset_case_is_offered_as_a_run_offers_it(tmp_path: Path) -> None:
+    # Calibrate judges only the labelled cases, so the case meant ('c01') had no result to offer: the dataset has it.
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,metric,label\nc00,TaskCompletion,true\nC01,TaskCompletion,true\nzz,TaskCompletion,true\n")
+    proc, got = _calibrate(tmp_path, labels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _judged(tmp_path) == ["c00"]
+    assert got["problems"] == [f"{labels}:3: case_id: no result of this run is case 'C01'; did you mean 'c01'?",
+                               f"{labels}:4: case_id: no result of this run is case 'zz'"], got["problems"]
+    assert f"{labels}:3: case_id: no result of this run is case 'C01'; did you mean 'c01'?" in proc.stdout, proc.stdout

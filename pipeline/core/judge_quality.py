@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, field_validator, model_serializer, model_validator
 from tracejudge.core.field_paths import parse_path
 from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.urls import http_url
@@ -56,6 +56,9 @@ class LabelsConfig(_Strict):
     threshold: float = 0.5
     resamples: int = Field(default=1000, ge=100, le=100_000)
     seed: int = 0
+    # The dataset's case ids, when a run judges only some of them (`calibrate --labels`): a label's case id one slip
+    # from one of them (`7` for `007`) is offered as the run's would be, though that case was not judged.
+    _dataset_cases: frozenset[str] = PrivateAttr(default=frozenset())
 
     @field_validator("fields")
     @classmethod

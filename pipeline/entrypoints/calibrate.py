@@ -97,7 +97,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.core.config import load_config, require_metrics
     from tracejudge.engine import runner
     from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
-    from tracejudge.entrypoints.calibrate_checks import judge_errors, judged_ids, labelled_checks, no_match, unjudged
+    from tracejudge.entrypoints.calibrate_checks import judge_errors, judged_ids, labelled_cases, labelled_checks, no_match, unjudged
     from tracejudge.stages.judge.agreement import metric_scales, need_stats, run_agreement
     from tracejudge.stages.judge.label_grades import metric_keys, yes_no_metrics
 
@@ -122,7 +122,8 @@ def command(args: argparse.Namespace, err: Console) -> int:
                 err.print(left_out, highlight=False, markup=False, soft_wrap=True)
             if not ids:  # (no case has a label its verdicts could meet: nothing is worth a request)
                 return unjudged(args.json, config, labels, err)
-            source = labelled_cases(config, ids)
+            source, dataset_ids = labelled_cases(config, ids)
+            labels._dataset_cases = frozenset(dataset_ids)  # (`label_checks.unknown_case` offers them for a slip: 7 for 007)
             run_dir = run_dir or Path(f"{config.run.dir}-calibrate")
         outcome = anyio.run(lambda: runner.run(config, run_dir=run_dir, source=source))
     except (TracejudgeError, BaseExceptionGroup) as exc:
@@ -177,20 +178,6 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
 
 _JUDGE_CHECKS = ("judge max_error_share", "judge budget")  # (`tracejudge.stages.aggregate.gate_judge`)
-
-
-def labelled_cases(config: Any, ids: set[str]) -> Any:
-    """The cases of `config`'s dataset whose id is in `ids`, as an in-memory source for the runner (read with the
-    config's format; records that cannot be read are left out: the full run reports them)."""
-    from tracejudge.core import registry
-    from tracejudge.core.records import Case
-    from tracejudge.stages.extract import extract_record
-    from tracejudge.stages.load.memory import MemorySource
-
-    fmt = registry.format_for(config.dataset.format)
-    ctx = fmt.prepare(config.dataset)
-    kept = [got for raw in fmt.read(config.dataset) if isinstance(got := extract_record(raw, fmt, ctx), Case) and got.id in ids]
-    return MemorySource(kept, label=str(config.dataset.path))
 
 
 def _f(x: float | None, ci: list[float] | None = None, sep: str = " ") -> str:

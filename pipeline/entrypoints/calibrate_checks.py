@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["judge_errors", "judged_ids", "labelled_checks", "no_match", "unjudged"]
+__all__ = ["judge_errors", "judged_ids", "labelled_cases", "labelled_checks", "no_match", "unjudged"]
 
 
 def judge_errors(outcome: Any, ids: set[str] | None = None) -> dict[str, Any]:
@@ -140,3 +140,21 @@ def unjudged(out: Path | None, config: Any, labels: Any, err: Any) -> int:
         out.write_text(json.dumps({"run_dir": None, **block, "verdict": "ERROR", "error": why}, indent=2, default=str) + "\n", encoding="utf-8")
     err.print(f"error: {why}", highlight=False, markup=False, soft_wrap=True)
     return 2
+
+
+def labelled_cases(config: Any, ids: set[str]) -> tuple[Any, set[str]]:
+    """`(the cases of `config`'s dataset whose id is in `ids`, as an in-memory source for the runner; the ids of all its
+    cases)`, read with the config's format (records that cannot be read are left out: the full run reports them)."""
+    from tracejudge.core import registry
+    from tracejudge.core.records import Case
+    from tracejudge.stages.extract import extract_record
+    from tracejudge.stages.load.memory import MemorySource
+
+    fmt = registry.format_for(config.dataset.format)
+    ctx = fmt.prepare(config.dataset)
+    kept, every = [], set()
+    for got in (extract_record(raw, fmt, ctx) for raw in fmt.read(config.dataset)):
+        if isinstance(got, Case):
+            every.add(got.id)
+            kept += [got] if got.id in ids else []
+    return MemorySource(kept, label=str(config.dataset.path)), every

@@ -300,7 +300,7 @@ def _shown(x: Any) -> Any:
 def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
                     disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
                     scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS,
-                    yes_no: set[str] | None = None, config_metrics: set[str] | None = None) -> dict[str, Any]:
+                    yes_no: set[str] | None = None, config_metrics: set[str] | None = None, known: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
     labels of metrics or cases the run lacks, of the other kind among a metric's labels, or out of their metric's range,
     `label_checks`; the first `listed`, all when `None`) and `metrics.<metric>` from
@@ -311,7 +311,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     range whose case has no result (`calibrate --labels` does not judge a case whose every label is such,
     `label_checks.unusable_labels`) is named and counted as out of range, not as a case the run lacks. `config_metrics`: every
     metric of the config (`label_grades.metric_keys`): a label of a metric outside them and the run's is blamed on its
-    metric (calibrate judges none of its cases), not counted as one of a case the run lacks."""
+    metric (calibrate judges none of its cases), not counted as one of a case the run lacks. `known`: the dataset's case
+    ids, offered for a label's case id one slip from one (`label_checks.unknown_case`)."""
     results = list(results)
     cases = {str(r.get("case_id")) for r in results}
     run_metrics = {m for r in results for m in (r.get("scores") or {})}
@@ -324,8 +325,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
         labels = LabelSet([lab for lab in labels.labels if lab not in gone], labels.problems, labels.unreadable)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
-    problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases, config_metrics) + labels.problems
-                + unknown_cases(results, labels, run_metrics) + unknown_trials(results, labels, run_metrics))
+    problems = (unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases, config_metrics, known) + labels.problems
+                + unknown_cases(results, labels, run_metrics, known) + unknown_trials(results, labels, run_metrics))
     absent: dict[str, int] = defaultdict(int)  # labels (by metric) of cases not in the run, which a metric is not blamed for
     for lab in labels.labels:
         if lab.case_id not in cases and (config_metrics is None or lab.metric in config_metrics | run_metrics):
@@ -389,6 +390,6 @@ def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreem
         labels = run_labels(results, cfg)
         return agreement_block(results, labels, threshold=cfg.threshold, resamples=cfg.resamples, seed=cfg.seed,
                                disagreements=disagreements, with_cases=with_cases, scales=scales, listed=listed, yes_no=yes_no,
-                               config_metrics=config_metrics)
+                               config_metrics=config_metrics, known=getattr(cfg, "_dataset_cases", frozenset()))
     except TracejudgeError as exc:
         return {"error": str(exc), "metrics": {}}

@@ -22,7 +22,7 @@ __all__ = ["metric_case_read", "take_mixed_kinds", "take_out_of_range", "unknown
 
 
 def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None,
-                    config_metrics: set[str] | None = None) -> list[str]:
+                    config_metrics: set[str] | None = None, known: frozenset[str] = frozenset()) -> list[str]:
     """A problem for each labelled metric no result of the run has (`unknown`: its label count), named where its first
     label was written, with the lines of the others in the same file, and the run's metric it may be a slip for.
 
@@ -30,6 +30,7 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
     has the metric — `calibrate --labels` judges only the labelled cases, so unknown case ids leave it no result at
     all — and each label is named for its case instead (`unknown_case`), not blamed on its metric. Unless the config
     says (`config_metrics`: `label_grades.metric_keys`) it has no such metric: calibrate then judges none of its cases.
+    `known`: case ids of the dataset beside the run's, offered for a slip (`unknown_case`).
     """
     named = []
     known = run_metrics | (config_metrics or set())
@@ -38,7 +39,7 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
         lacked = config_metrics is not None and metric not in known
         if cases is not None and mine and not lacked and not any(lab.case_id in cases for lab in mine):
             either = f"; no result of this run has metric {metric!r} either" if run_metrics else ""
-            named += [unknown_case(lab, cases) + either for lab in mine]
+            named += [unknown_case(lab, cases, known) + either for lab in mine]
             continue
         wheres = [lab.where for lab in mine]
         file = wheres[0].rpartition(":")[0] if wheres else ""
@@ -76,21 +77,22 @@ def metric_case_read(labels: LabelSet, names: set[str]) -> LabelSet:
     return LabelSet(kept, [*notes, *labels.problems], labels.unreadable)
 
 
-def unknown_case(lab: Label, cases: set[str]) -> str:
-    """The problem of a label whose case is not in the run (`cases`), with the run's id it may be a slip for."""
+def unknown_case(lab: Label, cases: set[str], known: frozenset[str] = frozenset()) -> str:
+    """The problem of a label whose case is not in the run (`cases`), with the id of the run or of its dataset (`known`,
+    when the run judged only some of its cases: `calibrate --labels`) it may be a slip for."""
     # A spreadsheet reads `007` as the number 7, and a case id may be typed in another case: the run's id is offered.
-    near = {_loose(c): c for c in sorted(cases, reverse=True)}
+    near = {_loose(c): c for c in sorted(cases | known, reverse=True)}
     what = f"{lab.where}: case_id: no result of this run is case {lab.case_id!r}"
     if _loose(lab.case_id) in near:
         return what + f"; did you mean {near[_loose(lab.case_id)]!r}?"
     return what + ("" if cases else " (the run has no result: none of the labelled cases is in it)")
 
 
-def unknown_cases(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str]) -> list[str]:
+def unknown_cases(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str], known: frozenset[str] = frozenset()) -> list[str]:
     """A problem naming each label (its `file:line`) of a metric the run has for a case no result of the run is: a
-    mistyped or stale case id, which would otherwise be only a count (`unmatched`)."""
+    mistyped or stale case id, which would otherwise be only a count (`unmatched`); `known` as for `unknown_case`."""
     cases = {str(r.get("case_id")) for r in results}
-    return [unknown_case(lab, cases) for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
+    return [unknown_case(lab, cases, known) for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
 
 
 def unknown_trials(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str]) -> list[str]:
