@@ -44,6 +44,7 @@ which questions, or which item, it answers, so its other answers are not trusted
 answer, `"summary": "…"`, is ignored). A grade is a JSON number that is whole (`4`, `4.0`); `"4"`, `[4]`,
 `true`, `NaN` and `Infinity` (or `1e400`, which decodes to it) are not grades. Nothing but `ParseError` leaves
 this module for any reply (`_guarded`): a hostile value gets the repair request, never ends its case otherwise.
+JSON that is invalid (a trailing comma, a comment) is read again leniently by the caller (`lenient_json`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from typing import Any
 
 from tracejudge.core.records import Score
 from tracejudge.stages.judge.base import Plan, Question
-from tracejudge.stages.judge.parse import parse_parts, parse_scale, parse_yes_no
+from tracejudge.stages.judge.lenient_json import invalid_json, relaxed
+from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
 
 __all__ = ["finish", "parse_answers", "question_groups"]
 
@@ -16,7 +17,29 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
 
     For a grouped plan only the metrics whose every answer is usable are
     returned (the caller re-asks the others alone); none usable is an error.
+    A reply that is not valid JSON is read again leniently (`lenient_json.relaxed`: trailing commas and comments
+    dropped); a verdict read so is taken and said in `plan.note` (the score's reason), with json's error. Otherwise
+    the error says the JSON is invalid and where, before what the strict reading found wrong.
     """
+    try:
+        return _strict(plan, questions, text)
+    except ParseError as exc:
+        bad = invalid_json(text)
+        if not bad:
+            raise
+        again = relaxed(text)
+        try:
+            got = _strict(plan, questions, again[0]) if again is not None else None
+        except ParseError:
+            got = None
+        if got is None or again is None:
+            raise ParseError(f"the reply is not valid JSON ({bad}), so its verdict could not be read (of the objects that could: {exc})") from None
+        note = f"the verdict was read leniently: the reply is not valid JSON ({bad}); {' and '.join(again[1])} dropped"
+        plan.note = "; ".join(filter(None, [plan.note, note])) if note not in plan.note else plan.note
+        return got
+
+
+def _strict(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:
     if plan.kind == "scale":
         return {questions[0].id: parse_scale(text, *plan.scale)}
     if plan.parts:

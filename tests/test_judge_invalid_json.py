@@ -1,0 +1,54 @@
+"""A verdict that is JavaScript-style JSON, over real HTTP on 127.0.0.1: a trailing comma or a `// comment` ended in
+"missing answers for TC1, TC2, TC3, TC4" of a reply answering all four (only the objects nested in it were read). It
+is read leniently now, as deepeval reads a trailing comma and promptfoo a comment, and the reason says so; JSON that
+cannot be read so (an unescaped quote) says it is invalid and where, in json's words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _loopback import Loopback, completion, verdict
+from test_judge_servers import cases, config, results, run
+from tracejudge.stages.judge.lenient_json import invalid_json, relaxed
+
+ONE = [{"type": "TaskCompletion"}]
+
+
+def _spoil(how: str, text: str) -> str:
+    if how == "trailing comma":
+        return text[:-1] + ",\n}"
+    if how == "comment":
+        return "{\n  // my answers\n" + text[1:]
+    return text.replace('"reason": "fine"', '"reason": "the "refund" worked"', 1)
+
+
+@pytest.mark.parametrize("how", ["trailing comma", "comment", "unescaped quote"])
+def test_invalid_json_is_read_leniently_or_named_with_its_line_and_column(tmp_path: Path, how: str) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, completion(_spoil(how, json.dumps(verdict(body))))
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=ONE))
+    scores = [r["scores"]["TaskCompletion"] for r in results(tmp_path)]
+    if how == "unescaped quote":
+        assert summary["status"] == {"judge_error": 2}, summary["status"]
+        assert all("the reply is not valid JSON (Expecting ',' delimiter: line 1 column" in s["reason"] for s in scores), scores
+        assert "missing answers" not in scores[0]["reason"].partition("so its verdict could not be read")[0]
+        return
+    assert summary["status"] == {"ok": 2}, summary["status"]
+    line = 2  # (the comment opens the second line; the closing brace after the comma is alone on it)
+    assert all(s["value"] is not None and s["details"]["answers"]["q1"]["answer"] == "yes" for s in scores), scores
+    assert all(f"the verdict was read leniently: the reply is not valid JSON (Expecting property name enclosed in double quotes: "
+               f"line {line} column" in s["reason"] and f"a {how} dropped" in s["reason"] for s in scores), scores
+
+
+def test_what_is_relaxed_stands_outside_strings() -> None:
+    text = '{"q1": {"answer": "yes", "reason": "a, } and // or /* kept */"}, /* x */ "q2": [1, 2,],}'
+    assert relaxed(text) == ('{"q1": {"answer": "yes", "reason": "a, } and // or /* kept */"},  "q2": [1, 2]}', ["a comment", "a trailing comma"])
+    assert relaxed('{"a": 1, // note\n}') == ('{"a": 1 \n}', ["a comment", "a trailing comma"])
+    assert relaxed('{"a": "\\" // not a comment"}') is None
+    assert invalid_json('Here is {my} verdict: {"a": 1}') == ""  # a `{` in prose is no invalid object
+    assert invalid_json('{"a": 1,}').startswith("Expecting property name enclosed in double quotes: line 1 column 9")
