@@ -151,3 +151,25 @@ def test_a_reply_whose_only_json_is_in_its_thinking_says_so(tmp_path: Path, open
     # A reply with no JSON anywhere is still said as one.
     with pytest.raises(ParseError, match="no JSON object found"):
         extract_json("<think>\nhmm\n</think>\n\nno verdict")
+
+
+@pytest.mark.parametrize("cap", ["max_tokens", "server"])
+def test_a_reply_cut_while_its_think_block_is_open_says_to_turn_thinking_off_as_reasoning_content_does(tmp_path: Path, cap: str) -> None:
+    # `<think>` in the content (no reasoning parser), cut at max_tokens: it said only "cut off at max_tokens=64", while
+    # the same reply in `reasoning_content` was told to turn thinking off.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion("<think>I am still weighing " + _answers(body, "no", "draft"))
+        reply["choices"][0]["finish_reason"] = "length"
+        reply["usage"] = {"prompt_tokens": 400, "completion_tokens": 64 if cap == "max_tokens" else 20, "total_tokens": 0}
+        return 200, reply
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_tokens=64))
+    (score,) = _scores(tmp_path).values()
+    assert summary["status"] == {"judge_error": 1} and score["details"]["error_kind"] == "truncated", score
+    assert "the model was still reasoning when the reply ended (its <think> reasoning block never closed" in score["reason"], score["reason"]
+    if cap == "max_tokens":
+        assert "cut off at max_tokens=64; " in score["reason"] and "raise judge.max_tokens, or turn the model's thinking off" in score["reason"]
+        assert "enable_thinking: false" in score["reason"], score["reason"]
+    else:  # the server's own cap: raising max_tokens or thinking less is not the fix it names
+        assert "the server cut it off at 20 tokens" in score["reason"] and "raise judge.max_tokens, or" not in score["reason"], score["reason"]

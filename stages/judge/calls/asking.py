@@ -18,7 +18,8 @@ from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused, error_kind
 from tracejudge.stages.judge.calls.repair import REPAIR, repair_request
-from tracejudge.stages.judge.calls.reply_notes import SERVER_CUT_FIX, WINDOW_FIX, WINDOW_FULL, cut_problem, empty_reply, server_cut, with_thinking_advice
+from tracejudge.stages.judge.calls.reply_notes import (SERVER_CUT_FIX, WINDOW_FIX, WINDOW_FULL, cut_problem, cut_thinking, empty_reply, server_cut,
+                                                       with_thinking_advice)
 from tracejudge.stages.judge.calls.stats import PAID_BY, paid_here, run_mark, sum_usd
 from tracejudge.stages.judge.parse import ParseError
 
@@ -223,7 +224,8 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             self.stats.repair_cost_usd += reply.cost_usd or 0.0  # unknown dollars: the summary says so (`stage_summary`)
         raw = reply.text
         reasoning = (reply.reasoning, reply.reasoning_field)
-        said = empty_reply(reply, self.cfg.provider, req.max_tokens, self.cfg.extra_body)
+        said = (empty_reply(reply, self.cfg.provider, req.max_tokens, self.cfg.extra_body)
+                or cut_thinking(reply, self.cfg.provider, req.max_tokens, self.cfg.extra_body))
         cut_short = server_cut(reply, req.max_tokens) is not None
         if reply.truncated:
             self.stats.truncated_replies += 1

@@ -11,8 +11,8 @@ from typing import Any
 
 from tracejudge.llm.providers import Reply
 
-__all__ = ["SERVER_CUT_FIX", "WINDOW_FIX", "WINDOW_FULL", "cut_problem", "empty_reply", "server_cut", "thinking_off", "thinking_sent_off",
-           "with_thinking_advice"]
+__all__ = ["SERVER_CUT_FIX", "WINDOW_FIX", "WINDOW_FULL", "cut_problem", "cut_thinking", "empty_reply", "server_cut", "thinking_off",
+           "thinking_sent_off", "with_thinking_advice"]
 
 # A reply cut where its prompt and its text filled the model's context window (`Reply.window_full`), before max_tokens:
 # the problem (told the model in the repair request too), and the setting that fixes it (raising max_tokens cannot).
@@ -138,3 +138,23 @@ def empty_reply(reply: Reply, provider: str = "openai", max_tokens: int | None =
             "--reasoning-format none keeps it in the content; vLLM --reasoning-parser needs a model that closes its reasoning "
             "before answering: drop the parser or pick a non-reasoning model); a verdict in "
             f"{reply.reasoning_field} is never used")
+
+
+def cut_thinking(reply: Reply, provider: str, max_tokens: int, extra_body: dict[str, Any] | None = None) -> str:
+    """What to tell the user about a truncated `reply` whose content is still in a reasoning block that never closed
+    (`<think>` with no `</think>`: a server without a reasoning parser), "" for any other: the block, and for a reply
+    cut at `max_tokens` the advice a reply cut while reasoning in `reasoning_content` gets (`empty_reply`): raise
+    judge.max_tokens, or turn the model's thinking off. A cut at the context window or by the server's own cap has its
+    own fix, said beside it (`WINDOW_FIX`, `SERVER_CUT_FIX`)."""
+    from tracejudge.stages.judge.parse import unclosed_reasoning
+    from tracejudge.stages.judge.reasoning_blocks import HARMONY, TAGS
+
+    tag = unclosed_reasoning(reply.text) if reply.truncated else ""
+    if not tag:
+        return ""
+    where = ("its analysis channel (gpt-oss) never reached a final channel" if tag == HARMONY
+             else "its {} reasoning block never closed".format(TAGS[tag][0]))
+    said = f"the model was still reasoning when the reply ended ({where}; a draft verdict inside it is never taken)"
+    if reply.window_full or server_cut(reply, max_tokens) is not None:
+        return said
+    return said + ": raise judge.max_tokens" + ("" if provider == "anthropic" else f", or {thinking_off(extra_body)}")
