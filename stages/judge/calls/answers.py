@@ -9,7 +9,7 @@ from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.lenient_json import invalid_json, relaxed
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
 
-__all__ = ["finish", "parse_answers", "question_groups"]
+__all__ = ["ENDED_AFTER_VERDICT", "finish", "parse_answers", "question_groups", "verdict_before_whitespace"]
 
 
 def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:
@@ -37,6 +37,25 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
         note = f"the verdict was read leniently: the reply is not valid JSON ({bad}); {' and '.join(again[1])} dropped"
         plan.note = "; ".join(filter(None, [plan.note, note])) if note not in plan.note else plan.note
         return got
+
+
+# Said in each answer (`details.answers.<id>.reply_ended`) of a verdict taken from a reply that ran on to the length limit.
+ENDED_AFTER_VERDICT = ("at the length limit (finish_reason length), in whitespace after this complete verdict: the verdict was "
+                       "taken; the tokens after it were spent on nothing (a JSON grammar lets a model write whitespace until max_tokens)")
+
+
+def verdict_before_whitespace(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]] | None:
+    """The answers of a reply cut at the length limit whose verdict was complete before it ran on in whitespace alone
+    (`{…}` then 400 newlines: the cut fell on nothing but whitespace), each marked `reply_ended`; `None` for any other
+    reply (text after the verdict, a verdict that does not parse or never closed), which stays cut."""
+    whole = text.rstrip()
+    if whole == text or not whole.endswith(("}", "```")):
+        return None
+    try:
+        answers = parse_answers(plan, questions, whole)
+    except ParseError:
+        return None
+    return {q: {**a, "reply_ended": ENDED_AFTER_VERDICT} for q, a in answers.items()}
 
 
 def _strict(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:

@@ -15,7 +15,7 @@ import anyio
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply
 from tracejudge.stages.judge.base import Plan, Question
-from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
+from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups, verdict_before_whitespace
 from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused, error_kind
 from tracejudge.stages.judge.calls.repair import REPAIR, repair_request
 from tracejudge.stages.judge.calls.reply_notes import (SERVER_CUT_FIX, WINDOW_FIX, WINDOW_FULL, cut_problem, cut_thinking, empty_reply, server_cut,
@@ -227,14 +227,15 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         said = (empty_reply(reply, self.cfg.provider, req.max_tokens, self.cfg.extra_body)
                 or cut_thinking(reply, self.cfg.provider, req.max_tokens, self.cfg.extra_body))
         cut_short = server_cut(reply, req.max_tokens) is not None
-        if reply.truncated:
+        whole = verdict_before_whitespace(plan, questions, raw) if reply.truncated else None
+        if reply.truncated and whole is None:
             self.stats.truncated_replies += 1
             self.stats.server_cut_replies += cut_short
             problem, kind = cut_problem(reply, req.max_tokens), "truncated"
             continue
         try:
             # Never read from the reasoning: a draft there is not the answer (`empty_reply` says where the text went).
-            answers = parse_answers(plan, questions, raw)
+            answers = whole or parse_answers(plan, questions, raw)
         except ParseError as exc:
             if reply.usage_known and reply.output_tokens >= req.max_tokens:
                 # Cut at max_tokens though the server said otherwise (Ollama's /v1 reported finish_reason "stop" whatever ended a reply).
