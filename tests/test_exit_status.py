@@ -120,6 +120,10 @@ def test_a_run_stopped_before_its_first_result_says_so(simulator, tmp_path: Path
     assert proc.returncode == 130, out + err
     assert "dataset is empty" not in out + err
     assert "interrupted before its first" in " ".join((out + err).split()), out + err
+    # The hanging request was cut when the grace ran out: "those under way finished" said the opposite.
+    reason = json.loads((tmp_path / "run" / "summary.json").read_text())["stopped"]["reason"]
+    assert "1 case under way did not finish within the stop's grace (judge.stop_grace_s) and was cut" in reason, reason
+    assert "those under way finished" not in " ".join((out + err).split()), out + err
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n\n", "[]"])

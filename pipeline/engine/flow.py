@@ -76,6 +76,7 @@ class _Flow:
             journal.on_checkpoint = lambda: resume.save(journal.done, journal.provisional)
             journal.on_progress = lambda: resume.advance(journal.done, journal.provisional)
         self.cut_short = False
+        self.cut_at_grace = 0  # cases a stage cut short once a stop's grace ran out: under way, not finished
 
     @property
     def skipped(self) -> int:
@@ -268,6 +269,7 @@ class _Flow:
                         # A stage cut this work short (a stop's grace ran out): not written, so the resume redoes it.
                         self.live.writing -= 1
                         self.cut_short = True
+                        self.cut_at_grace += 1
                         continue
                     result = work.result
                     result.duration_s = round((work.ended or time.perf_counter()) - work.started, 6)

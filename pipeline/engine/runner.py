@@ -251,7 +251,7 @@ async def run(
             elif ended == "interrupted" and command and command.get("line"):
                 # Stopped without an error (a first Ctrl-C or SIGTERM): the saved reports name the command that resumes
                 # the run, as the terminal does (`reports.stopped_gracefully`).
-                summary["stopped"] = stopped_gracefully(journal.segment.get("segment"), command["line"], stop.is_set())
+                summary["stopped"] = stopped_gracefully(journal.segment.get("segment"), command["line"], stop.is_set(), flow.cut_at_grace)
         if crashed is not None:
             raise crashed  # (the segment's last results could not be written as it closed: it stopped on that)
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so

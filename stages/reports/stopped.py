@@ -126,12 +126,15 @@ def finish_stopped(run_dir: Path, summary: dict[str, Any], config: RunConfig, ex
         log.warning("the reports of the stopped run could not be written", run_dir=str(run_dir), error=f"{type(err).__name__}: {err}")
 
 
-def stopped_gracefully(segment: int | None, resume: str, requested: bool = True) -> dict[str, Any]:
+def stopped_gracefully(segment: int | None, resume: str, requested: bool = True, cut: int = 0) -> dict[str, Any]:
     """`summary.stopped` of a segment that ended before every case was written without raising: `requested` when a
-    stop was asked for (a first Ctrl-C or SIGTERM: no new case was taken, those under way finished), else some
-    cases' results were lost (a worker process that died). Its reason names `resume`, the command that resumes the run
-    (the one `run` recorded): a `--fresh` run's own command would start over in yet another directory."""
-    why = ("stopped on request (a Ctrl-C or SIGTERM: no new case was taken, those under way finished)" if requested
+    stop was asked for (a first Ctrl-C or SIGTERM: no new case was taken; those under way finished, or `cut` of them
+    were cut when the stop's grace ran out, `judge.stop_grace_s`), else some cases' results were lost (a worker process
+    that died). Its reason names `resume`, the command that resumes the run (the one `run` recorded): a `--fresh` run's
+    own command would start over in yet another directory."""
+    under_way = (f"{cut} case{'s' if cut > 1 else ''} under way did not finish within the stop's grace (judge.stop_grace_s) and "
+                 f"{'were' if cut > 1 else 'was'} cut, not written: the resume judges {'them' if cut > 1 else 'it'} again") if cut else "those under way finished"
+    why = (f"stopped on request (a Ctrl-C or SIGTERM: no new case was taken, {under_way})" if requested
            else "some cases' results were not written")
     return {"segment": segment, "how": "stopped", "exit_status": 130, "reason": f"{why}; resume with: {_shown(resume)}"}
 
