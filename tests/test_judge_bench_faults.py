@@ -115,6 +115,19 @@ def test_a_bench_of_usable_replies_counts_none_unusable(tmp_path: Path) -> None:
     assert report["replies"]["usable"] == report["replies"]["answered"] == 12 and "unusable replies" not in proc.stdout
 
 
+@pytest.mark.parametrize("status", [400, 502])
+def test_a_bench_against_a_server_failing_every_request_stops_after_its_first_three(tmp_path: Path, status: int) -> None:
+    # It sent all 12 of --requests, then said "ran out of requests … raise --requests to measure further".
+    with Loopback(lambda h, b: (status, {"error": {"message": "no such thing", "type": "invalid_request_error"}})) as server:
+        proc, report = _bench(tmp_path, server.url)
+        sent = len(server.requests)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert sent == report["requests_sent"] == 3 and report["stopped_by"] == "errors", report
+    assert "the bench's first 3 requests all failed, so it sent no more" in report["ramp_stopped"], report["ramp_stopped"]
+    assert "raise --requests" not in " ".join((proc.stdout + proc.stderr).split()), proc.stdout + proc.stderr
+    assert "bench failed: no request was answered" in proc.stderr
+
+
 # ---------------------------------------------------------------- 3. a bench's dollar cap with a model without a price
 
 

@@ -45,17 +45,20 @@ async def ramp(bench: Bench, start_level: int, max_level: int) -> tuple[int, lis
         got = _step(level, await bench.level("ramp", level, max(12, 3 * level), until))
         steps.append(got)
         prev = steps[-2] if len(steps) > 1 else None
+        if got["answered"] == 0 and got["requests"]:
+            # (before the caps: no answer at all is the server's doing, which more requests or dollars would not change)
+            kinds = sorted({a.outcome for a in bench.state.attempts[-got["requests"]:]})
+            early = bench.state.stop == "errors" and not prev  # (`sender.NO_ANSWER_STOP`: the bench's first requests all failed)
+            bench.state.stop = bench.state.stop or "errors"
+            return (prev or got)["level"], steps, (f"no answer at {level} in flight ({', '.join(kinds)})"
+                                                   + (f": the bench's first {got['requests']} requests all failed, so it sent no more" if early else ""))
         if bench.state.stop and got["answered"] < MIN_SAMPLES and bench.state.stop in ("requests", "cost cap"):
             cap = "--requests" if bench.state.stop == "requests" else "--max-cost-usd"
             best = prev["level"] if prev is not None else level
             return best, steps, (f"ran out of requests ({cap}) at {level} in flight after {got['answered']} answers, too few to measure it "
                                  f"(at least {MIN_SAMPLES}); {best} is the last level measured in full: raise {cap} to measure further")
-        if got["answered"] == 0 and bench.state.stop:
+        if got["answered"] == 0:  # (nothing sent at this level: a cap reached before it)
             return (prev or got)["level"], steps, f"{bench.state.stop} reached during the ramp"
-        if got["answered"] == 0:
-            kinds = sorted({a.outcome for a in bench.state.attempts[-got["requests"]:]})
-            bench.state.stop = bench.state.stop or "errors"
-            return (prev or got)["level"], steps, f"no answer at {level} in flight ({', '.join(kinds)})"
         if got["rate_limited"]:
             return (prev or got)["level"], steps, f"429s at {level} in flight"
         base_p95 = steps[0]["p95_s"]

@@ -59,6 +59,17 @@ class Attempt:
     cut_short: bool = False
 
 
+# Requests that failed in a row, none answered since the bench began, after which it sends no more: a server failing
+# or refusing every request measures nothing, and sent every request of --requests all the same. A 429 is not one:
+# finding the rate limit is what the bench is for.
+NO_ANSWER_STOP = 3
+
+
+def _never_answered(attempts: list[Attempt]) -> bool:
+    # Whether the bench's first NO_ANSWER_STOP requests all failed and none was answered since.
+    return len(attempts) >= NO_ANSWER_STOP and all(a.outcome not in ("ok", "rate_limited", "quota") for a in attempts)
+
+
 @dataclass
 class _State:
     attempts: list[Attempt] = field(default_factory=list)
@@ -134,6 +145,9 @@ class Bench:
         """Send the next request; False once a cap stops the bench or `until_s` (bench clock) passed in the admission queue."""
         st = self.state
         if st.stop:
+            return False
+        if _never_answered(st.attempts):
+            st.stop = "errors"
             return False
         if st.sent >= self.max_requests:
             st.stop = "requests"
