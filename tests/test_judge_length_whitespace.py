@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from _loopback import Loopback, completion, verdict
-from test_judge_servers import cases, config, results, run
+from test_judge_servers import cases, config, results, run, tj, write
 
 
 @pytest.mark.parametrize("after", ["\n" * 400, "\n\nNote: I also considered"], ids=["whitespace", "text"])
@@ -32,3 +32,17 @@ def test_a_verdict_complete_before_whitespace_to_the_length_limit_is_taken_and_t
     ended = {a["reply_ended"] for a in score["details"]["answers"].values()}
     assert len(ended) == 1 and next(iter(ended)).startswith("at the length limit (finish_reason length), in whitespace after this complete verdict")
     assert summary["judge"]["requests"] == 1, summary["judge"]  # taken at once: no repair request
+
+
+def test_the_bench_reads_such_a_reply_as_the_run_does(tmp_path: Path) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body)) + "\n" * 50)
+        reply["choices"][0]["finish_reason"] = "length"
+        return 200, reply
+
+    out = tmp_path / "bench.json"
+    with Loopback(respond) as server:
+        cfg = write(tmp_path, config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2)))
+        proc = tj("bench", str(cfg), "--sample", "2", "--requests", "6", "--duration", "0.2", "--json", str(out), cwd=tmp_path)
+    replies = json.loads(out.read_text())["replies"]
+    assert proc.returncode == 0 and replies["usable"] == replies["answered"] > 0 and not replies.get("truncated"), proc.stdout + proc.stderr

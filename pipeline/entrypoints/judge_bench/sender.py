@@ -90,14 +90,22 @@ def held_tokens(reply: Reply, body: Any, counter: Any = None) -> int:
 
 def _unusable(br: BenchRequest, reply: Reply, protocol: str, cut: int | None = None) -> tuple[str, str]:
     """Why the run could not use `reply` to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
-    never taken, even when what arrived happens to parse), `("unparseable", the parser's message)` when `br.check`
+    never taken, even when what arrived happens to parse, unless it was whole before whitespace alone ran on to the
+    limit, as the run reads it), `("unparseable", the parser's message)` when `br.check`
     fails, `("", "")` when it is usable. A check that raises anything at all counts as unparseable: a reply must
     never crash the bench. A reply whose content was empty is said as the run says it (`asking.empty_reply`: where
     the server put the text, and the server setting to change, not `judge.structured_output`). `cut`: the tokens of a
     truncated reply the server cut short itself (`reply_notes.server_cut`, the run's rule), `None` for any other."""
+    from tracejudge.stages.judge.calls.answers import ran_on_in_whitespace
     from tracejudge.stages.judge.calls.asking import empty_reply
 
     said = empty_reply(reply, protocol, extra_body=br.request.extra_body)
+    if reply.truncated and br.check is not None and (whole := ran_on_in_whitespace(reply.text)) is not None:
+        try:  # (a verdict whole before whitespace alone ran on to the limit: the run takes it, `answers.verdict_before_whitespace`)
+            br.check(whole)
+            return "", ""
+        except Exception:  # noqa: BLE001 - a cut reply, as below
+            pass
     if reply.truncated:
         cap = br.request.max_tokens
         if reply.window_full:

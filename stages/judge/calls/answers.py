@@ -9,7 +9,7 @@ from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.lenient_json import invalid_json, relaxed
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
 
-__all__ = ["ENDED_AFTER_VERDICT", "finish", "parse_answers", "question_groups", "verdict_before_whitespace"]
+__all__ = ["ENDED_AFTER_VERDICT", "finish", "parse_answers", "question_groups", "ran_on_in_whitespace", "verdict_before_whitespace"]
 
 
 def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:
@@ -44,12 +44,19 @@ ENDED_AFTER_VERDICT = ("at the length limit (finish_reason length), in whitespac
                        "taken; the tokens after it were spent on nothing (a JSON grammar lets a model write whitespace until max_tokens)")
 
 
+def ran_on_in_whitespace(text: str) -> str | None:
+    """`text` without the whitespace it ran on in after a closing `}` (or a code fence's closing ```), `None` when it
+    does not end so: the text in which `verdict_before_whitespace` (and `tracejudge bench`) look for a whole verdict."""
+    whole = text.rstrip()
+    return whole if whole != text and whole.endswith(("}", "```")) else None
+
+
 def verdict_before_whitespace(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]] | None:
     """The answers of a reply cut at the length limit whose verdict was complete before it ran on in whitespace alone
     (`{…}` then 400 newlines: the cut fell on nothing but whitespace), each marked `reply_ended`; `None` for any other
     reply (text after the verdict, a verdict that does not parse or never closed), which stays cut."""
-    whole = text.rstrip()
-    if whole == text or not whole.endswith(("}", "```")):
+    whole = ran_on_in_whitespace(text)
+    if whole is None:
         return None
     try:
         answers = parse_answers(plan, questions, whole)
