@@ -41,6 +41,7 @@ def test_invalid_json_is_read_leniently_or_named_with_its_line_and_column(tmp_pa
     assert summary["status"] == {"ok": 2}, summary["status"]
     line = 2  # (the comment opens the second line; the closing brace after the comma is alone on it)
     assert all(s["value"] is not None and s["details"]["answers"]["q1"]["answer"] == "yes" for s in scores), scores
+    assert all(a["read_leniently"].startswith("the verdict was read leniently") for s in scores for a in s["details"]["answers"].values())
     assert all(f"the verdict was read leniently: the reply is not valid JSON (Expecting property name enclosed in double quotes: "
                f"line {line} column" in s["reason"] and f"a {how} dropped" in s["reason"] for s in scores), scores
 

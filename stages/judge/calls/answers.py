@@ -18,7 +18,8 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
     For a grouped plan only the metrics whose every answer is usable are
     returned (the caller re-asks the others alone); none usable is an error.
     A reply that is not valid JSON is read again leniently (`lenient_json.relaxed`: trailing commas and comments
-    dropped); a verdict read so is taken and said in `plan.note` (the score's reason), with json's error. Otherwise
+    dropped); a verdict read so is taken and said in `plan.note` (the score's reason) and in each answer's
+    `read_leniently`, with json's error. Otherwise
     the error says the JSON is invalid and where, before what the strict reading found wrong.
     """
     try:
@@ -36,7 +37,8 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
             raise ParseError(f"the reply is not valid JSON ({bad}), so its verdict could not be read (of the objects that could: {exc})") from None
         note = f"the verdict was read leniently: the reply is not valid JSON ({bad}); {' and '.join(again[1])} dropped"
         plan.note = "; ".join(filter(None, [plan.note, note])) if note not in plan.note else plan.note
-        return got
+        # (in each answer too: the cache keeps answers, not the note, so a run answered from it still says so in details)
+        return {q: {**a, "read_leniently": note} for q, a in got.items()}
 
 
 # Said in each answer (`details.answers.<id>.reply_ended`) of a verdict taken from a reply that ran on to the length limit.
