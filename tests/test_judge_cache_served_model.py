@@ -242,6 +242,25 @@ def test_a_warm_cache_answers_while_the_server_is_off_and_estimate_counts_its_hi
     assert len(said) == 1 and "qwen2.5-7b-instruct-q4_k_m.gguf" in said[0], said
 
 
+def test_a_warm_cache_answers_when_only_the_servers_metadata_endpoints_hang(simulator, tmp_path, caplog):
+    # llama-server busy or behind a proxy: /props and /v1/models never answer while completions do, and the
+    # endpoints it does not have answer 404 at once. Those 404s counted as an answer naming no weights: every verdict
+    # was keyed by the model name alone and asked again (0 hits, "served model changed: llama.cpp … → not known").
+    model, weights, _ = SWAPS["llama.cpp"]
+    sim = simulator(served=weights)
+    data = cases(tmp_path / "c.jsonl", 3)
+    run(tmp_path, sim.url, model, data, "a")
+    sim.serve(Weights(**{**vars(weights), "identity_delay_s": 60.0}))
+    got = anyio.run(served_model.learn, sim.url + "/v1", model, {})
+    assert got.component is None and not got.answered
+    hung = run(tmp_path, sim.url, model, data, "b", explain=True)
+    assert hung["status"] == {"ok": 3} and hung["judge"]["cache_hits"] == 3 and hung["judge"]["requests"] == 0
+    assert sim.stats.requests == 3 and values(tmp_path, "a") == values(tmp_path, "b")
+    said = [r.getMessage() for r in caplog.records if "did not answer when asked which weights" in r.getMessage()]
+    assert len(said) == 1 and "qwen2.5-7b-instruct-q4_k_m.gguf" in said[0], said
+    assert not any("does not say which weights" in r.getMessage() for r in caplog.records)
+
+
 def test_a_server_loading_its_model_is_waited_for_before_the_cache_is_read(simulator, tmp_path, caplog):
     import threading
 

@@ -100,10 +100,11 @@ def probe_urls(base_url: str) -> dict[str, str]:
 
 
 class Learnt(NamedTuple):
-    """What `learn` found: the `served_model` `component` (`None`: not identified), whether any endpoint `answered`
-    HTTP at all (`False`: nothing there, or nothing in time), whether one said the server is `loading` (503, as
-    llama.cpp answers while it loads its model), and `slots`: how many requests the server computes at once when it
-    says (`slots_of`), else `None`."""
+    """What `learn` found: the `served_model` `component` (`None`: not identified), whether the server `answered`
+    (`False`: no endpoint answered HTTP at all, or, with nothing identified, one of them did not answer in time: a
+    `/props` that hangs may be the one that would have named the weights), whether one said the server is `loading`
+    (503, as llama.cpp answers while it loads its model), and `slots`: how many requests the server computes at once
+    when it says (`slots_of`), else `None`."""
 
     component: dict[str, Any] | None
     answered: bool
@@ -125,23 +126,30 @@ async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Ite
                 timeout_s: float = PROBE_TIMEOUT_S, max_bytes: int = MAX_BYTES) -> Learnt:
     """What the server at `base_url` serving `model` says of its weights (`identity`); the component is `None` when
     nothing identifies them (no such endpoint, no answer within `timeout_s` seconds in all, a reply over `max_bytes`
-    bytes or not JSON). `headers` go with each GET (the judge's own, to its own host); `secrets` are masked in the
-    names kept in clear. Never raises for anything the server does."""
+    bytes or not JSON), and then `Learnt.answered` is `False` too when an endpoint did not answer in time. `headers` go
+    with each GET (the judge's own, to its own host); `secrets` are masked in the names kept in clear. Never raises for
+    anything the server does."""
     import aiohttp
 
     urls = probe_urls(base_url)
     bodies: dict[str, Any] = {}
     statuses: list[int] = []
+    settled: set[str] = set()  # the endpoints that answered, or failed, in time
 
     async def get(session: aiohttp.ClientSession, name: str, url: str) -> None:
         try:
             async with session.get(url, headers=headers, allow_redirects=False) as resp:
                 statuses.append(resp.status)
                 if resp.status != 200:
+                    settled.add(name)
                     return
                 raw = await read_capped(resp, max_bytes)
-        except (aiohttp.ClientError, OSError, ValueError):  # (`ReplyTooLarge` is a ValueError: a longer reply is no answer)
+        except TimeoutError:  # (before OSError, of which it is one: a reply still to come is not a refusal)
             return
+        except (aiohttp.ClientError, OSError, ValueError):  # (`ReplyTooLarge` is a ValueError: a longer reply is no answer)
+            settled.add(name)
+            return
+        settled.add(name)
         try:
             bodies[name] = json.loads(raw)
         except (ValueError, RecursionError):
@@ -154,7 +162,10 @@ async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Ite
             async with anyio.create_task_group() as tg:
                 for name, url in urls.items():
                     tg.start_soon(get, session, name, url)
-    return Learnt(identity(model, bodies, secrets), bool(statuses), 503 in statuses, slots_of(bodies))
+    component = identity(model, bodies, secrets)
+    # A 404 from /info is no word on the weights when /props is still silent: the server is taken not to have answered.
+    answered = bool(statuses) and (component is not None or settled >= urls.keys())
+    return Learnt(component, answered, 503 in statuses, slots_of(bodies))
 
 
 def identity(model: str, bodies: dict[str, Any], secrets: Iterable[str | None] = ()) -> dict[str, Any] | None:

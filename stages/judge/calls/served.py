@@ -7,7 +7,8 @@ Then, for a self-hosted server:
 - it says what it serves: that is the run's `served_model`, and the cache remembers it for this judge;
 - it answers 503 (llama.cpp while it loads its model): asked again, as the gate tries a server that is down
   (`calls.gate`: `FIRST_TRY_S`, twice as late each time up to `LAST_TRY_S`), for at most `judge.max_retry_wait_s`;
-- it answers nothing at all (not running, or not in time): the weights it said it served last are assumed (the
+- it answers nothing at all (not running, or not in time; an identity endpoint still silent at the probe's time limit
+  counts, when the others named no weights): the weights it said it served last are assumed (the
   cache's `last_served`), so a warm cache still answers a run while the server is off; a request the cache does not
   answer then fails as the server's absence makes it fail. With none remembered, the key is as without one;
 - it answers, but nothing identifies its weights: the key is the one such a request always had.
