@@ -55,6 +55,7 @@ import anyio
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.cache import cache_key, canonical
+from tracejudge.llm.context_refusal import over_context
 from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
 from tracejudge.stages.judge.calls.request import asked_ids
@@ -205,8 +206,9 @@ def _answers_something(value: Any, depth: int = 0) -> bool:
 
 def refusal(exc: ProviderError) -> bool:
     """Whether `exc` is a refusal one item can cause: a 400-class rejection (a content filter, a bad
-    item) or a 5xx that persisted through the retries — not a rate limit, timeout, outage or bad key."""
-    return exc.kind in ("fatal", "server") and exc.status not in (401, 403)
+    item), a 5xx that persisted through the retries, or a prompt longer than the server's context (half as many items
+    may fit) — not a rate limit, timeout, outage or bad key."""
+    return (exc.kind in ("fatal", "server") and exc.status not in (401, 403)) or (exc.kind == "request" and over_context(str(exc)))
 
 
 def _item_share(model: str, usage: dict[str, int], cached_in: int, cost: float | None, n: int, pos: int, cached: bool, *,

@@ -18,8 +18,8 @@ the resume hint) instead of burning through the rest of the data.
 A 401/403 (`auth_error`) stops the run at once with `JudgeAuthError`
 (exit 2): the case that met it and every case still in flight are not
 written, so nothing unjudged is marked final. A request the server refuses
-as such (`request_error`: a 4xx, or a 5xx naming `response_format`, the
-context length…) stops it the same way with `JudgeRequestError` (exit 2),
+as such (`request_error`: a 4xx, or a 5xx naming `response_format`…; not a
+prompt over the server's context, that case's `context_exceeded`) stops it the same way with `JudgeRequestError` (exit 2),
 one line naming the server's message and the setting to change; and a judge
 that cannot be reached, or never replies, while nothing of the run was ever answered
 (`unreachable`) with `JudgeUnreachable` naming the URL (exit 3). None of them

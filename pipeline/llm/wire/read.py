@@ -21,6 +21,9 @@ def _error_text(body: Any, secrets: tuple[str | None, ...] = ()) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         err = body["error"]
         text = f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}"
+        sizes = [f"{k} {err[k]}" for k in ("n_prompt_tokens", "n_ctx") if type(err.get(k)) is int]
+        if sizes:  # (llama.cpp's context refusal gives the sizes beside its message, not in it)
+            text += f" ({', '.join(sizes)})"
     elif isinstance(body, dict) and isinstance(body.get("error"), str):
         text = f"error: {body['error']}"
     elif isinstance(body, dict) and body.get("object") == "error" and isinstance(body.get("message"), str):

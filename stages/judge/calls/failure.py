@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.records import Score
+from tracejudge.llm.context_refusal import context_fix
 from tracejudge.llm.providers import ProviderError, public_url
 from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.outcome import Outcome, error_kind
@@ -21,7 +22,7 @@ __all__ = ["failure"]
 def failure(self: Judge, exc: ProviderError, case: str = "") -> Outcome:
     """The `Outcome` of a request that got no answer (`exc` already redacted); counts it. A refused request's message names
     `case` (the case it asked about: a prompt too long is that case's) and, as any server's error does, the judge's URL."""
-    kind = error_kind(exc, self.reached)
+    kind = error_kind(exc, self.reached, self.cfg.max_tokens)
     self.stats.judge_errors += 1
     self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
     details: dict[str, Any] = {"error_kind": kind}
@@ -43,6 +44,8 @@ def failure(self: Judge, exc: ProviderError, case: str = "") -> Outcome:
         msg += f"; {not_found_fix(self.url, self.cfg.provider, self.cfg.base_url, str(exc), self.cfg.model)}"  # (a missing model: judge.model)
     elif kind == "request_error":
         msg += _where(self, exc, case) + f"; {request_fix(str(exc))}"
+    elif kind == "context_exceeded":
+        msg += _where(self, exc, case) + f"; {context_fix(str(exc), self.cfg.context_tokens)}"
     elif kind == "unreachable":
         msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
     elif kind == "provider_error":

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import Score
+from tracejudge.llm.context_refusal import context_size, over_context
 from tracejudge.llm.providers import ProviderError
 
 __all__ = ["STOPS", "JudgeAuthError", "JudgeRequestError", "JudgeStopped", "JudgeUnreachable", "Outcome", "error_kind", "unreadable"]
@@ -47,15 +48,22 @@ class JudgeUnreachable(TracejudgeError):
 STOPS = {"auth_error": JudgeAuthError, "request_error": JudgeRequestError, "unreachable": JudgeUnreachable}
 
 
-def error_kind(exc: ProviderError, reached: bool = True) -> str:
-    """The result's error kind for a provider failure: rate_limited, timeout, auth_error, request_error, unreachable
-    (never connected while nothing was ever `reached`) or provider_error."""
+def error_kind(exc: ProviderError, reached: bool = True, max_tokens: int | None = None) -> str:
+    """The result's error kind for a provider failure: rate_limited, timeout, auth_error, request_error, context_exceeded
+    (a refusal of this request's prompt as longer than the server's context, `context_refusal.over_context`: that case's
+    error, not the run's), unreachable (never connected while nothing was ever `reached`) or provider_error.
+
+    A context refusal whose window is no larger than `max_tokens` (`judge.max_tokens`) is a `request_error`: the reply's
+    room alone fills the window, so no prompt fits and every request would be refused alike."""
     if exc.kind in ("rate_limited", "quota"):
         return "rate_limited"
     if exc.kind == "timeout":
         return "timeout"
     if exc.status in (401, 403):
         return "auth_error"
+    if exc.kind == "request" and exc.status != 404 and over_context(str(exc)):
+        window = context_size(str(exc))
+        return "request_error" if window is not None and max_tokens is not None and max_tokens >= window else "context_exceeded"
     if exc.kind == "request":
         return "request_error"
     if exc.kind == "unreachable" and not reached:
