@@ -330,7 +330,8 @@ class JudgeInfo(BaseModel):
     `extra_body` is `sha256:<hex>` of the request fields `judge.extra_body` added, as summary.json shows them
     (credentials masked; a panel whose members send other fields: its `extra_body_by_model`), so a result line
     alone says what was sent (`tracejudge.core.extra_body.digest`); absent, not null, when none were, so a line
-    of a run without them reads as before.
+    of a run without them reads as before. `served_model`: the weights a self-hosted judge server said it serves
+    (`llm.served_model.describe`: `llama.cpp b.gguf (weights 6af963fdc1d3)`), absent alike when not known.
     """
 
     model: str
@@ -346,12 +347,14 @@ class JudgeInfo(BaseModel):
     prompt_version: str | None = None
     structured_output: str | None = None
     extra_body: str | None = None
+    served_model: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_unset_extra_body(self, handler: Any) -> Any:
         out = handler(self)
-        if isinstance(out, dict) and out.get("extra_body", "") is None:
-            del out["extra_body"]  # (a run without extra_body writes the block it always wrote)
+        for k in ("extra_body", "served_model"):
+            if isinstance(out, dict) and out.get(k, "") is None:
+                del out[k]  # (a run without them writes the block it always wrote)
         return out
 
 

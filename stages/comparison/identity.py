@@ -1,9 +1,10 @@
 """Which judge produced a run's verdicts, and whether two runs' judges differ (`compare`'s warnings).
 
 A judge score records its judge in `score.judge`: `model`, `prompt_version`
-(the metric's prompt template) and `structured_output` (how the verdict
-schema was sent). Scores written before these were recorded have none, which
-counts as unknown rather than as a difference. A metric's options come from
+(the metric's prompt template), `structured_output` (how the verdict
+schema was sent) and, for a self-hosted server, `served_model` (the weights it
+said it serves: two GGUFs behind one model name are two judges). Scores written
+before these were recorded have none, which counts as unknown rather than as a difference. A metric's options come from
 each run's manifest (`config.metrics`, the spec whose key is the metric's), and
 so do the request fields the judge sent (`judge.extra_body`, a panel member's
 own): a model thinking in one run and not in the other is another judge.
@@ -21,7 +22,7 @@ from tracejudge.engine import store
 
 __all__ = ["IDENTITY_FIELDS", "identity_differences", "identity_of", "identity_warnings", "warning_line"]
 
-IDENTITY_FIELDS = ("model", "prompt_version", "structured_output")
+IDENTITY_FIELDS = ("model", "prompt_version", "structured_output", "served_model")
 
 
 def identity_of(results: Iterable[dict[str, Any]], metrics: list[str]) -> dict[str, dict[str, set[str]]]:
@@ -67,7 +68,8 @@ def _shown(fields: dict[str, Any]) -> str:
 
 
 def identity_warnings(dirs_a: list[Path], dirs_b: list[Path], metrics: list[str]) -> list[str]:
-    """One line per metric whose judge (model, prompt version, structured-output mode) or options differ between A and B."""
+    """One line per metric whose judge (model, prompt version, structured-output mode, served weights) or options differ
+    between A and B."""
     return [warning_line(m, d) for m, d in identity_differences(dirs_a, dirs_b, metrics).items()]
 
 

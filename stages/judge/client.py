@@ -160,6 +160,7 @@ class Judge:
         self.connect: Callable[[], Awaitable[None]] | None = None
         # What a self-hosted server says of its weights, in every cache key of the run (`calls.served`, before the first read).
         self.served_model: dict[str, Any] | None = None
+        self.served_said: dict[str, Any] | None = None  # (what it said last, with or without a cache: what results record)
         self.served_learnt = False
         self._served_lock: anyio.Lock | None = None
         # Asked again after each outage of the server (`calls.gate`'s `reopened`): what it said after each, by outage.
@@ -274,6 +275,7 @@ class Judge:
     failure = failure_outcome
 
     learn_served = served.learn_served
+    recorded_served = served.recorded_served
     answered_by = served.answered_by
     keyed_as_answered = served.keyed_as_answered
 

@@ -29,7 +29,7 @@ from tracejudge.core.records import Score
 if TYPE_CHECKING:
     from tracejudge.stages.judge.base import JudgeMetric
 
-__all__ = ["Member", "extra_body_digest", "make_judges", "member_key", "member_problems", "panel_members", "simulator_cache_name", "stamp"]
+__all__ = ["Member", "extra_body_digest", "make_judges", "member_key", "member_problems", "panel_members", "served_label", "simulator_cache_name", "stamp"]
 
 
 @dataclass
@@ -202,16 +202,31 @@ def simulator_cache_name(options: Any) -> str:
     return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items())) + (f",seed={seed}" if seed else "")
 
 
-def stamp(score: Score, metric: JudgeMetric, cfg: Any, extra_body: str | None = None) -> Score:
+def stamp(score: Score, metric: JudgeMetric, cfg: Any, extra_body: str | None = None, served: str | None = None) -> Score:
     """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version, the structured-output mode
-    (`judge.structured_output`, `json_schema` where the config has no such key) and `extra_body`, the digest of the
-    request fields sent (`extra_body_digest`; None: none were). A score no request was made for is left as it is."""
+    (`judge.structured_output`, `json_schema` where the config has no such key), `extra_body`, the digest of the
+    request fields sent (`extra_body_digest`; None: none were), and `served`, the weights a self-hosted server serves
+    (`served_label`; None: not known). A score no request was made for is left as it is."""
     if score.judge is not None:
         score.judge.prompt_version = metric.prompt_version
         score.judge.structured_output = str(getattr(cfg, "structured_output", None) or "json_schema")
         if extra_body is not None:
             score.judge.extra_body = extra_body
+        if served is not None:
+            score.judge.served_model = served
     return score
+
+
+def served_label(judges: list[tuple[str, Any]]) -> str | None:
+    """The weights the judges' self-hosted servers serve, as a score records them (`JudgeInfo.served_model`): one judge's
+    `llama.cpp b.gguf (weights 6af963fdc1d3)`, a panel's `name: …` for each member whose weights are known joined by
+    `; `; None when none is known. `judges`: `(name, judge)` pairs (`Judge.recorded_served`)."""
+    from tracejudge.llm.served_model import describe
+
+    said = [(name, describe(c)) for name, j in judges if (c := j.recorded_served()) is not None]
+    if not said:
+        return None
+    return said[0][1] if len(judges) == 1 else "; ".join(f"{name}: {d}" for name, d in said)
 
 
 def extra_body_digest(cfg: Any, judges: list[tuple[str, Any]]) -> str | None:

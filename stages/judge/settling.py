@@ -27,7 +27,7 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan
 from tracejudge.stages.judge.cached import CaseAsk, fast_path, from_cache_many
 from tracejudge.stages.judge.client import STOPS, Judge, Outcome
 from tracejudge.stages.judge.judge_stats import JudgeTally
-from tracejudge.stages.judge.panel import extra_body_digest, stamp
+from tracejudge.stages.judge.panel import extra_body_digest, served_label, stamp
 from tracejudge.stages.judge.repeat import combine_panel, combine_samples
 from tracejudge.stages.judge.requests import group_keys
 
@@ -142,8 +142,9 @@ def conclude(work: Work, job: Planned, passes: Passes, judges: list[tuple[str, J
         return fatal
     if "extra_body" not in state:  # (once a stage: a long value is masked and hashed once, not once a case)
         state["extra_body"] = extra_body_digest(cfg, judges)
+    served = served_label(judges)  # (each case: the server may come back from an outage on other weights)
     for metric in job.use:
-        work.result.scores[metric.key] = stamp(outcomes[metric.key].score, metric, cfg, state["extra_body"])
+        work.result.scores[metric.key] = stamp(outcomes[metric.key].score, metric, cfg, state["extra_body"], served)
     bad = [o for o in outcomes.values() if o.status != "ok"]
     state["results"] += 1
     skipped = [o for o in bad if o.status == "skipped_budget"]

@@ -176,6 +176,7 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     if cfg.samples > 1:
         block["samples_per_request"] = cfg.samples
     _extra_bodies(block, cfg, judges)
+    _served(block, prior, cfg, judges)
     return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical
 
 
@@ -189,3 +190,15 @@ def _extra_bodies(block: dict[str, Any], cfg: Any, judges: list[tuple[str, Judge
         block["extra_body"] = recorded(cfg.extra_body)
     if cfg.models and any(j.cfg.extra_body != cfg.extra_body for _, j in judges):
         block["extra_body_by_model"] = {name: recorded(j.cfg.extra_body) for name, j in judges}
+
+
+def _served(block: dict[str, Any], prior: dict[str, Any], cfg: Any, judges: list[tuple[str, Judge]]) -> None:
+    """The weights a self-hosted judge server said it serves (`llm.served_model`'s `{server, name, sha256}`, the name a
+    basename): `served_model`, or `served_model_by_model` for a panel, each member whose weights are known. A segment
+    that learnt none (the cache answered all before asking, a hosted API) keeps the earlier segments' record."""
+    said = {name: c for name, j in judges if (c := j.recorded_served()) is not None}
+    key = "served_model_by_model" if cfg.models else "served_model"
+    if said:
+        block[key] = said if cfg.models else next(iter(said.values()))
+    elif prior.get(key) is not None:
+        block[key] = prior[key]

@@ -40,7 +40,7 @@ from tracejudge.stages.judge.calls.gate import FIRST_TRY_S, LAST_TRY_S, answered
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["answered_by", "keyed_as_answered", "learn_served"]
+__all__ = ["answered_by", "keyed_as_answered", "learn_served", "recorded_served"]
 
 log = get_logger("tracejudge.judge")
 
@@ -93,6 +93,13 @@ async def keyed_as_answered(self: Judge, key: str, comps: dict[str, Any]) -> tup
     return cache_key(comps), comps
 
 
+def recorded_served(self: Judge) -> dict[str, Any] | None:
+    """The `served_model` a result and the summary record for this judge: the weights its cache keys hold (those the
+    server said it serves, or, when it did not answer, those it served last), else, without a cache, those it said it
+    serves; `None` when not known (a hosted API, the simulator, a server that does not say)."""
+    return self.served_model if self.served_model is not None else self.served_said
+
+
 def _asks(self: Judge) -> bool:
     """Whether this judge asks its server what it serves: a self-hosted one (never the simulator's own provider)."""
     return self.cfg.provider != "simulator" and served_model.self_hosted(self.cache_base_url)
@@ -123,6 +130,7 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
     cfg, where = self.cfg, public_url(self.cache_base_url)
     judge_id = (cfg.provider, self.cache_base_url, cfg.model)
     got = await _probe(self)
+    self.served_said = got.component or self.served_said
     if got.slots is not None:
         _fit_slots(self, got.slots, where)
     if self.cache is None:  # (asked for its slots alone: a run without a cache keys nothing)
@@ -153,6 +161,7 @@ async def _ask_again(self: Judge) -> dict[str, Any] | None:
     """What the server serves now that it is back from an outage (see the module doc); the change, if any, logged once."""
     cfg, where, before = self.cfg, public_url(self.cache_base_url), self.served_model
     got = await _probe(self)
+    self.served_said = got.component or self.served_said
     if got.slots is not None and got.slots != self.slot_count:  # (the same count kept: the requests holding a slot keep theirs)
         _fit_slots(self, got.slots, where)
     if self.cache is None:
