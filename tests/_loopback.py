@@ -34,6 +34,15 @@ def verdict(body: dict[str, Any]) -> dict[str, Any]:
     return {q: {"answer": "yes", "reason": "fine"} for q in props}
 
 
+def any_verdict(body: dict[str, Any]) -> dict[str, Any]:
+    """`verdict(body)`, or for a multi-item request (`judge.items_per_request`: a property per item id) one per item."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    if "$defs" in schema and all(k.startswith("i") for k in schema["properties"]):
+        return {i: verdict({"response_format": {"json_schema": {"schema": schema["$defs"][ref["$ref"].split("/")[-1]]}}, "messages": []})
+                for i, ref in schema["properties"].items()}
+    return verdict(body)
+
+
 def completion(text: str) -> dict[str, Any]:
     """An OpenAI chat completion carrying `text`."""
     return {"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

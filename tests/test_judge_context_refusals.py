@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _loopback import Loopback, completion, verdict
+from _loopback import Loopback, any_verdict, completion, verdict
 from test_judge_servers import cases, config, results, run, tj, write
 
 ONE = [{"type": "TaskCompletion"}]
@@ -105,3 +105,17 @@ def test_a_grouped_request_over_the_context_is_asked_metric_by_metric(tmp_path: 
     for r in results(tmp_path):
         for score in r["scores"].values():
             assert score["details"]["group"]["alone"] is True and "exceed_context_size_error" in score["details"]["group"]["why"]
+
+
+def test_a_multi_item_request_over_the_context_is_split_and_only_the_long_item_fails(tmp_path: Path) -> None:
+    # judge.items_per_request 4: the request holding the long case is refused whole; its halves are asked, down to that
+    # case's own request, so the three cases beside it are judged.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return REFUSALS["vllm"] if LONG in json.dumps(body) else (200, completion(json.dumps(any_verdict(body))))
+
+    with Loopback(respond) as judge:
+        summary = run(config(tmp_path, judge.url, cases(tmp_path / "c.jsonl", 8), metrics=ONE, items_per_request=4, item_wait_s=2.0))
+    assert summary["status"] == {"ok": 7, "judge_error": 1}, [r.get("error") for r in results(tmp_path)]
+    (bad,) = [r for r in results(tmp_path) if r["status"] != "ok"]
+    assert bad["case_id"] == "case-3" and bad["error"]["kind"] == "context_exceeded", bad["error"]
+    assert summary["judge"]["requests_split"] >= 1
