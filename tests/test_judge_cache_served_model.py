@@ -259,6 +259,10 @@ def test_a_warm_cache_answers_when_only_the_servers_metadata_endpoints_hang(simu
     said = [r.getMessage() for r in caplog.records if "did not answer when asked which weights" in r.getMessage()]
     assert len(said) == 1 and "qwen2.5-7b-instruct-q4_k_m.gguf" in said[0], said
     assert not any("does not say which weights" in r.getMessage() for r in caplog.records)
+    # /props alone silent: /v1/models names the weights without its model path and chat template, another digest.
+    sim.serve(Weights(**{**vars(weights), "identity_delay_s": 60.0, "delayed": ("/props",)}))
+    part = run(tmp_path, sim.url, model, data, "c", explain=True)
+    assert part["judge"]["cache_hits"] == 3 and sim.stats.requests == 3 and values(tmp_path, "a") == values(tmp_path, "c")
 
 
 def test_a_server_loading_its_model_is_waited_for_before_the_cache_is_read(simulator, tmp_path, caplog):

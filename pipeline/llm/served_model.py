@@ -101,10 +101,10 @@ def probe_urls(base_url: str) -> dict[str, str]:
 
 class Learnt(NamedTuple):
     """What `learn` found: the `served_model` `component` (`None`: not identified), whether the server `answered`
-    (`False`: no endpoint answered HTTP at all, or, with nothing identified, one of them did not answer in time: a
-    `/props` that hangs may be the one that would have named the weights), whether one said the server is `loading`
-    (503, as llama.cpp answers while it loads its model), and `slots`: how many requests the server computes at once
-    when it says (`slots_of`), else `None`."""
+    (`False`: no endpoint answered HTTP at all, or one of them did not answer in time: a `/props` that hangs may be the
+    one that names the weights, so a `component` then may be made of part of what identifies them), whether one said
+    the server is `loading` (503, as llama.cpp answers while it loads its model), and `slots`: how many requests the
+    server computes at once when it says (`slots_of`), else `None`."""
 
     component: dict[str, Any] | None
     answered: bool
@@ -126,7 +126,7 @@ async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Ite
                 timeout_s: float = PROBE_TIMEOUT_S, max_bytes: int = MAX_BYTES) -> Learnt:
     """What the server at `base_url` serving `model` says of its weights (`identity`); the component is `None` when
     nothing identifies them (no such endpoint, no answer within `timeout_s` seconds in all, a reply over `max_bytes`
-    bytes or not JSON), and then `Learnt.answered` is `False` too when an endpoint did not answer in time. `headers` go
+    bytes or not JSON); `Learnt.answered` is `False` when an endpoint did not answer in time. `headers` go
     with each GET (the judge's own, to its own host); `secrets` are masked in the names kept in clear. Never raises for
     anything the server does."""
     import aiohttp
@@ -162,10 +162,9 @@ async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Ite
             async with anyio.create_task_group() as tg:
                 for name, url in urls.items():
                     tg.start_soon(get, session, name, url)
-    component = identity(model, bodies, secrets)
     # A 404 from /info is no word on the weights when /props is still silent: the server is taken not to have answered.
-    answered = bool(statuses) and (component is not None or settled >= urls.keys())
-    return Learnt(component, answered, 503 in statuses, slots_of(bodies))
+    answered = bool(statuses) and settled >= urls.keys()
+    return Learnt(identity(model, bodies, secrets), answered, 503 in statuses, slots_of(bodies))
 
 
 def identity(model: str, bodies: dict[str, Any], secrets: Iterable[str | None] = ()) -> dict[str, Any] | None:

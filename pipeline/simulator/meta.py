@@ -72,7 +72,7 @@ def add_meta_routes(app: web.Application, sim: Sim, names: tuple[str, ...]) -> N
 
     async def models(request: web.Request) -> web.Response:
         anthropic = "anthropic-version" in request.headers
-        if not anthropic and sim.served is not None:
+        if not anthropic and sim.served is not None and request.path in sim.served.delayed:
             await asyncio.sleep(sim.served.identity_delay_s)
         served = None if anthropic else models_listing(sim)
         if served is not None:  # presenting itself as a self-hosted server: that server's list

@@ -16,9 +16,9 @@ presents itself as `Weights.server` serving those weights, in that server's own 
 - `tgi`: `GET /info` gives `model_id`, `model_sha`, `model_dtype` and the router's limits.
 
 An endpoint the server does not have answers 404, as the real one does; with `loading` every one answers
-503 `Loading model`, as llama-server does until its model is loaded; with `identity_delay_s` the server's own
-identity endpoints and `GET /v1/models` answer that many seconds late (a server whose metadata endpoints hang while
-its completions are answered), the endpoints it does not have still at once. The weights decide the
+503 `Loading model`, as llama-server does until its model is loaded; with `identity_delay_s` the endpoints of
+`delayed` (`/props` and `/v1/models`) answer that many seconds late, when the server has them (a server whose metadata
+endpoints hang while its completions are answered), the others still at once. The weights decide the
 answers too: their `seed` and `yes_share` replace the simulator's, so other weights give other verdicts
 (what a real swap does). Without `served` nothing here answers, and `GET /v1/models` is the plain list
 `tracejudge.simulator.meta` gives.
@@ -60,7 +60,8 @@ class Weights:
     seed: int = 0
     yes_share: float = 0.75
     loading: bool = False  # every identity endpoint answers 503 `Loading model`, as llama-server does while it loads
-    identity_delay_s: float = 0.0  # the server's own identity endpoints and /v1/models answer this late
+    identity_delay_s: float = 0.0  # the endpoints of `delayed` answer this late
+    delayed: tuple[str, ...] = ("/props", "/v1/models")
 
     @property
     def listed(self) -> str:
@@ -117,7 +118,8 @@ def add_served_routes(app: web.Application, sim: Sim) -> None:
                     return _loading()
                 if w is None or w.server not in servers:
                     return web.json_response({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}, status=404)
-                await asyncio.sleep(w.identity_delay_s)
+                if request.path in w.delayed:
+                    await asyncio.sleep(w.identity_delay_s)
                 return answer(w)
 
             return handle

@@ -8,7 +8,7 @@ Then, for a self-hosted server:
 - it answers 503 (llama.cpp while it loads its model): asked again, as the gate tries a server that is down
   (`calls.gate`: `FIRST_TRY_S`, twice as late each time up to `LAST_TRY_S`), for at most `judge.max_retry_wait_s`;
 - it answers nothing at all (not running, or not in time; an identity endpoint still silent at the probe's time limit
-  counts, when the others named no weights): the weights it said it served last are assumed (the
+  counts, whatever the others said: it may hold what names the weights): the weights it said it served last are assumed (the
   cache's `last_served`), so a warm cache still answers a run while the server is off; a request the cache does not
   answer then fails as the server's absence makes it fail. With none remembered, the key is as without one;
 - it answers, but nothing identifies its weights: the key is the one such a request always had.
@@ -136,7 +136,7 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
     if self.cache is None:  # (asked for its slots alone: a run without a cache keys nothing)
         return None
     raw: Any = getattr(self.cache, "raw", self.cache)
-    if got.component is not None:
+    if got.component is not None and got.answered:
         log.info("judge server weights", url=where, model=cfg.model, served=served_model.describe(got.component))
         _cache_call(raw, "remember_served", *judge_id, got.component)
         return got.component
@@ -146,6 +146,10 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
                     "those of the weights it served last; a weight swap since then would be answered from the cache",
                     url=where, model=cfg.model, served=served_model.describe(last))
         return last
+    if got.component is not None:  # (an endpoint was silent, the others named weights, and none are remembered: those)
+        log.info("judge server weights", url=where, model=cfg.model, served=served_model.describe(got.component))
+        _cache_call(raw, "remember_served", *judge_id, got.component)
+        return got.component
     if not got.answered:  # (nothing answered at all: no claim about what the server says, which it may never say)
         log.warning("the judge server did not answer when asked which weights it serves (not running yet, not reachable, or "
                     "not in time): until it does, its cached verdicts are keyed by the model name alone", url=where, model=cfg.model)
@@ -166,7 +170,7 @@ async def _ask_again(self: Judge) -> dict[str, Any] | None:
         _fit_slots(self, got.slots, where)
     if self.cache is None:
         return None
-    if got.component is None and not got.answered:
+    if not got.answered and (got.component is None or before is not None):  # (what a silent endpoint left out is no swap)
         log.warning("the judge server is back from an outage but did not answer when asked again which weights it serves: "
                     "its verdicts are still keyed by the weights it said before", url=where, model=cfg.model,
                     served=served_model.describe(before))
