@@ -198,6 +198,10 @@ class Holder:
         self._count += 1
         return None
 
+    def join(self, key: str, into: str) -> None:
+        """Hold the traces of conversation `key` as traces of conversation `into` (found to go on it by another way than a key)."""
+        self._groups.setdefault(into, []).extend(self._groups.pop(key, []))
+
     def leave_out(self, key: str, trace_id: str) -> None:
         """Note that a trace of conversation `key` was read as a case of its own (the format cannot read it)."""
         self._left_out.setdefault(key, []).append(trace_id)

@@ -114,8 +114,10 @@ group_id=thread_id)` per user turn, the SDK's `group_id` linking the traces of
 one conversation (its docs: "you might use a chat thread ID"). Under `group_by: conversation` (the
 default) the traces of one `group_id` are one case, its turns in the order they
 started, its id the `group_id`, `metadata.openai_agents.traces` their ids, the
-latency the sum of theirs; a trace without `group_id` is a case of its own, as
-every trace is under `group_by: trace`. A trace with a `group_id` is held until
+latency the sum of theirs. A trace without `group_id` is a case of its own, as
+every trace is under `group_by: trace`, unless its first Chat Completions request replays an earlier trace's
+conversation (a `session`, `to_input_list()`): such traces are joined as format `otel` joins OpenInference's
+recording of the same program, and held until the file is read (`openai_agents_replays`). A trace with a `group_id` is held until
 the file is read (a chat's turns may be far apart), on a spool, not in memory;
 see `conversation_groups` for that and for what is refused. The reading is
 here, the spans' translation in `openai_agents_spans`.
@@ -126,16 +128,17 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Holder, Refused, conversation_parts, join_spans, key_of,
                                                            merged, total)
-from tracejudge.stages.extract.openai_agents_hidden import Hidden
+from tracejudge.stages.extract.openai_agents_hidden import Textless
+from tracejudge.stages.extract.openai_agents_replays import Replayed
 from tracejudge.stages.extract.openai_agents_spans import problem, spans_of, trace_id
 from tracejudge.stages.extract.otel.native import nanos, native_case
 from tracejudge.stages.extract.otel.once import Repeats
@@ -145,7 +148,6 @@ from tracejudge.stages.load import RawRecord, loads, loads_line, read_jsonl
 
 __all__ = ["Options", "adapt", "read"]
 
-log = get_logger("tracejudge.extract.openai_agents")
 
 GROUP_FIELD = "trace.group_id"  # where a trace names its conversation (`Trace.export()`'s `group_id`)
 
@@ -187,30 +189,32 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     `dataset.limit` counts the other records (traces, conversations, refusals). A trace line repeating one read before
     (same trace id and content: an exporter's retry) is skipped (`once.Repeats`).
     Traces whose Responses API requests were exported without text are warned
-    of (`_Textless`): once per file, their count when the read ends.
+    of (`Textless`): once per file, their count when the read ends.
     """
-    textless = _Textless()
+    textless = Textless()
     opts = Options.model_validate(dataset.options or {})
     holder = Holder(GROUP_FIELD) if opts.group_by == "conversation" else None
+    replayed = Replayed() if holder is not None else None
     count = 0
     try:
-        for record in _read(dataset, opts, textless, holder):
+        for record in _read(dataset, opts, textless, holder, replayed):
             if dataset.limit is not None and count >= dataset.limit:
                 return
             count += record.error is None  # (the limit counts cases; an unreadable line is none)
             yield record
-        for record in holder.conversations() if holder is not None else ():
+        for record in chain(replayed.records(), holder.conversations()) if holder is not None and replayed is not None else ():
             if dataset.limit is not None and count >= dataset.limit:
                 return
             count += 1
             yield record
     finally:  # also when the consumer stops early: the count said is of what was read
         textless.report()
-        if holder is not None:
+        if holder is not None and replayed is not None:
             holder.close()
+            replayed.close()
 
 
-def _read(dataset: Any, opts: Options, textless: _Textless, holder: Holder | None) -> Iterator[RawRecord]:
+def _read(dataset: Any, opts: Options, textless: Textless, holder: Holder | None, replayed: Replayed | None) -> Iterator[RawRecord]:
     """Every complete trace's record (or refusal) and every unreadable line's, as the file is read; held traces go to `holder`."""
     open_: OrderedDict[str, _Open] = OrderedDict()
     closed: OrderedDict[str, None] = OrderedDict()  # the most recently closed ids, at most _CLOSED_KEPT
@@ -220,7 +224,7 @@ def _read(dataset: Any, opts: Options, textless: _Textless, holder: Holder | Non
         """The record of a complete trace, or `None` when it is held for its conversation."""
         record = RawRecord(file, line, payload)
         textless.see(record)
-        return record if holder is None else _grouped(holder, record, text)
+        return record if holder is None or replayed is None else _grouped(holder, replayed, record, text)
 
     for raw in read_jsonl(dataset.path):
         if raw.error is not None:
@@ -271,7 +275,7 @@ def _read(dataset: Any, opts: Options, textless: _Textless, holder: Holder | Non
             yield record
 
 
-def _grouped(holder: Holder, record: RawRecord, text: bytes | None) -> RawRecord | None:
+def _grouped(holder: Holder, replayed: Replayed, record: RawRecord, text: bytes | None) -> RawRecord | None:
     """`record` (one complete trace) as it goes out under `group_by: conversation`: itself (no `group_id`, or a trace
     the format cannot read), a refusal in its place (a bad `group_id`, a conflicting copy), or `None` when held."""
     payload = record.payload
@@ -280,57 +284,20 @@ def _grouped(holder: Holder, record: RawRecord, text: bytes | None) -> RawRecord
     key, bad = key_of(trace.get("group_id"), GROUP_FIELD)
     if bad is not None:
         return RawRecord(record.file, record.line, Refused(bad, GROUP_FIELD, tid))
-    if key is None or tid is None:
+    if tid is None:
         return record
     if problem(payload) is not None:
-        holder.leave_out(key, tid)
+        if key is not None:
+            holder.leave_out(key, tid)
         return record  # a case of its own: `adapt` names what it cannot read, as for any trace
     spans = payload["spans"]
     starts = [t for t in (nanos(s.get("started_at")) for s in spans if isinstance(s, dict)) if t is not None]
     data = text if text is not None else json.dumps(payload, ensure_ascii=False).encode()
+    if key is None:  # a conversation only what its requests replay can tell (`openai_agents_replays`)
+        refused = replayed.hold(record, tid, data)
+        return record if refused is False else (RawRecord(record.file, record.line, refused) if refused is not None else None)
     refused = holder.hold(key, tid, min(starts, default=None), record.file, record.line, data)
     return RawRecord(record.file, record.line, refused) if refused is not None else None
-
-
-class _Textless:
-    """Counts, per file, the traces whose Responses API requests (`response` spans) the export kept without text.
-
-    The first such trace of a file is warned of at once (a file of 50,000 such traces says it once, not per
-    case); `report` gives each file's count when more than one. A `response` span that does hold `input` or
-    `output` (a later SDK, a custom processor) is not counted. Traces exported without any content are `Hidden`'s.
-    """
-
-    def __init__(self) -> None:
-        self.files: dict[str, list[int]] = {}  # file -> [traces, first line]
-        self.hidden = Hidden()
-
-    def see(self, record: RawRecord) -> None:
-        self.hidden.see(record)
-        payload = record.payload if isinstance(record.payload, dict) else {}
-        spans = payload.get("spans") if isinstance(payload.get("spans"), list) else []
-        if not any(_textless(s) for s in spans):
-            return
-        seen = self.files.setdefault(record.file, [0, record.line])
-        seen[0] += 1
-        if seen[0] == 1:
-            log.warning(f"openai-agents: {record.file}:{record.line}: trace {trace_id(payload)}: the Agents SDK's export records "
-                        "Responses API model requests (`response` spans, the SDK's default model) without their text, only their "
-                        "response id and usage, so the case's input and output are unknown (an output a run took from a tool "
-                        "is kept); to keep the text, record with OpenInference's OpenAIAgentsInstrumentor (format otel) or "
-                        "use a Chat Completions model (OpenAIChatCompletionsModel, set_default_openai_api('chat_completions'))")
-
-    def report(self) -> None:
-        self.hidden.report()
-        for file, (count, line) in self.files.items():
-            if count > 1:
-                log.warning(f"openai-agents: {file}: {count} traces in all (the first at line {line}) have Responses API model "
-                            "requests recorded without their text: their input and output are unknown")
-        self.files.clear()
-
-
-def _textless(span: Any) -> bool:
-    data = span.get("span_data") if isinstance(span, dict) else None
-    return isinstance(data, dict) and data.get("type") == "response" and data.get("input") is None and data.get("output") is None
 
 
 def adapt(payload: Any, options: Any = None) -> Case:

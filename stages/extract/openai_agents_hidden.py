@@ -23,7 +23,7 @@ from tracejudge.stages.extract.openai_agents_spans import trace_id
 from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["Hidden"]
+__all__ = ["Hidden", "Textless"]
 
 log = get_logger("tracejudge.extract.openai_agents")
 
@@ -66,3 +66,44 @@ class Hidden:
                             "their content (trace_include_sensitive_data=False): their input, output and calls' arguments and "
                             "results are unknown")
         self.files.clear()
+
+
+class Textless:
+    """Counts, per file, the traces whose Responses API requests (`response` spans) the export kept without text.
+
+    The first such trace of a file is warned of at once (a file of 50,000 such traces says it once, not per
+    case); `report` gives each file's count when more than one. A `response` span that does hold `input` or
+    `output` (a later SDK, a custom processor) is not counted. Traces exported without any content are `Hidden`'s.
+    """
+
+    def __init__(self) -> None:
+        self.files: dict[str, list[int]] = {}  # file -> [traces, first line]
+        self.hidden = Hidden()
+
+    def see(self, record: RawRecord) -> None:
+        self.hidden.see(record)
+        payload = record.payload if isinstance(record.payload, dict) else {}
+        spans = payload.get("spans") if isinstance(payload.get("spans"), list) else []
+        if not any(_textless(s) for s in spans):
+            return
+        seen = self.files.setdefault(record.file, [0, record.line])
+        seen[0] += 1
+        if seen[0] == 1:
+            log.warning(f"openai-agents: {record.file}:{record.line}: trace {trace_id(payload)}: the Agents SDK's export records "
+                        "Responses API model requests (`response` spans, the SDK's default model) without their text, only their "
+                        "response id and usage, so the case's input and output are unknown (an output a run took from a tool "
+                        "is kept); to keep the text, record with OpenInference's OpenAIAgentsInstrumentor (format otel) or "
+                        "use a Chat Completions model (OpenAIChatCompletionsModel, set_default_openai_api('chat_completions'))")
+
+    def report(self) -> None:
+        self.hidden.report()
+        for file, (count, line) in self.files.items():
+            if count > 1:
+                log.warning(f"openai-agents: {file}: {count} traces in all (the first at line {line}) have Responses API model "
+                            "requests recorded without their text: their input and output are unknown")
+        self.files.clear()
+
+
+def _textless(span: Any) -> bool:
+    data = span.get("span_data") if isinstance(span, dict) else None
+    return isinstance(data, dict) and data.get("type") == "response" and data.get("input") is None and data.get("output") is None
