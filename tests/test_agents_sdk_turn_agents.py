@@ -48,8 +48,8 @@ PAIRS = _pairs()
 
 
 def test_the_recordings_of_the_same_runs_are_all_found() -> None:
-    # (OpenInference 74, OpenLLMetry 12, MLflow 4 in either format: a pattern that stopped matching would test nothing)
-    assert len(PAIRS) == 94
+    # (OpenInference 75, OpenLLMetry 12, MLflow 4 in either format: a pattern that stopped matching would test nothing)
+    assert len(PAIRS) == 95
     assert {p.parent.name for p, _, _ in PAIRS} >= {"agents-approval", "agents-as-tool-faults", "agents-handoff-faults", "concurrent-runs",
                                                      "openinference-openai-agents", "subagents-streams"}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.common import fail
+from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, by_call_id, deferred_call, part_call
 from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
@@ -47,7 +47,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     """The native case mapping of one conversation (`opts` is the format's `Options`).
 
     A result taken from a tool message (no tool span recorded one) is decoded
-    when it is JSON text, unless `opts.decode_tool_messages` is False.
+    when it is the JSON text of an object or array, unless `opts.decode_tool_messages` is False; other
+    text (`"42"`, `"true"`, `"\"ok\""`) is the text the tool gave.
 
     Raises `AdapterError` naming the span when a span could not be decoded.
     """
@@ -152,7 +153,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
     for i, m in enumerate(by_start):
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
-            responses.add(i, {**p, "response": unjson(p.get("response"))} if decode else p)
+            # (a JSON object or array only: a tool message's text "42" or '"ok"' is what the tool gave, text as "true" is)
+            responses.add(i, {**p, "response": maybe_json(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
     # a node retried after its tool raised (LangGraph's `RetryPolicy`): the attempts of the one call asked for are that call
     tool_list, retried = fold_retries(tool_list, by_start, lambda m: _parts(views[m.span_id].outputs, "tool_call"),

@@ -19,7 +19,7 @@ import io
 import tokenize
 from typing import Any
 
-from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.common import maybe_json, python_literal
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
@@ -85,16 +85,19 @@ def unwrap_result(value: Any, tool_name: str | None = None, call_id: str | None 
     `tool_name` (LangChain passes the tool's own name there); a tool whose
     own result has that shape keeps it, one level in. Without `tool_name`
     (any other convention) such a mapping is the tool's own value.
+
+    Text is decoded when it holds a JSON object or array only: a tool that returned the text `"42"` or `"\"ok\""`
+    returned that text (the model was sent it as such), as one that returned `"true"` did.
     """
-    value = unjson(value)
+    value = maybe_json(value)
     if tool_name and _callback_wrapper(value, tool_name):
-        inner = unjson(value["output"])
+        inner = maybe_json(value["output"])
         msg = _tool_message(inner) or command_message(inner, call_id)
         if msg is None:
             return inner, None, None  # the tool's own return value (a ToolMessage inside is read below)
         value = inner
     if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs", "tags", "metadata"}:
-        inner = unjson(value["output"])
+        inner = maybe_json(value["output"])
         if isinstance(inner, str) and inner.startswith("content="):
             # OpenInference's LangChain instrumentation (0.1.45) recorded the message's str()
             fields = _repr_fields(inner)
@@ -103,7 +106,7 @@ def unwrap_result(value: Any, tool_name: str | None = None, call_id: str | None 
             value = inner  # LangChain's on_tool_end payload; any other {"output": …} is the tool's own value
     msg = _tool_message(value) or command_message(value, call_id)
     if msg is not None:
-        content = unjson(msg.get("content"))
+        content = maybe_json(msg.get("content"))
         cid = msg.get("tool_call_id")
         cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
         return content, str(msg.get("content")) if msg.get("status") == "error" else None, cid
@@ -130,7 +133,7 @@ def tool_message_result(value: Any, tool_name: str | None, call_id: str | None =
     LangChain shape (`type: "tool"` with `tool_call_id` and `content`, or its `dumpd` / `messages_to_dict`
     forms) that names this tool (`name`, which `BaseTool` sets to its own name) or answers the span's
     own `call_id` is unwrapped: a tool whose genuine result merely looks like a message of another tool
-    or call keeps it. The result is the `content` (JSON text decoded); `status: "error"` gives the error.
+    or call keeps it. The result is the `content` (the JSON text of an object or array decoded); `status: "error"` gives the error.
     """
     value = unjson(value)
     msg = _tool_message(value) or command_message(value, call_id)
@@ -140,7 +143,7 @@ def tool_message_result(value: Any, tool_name: str | None, call_id: str | None =
     cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
     if not ((tool_name and msg.get("name") == tool_name) or (call_id is not None and cid == str(call_id))):
         return None
-    return unjson(msg.get("content")), str(msg.get("content")) if msg.get("status") == "error" else None, cid
+    return maybe_json(msg.get("content")), str(msg.get("content")) if msg.get("status") == "error" else None, cid
 
 
 # Where conventions record a chain span's output (OpenInference, OpenLLMetry, MLflow, Langfuse).
