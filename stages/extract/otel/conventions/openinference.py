@@ -124,7 +124,10 @@ def read(span: Span) -> View | None:
             if from_instrumentation(span, SCOPE, smolagents_span) and (called := call_args(span)) is not MISSING:
                 v.args = called  # (`Tool.__call__`'s bound arguments, positional ones named: `smolagents_args`)
         if present(a.get("output.value")) and cut_at(a["output.value"]) is None:  # (one the length limit cut, its call id
-            v.result, v.error, cid = unwrap_result(a["output.value"], call_id=v.call_id)  # lost with it: the history's copy)
+            # lost with it: the history's copy). JSON text is decoded whole where the span says it is JSON; else only an
+            # object's or array's is (`unwrap_result`): a tool that returned the text "42" returned text.
+            raw = unjson(a["output.value"]) if a.get("output.mime_type") == "application/json" else a["output.value"]
+            v.result, v.error, cid = unwrap_result(raw, call_id=v.call_id)
             v.call_id = v.call_id or cid
         elif "output.value" in a and a["output.value"] is None:
             v.result = ""  # written, as an empty AnyValue: the tool returned "" (an SDK never sets a None attribute)
