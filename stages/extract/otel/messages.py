@@ -31,7 +31,7 @@ from tracejudge.stages.extract.otel.adk_notes import adk_note
 from tracejudge.stages.extract.otel.server_blocks import is_server_block, server_part
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
-__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "trailing_user_texts",
+__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "trailing_user_texts", "user_content", "user_contents",
            "user_texts"]
 
 _ROLES = {
@@ -235,6 +235,10 @@ def _block(block: Any) -> dict[str, Any] | None:
         return {"type": "text", "content": block.get("text", block.get("content"))}
     if is_server_block(kind):  # an Anthropic server tool's call or its result, inside the response (`server_blocks`)
         return server_part(block)
+    if kind in ("image_url", "input_image"):  # (Chat Completions' `{"image_url": {"url"}}`, the Responses API's `image_url` text)
+        url = block.get("image_url")
+        url = url.get("url") if isinstance(url, dict) else url
+        return {"type": "uri", "modality": "image", "uri": url} if isinstance(url, str) and url else None
     if kind in ("reasoning", "thinking") and isinstance(block.get("text", block.get("thinking", block.get("content"))), str):
         return {"type": "reasoning", "content": block.get("text", block.get("thinking", block.get("content")))}
     if kind in ("tool_use", "tool-call", "tool_call", "function_call"):
@@ -277,21 +281,49 @@ def user_texts(messages: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def user_content(message: dict[str, Any]) -> str | list[dict[str, Any]] | None:
+    """What a normalised user message said: its text; for a message with no text but images (a photo sent alone), its
+    images as OpenAI content blocks (`[{"type": "image_url", "image_url": {"url": …}}]`, a data URL for an inline one), as
+    format `openai-messages` keeps such a message's content; `None` for neither, and for a Google ADK note (`adk_notes`)."""
+    texts = text_parts(message)
+    if texts:
+        return None if adk_note(texts) else "\n".join(texts)
+    urls = [_image_url(p) for p in message.get("parts") or [] if isinstance(p, dict)]
+    return [{"type": "image_url", "image_url": {"url": u}} for u in urls if u] or None
+
+
+def _image_url(part: dict[str, Any]) -> str | None:
+    """The URL of a GenAI image part (`uri`; `blob`, base64 content, as a data URL), else `None`."""
+    if part.get("modality") != "image":
+        return None
+    if part.get("type") == "uri" and isinstance(part.get("uri"), str) and part["uri"]:
+        return str(part["uri"])
+    if part.get("type") == "blob" and isinstance(part.get("content"), str) and part["content"]:
+        return f"data:{part.get('mime_type') or 'image'};base64,{part['content']}"
+    return None
+
+
+def user_contents(messages: list[dict[str, Any]]) -> list[str | list[dict[str, Any]]]:
+    """`user_content` of every user message that said something, in order: `user_texts` with the image-only messages."""
+    return [said for m in messages if m.get("role") == "user" and (said := user_content(m)) is not None]
+
+
 def last_user_text(messages: list[dict[str, Any]]) -> str | None:
     """The text of the last user message that has text, or `None`."""
     texts = user_texts(messages)
     return texts[-1] if texts else None
 
 
-def trailing_user_texts(messages: list[dict[str, Any]]) -> list[str]:
-    """The texts of the user messages a request added since the model last spoke: those after its last assistant or
-    tool message (or user message of tool results alone), in order; `[]` when it ends on such a message.
+def trailing_user_texts(messages: list[dict[str, Any]]) -> list[str | list[dict[str, Any]]]:
+    """What the user messages a request added since the model last spoke said (`user_content`): those after its last
+    assistant or tool message (or user message of tool results alone), in order; `[]` when it ends on such a message.
 
-    An app may send several user messages in a row (context, then the question): each is a user message of that turn,
-    as format `openai-messages` reads the same conversation. System messages between them are passed over; messages
-    with no text and Google ADK's notes on another agent's turn are left out, as `user_texts` leaves them out.
+    An app may send several user messages in a row (context, a photo, then the question): each is a user message of that
+    turn, as format `openai-messages` reads the same conversation, an image-only one as its images. System messages
+    between them are passed over; messages with neither text nor image and Google ADK's notes on another agent's turn
+    are left out.
     """
-    out: list[str] = []
+    out: list[str | list[dict[str, Any]]] = []
     for msg in reversed(messages):
         role = msg.get("role")
         if role == "system":
@@ -299,9 +331,8 @@ def trailing_user_texts(messages: list[dict[str, Any]]) -> list[str]:
         parts = [p for p in msg.get("parts") or [] if isinstance(p, dict)]
         if role != "user" or any(p.get("type") == "tool_call_response" for p in parts):
             break
-        texts = text_parts(msg)
-        if texts and not adk_note(texts):
-            out.append("\n".join(texts))
+        if (said := user_content(msg)) is not None:
+            out.append(said)
     return out[::-1]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import REFUSED
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import held
-from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, trailing_user_texts, user_texts
+from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, trailing_user_texts, user_contents, user_texts
 from tracejudge.stages.extract.otel.conventions.openllmetry_agents import Hosts, calls_of, mend_errors, warn_unrecorded
 from tracejudge.stages.extract.otel.nesting import Within, adopt, in_call_order, nested_entry
 from tracejudge.stages.extract.otel.pauses import add_question, question_text
@@ -132,13 +132,14 @@ class Builder:
             # (a request whose answer pydantic-ai refused did answer: not a failed one, `conventions.pydantic_ai.retry_feedback`)
             turn["_usage"].add(mv.usage_in, mv.usage_out, mv.error is not None and not mv.error.startswith(REFUSED))
 
-    def _users_sent(self, turn: dict[str, Any] | None) -> list[str] | None:
-        """The user texts the latest request of `turn` sent (`None`: no turn, or none of its requests recorded inputs)."""
+    def _users_sent(self, turn: dict[str, Any] | None) -> list[Any] | None:
+        """What the user messages the latest request of `turn` sent said (`messages.user_contents`; `None`: no turn, or
+        none of its requests recorded inputs)."""
         done = [r for r in (turn or {}).get("_rows", []) if r.model is not None and self.views[r.model.span_id].inputs]
         if not done:
             return None
         latest = max(done, key=lambda r: (r.model.start, r.model.span_id))  # type: ignore[union-attr]
-        return user_texts(self.views[latest.model.span_id].inputs or [])  # type: ignore[union-attr]
+        return user_contents(self.views[latest.model.span_id].inputs or [])  # type: ignore[union-attr]
 
     def _continues(self, turn: dict[str, Any], rows: list[Row]) -> bool:
         """Whether an anchor of another trace goes on with `turn`: its first request replays the turn's last one.
@@ -294,7 +295,7 @@ class Builder:
         return history if len(users) < len(history) or users[: len(history)] != history else users
 
 
-def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list[str] | None) -> list[str]:
+def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list[Any] | None) -> list[Any]:
     """The user messages the turn's first request added in a row before the one that is the turn's `user_text`.
 
     Only when that request's last user message is the turn's text: an anchor that recorded other words (a framework's
@@ -305,7 +306,7 @@ def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list
     said = trailing_user_texts(inputs)
     if user_text is None or not said or said[-1] != user_text:
         return []
-    users = user_texts(inputs)
+    users = user_contents(inputs)  # (an image sent alone is a user message too: `messages.user_content`)
     if sent is not None and users[: len(sent)] == sent:
         said = said[-max(1, len(users) - len(sent)):]
     return said[:-1]

@@ -172,6 +172,19 @@ def _has_role(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("message"), dict) and bool(item["message"].get("role"))
 
 
+def _content_block(content: Any) -> dict[str, Any] | None:
+    """One of a message's flattened `contents` as an OpenAI content block: its text (or reasoning), or its image
+    (`message_content.type` `image`, the URL at `message_content.image.image.url`, a data URL for an inline one)."""
+    said = content.get("message_content") if isinstance(content, dict) else None
+    if not isinstance(said, dict):
+        return None
+    if isinstance(said.get("text"), str):
+        return {"type": "reasoning" if said.get("type") == "reasoning" else "text", "text": said["text"]}
+    image = said.get("image") if said.get("type") == "image" else None
+    url = image.get("image", {}).get("url") if isinstance(image, dict) and isinstance(image.get("image"), dict) else None
+    return {"type": "image_url", "image_url": {"url": url}} if isinstance(url, str) and url else None
+
+
 def _read_messages(items: list[Any], partial: bool = False) -> list[dict[str, Any]]:
     """Flattened messages as normalised ones; a `partial` message (its role evicted) is a tool message when it names the call
     it answers, an assistant's when it asks for calls, else of no known role (`None`)."""
@@ -189,11 +202,7 @@ def _read_messages(items: list[Any], partial: bool = False) -> list[dict[str, An
         elif served is not None:  # an Anthropic response that ran a server tool: its blocks in order, calls among them
             openai["content"] = served
         elif isinstance(contents, list):
-            openai["content"] = [
-                {"type": "reasoning" if c["message_content"].get("type") == "reasoning" else "text", "text": c["message_content"].get("text")}
-                for c in contents
-                if isinstance(c, dict) and isinstance(c.get("message_content"), dict) and isinstance(c["message_content"].get("text"), str)
-            ]
+            openai["content"] = [block for c in contents if (block := _content_block(c)) is not None]
         calls = []
         for tc in [] if served is not None else msg.get("tool_calls") or []:  # (`served` has them, as `contents` do)
             call = tc.get("tool_call") if isinstance(tc, dict) else None
