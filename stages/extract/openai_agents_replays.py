@@ -76,9 +76,12 @@ class Replayed:
 
 
 def _light(trace_id: str, spans: list[Any]) -> Group | None:
-    """The trace's first and last `generation` spans that recorded input, and its first agent span (a request alone in a
-    trace would read as one recorded twice: `otel.duplicates`), as `otel` spans; `None` when no such request."""
-    asked = [s for s in spans if isinstance(s, dict) and s["span_data"]["type"] == "generation" and s["span_data"].get("input")]
+    """The trace's first and last `generation` spans that recorded input (not those of an agent called as a tool), and its
+    first agent span (a request alone in a trace would read as one recorded twice: `otel.duplicates`), as `otel` spans;
+    `None` when no such request."""
+    kinds = {s.get("id"): (s["span_data"]["type"], s.get("parent_id")) for s in spans if isinstance(s, dict) and s.get("id")}
+    asked = [s for s in spans if isinstance(s, dict) and s["span_data"]["type"] == "generation" and s["span_data"].get("input")
+             and not _in_call(s.get("parent_id"), kinds)]
     agent = next((s for s in spans if isinstance(s, dict) and s["span_data"]["type"] == "agent"), None)
     if not asked or agent is None:
         return None
@@ -87,8 +90,21 @@ def _light(trace_id: str, spans: list[Any]) -> Group | None:
     return Group(key=trace_id, key_attr=None, traces=[trace_id], spans=[*out, _span(trace_id, agent)])
 
 
+def _in_call(parent: Any, kinds: dict[Any, tuple[str, Any]]) -> bool:
+    """Whether a span under `parent` ran inside a tool call (an agent called as a tool): its requests are that call's."""
+    seen = set()
+    while parent in kinds and parent not in seen:
+        seen.add(parent)
+        kind, parent = kinds[parent]
+        if kind == "function":
+            return True
+    return False
+
+
 def _span(trace_id: str, span: dict[str, Any]) -> Span:
     start = nanos(span.get("started_at")) or 0
+    # (only what a replay is told by: not the request's settings and tool list, held for every trace till the file ends)
+    data = {k: span["span_data"].get(k) for k in ("type", "name", "input", "output")}
     # (no parent: each request is a top-level one to `stitch`, whatever the run around it)
-    return native_span(trace_id, span.get("id") or f"#{id(span)}", None, span["span_data"]["type"], start, nanos(span.get("ended_at")) or start,
-                       {"openai_agents.span_data": span["span_data"], "openai_agents.error": span.get("error")})
+    return native_span(trace_id, span.get("id") or f"#{id(span)}", None, data["type"], start, nanos(span.get("ended_at")) or start,
+                       {"openai_agents.span_data": data, "openai_agents.error": span.get("error")})
