@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import pytest
 import yaml
@@ -77,7 +78,10 @@ def test_the_cases_whose_run_ended_in_an_error_are_counted_marked_and_filtered(r
 
         crashed = next(cid for cid, err in errors.items() if "crashed" in err)
         found = get(url + "/run/insp/cases?q=crashed")[1]  # the error's text is searched
-        assert [html.unescape(c) for c in re.findall(r'<tr data-case="([^"]+)"', found)] == [crashed]
+        # (a judge's reason may quote a user turn saying "backend crashed": how the judge's requests were grouped, which
+        # depends on timing, decides that; the case whose run crashed is found by its error whatever the reasons say)
+        assert crashed in [html.unescape(c) for c in re.findall(r'<tr data-case="([^"]+)"', found)]
+        assert matching(get(url + "/run/insp/cases?q=" + quote_plus(errors[crashed][:40]))[1]) >= 1
 
 
 def test_a_run_without_run_errors_says_so_when_filtered(tmp_path: Path) -> None:

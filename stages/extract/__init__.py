@@ -80,9 +80,11 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         # Refused before any decoder recurses that deep (native's own decoders refuse it, naming the column).
         return raw_case_id(raw), _invalid(raw, deep_message())
     try:
+        case: Case = fmt.adapt(raw.payload, ctx)
+        if fmt.name == "native":  # (its decoders refuse a lone surrogate, naming the column, in every command)
+            return case
         # (a lone surrogate in the case's text reads as U+FFFD in every command: `lone_text`)
-        case: Case = settled_case(fmt.adapt(raw.payload, ctx), fmt.name, f"{Path(str(raw.file)).name}:{raw.line}")
-        return case
+        return settled_case(case, fmt.name, f"{Path(str(raw.file)).name}:{raw.line}")
     except AdapterError as exc:
         cid = exc.case_id or raw_case_id(raw)
         error = _invalid(raw, str(exc), exc.field)
