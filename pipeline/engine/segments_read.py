@@ -115,7 +115,9 @@ def resumed_judge_block(run_dir: Path, config: Any, spent: dict[str, int], count
     cfg = config.judge
     price = price_for(cfg.model, cfg.prices)
     # Judges made and idle, as a resume's are before their first request: every counter at 0, each member's price.
-    judges = [(m.name, SimpleNamespace(stats=JudgeStats(), price=price_for(m.cfg.model, m.cfg.prices), explain=False, cfg=m.cfg))
+    # (none has asked its server what it serves: the earlier segments' record of the weights stands)
+    judges = [(m.name, SimpleNamespace(stats=JudgeStats(), price=price_for(m.cfg.model, m.cfg.prices), explain=False, cfg=m.cfg,
+                                       recorded_served=lambda: None))
               for m in panel_members(config)]
     state = {"judges": judges, "batches": None, "results": 0, "errors": 0, "quota_stopped": 0}
     block = judge_summary(state, priced_prior(_prior_judge(run_dir, spent), cfg, price), cfg, price, Calibration(cfg.calibration), JudgeTally())
