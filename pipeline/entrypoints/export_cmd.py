@@ -149,6 +149,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
         dirs = list({d.resolve(): d for d in reversed(shards.expand(args.run_dirs))}.values())[::-1]
         if path is not None:
             _check_path(kind, path, dirs, args.force)
+        from tracejudge.stages.export import check_results
+
+        check_results(dirs)
         if (note := in_progress_note(dirs, "what is exported is its results so far; export again when it has finished")) is not None:
             err.print(note, highlight=False, markup=False, soft_wrap=True)
         started = time.perf_counter()

@@ -18,7 +18,7 @@ from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
 
-__all__ = ["MissingExtra", "OnBad", "SinkError", "require", "run_results"]
+__all__ = ["MissingExtra", "OnBad", "SinkError", "check_results", "require", "run_results"]
 
 OnBad = Callable[[Path, int, str], None]  # (results file, line number, "field: what is wrong") of a line left out
 
@@ -46,14 +46,35 @@ def run_results(run_dir: Path, on_bad: OnBad | None) -> Iterator[dict[str, Any]]
     (case, trial) of an earlier line, is left out and passed to `on_bad(results file, line number, "field: what is
     wrong")`, so no sink leaves a score out unsaid or exports one twice (one row per (case, trial, metric)).
 
-    Raises `TracejudgeError` for a directory without `results.jsonl` (and no manifest).
+    A last line cut off without a line break is left out and named too, unless a run still writes the directory (it
+    is then the line being written).
+
+    Raises `TracejudgeError` for a directory without `results.jsonl` (`check_results`).
     """
     from tracejudge.engine import store
+    from tracejudge.engine.run_lock import holder
 
     path = Path(run_dir) / store.RESULTS
+    check_results([Path(run_dir)])
 
     def bad(lineno: int, why: str) -> None:
         if on_bad is not None:
             on_bad(path, lineno, why)
 
-    return store.iter_results(run_dir, None, bad, once=True)
+    return store.iter_results(run_dir, None, bad, once=True, torn=holder(Path(run_dir)) is None)
+
+
+def check_results(run_dirs: list[Path]) -> None:
+    """Raise `TracejudgeError` naming `RUN_DIR/results.jsonl` for the first of `run_dirs` without one.
+
+    A run creates the file as it starts (empty on a night without traces), so one without it, a manifest or not, was
+    deleted or never was: exporting nothing from it with exit 0 would hide that. Called before anything is written.
+    """
+    from tracejudge.engine import store
+
+    for run_dir in run_dirs:
+        path = Path(run_dir) / store.RESULTS
+        if not path.is_file():
+            what = "a run directory holding no manifest either" if not (Path(run_dir) / store.MANIFEST).is_file() else "the run's results"
+            raise TracejudgeError(f"{path}: no such file ({what}): nothing to export")
+
