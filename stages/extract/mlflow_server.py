@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, format_for, register_format
-from tracejudge.stages.extract.remote import (bind_last_run, mlflow_headers, mlflow_limits, no_credentials, parse_time, probe, safe_url,
+from tracejudge.stages.extract.remote import (TimeOption, bind_last_run, mlflow_headers, mlflow_limits, no_credentials, parse_time, probe, safe_url,
                                               store_failure)
 from tracejudge.stages.extract.mlflow_code_tools import ListedRuns
 from tracejudge.stages.extract.mlflow_trace import SESSION
@@ -64,8 +64,8 @@ class Options(BaseModel):
     experiment_ids: list[str] = []
     filter_string: str | None = None
     max_results: int | None = Field(default=None, ge=1)
-    start: str | None = None
-    end: str | None = None
+    start: TimeOption = None
+    end: TimeOption = None
     overlap_s: float = Field(default=600, ge=0)
     page_size: int = Field(default=200, ge=1, le=1000)
 

@@ -50,7 +50,7 @@ from tracejudge.stages.extract.otel.value_limit import warn_cut
 from tracejudge.stages.extract.otel.value_tails import mend_tails
 from tracejudge.stages.extract.otel.spans import Group, Span, hung_trace
 from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
-from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
+from tracejudge.stages.extract.remote import TimeOption, bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value, unknown_source
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
@@ -68,8 +68,8 @@ class Options(BaseModel):
 
     url: str | None = None
     project: str = "default"
-    start: str | None = None
-    end: str | None = None
+    start: TimeOption = None
+    end: TimeOption = None
     overlap_s: float = Field(default=600, ge=0)
     filter: dict[str, str | int | float | bool] = {}
     max_traces: int | None = Field(default=None, ge=1)

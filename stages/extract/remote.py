@@ -16,7 +16,9 @@
 - `mlflow_limits`: MLflow's client retries a failing request 7 times with a back-off (about
   four minutes); a reader or sink says so in seconds;
 - `store_failure`: what an MLflow call that failed says, in one line naming the URL;
-- `empty_window`: what a read that found no trace read, in words (a quiet night is no error).
+- `empty_window`: what a read that found no trace read, in words (a quiet night is no error);
+- `TimeOption`: a `start`/`end` option, given as text or as the datetime (or date) YAML makes of an unquoted
+  `2026-12-01T00:00:00Z`.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from pydantic import BeforeValidator
 from tracejudge.core.errors import ConfigError, Unreachable
 
-__all__ = ["bind_last_run", "empty_window", "last_run_start", "mlflow_headers", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url",
+__all__ = ["TimeOption", "bind_last_run", "empty_window", "last_run_start", "mlflow_headers", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url",
            "store_failure"]
 
 
@@ -99,6 +102,19 @@ def parse_time(value: Any, where: str) -> datetime | None:
     except ValueError:
         raise ConfigError(f"{where}: {value!r} is not an ISO 8601 time (2026-12-01T00:00:00Z) or last_run") from None
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def time_text(value: Any) -> Any:
+    """`value` as ISO 8601 text when it is a `datetime` or `date` (YAML's reading of an unquoted `2026-12-01T00:00:00Z` or
+    `2026-12-01`), else unchanged: `parse_time` reads the text, a naive time as UTC."""
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+TimeOption = Annotated[str | None, BeforeValidator(time_text)]
 
 
 def last_run_start(run_dir: Path, overlap_s: float) -> datetime | None:
