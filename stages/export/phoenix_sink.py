@@ -40,7 +40,7 @@ from tracejudge.engine import store
 from tracejudge.stages.export import OnBad, run_results
 from tracejudge.stages.export.mlflow_sink import run_keys
 from tracejudge.stages.extract.phoenix import Refused, client, get, project_path, project_ref
-from tracejudge.stages.extract.remote import safe_url
+from tracejudge.stages.extract.remote import answer_line, safe_url
 
 __all__ = ["BATCH", "RESERVED", "export"]
 
@@ -126,7 +126,7 @@ def _send(px: Any, url: str, send: list[dict[str, Any]], tally: dict[str, int]) 
             # again will not help.
             again = "; the same command resumes" if code >= 500 or code in (408, 429) else ""
             raise Unreachable(f"{safe_url(url)} refused annotations after {tally['written'] + tally['updated']} written "
-                              f"(HTTP {code}: {exc.response.text[:200]}){again}") from None
+                              f"(HTTP {code}{': ' + said if (said := answer_line(exc.response.text)) else ''}){again}") from None
         if len(spans) == 1:
             return set(spans)
         # Phoenix checks every span before writing any: a 404 wrote nothing, and each half is sent again.

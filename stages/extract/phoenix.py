@@ -50,7 +50,7 @@ from tracejudge.stages.extract.otel.value_limit import warn_cut
 from tracejudge.stages.extract.otel.value_tails import mend_tails
 from tracejudge.stages.extract.otel.spans import Group, Span, hung_trace
 from tracejudge.stages.extract.phoenix_attrs import json_texts, unsynthesized
-from tracejudge.stages.extract.remote import TimeOption, bind_last_run, no_credentials, parse_time, probe, safe_url
+from tracejudge.stages.extract.remote import TimeOption, answer_line, bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.extract.store_labels import StoreLabel, label_metadata, plain_value, unknown_source
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
@@ -120,7 +120,8 @@ def get(px: Any, url: str, path: str, params: dict[str, Any]) -> dict[str, Any]:
         return dict(resp.json())
     except httpx.HTTPStatusError as exc:
         code = exc.response.status_code
-        raise Refused(f"{safe_url(url)} answered HTTP {code} to GET {path} ({exc.response.text[:200]})", code) from None
+        said = answer_line(exc.response.text)
+        raise Refused(f"{safe_url(url)} answered HTTP {code} to GET {path}" + (f" ({said})" if said else ""), code) from None
     except (httpx.HTTPError, ValueError) as exc:
         raise Unreachable(f"{safe_url(url)} failed GET {path} ({type(exc).__name__})") from None
 

@@ -16,6 +16,7 @@
 - `mlflow_limits`: MLflow's client retries a failing request 7 times with a back-off (about
   four minutes); a reader or sink says so in seconds;
 - `store_failure`: what an MLflow call that failed says, in one line naming the URL;
+- `answer_line`: what a store's error answer said, as those lines quote it (its first line, cut short);
 - `empty_window`: what a read that found no trace read, in words (a quiet night is no error);
 - `TimeOption`: a `start`/`end` option, given as text or as the datetime (or date) YAML makes of an unquoted
   `2026-12-01T00:00:00Z`.
@@ -34,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BeforeValidator
 from tracejudge.core.errors import ConfigError, Unreachable
 
-__all__ = ["TimeOption", "bind_last_run", "empty_window", "last_run_start", "mlflow_headers", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url",
+__all__ = ["TimeOption", "answer_line", "bind_last_run", "empty_window", "last_run_start", "mlflow_headers", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url",
            "store_failure"]
 
 
@@ -174,8 +175,8 @@ def store_failure(exc: BaseException) -> tuple[str, str]:
     # MLflow 3.18 hands back an error answer its retries did not cure (`raise_on_status=False`) and raises "API request
     # to endpoint … failed with error code 500 != 200. Response body: '…'"; MLflow 3.17 raised `RetryError` instead.
     if answered := re.search(r"failed with error code (\d{3}) != \d{3}\. Response body: '(.*)", str(exc), re.DOTALL):
-        body = answered.group(2).rstrip("'").strip().splitlines()
-        text = f"HTTP {answered.group(1)}" + (f": {body[0].strip()[:120]}" if body and body[0].strip() else "")
+        body = answer_line(answered.group(2).rstrip("'"))
+        text = f"HTTP {answered.group(1)}" + (f": {body}" if body else "")
     detail = re.sub(r"https?://[^\s'\")]+", lambda m: safe_url(m.group(0)), text)[:200]
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
@@ -190,6 +191,13 @@ def store_failure(exc: BaseException) -> tuple[str, str]:
             return "unreachable", type(exc).__name__
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
     return "error", detail
+
+
+def answer_line(body: str) -> str:
+    """The first non-blank line of a store's error answer `body`, stripped and cut to 120 characters ("" for none): a
+    server's traceback or HTML page would otherwise fill the error line, report.md and junit.xml."""
+    line = next((ln.strip() for ln in str(body).splitlines() if ln.strip()), "")
+    return line[:120]
 
 
 def empty_window(fmt_name: str, options: dict[str, Any]) -> str:

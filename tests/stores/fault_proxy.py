@@ -4,7 +4,7 @@
 from its own thread and event loop; `rule` says which requests misbehave and how:
 `{"match": "traces/search", "method": "POST", "mode": ..., "times": 1}` — requests whose path
 contains `match` (and of `method`, when given), the first `times` of them (all when None), are
-answered by mode `500` (an error page), `garbage` (200 with a body that is not JSON), `drop` (the
+answered by mode `500` (an error page; its text `body` when given), `garbage` (200 with a body that is not JSON), `drop` (the
 connection closed, no answer), or `late` (forwarded, so the server does it, then answered after
 `delay_s`: a server slower than the client's timeout). `requests` lists `(method, path)` seen.
 """
@@ -56,7 +56,7 @@ class FaultProxy(Loopback):
         self.requests.append((request.method, request.path_qs))
         mode = self.rule.get("mode") if self._matches(request) else None
         if mode == "500":
-            return web.Response(status=500, text="Internal Server Error: database is locked")
+            return web.Response(status=500, text=self.rule.get("body", "Internal Server Error: database is locked"))
         if mode == "garbage":
             return web.Response(status=200, text="<html>a captive portal, not JSON</html>", content_type="application/json")
         if mode == "drop":
