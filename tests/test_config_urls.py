@@ -123,3 +123,19 @@ def test_a_run_reaches_the_judge_by_its_host_name(tmp_path: Path, simulator) -> 
     run = cli("run", str(cfg), "--no-progress", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 results: ok 1" in run.stdout
+
+
+@pytest.mark.parametrize("given", ["file", "set"])
+@pytest.mark.parametrize(("fmt", "key", "url"), [("phoenix", "url", "http://user:pw@127.0.0.1:1/?tok=abc"),
+                                                 ("phoenix", "url", "ftp://127.0.0.1:1/x?tok=abc#frag"),
+                                                 ("mlflow-server", "tracking_uri", "http://user:pw@127.0.0.1:1/?tok=abc")])
+def test_a_store_url_in_a_config_error_is_shown_without_user_password_or_query(tmp_path: Path, fmt: str, key: str, url: str,
+                                                                                given: str) -> None:
+    # README: URLs are shown without user, password or query (a token hides in either)
+    body = f"dataset:\n  format: {fmt}\n  options: {{{key}: {json.dumps(url if given == 'file' else 'http://127.0.0.1:1')}}}\n"
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(body + "metrics: [{type: MaxToolCalls, max_calls: 2}]\nrun: {dir: run}\n")
+    extra = ["--set", f"dataset.options.{key}={url}"] if given == "set" else []
+    err = "\n".join(config_error(cli("run", str(cfg), *extra, cwd=tmp_path), tmp_path))
+    assert f"dataset.options.{key}" in err and "127.0.0.1:1/" in err, err
+    assert "tok=abc" not in err and "user" not in err and "pw" not in err and "frag" not in err, err

@@ -63,7 +63,7 @@ def test_http_target_against_a_local_server(tmp_path, monkeypatch):
         try:
             target = {
                 "kind": "http",
-                "url": f"http://127.0.0.1:{port}/agent",
+                "url": f"http://127.0.0.1:{port}/agent?tok=abc",  # a token in the query: never in a message (README)
                 "headers": {"Authorization": "Bearer ${TJ_TEST_TOKEN}", "X-Team": "evals"},
                 "retries": 2,
                 "backoff_s": 0,
@@ -83,6 +83,7 @@ def test_http_target_against_a_local_server(tmp_path, monkeypatch):
     assert results[("down", 0)]["error"]["message"] == f"HTTP 503 from http://{port_url}/agent: overloaded (gave up after 3 attempts)"
     assert results[("refused", 0)]["error"]["message"] == f"HTTP 422 from http://{port_url}/agent: no such order"
     assert results[("garbage", 0)]["error"]["message"].startswith(f"reply from http://{port_url}/agent is not JSON")
+    assert not any("tok=abc" in r["error"]["message"] for r in results.values() if r.get("error"))
     per_case = Counter(s["body"]["case_id"] for s in seen)
     assert per_case == {"ok": 2, "busy": 3, "down": 3, "refused": 1, "garbage": 1}
     # The secret is sent, expanded from the environment, and written nowhere.

@@ -344,6 +344,10 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     from tracejudge.llm.redact import redact  # (here: a valid config never compiles the redaction patterns)
 
     # A value given where a key's *name* goes (`api_key_env: sk-…`), a URL with its password: masked before it is shown.
+    if loc and loc[-1] in _URL_KEYS and isinstance(got, str):
+        from tracejudge.core.urls import shown_url
+
+        got = shown_url(got)  # (README: a URL is shown without user, password or query)
     shown = redact(json.dumps(got, default=str))
     shown = f"a mapping: {shown}" if isinstance(got, dict) else shown
     return f"{redact(msg)} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"

@@ -243,6 +243,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
         else:  # a whole section (`--set 'run={dir: ../runs/x}'`): the path keys in it resolve as they would in the file
             _resolve_paths(data, cwd, under=key)
         shown = redact_option(item).split("=", 1)[1]
+        if key and key[-1] in ("base_url", "url", "tracking_uri") and isinstance(value, str):
+            from tracejudge.core.urls import shown_url
+
+            shown = shown_url(value)  # (README: a URL is shown without user, password or query)
         touched[key] = (typed or {}).get(item) or f"--set {dotted}={shown if len(shown) <= 80 else shown[:77] + '...'}"
     return touched
 

@@ -13,9 +13,10 @@ unset variable's reference in its path. It is refused, naming the variable and w
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlsplit
 
-__all__ = ["EXAMPLE", "http_url"]
+__all__ = ["EXAMPLE", "http_url", "shown_url"]
 
 EXAMPLE = "http://127.0.0.1:8000/v1"
 
@@ -32,6 +33,14 @@ def http_url(value: str | None, example: str = EXAMPLE) -> str | None:
     if problem is not None:
         raise ValueError(f"Input should be an http:// or https:// URL{problem}, such as {example}")
     return value
+
+
+def shown_url(value: str) -> str:
+    """`value` as a message may show it: without a user or password before the host, a query or a fragment (where
+    tokens hide), cut as text, so a value that is no valid URL (`http://[::1:8000/v1?k=1`) is shown as given otherwise
+    (`http://user:pw@host/v1?tok=abc` → `http://host/v1`)."""
+    text = re.split(r"[?#]", str(value), maxsplit=1)[0]
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:)?//[^/@]*@", lambda m: f"{m.group(1) or ''}//", text)
 
 
 def _problem(value: str) -> str | None:

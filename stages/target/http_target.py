@@ -60,6 +60,9 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int,
     the status and the start of the body. At most `max_bytes` of a reply are
     read (`target.max_response_bytes`): a longer or endless one fails the case.
     """
+    from tracejudge.core.urls import shown_url
+
+    shown = shown_url(url)  # (a token in the URL's query or user part stays out of every message)
     state: dict[str, aiohttp.ClientSession] = {}
     reached = [False]  # some reply came from the target this run: a later refused connection is one case's failure
     lock = anyio.Lock()
@@ -82,21 +85,21 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int,
                 try:
                     body = await read_capped(resp, max_bytes)
                 except ReplyTooLarge as exc:
-                    raise TargetError(f"HTTP {resp.status} from {url}: {exc}") from None
+                    raise TargetError(f"HTTP {resp.status} from {shown}: {exc}") from None
                 if resp.status in _TRANSIENT_STATUS:
-                    raise TransientTargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}", _retry_after(resp.headers.get("Retry-After")))
+                    raise TransientTargetError(f"HTTP {resp.status} from {shown}: {body[:300].decode(errors='replace')}", _retry_after(resp.headers.get("Retry-After")))
                 if resp.status >= 300:
-                    raise TargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}")
+                    raise TargetError(f"HTTP {resp.status} from {shown}: {body[:300].decode(errors='replace')}")
         except aiohttp.ClientConnectorError as exc:  # no connection made at all (refused, no such host)
-            raise TransientTargetError(f"{type(exc).__name__} from {url}: {exc}", unreachable=not reached[0]) from None
+            raise TransientTargetError(f"{type(exc).__name__} from {shown}: {exc}", unreachable=not reached[0]) from None
         except aiohttp.ClientConnectionError as exc:
-            raise TransientTargetError(f"{type(exc).__name__} from {url}: {exc}") from None
+            raise TransientTargetError(f"{type(exc).__name__} from {shown}: {exc}") from None
         except aiohttp.ClientError as exc:
-            raise TargetError(f"{type(exc).__name__} from {url}: {exc}") from None
+            raise TargetError(f"{type(exc).__name__} from {shown}: {exc}") from None
         try:
             value = json.loads(body)
         except (ValueError, RecursionError):
-            raise TargetError(f"reply from {url} is not JSON: {body[:200].decode(errors='replace')!r}") from None
+            raise TargetError(f"reply from {shown} is not JSON: {body[:200].decode(errors='replace')!r}") from None
         return coerce_reply(value)
 
     async def aclose() -> None:
