@@ -151,9 +151,24 @@ class Run:
 
 
 def _dataset(run: Run) -> tuple[str | None, str, str]:
+    """`(fingerprint, dataset as shown, format)` of `run`'s manifest. A run that read a trace store fingerprints no file
+    (every one the same, empty): its dataset is the store's traces it reads (`remote.store_identity`)."""
     m = run.manifest()
     ds = (m.get("config") or {}).get("dataset") or {}
-    return m.get("dataset_fingerprint"), str(ds.get("path") or "?"), str(ds.get("format") or "native")
+    fmt = str(ds.get("format") or "native")
+    if ds.get("path") is None and isinstance(ds.get("options"), dict) and _remote(fmt) and m.get("dataset_fingerprint"):
+        from tracejudge.stages.extract.remote import store_identity
+
+        shown = store_identity(fmt, ds["options"])
+        return f"{fmt} {shown}", shown, fmt
+    return m.get("dataset_fingerprint"), str(ds.get("path") or "?"), fmt
+
+
+def _remote(fmt: str) -> bool:
+    """Whether built-in format `fmt` reads a trace server (`phoenix`, `mlflow-server`)."""
+    from tracejudge.core import registry
+
+    return fmt in registry.formats() and bool(getattr(registry.format_for(fmt), "remote", False))
 
 
 def differs(a: Run, b: Run) -> str | None:

@@ -18,6 +18,7 @@
 - `store_failure`: what an MLflow call that failed says, in one line naming the URL;
 - `answer_line`: what a store's error answer said, as those lines quote it (its first line, cut short);
 - `empty_window`: what a read that found no trace read, in words (a quiet night is no error);
+- `store_identity`: which traces a store-backed run reads (server, project or experiment, filter): its dataset;
 - `TimeOption`: a `start`/`end` option, given as text or as the datetime (or date) YAML makes of an unquoted
   `2026-12-01T00:00:00Z`.
 """
@@ -36,7 +37,7 @@ from pydantic import BeforeValidator
 from tracejudge.core.errors import ConfigError, Unreachable
 
 __all__ = ["TimeOption", "answer_line", "bind_last_run", "empty_window", "last_run_start", "mlflow_headers", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url",
-           "store_failure"]
+           "store_failure", "store_identity"]
 
 
 def safe_url(url: str) -> str:
@@ -207,3 +208,19 @@ def empty_window(fmt_name: str, options: dict[str, Any]) -> str:
     parts += [f"{k} {options[k]}" for k in ("project", "experiment", "experiment_ids", "start", "end", "filter", "filter_string")
               if options.get(k) not in (None, "", [], {})]
     return f"format {fmt_name}: no traces were in the window ({', '.join(parts) or 'the whole store'})"
+
+
+_IDENTITY = ("project", "experiment", "experiment_ids", "filter", "filter_string")
+
+
+def store_identity(fmt_name: str, options: dict[str, Any]) -> str:
+    """The traces a run of store format `fmt_name` with `dataset.options` `options` reads, as one line: the server
+    (`safe_url`), the project or experiment and the filter — `http://127.0.0.1:6006, project agents, filter
+    {"metadata.env": "prod"}`. Two runs of one identity read the same dataset, night after night (the window, `start`/
+    `end`, and the caps are not part of it); a run's manifest fingerprints no file of it."""
+    url = options.get("url") or options.get("tracking_uri")
+    parts = [safe_url(str(url)).rstrip("/") if url else "(the server the environment names)"]
+    shown = {"project": "default"} if fmt_name == "phoenix" else {}  # (Phoenix's default project, named or not)
+    shown.update({k: options[k] for k in _IDENTITY if options.get(k) not in (None, "", [], {})})
+    parts += [f"{k} {v if isinstance(v, str) else json.dumps(v, sort_keys=True)}" for k, v in shown.items()]
+    return ", ".join(parts)
