@@ -15,7 +15,9 @@ mlflow` writes the verdicts back on. So each trace stays a case of its own: the 
 session (`mlflow.trace.session`) are not joined as format `mlflow` joins them from a file (a
 session's id names no trace to write a verdict on, and its turns may fall in different
 `start: last_run` windows). A trace MLflow holds as still running (`IN_PROGRESS`)
-is skipped with a warning, and kept inside the next `start: last_run` window (`sweep`).
+is skipped with a warning, and kept inside the next `start: last_run` window (`sweep`); with a `filter_string`, so is
+every trace of the window still running, matching or not (`_unfinished`): what a run tags or records at its end reaches
+the server only then, and the filter is applied to the finished trace by the night that reads it.
 An `experiment` or an id in `experiment_ids` the server does not hold, or holds deleted,
 is a config error. A server that is down, answers an error or answers
 what is not JSON ends the run with `Unreachable` naming the URL (exit 3) — never a run of
@@ -77,10 +79,10 @@ def _uri(opts: Options) -> str:
     return uri
 
 
-def _filter(opts: Options, since: int | None = None) -> str | None:
-    """The window as MLflow's filter; `since` (ms) the key of the read so far (`_traces`)."""
+def _filter(opts: Options, since: int | None = None, *, own: bool = True) -> str | None:
+    """The window as MLflow's filter; `since` (ms) the key of the read so far (`_traces`); `own`: with `filter_string`."""
     # MLflow's trace filters are conjunctions only, so clauses join with AND.
-    clauses = [opts.filter_string] if opts.filter_string else []
+    clauses = [opts.filter_string] if opts.filter_string and own else []
     for key, op in (("start", ">="), ("end", "<")):
         when = parse_time(getattr(opts, key), f"dataset.options.{key}")
         if when is not None:
@@ -149,8 +151,11 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     runs = ListedRuns(SESSION)  # a smolagents CodeAgent's tool calls, each a trace of its own, read in its run's case
     try:
         experiments = _experiments(client, opts, uri)
+        # Listed before the read: one that ends during it is then held or read, never neither (`_unfinished`).
+        unfinished = _unfinished(client, experiments, opts) if opts.filter_string else {}
         for trace in _traces(client, experiments, opts):
             trace_id, started = str(trace.info.trace_id), datetime.fromtimestamp(trace.info.request_time / 1000, UTC)
+            unfinished.pop(trace_id, None)
             yield from runs.due(trace.info.request_time * 1_000_000)
             if sweep.cut and not runs.open:
                 break
@@ -167,10 +172,32 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             sweep.took(trace_id, started)
             if not runs.held(record):
                 yield record
+        for trace_id, started in unfinished.items():
+            if not sweep.cut or (sweep.last is not None and started <= sweep.last):  # (past a cut: the next window's)
+                sweep.hold(trace_id, started)
         yield from runs.rest()
     except (MlflowException, OSError, json.JSONDecodeError) as exc:
         raise Unreachable(_failed(uri, exc, "listing traces")) from None
     sweep.finish(where, "max_results")
+
+
+def _unfinished(client: Any, experiments: list[str], opts: Options) -> dict[str, datetime]:
+    """trace id → start of the traces of the window MLflow holds as `IN_PROGRESS`, `filter_string` aside.
+
+    A tag or metadata set while the trace runs (`mlflow.update_current_trace(tags=…)`) reaches the server only when
+    it ends, so a filter on it never lists the trace while it runs: without this it was neither read nor held, and
+    lost once a later window no longer held its start. Held, it is read (and the filter applied) once it ends.
+    """
+    clauses = ["trace.status = 'IN_PROGRESS'", _filter(opts, own=False)]
+    found: dict[str, datetime] = {}
+    token = None
+    while True:
+        page = client.search_traces(locations=experiments, filter_string=" AND ".join(c for c in clauses if c),
+                                    max_results=opts.page_size, order_by=["timestamp_ms ASC"], page_token=token)
+        found.update({str(t.info.trace_id): datetime.fromtimestamp(t.info.request_time / 1000, UTC) for t in page})
+        if not page.token:
+            return found
+        token = page.token
 
 
 def _in_progress(trace: Any) -> bool:
