@@ -32,7 +32,7 @@ def _run(runs: Path, name: str, url: str, experiment: str) -> list[str]:
     return [json.loads(line)["case_id"] for line in (runs / name / "results.jsonl").read_text().splitlines()]
 
 
-def test_store_runs_pair_only_with_runs_of_the_same_store_traces(mlflow_url, tmp_path):
+def test_store_runs_pair_only_with_runs_of_the_same_store_traces(mlflow_url, tmp_path, capsys):
     for experiment in ("east", "west"):
         run_loader(LOADER, mlflow_url, experiment, "sequence")
     runs = tmp_path / "runs"
@@ -40,6 +40,11 @@ def test_store_runs_pair_only_with_runs_of_the_same_store_traces(mlflow_url, tmp
     ids = _run(runs, "east-1", mlflow_url, "east")
     assert _run(runs, "east-2", mlflow_url, "east") == ids
     _run(runs, "west", mlflow_url, "west")
+    capsys.readouterr()
+    assert main(["compare", str(runs / "west"), str(runs / "east-1")]) == 2  # (no trace of one is the other's)
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"read mlflow-server traces at {mlflow_url}, experiment west" in err, err
+    assert f"read mlflow-server traces at {mlflow_url}, experiment east" in err, err
     with view_server(str(runs)) as url:
         page = html.unescape(get(url + "/run/east-1")[1])
         assert re.findall(r"Diff vs ([\w-]+)", page) == ["east-2"], page

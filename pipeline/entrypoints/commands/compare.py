@@ -145,12 +145,18 @@ def _some_ids(dirs: list[Path], n: int = 2) -> str:
 
 
 def _dataset_of(dirs: list[Path]) -> str | None:
-    """The dataset the first run directory's manifest records (`config.dataset.path`), or None when it records none."""
+    """The dataset the first run directory's manifest records (`config.dataset.path`; for a run that read a trace store,
+    the store's traces it reads, `remote.store_identity`, as the viewer names it), or None when it records none."""
     from tracejudge.core.inert_text import visible
     from tracejudge.engine.store import read_manifest
 
     manifest = read_manifest(dirs[0], strict=False) or {}
-    path = ((manifest.get("config") or {}).get("dataset") or {}).get("path")
+    dataset = (manifest.get("config") or {}).get("dataset") or {}
+    path, options = dataset.get("path"), dataset.get("options")
+    if not path and isinstance(options, dict) and (options.get("url") or options.get("tracking_uri")):
+        from tracejudge.stages.extract.remote import store_identity
+
+        return visible(f"{dataset.get('format')} traces at {store_identity(str(dataset.get('format')), options)}")
     return visible(str(path)) if path else None
 
 
