@@ -20,7 +20,7 @@ last finished run's start and never read it. So:
 A trace the store says is still running (MLflow's `IN_PROGRESS`) is not scored: its verdict would
 be final on half a trace. The read skips it (`hold`), warns how many it skipped, and records the
 earliest start of those (`held`) in `sweep.json`, capped or not; the next `start: last_run` starts
-no later than that less `overlap_s`, so the trace is read again, and scored once it has finished,
+no later than that less `overlap_s` and `HELD_SLACK`, so the trace is read again, and scored once it has finished,
 however long it ran. (A window of start times would otherwise pass it by: it began before the night that skipped it.)
 
 The run's results are read for their case ids only when a cap is set or `sweep.json` exists.
@@ -37,7 +37,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 
-__all__ = ["SIDECAR", "Sweep", "seen_ids", "window_start"]
+__all__ = ["HELD_SLACK", "SIDECAR", "Sweep", "seen_ids", "window_start"]
 
 SIDECAR = "sweep.json"
 CAPS = ("max_traces", "max_results")  # the formats' own caps (phoenix, mlflow-server)
@@ -82,6 +82,11 @@ def _sidecar(run_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and _time(data.get("at")) is not None else None
 
 
+# A held trace's start as the store gave it while it ran may be later than the start it has once finished (MLflow's,
+# by a millisecond with `overlap_s: 0`, which then left it outside the next window): the window starts this much earlier.
+HELD_SLACK = timedelta(seconds=2)
+
+
 def window_start(run_dir: Path, overlap_s: float, capped: bool) -> tuple[datetime | None, set[str] | None]:
     """`(start of the next window or None for everything, the run's case ids or None)` for `start: last_run` (module docstring)."""
     finished = last_finished(run_dir)
@@ -97,7 +102,7 @@ def window_start(run_dir: Path, overlap_s: float, capped: bool) -> tuple[datetim
     # Less the overlap, as every start here: MLflow dates a trace in progress by the spans it holds so far, which may begin
     # after its root does (a finished trace was seen dated a second before the in-progress one).
     held = _time(side.get("held")) if side.get("held") else None
-    return _earliest(_recorded_start(side, seen, start, overlap), held - overlap if held is not None else None), seen
+    return _earliest(_recorded_start(side, seen, start, overlap), held - overlap - HELD_SLACK if held is not None else None), seen
 
 
 def _recorded_start(side: dict[str, Any], seen: set[str], start: datetime | None, overlap: timedelta) -> datetime | None:

@@ -44,14 +44,14 @@ def test_a_trace_tagged_at_its_end_is_held_while_it_runs_and_scored_once_it_ends
         while not (running := _in_progress(mlflow_url, "tagged")):
             assert proc.poll() is None
             time.sleep(0.1)
-        # The night begins over a second after the trace did: a window of `start: last_run` less overlap_s (1 s) from
-        # that night on no longer holds the trace's start, which only its hold keeps in the next window.
+        # The night begins over a second after the trace did: a window of `start: last_run` from that night on (no
+        # overlap_s) no longer holds the trace's start, which only its hold keeps in the next window.
         while time.time() * 1000 < running[0].info.request_time + 1500:
             time.sleep(0.1)
         cfg = tmp_path / "nightly.yaml"
         cfg.write_text(yaml.safe_dump({
             "dataset": {"format": "mlflow-server", "options": {"tracking_uri": mlflow_url, "experiment": "tagged", "start": "last_run",
-                                                                "overlap_s": 1, "filter_string": "tags.env = 'prod'"}},
+                                                                "overlap_s": 0, "filter_string": "tags.env = 'prod'"}},
             "metrics": [{"type": "MaxToolCalls", "max_calls": 2}], "run": {"dir": str(tmp_path / "run")}}))
         assert main(["run", str(cfg), "--no-progress"]) == 0
         assert _case_ids(tmp_path / "run") == [fast]
