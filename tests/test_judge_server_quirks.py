@@ -283,15 +283,56 @@ def test_a_501_not_implemented_stops_the_run_at_once_with_the_servers_message(tm
     assert request_refused(501, "not_supported_error: nope") and not request_refused(501, "not_supported_error: nope", retry_after=True)
 
 
-def test_a_413_from_a_proxy_names_the_body_limit_and_judge_context_tokens(tmp_path: Path) -> None:
-    # nginx before a self-hosted server refuses a body over client_max_body_size (1 MB by default) with its own page.
-    # Before, the hint listed judge.structured_output, max_tokens, cache_hints and model: none of them is the cause.
-    page = "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
-    with Loopback(lambda headers, body: (413, page)) as server:
-        with pytest.raises(Exception, match=r"refused the request itself.*HTTP 413") as got:
-            run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
-    said = str(got.value)
-    assert "client_max_body_size" in said and "judge.context_tokens" in said and "judge.structured_output" not in said, said
+NGINX_413 = ("<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large"
+             "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+
+
+def _body_limit(limit: int) -> Any:
+    """A judge behind a proxy that refuses a request body over `limit` bytes with its own 413 page, as nginx does past
+    client_max_body_size; the others are answered."""
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        size = int({k.lower(): v for k, v in headers.items()}["content-length"])
+        return (413, NGINX_413) if size > limit else (200, completion(json.dumps(verdict(body))))
+
+    return respond
+
+
+def test_a_413_for_one_huge_case_is_that_cases_error_naming_the_body_limit_and_a_resume_retries_it(tmp_path: Path) -> None:
+    # One case of 150 steps, each with a result of its own 900 characters: its judge request is some 150 kB, the others
+    # under 4 kB. Before, the proxy's 413 for it stopped the run (exit 2), the cases after it never judged.
+    data = cases(tmp_path / "c.jsonl", 6)
+    lines = data.read_text().splitlines()
+    steps = [{"tool_calls": [{"name": "lookup", "arguments": {"q": f"page {k}"}, "result": f"page {k}: " + " ".join(f"w{k}x{j}" for j in range(150))}]}
+             for k in range(150)]
+    lines[3] = json.dumps({"id": "case-3", "input": "Read every page", "trace": {"steps": steps, "output": "All read."}})
+    data.write_text("\n".join(lines) + "\n")
+    with Loopback(_body_limit(64_000)) as server:
+        cfg = write(tmp_path, config(tmp_path, server.url, data, metrics=ONE, max_attempts=3))
+        proc = tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+        refused = [b for _, b in server.requests if "Read every page" in json.dumps(b)]
+        assert proc.returncode == 1, proc.stderr  # the gate's verdict on one judge error, not a stop
+        got = {r["case_id"]: r for r in results(tmp_path)}
+        assert sorted(got) == [f"case-{i}" for i in range(6)]
+        assert [c for c, r in got.items() if r["status"] != "ok"] == ["case-3"]
+        assert len(refused) == 1  # the same body is as large on a second try: not sent again
+        error = got["case-3"]["error"]
+        assert error["kind"] == "body_too_large" and got["case-3"]["scores"]["TaskCompletion"]["details"]["http_status"] == 413, error
+        said = error["message"]
+        assert "HTTP 413" in said and "case 'case-3'" in said and server.url + "/v1/chat/completions" in said, said
+        assert "client_max_body_size" in said and "judge.context_tokens" in said and "judge.structured_output" not in said, said
+        assert "the other cases are judged" in said, said
+
+        # The proxy's limit raised: the same command asks case-3 again, and only it.
+        server.respond = _body_limit(1_000_000)
+        before = len(server.requests)
+        again = tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+        asked = [b for _, b in server.requests[before:]]
+    assert again.returncode == 0, again.stderr
+    assert len(asked) == 1 and "Read every page" in json.dumps(asked[0])
+    assert {r["case_id"]: r["status"] for r in results(tmp_path)}["case-3"] == "ok"
+
+
+def test_vllms_too_large_max_tokens_gets_the_context_advice() -> None:
     # vLLM's context overflow says "too large" of max_tokens: still the context advice, not a body limit.
     from tracejudge.llm.replies import request_fix
 

@@ -12,13 +12,16 @@ documentation:
 | vLLM | 400 | "This model's maximum context length is M tokens. However, you requested N tokens (P in the messages, C in the completion)…", or "'max_tokens' or 'max_completion_tokens' is too large: C. This model's maximum context length is M tokens and your request has P input tokens…", or "The decoder prompt (length N) is longer than the maximum model length of M" |
 | Anthropic | 400 | "prompt is too long: N tokens > M maximum" |
 | TGI | 422 | "Input validation error: `inputs` tokens + `max_new_tokens` must be <= M. Given: …" |
+
+A 413 (request body too large: the server's, or a proxy's before it, nginx's `client_max_body_size` of 1 MB by default)
+is about one request's size too: that case's error (`body_too_large`, `body_fix` says what to change).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["context_fix", "context_size", "over_context"]
+__all__ = ["body_fix", "context_fix", "context_size", "over_context"]
 
 _SAYS_OVER = re.compile(
     r"exceed_context_size_error|context_length_exceeded|exceeds the available context size|maximum context length is \d"
@@ -61,3 +64,14 @@ def context_fix(text: str, context_tokens: int) -> str:
         to = f"{window:,}" if window is not None else "the server's n_ctx"
         tail = f", or set judge.context_tokens (now {context_tokens:,}) to {to} so tracejudge cuts long traces to fit"
     return head + tail + "; the other cases are judged, and a resume retries this one"
+
+
+def body_fix(context_tokens: int) -> str:
+    """What to change after a server (or a proxy before it) refused one case's request with a 413 as a body larger than
+    it accepts, the run's `judge.context_tokens` being `context_tokens`; and that the other cases are judged. Never raises."""
+    # (a body holds the prompt's text, about 4 bytes a token and more once JSON escapes it: a lower context_tokens
+    # makes tracejudge cut the long traces, so their bodies shrink with their prompts)
+    return ("this case's judge request body is larger than the server, or a proxy before it, accepts: raise that limit (nginx: "
+            f"client_max_body_size, 1 MB by default), or set judge.context_tokens (now {context_tokens:,}) lower so tracejudge "
+            "cuts long traces itself; the other cases are judged, and a resume retries this one, refused again until one of "
+            "them changes")

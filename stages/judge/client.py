@@ -45,7 +45,8 @@ repair request), `truncated` (cut at `max_tokens` twice), `timeout`,
 `rate_limited`, `auth_error` (401/403), `request_error` (the server refused
 the request itself: a 4xx, or a 5xx naming the request's fields; never
 retried), `context_exceeded` (the server refused this request's prompt as longer than its context; never retried,
-that case's error alone), `unreachable` (no connection, or connections accepted and never
+that case's error alone), `body_too_large` (a 413: the request's body is larger than the server, or a proxy before it,
+accepts; the same), `unreachable` (no connection, or connections accepted and never
 replied to, and no request of the run was ever answered: never retried) — `auth_error`, `request_error` and `unreachable` stop the run (`STOPS`) — and
 `provider_error` (any other refusal, `details.http_status` set when there
 was one; a 200 reply with an error body, a malformed reply or one over

@@ -59,7 +59,7 @@ __all__ = ["add_info", "pass_note", "split"]
 def _reasked(outcome: Outcome) -> bool:
     """Whether a failed grouped request is asked again metric by metric: when one metric's part may cause the failure
     (an unusable reply, a refusal of the request's content: a 4xx or a 500 that persisted). See the module doc."""
-    if outcome.kind in ("parse_error", "truncated", "context_exceeded"):  # (a metric's own prompt is shorter: it may fit)
+    if outcome.kind in ("parse_error", "truncated", "context_exceeded", "body_too_large"):  # (a metric's own prompt is shorter: it may fit)
         return True
     status = (outcome.score.details or {}).get("http_status")
     return outcome.kind == "provider_error" and isinstance(status, int) and 400 <= status < 600 and status not in OUTAGE_STATUSES

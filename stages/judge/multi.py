@@ -206,9 +206,9 @@ def _answers_something(value: Any, depth: int = 0) -> bool:
 
 def refusal(exc: ProviderError) -> bool:
     """Whether `exc` is a refusal one item can cause: a 400-class rejection (a content filter, a bad
-    item), a 5xx that persisted through the retries, or a prompt longer than the server's context (half as many items
-    may fit) — not a rate limit, timeout, outage or bad key."""
-    return (exc.kind in ("fatal", "server") and exc.status not in (401, 403)) or (exc.kind == "request" and over_context(str(exc)))
+    item), a 5xx that persisted through the retries, or a prompt longer than the server's context or a body larger than
+    it accepts (a 413; half as many items may fit) — not a rate limit, timeout, outage or bad key."""
+    return (exc.kind in ("fatal", "server") and exc.status not in (401, 403)) or (exc.kind == "request" and (exc.status == 413 or over_context(str(exc))))
 
 
 def _item_share(model: str, usage: dict[str, int], cached_in: int, cost: float | None, n: int, pos: int, cached: bool, *,

@@ -204,7 +204,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         except ProviderError as exc:
             info.requests -= exc.unsent  # the server's gate gave up on it before it was ever sent: a request never sent is not one
             _billed(self, info, exc, repair)  # attempts that timed out, a refusal: the score shows what the summary bills for it
-            if repair and error_kind(exc, self.reached, self.cfg.max_tokens) in ("request_error", "context_exceeded"):
+            if repair and error_kind(exc, self.reached, self.cfg.max_tokens) in ("request_error", "context_exceeded", "body_too_large"):
                 # Refused for what the repair added (a window smaller than judge.context_tokens says): this case's error, not
                 # the run's; the first request was accepted, so the others will be.
                 note = f"the repair request was refused: {' '.join(str(exc).split())[:300]}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.records import Score
-from tracejudge.llm.context_refusal import context_fix
+from tracejudge.llm.context_refusal import body_fix, context_fix
 from tracejudge.llm.providers import ProviderError, public_url
 from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.outcome import Outcome, error_kind
@@ -46,6 +46,8 @@ def failure(self: Judge, exc: ProviderError, case: str = "") -> Outcome:
         msg += _where(self, exc, case) + f"; {request_fix(str(exc))}"
     elif kind == "context_exceeded":
         msg += _where(self, exc, case) + f"; {context_fix(str(exc), self.cfg.context_tokens)}"
+    elif kind == "body_too_large":
+        msg += _where(self, exc, case) + f"; {body_fix(self.cfg.context_tokens)}"
     elif kind == "unreachable":
         msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
     elif kind == "provider_error":

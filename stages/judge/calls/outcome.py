@@ -51,7 +51,8 @@ STOPS = {"auth_error": JudgeAuthError, "request_error": JudgeRequestError, "unre
 def error_kind(exc: ProviderError, reached: bool = True, max_tokens: int | None = None) -> str:
     """The result's error kind for a provider failure: rate_limited, timeout, auth_error, request_error, context_exceeded
     (a refusal of this request's prompt as longer than the server's context, `context_refusal.over_context`: that case's
-    error, not the run's), unreachable (never connected while nothing was ever `reached`) or provider_error.
+    error, not the run's), body_too_large (a 413 refusing this request's body as larger than the server, or a proxy before
+    it, accepts: that case's error too), unreachable (never connected while nothing was ever `reached`) or provider_error.
 
     A context refusal whose window is no larger than `max_tokens` (`judge.max_tokens`) is a `request_error`: the reply's
     room alone fills the window, so no prompt fits and every request would be refused alike."""
@@ -61,6 +62,8 @@ def error_kind(exc: ProviderError, reached: bool = True, max_tokens: int | None 
         return "timeout"
     if exc.status in (401, 403):
         return "auth_error"
+    if exc.kind == "request" and exc.status == 413:
+        return "body_too_large"
     if exc.kind == "request" and exc.status != 404 and over_context(str(exc)):
         window = context_size(str(exc))
         return "request_error" if window is not None and max_tokens is not None and max_tokens >= window else "context_exceeded"
