@@ -67,6 +67,10 @@ def test_one_prompt_over_the_servers_context_is_that_cases_error_and_a_resume_re
             assert "4,096" in said, said
         assert got["case-3"]["scores"]["TaskCompletion"]["details"]["error_kind"] == "context_exceeded"
         assert "error: " not in proc.stderr and "context_exceeded 1" in proc.stdout, proc.stdout
+        # The resume line says why it will fail again, not that it was a transient failure (as it said before).
+        assert "ended in a transient failure" not in proc.stderr, proc.stderr
+        assert ("1 results ended because the judge server refused their prompt as longer than its context" in proc.stderr
+                and "refused again unless the server's context is raised or judge.context_tokens is set to it" in proc.stderr), proc.stderr
 
         # The server restarted with a larger context: the same command asks case-3 again, and only it.
         judge.respond = refusing(server, long="nothing is this long")
@@ -75,6 +79,7 @@ def test_one_prompt_over_the_servers_context_is_that_cases_error_and_a_resume_re
         asked = [b for _, b in judge.requests[before:]]
     assert again.returncode == 0, again.stderr
     assert len(asked) == 1 and LONG in json.dumps(asked[0])
+    assert "1 retried after the judge server refused them as too large" in again.stdout, again.stdout
     assert {r["case_id"]: r["status"] for r in results(tmp_path)}["case-3"] == "ok"
 
 

@@ -321,6 +321,10 @@ def test_a_413_for_one_huge_case_is_that_cases_error_naming_the_body_limit_and_a
         assert "HTTP 413" in said and "case 'case-3'" in said and server.url + "/v1/chat/completions" in said, said
         assert "client_max_body_size" in said and "judge.context_tokens" in said and "judge.structured_output" not in said, said
         assert "the other cases are judged" in said, said
+        # The resume line says why this one will fail again, not that it was a transient failure.
+        assert "ended in a transient failure" not in proc.stderr, proc.stderr
+        assert ("1 results ended because the judge server, or a proxy before it, refused their request body as too large (HTTP 413"
+                in proc.stderr and "refused again unless that body limit is raised or judge.context_tokens is set lower" in proc.stderr), proc.stderr
 
         # The proxy's limit raised: the same command asks case-3 again, and only it.
         server.respond = _body_limit(1_000_000)
@@ -329,6 +333,7 @@ def test_a_413_for_one_huge_case_is_that_cases_error_naming_the_body_limit_and_a
         asked = [b for _, b in server.requests[before:]]
     assert again.returncode == 0, again.stderr
     assert len(asked) == 1 and "Read every page" in json.dumps(asked[0])
+    assert "1 retried after the judge server refused them as too large" in again.stdout, again.stdout
     assert {r["case_id"]: r["status"] for r in results(tmp_path)}["case-3"] == "ok"
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
 
-__all__ = ["KIND", "REFUSED", "add_judge_counts", "add_line_spend", "add_judge_tally", "agent_raised", "judge_block_with", "judge_refused", "refusal_line", "standing_judge_counts",
-           "standing_judge_tally", "sum_usage", "transient_failure", "worker_died"]
+__all__ = ["KIND", "OVERSIZED", "REFUSED", "add_judge_counts", "add_line_spend", "add_judge_tally", "agent_raised", "judge_block_with", "judge_oversized",
+           "judge_refused", "refusal_line", "standing_judge_counts", "standing_judge_tally", "sum_usage", "transient_failure", "worker_died"]
 
 # The prefix of `judge_final`'s keys counting the standing judge failures of one error kind (`add_judge_counts`).
 KIND = "error_kind:"
@@ -136,6 +136,31 @@ def judge_refused(lines: Iterable[str]) -> int:
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return n
+
+
+# The judge error kinds of a request too large for the server (`stages.judge.calls.outcome.error_kind`): a prompt longer
+# than its context, a body over its (or a proxy's) size limit. Retried on resume, but the same request is refused again
+# until that limit or judge.context_tokens changes: not a transient failure.
+OVERSIZED = ("context_exceeded", "body_too_large")
+
+
+def judge_oversized(lines: Iterable[str]) -> dict[str, int]:
+    """How many of the result lines ended `judge_error` because the judge server refused their request as too large, by
+    error kind (`OVERSIZED`: each result under its first failed score's kind; a result failed for another reason too,
+    a timeout say, is not counted, as a resume may answer it). `{}` when none."""
+    out: dict[str, int] = {}
+    for line in lines:
+        if not any(kind in line for kind in OVERSIZED):  # (most lines: no parse)
+            continue
+        try:
+            body = json.loads(line)
+            kinds = [s["details"]["error_kind"] for s in body["scores"].values()
+                     if isinstance(s, dict) and s.get("value") is None and isinstance(s.get("details"), dict) and s["details"].get("error_kind")]
+            if body.get("status") == "judge_error" and kinds and all(k in OVERSIZED for k in kinds):
+                out[kinds[0]] = out.get(kinds[0], 0) + 1
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
 
 
 def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:

@@ -30,10 +30,8 @@ from tracejudge.core.errors import TracejudgeError, refuse_in_worker_import
 from tracejudge.core.lazy_numpy import blas_env, numpy
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
-from tracejudge.engine import config_journal, cursor
+from tracejudge.engine import config_journal, cursor, manifest_history, run_state, store
 from tracejudge.engine import manifest as manifest_mod
-from tracejudge.engine import manifest_history, run_state
-from tracejudge.engine import store
 from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
 from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
 from tracejudge.engine.case_metrics import merge_without_judge_metrics as _merge_without_judge_metrics
@@ -42,7 +40,7 @@ from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.fingerprint_ahead import FingerprintAhead
 from tracejudge.engine.flow import _Flow
-from tracejudge.engine.journal_counts import agent_raised, judge_refused, worker_died
+from tracejudge.engine.journal_counts import agent_raised, judge_oversized, judge_refused, worker_died
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.read_ahead import read_ahead
 from tracejudge.engine.rendered import Finished
@@ -82,6 +80,8 @@ class RunOutcome:
     most_failures: int = 0  # the most failures one of those has had (the setting that retries them all once more)
     retried_refused: int = 0  # of `retried`, results the judge model had refused to judge (its answer, not a transient failure)
     refused: int = 0  # of `pending_retries`, those the judge model refused to judge
+    oversized: dict[str, int] = field(default_factory=dict)  # of `pending_retries`, those refused as too large, by kind
+    retried_oversized: int = 0  # of `retried`, results the judge server had refused as too large (`journal_counts.OVERSIZED`)
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None, files: dict[str, Any] | None = None,
@@ -117,10 +117,8 @@ async def run(
             (`case_id`, `trial`, `status`, `scores` values and verdicts) and whose `.result()` is the model.
         source: cases from memory (`tracejudge.stages.load.memory.MemorySource`) read instead of
             `config.dataset`'s file; the manifest then records no file fingerprint.
-        metrics: metric instances to use instead of building `config.metrics`
-            (the Python API passes metrics that a spec cannot rebuild, such as a
-            custom metric defined inside a function); `config.metrics` still
-            names them in the manifest.
+        metrics: metric instances to use instead of building `config.metrics` (the Python API passes metrics that a
+            spec cannot rebuild, such as a custom metric defined inside a function); `config.metrics` still names them in the manifest.
         live: filled in as the run goes (cases in flight, the stop grace, what stages wait on) for a display.
         command: `{"line": the command line that resumes the run, "cwd": the folder it is meant for}`, kept on
             this segment's record in `checkpoint.json` (and in `manifest.json` when the run writes it, for a run killed
@@ -192,7 +190,7 @@ async def run(
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
         retried_raised, retried_died = len(agent_raised(journal.provisional.values())), worker_died(journal.provisional.values())
-        retried_refused = judge_refused(journal.provisional.values())
+        retried_refused, retried_oversized = judge_refused(journal.provisional.values()), sum(judge_oversized(journal.provisional.values()).values())
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
@@ -263,7 +261,8 @@ async def run(
             warn_absent_group_keys(run_dir, summary, config.aggregate.group_by)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
                           retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()),
-                          *journal.spent_retries(), retried_refused=retried_refused, refused=judge_refused(journal.provisional.values()))
+                          *journal.spent_retries(), retried_refused=retried_refused, refused=judge_refused(journal.provisional.values()),
+                          oversized=judge_oversized(journal.provisional.values()), retried_oversized=retried_oversized)
     finally:
         time_limit.set_default(limit_before)
         if journal is not None:

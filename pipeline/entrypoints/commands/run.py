@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.entrypoints.commands.exits import EXIT_INTERRUPTED
+from tracejudge.entrypoints.commands.retry_causes import pending_note as _pending  # noqa: F401  (named here by callers)
+from tracejudge.entrypoints.commands.retry_causes import retried_note
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -260,11 +262,12 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     _print_configs(outcome.summary, out)
     _print_unscored(outcome.summary, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
-              f"{_retried(outcome.retried, outcome.retried_raised, outcome.retried_died, outcome.retried_refused)}{_budget_skips(outcome.summary)})",
+              f"{retried_note(outcome.retried, outcome.retried_raised, outcome.retried_died, outcome.retried_refused, outcome.retried_oversized)}"
+              f"{_budget_skips(outcome.summary)})",
               highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:
-        what = _pending(outcome.pending_retries, outcome.raised, outcome.died, outcome.refused)
+        what = _pending(outcome.pending_retries, outcome.raised, outcome.died, outcome.refused, outcome.oversized)
         print(f"{what}; {'this' if args.fresh else 'the same'} command retries them "
               f"(at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.spent_retries:
@@ -294,19 +297,6 @@ def _budget_skips(summary: dict) -> str:
     return f", {skipped} still skipped for the judge budget" if skipped else ""
 
 
-def _retried(retried: int, raised: int, died: int, refused: int = 0) -> str:
-    # An exception the agent raised is a bug, a worker process that died no judge, target or provider failing, and a
-    # judge model's refusal its answer: all are retried like a transient failure but not called one.
-    if not retried:
-        return ""
-    causes = [(retried - raised - died - refused, "after a transient failure"), (raised, "after the agent raised"),
-              (died, "after the worker process scoring them died"), (refused, "after the judge model refused to judge them")]
-    causes = [(n, why) for n, why in causes if n]
-    if len(causes) == 1:
-        return f", {retried} retried {causes[0][1]}"
-    return f", {retried} retried (" + ", ".join(f"{n} {why}" for n, why in causes) + ")"
-
-
 def _spent(args: argparse.Namespace, run_dir: Path | None, spent: int, limit: int, most: int) -> str:
     """The line saying how many failed results the same command does not retry, their `run.max_resume_retries` spent, and
     the command that retries them anyway: the same one with the setting raised to `most`, the most failures one has had
@@ -315,38 +305,6 @@ def _spent(args: argparse.Namespace, run_dir: Path | None, spent: int, limit: in
     raised = argparse.Namespace(**{**vars(args), "overrides": [o for o in args.overrides if not o.startswith(setting + "=")] + [f"{setting}={most}"]})
     return (f"{spent} failed results are not retried: {setting} ({limit}) retries of each are spent; "
             f"to retry them anyway, raise it:\n  {resume_command(raised, run_dir)}")
-
-
-def _pending(pending: int, raised: list[str], died: int, refused: int = 0) -> str:
-    """What the failures a resume retries were: transient ones (judge, target, provider), replies of the agent that could
-    not be read and exceptions it raised (`raised`: the messages of both, `journal_counts.agent_raised`), cases whose
-    worker process died (killed, out of memory: `engine.worker_deaths`), and cases the judge model refused to judge
-    (`refused`, `journal_counts.judge_refused`)."""
-    parts = []
-    if pending > len(raised) + died + refused:
-        parts.append(f"{pending - len(raised) - died - refused} results ended in a transient failure (judge, target or provider)")
-    bad = [m for m in raised if m.startswith("invalid reply: ")]
-    raised = [m for m in raised if not m.startswith("invalid reply: ")]
-    if bad:
-        first = bad[0] if len(bad[0]) <= 160 else bad[0][:157] + "..."
-        parts.append(f"{len(bad)} results ended because the agent's reply could not be read ({first}{'' if len(bad) == 1 else ', the first'}; "
-                     "a bug in the agent, not a transient failure)")
-    if raised:
-        first = raised[0] if len(raised[0]) <= 120 else raised[0][:117] + "..."
-        kinds = len(set(raised))
-        # With several errors, how many results the one named ended with: "3 results ended because the agent raised
-        # ValueError: …; 2 other error(s)" read as three ValueErrors.
-        what = first if kinds == 1 else (f"exceptions: {first} in {raised.count(raised[0])}, "
-                                         f"{kinds - 1} other kind{'s' if kinds > 2 else ''} in the rest")
-        parts.append(f"{len(raised)} results ended because the agent raised {what} (a bug in the agent, not a transient "
-                     "failure: error.details.traceback in results.jsonl shows where)")
-    if died:
-        parts.append(f"{died} results ended because the worker process scoring them died (killed, out of memory or crashed; "
-                     "error kind worker_error in results.jsonl)")
-    if refused:
-        parts.append(f"{refused} results ended because the judge model refused to judge them (a refusal is the judge's answer, "
-                     "not a transient failure: asked the same prompt again, it will most likely refuse again)")
-    return "; ".join(parts)
 
 
 def _print_configs(summary: dict, out: Console) -> None:
