@@ -1,5 +1,6 @@
 """A user message holding a photo and no text, between two of the user's texts, is a user message under format `otel`
-as under `openai-messages` reading the conversation the application held: its images as OpenAI content parts.
+as under `openai-messages` reading the conversation the application held: its images as OpenAI content parts. A user
+message holding text and a photo keeps both, as content parts; the judge reads its text, never the image's URL or data.
 
 Recordings: `tests/frameworks/record_image_only_users.py` (`tests/data/image-only-users`: OpenInference's and OpenLLMetry's
 OpenAI instrumentors, and the application's own messages).
@@ -28,3 +29,25 @@ def test_an_image_only_user_message_is_kept_as_openai_messages_keeps_it(which: s
     held = _said(f"loop-{which}.messages.jsonl", "openai-messages")
     assert held == [(0, "My order #W42 arrived broken."), (0, PHOTO), (0, "Can I get a refund?")]
     assert _said(f"loop-{which}.jsonl", "otel") == held
+
+
+def _parts(text: str, photo: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": f"https://example.com/{photo}.png"}}]
+
+
+@pytest.mark.parametrize("which", ["oi", "tl"])
+def test_a_photo_beside_the_users_text_is_kept_with_it_and_the_judge_reads_the_text(which: str) -> None:
+    # Before, both formats kept the text alone: the photo the question was about was gone from the conversation.
+    from tracejudge.stages.judge.metrics import TaskCompletion
+
+    box, lid = "My order #W42 arrived broken. This is the box:", "And this is the lid. Can I get a refund?"
+    held = _said(f"mixed-{which}.messages.jsonl", "openai-messages")
+    assert held == [(0, _parts(box, "broken-box")), (0, _parts(lid, "broken-lid"))]
+    assert _said(f"mixed-{which}.jsonl", "otel") == held
+    (otel,) = extract_path(DATA / f"mixed-{which}.jsonl", "otel")
+    (app,) = extract_path(DATA / f"mixed-{which}.messages.jsonl", "openai-messages")
+    assert (otel.input, otel.turns) == (app.input, app.turns) == (box, [lid])
+    # The judge is shown the words of each message, as before the photos were kept: the same prompt, no URL or image data.
+    shown = TaskCompletion().plan(otel).render(0)
+    assert shown == TaskCompletion().plan(app).render(0)
+    assert f"User 1: {box}\nUser 2: {lid}\n" in shown and "example.com" not in shown and "image_url" not in shown, shown

@@ -39,7 +39,7 @@ Other native case keys on the record (`id`, `input`, `expected_tool_calls`,
 `tags`, `metadata`, ...) pass through; `id` defaults to `"<file>:<line>"`,
 `input` to the first user text and `turns` to the later user texts. Every
 user message is one of `trace.user_messages` (its text, or its content
-parts when they hold no text), placed before the step that answered it.
+parts when they hold no text or an image beside it), placed before the step that answered it.
 A record-level `usage` (native shape) is kept; otherwise `usage.requests`
 counts the model responses.
 """

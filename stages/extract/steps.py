@@ -69,12 +69,14 @@ class TraceBuilder:
 
     def user_text(self, content: Any) -> None:
         """Record a user message: its text (a new turn when it is not the first), or its content parts
-        when they hold no text (an image alone); placed before the next step. Empty content is no turn."""
+        when they hold no text (an image alone) or an image beside the text (OpenAI's `image_url`/`input_image`
+        parts: the photo a question is about stays with it); placed before the next step. Empty content is no turn."""
         self.close_step()
         text = text_of(content)
         if text is not None:
             self.user_texts.append(text)
-        said = text if text is not None else content
+        imaged = isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ("image_url", "input_image") for p in content)
+        said = text if text is not None and not imaged else content
         if said not in (None, "", []):
             self.users.append({"step": len(self.steps), "content": said})
 

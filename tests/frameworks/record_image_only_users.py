@@ -8,6 +8,8 @@ Scenarios `loop-oi` and `loop-tl` record it with OpenInference's and OpenLLMetry
 subprocess of its own: instrumentors patch the client process-wide) against the project's scripted loopback server
 (`record_oi_faults.ScriptedOpenAI`; no network), writing `<scenario>.jsonl` (OTLP/JSON) and `<scenario>.messages.jsonl`:
 the conversation the application held, as format `openai-messages` reads it (`{"id", "messages"}`).
+Scenarios `mixed-oi` and `mixed-tl` record the same loop where two user messages in a row each hold text and a photo
+(a `text` content part beside an `image_url` one): the first tells what happened, the second asks the question.
 """
 
 from __future__ import annotations
@@ -32,34 +34,42 @@ ASKED: list[dict[str, Any]] = [
     {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PHOTO}}]},
     {"role": "user", "content": "Can I get a refund?"},
 ]
+MIXED: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a support bot."},
+    {"role": "user", "content": [{"type": "text", "text": "My order #W42 arrived broken. This is the box:"},
+                                 {"type": "image_url", "image_url": {"url": PHOTO}}]},
+    {"role": "user", "content": [{"type": "text", "text": "And this is the lid. Can I get a refund?"},
+                                 {"type": "image_url", "image_url": {"url": "https://example.com/broken-lid.png"}}]},
+]
 REPLIES = [{"role": "assistant", "content": None, "tool_calls": [call("call_r1", "refund", {"order_id": "#W42"})]},
            {"role": "assistant", "content": "Refund issued for #W42."}]
 TOOLS = [{"type": "function", "function": {"name": "refund", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]
 
 
-def loop(which: str, out: Path) -> Any:
+def loop(which: str, out: Path, asked: list[dict[str, Any]] = ASKED, name: str = "loop") -> Any:
     from openai import OpenAI
 
     with ScriptedOpenAI(REPLIES) as fake:
-        provider = otel_provider(fake, f"loop-{which}")
+        provider = otel_provider(fake, f"{name}-{which}")
         if which == "oi":
             from openinference.instrumentation.openai import OpenAIInstrumentor
         else:
             from opentelemetry.instrumentation.openai import OpenAIInstrumentor  # type: ignore[no-redef]
         OpenAIInstrumentor().instrument(tracer_provider=provider)
         client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
-        messages = [dict(m) for m in ASKED]
+        messages = [dict(m) for m in asked]
         reply = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS).choices[0].message
         messages.append(reply.model_dump(exclude_none=True))
         messages += [{"role": "tool", "tool_call_id": c.id, "content": "refunded"} for c in reply.tool_calls or []]
         answer = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS).choices[0].message
         messages.append(answer.model_dump(exclude_none=True))
-        write_otlp(provider, fake, out / f"loop-{which}.jsonl")
-    (out / f"loop-{which}.messages.jsonl").write_text(json.dumps({"id": f"loop-{which}", "messages": messages}, ensure_ascii=False) + "\n")
+        write_otlp(provider, fake, out / f"{name}-{which}.jsonl")
+    (out / f"{name}-{which}.messages.jsonl").write_text(json.dumps({"id": f"{name}-{which}", "messages": messages}, ensure_ascii=False) + "\n")
     return answer.content
 
 
-SCENARIOS = {"loop-oi": lambda out: loop("oi", out), "loop-tl": lambda out: loop("tl", out)}
+SCENARIOS = {"loop-oi": lambda out: loop("oi", out), "loop-tl": lambda out: loop("tl", out),
+             "mixed-oi": lambda out: loop("oi", out, MIXED, "mixed"), "mixed-tl": lambda out: loop("tl", out, MIXED, "mixed")}
 
 
 def main(argv: list[str]) -> int:

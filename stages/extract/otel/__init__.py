@@ -141,7 +141,8 @@ the last user message of its first model request; when that request sent
 several user messages in a row since the model last spoke and the turn's text
 is the last of them, each is a user message of the turn (`metadata.otel.turns[].user_texts`).
 `trace.user_messages` holds every user turn in order, each placed before the step
-that answered it, including user messages a request's history adds mid-turn. The first
+that answered it, including user messages a request's history adds mid-turn; one of the
+turn's own that holds images is its text and images as OpenAI content parts. The first
 user text is the case `input`, the later ones `turns`; `metadata.otel.turns`
 lists per turn `user_text`, `final_text`, `intermediate_texts`, `agents`,
 `steps` (`[first, end)` indices into `trace.steps`), `calls` (`[first, end)`

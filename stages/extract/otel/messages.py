@@ -31,8 +31,8 @@ from tracejudge.stages.extract.otel.adk_notes import adk_note
 from tracejudge.stages.extract.otel.server_blocks import is_server_block, server_part
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
-__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "trailing_user_texts", "user_content", "user_contents",
-           "user_texts"]
+__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "said_text", "text_parts", "trailing_user_texts", "user_content",
+           "user_contents", "user_texts"]
 
 _ROLES = {
     "human": "user",
@@ -282,14 +282,32 @@ def user_texts(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def user_content(message: dict[str, Any]) -> str | list[dict[str, Any]] | None:
-    """What a normalised user message said: its text; for a message with no text but images (a photo sent alone), its
-    images as OpenAI content blocks (`[{"type": "image_url", "image_url": {"url": …}}]`, a data URL for an inline one), as
-    format `openai-messages` keeps such a message's content; `None` for neither, and for a Google ADK note (`adk_notes`)."""
+    """What a normalised user message said: its text; for a message with images (a photo sent alone, or beside the words
+    about it), its text and images in order as OpenAI content blocks (`{"type": "text", "text": …}`, `{"type":
+    "image_url", "image_url": {"url": …}}`, a data URL for an inline image), as format `openai-messages` keeps such a
+    message's content; `None` for neither, and for a Google ADK note (`adk_notes`)."""
     texts = text_parts(message)
-    if texts:
-        return None if adk_note(texts) else "\n".join(texts)
-    urls = [_image_url(p) for p in message.get("parts") or [] if isinstance(p, dict)]
-    return [{"type": "image_url", "image_url": {"url": u}} for u in urls if u] or None
+    if texts and adk_note(texts):
+        return None
+    blocks: list[dict[str, Any]] = []
+    for part in message.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("content"), str) and present(part["content"]):
+            blocks.append({"type": "text", "text": part["content"]})
+        elif (url := _image_url(part)) is not None:
+            blocks.append({"type": "image_url", "image_url": {"url": url}})
+    if len(blocks) > len(texts):  # (an image among them)
+        return blocks
+    return "\n".join(texts) if texts else None
+
+
+def said_text(said: str | list[dict[str, Any]] | None) -> str | None:
+    """The text of what `user_content` read (its text blocks joined by newlines, as `user_texts` joins them), else `None`."""
+    if not isinstance(said, list):
+        return said
+    texts = [b["text"] for b in said if b.get("type") == "text"]
+    return "\n".join(texts) if texts else None
 
 
 def _image_url(part: dict[str, Any]) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import REFUSED
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import held
-from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, trailing_user_texts, user_contents, user_texts
+from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, said_text, trailing_user_texts, user_contents, user_texts
 from tracejudge.stages.extract.otel.conventions.openllmetry_agents import Hosts, calls_of, mend_errors, warn_unrecorded
 from tracejudge.stages.extract.otel.nesting import Within, adopt, in_call_order, nested_entry
 from tracejudge.stages.extract.otel.pauses import add_question, question_text
@@ -104,11 +104,12 @@ class Builder:
             turn = last
         else:
             turn = {"_trace": a.trace_id, "_run": run, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
-                    "_error": None, "_asked": [], "_held": False, "_before": []}
+                    "_error": None, "_asked": [], "_held": False, "_before": [], "_said": user_text}
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
                 turn["_before"] = _said_before(first_inputs, user_text, self._users_sent(last))
+                turn["_said"] = _own_said(first_inputs, user_text)
         turn["_error"] = error
         turn["_held"] = held(a)  # (pydantic-ai's run paused on deferred calls: no answer, even once a later run resumed them)
         turn["_asked"].extend(paused or [])
@@ -169,7 +170,7 @@ class Builder:
             rows = in_call_order(sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1)))
             first_step, first_call = len(steps), calls_total
             if turn["user_text"] is not None:
-                user_messages.extend({"step": len(steps), "content": text} for text in [*turn["_before"], turn["user_text"]])
+                user_messages.extend({"step": len(steps), "content": text} for text in [*turn["_before"], turn["_said"]])
             history = turn["_history"]
             for r in rows:
                 if r.model is not None:
@@ -238,7 +239,8 @@ class Builder:
         if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None and meta_turns[-1].get("error") is None:
             meta_turns[-1]["final_text"] = answer_tool_text
         # Each user message is one text, as format `openai-messages` reads them: the first is the input, the rest turns.
-        texts = [text for t in meta_turns for text in t.get("user_texts", [t["user_text"]])]
+        # (a message with images is its text here, as there: an image sent alone is in `trace.user_messages` alone)
+        texts = [said_text(text) for t in meta_turns for text in t.get("user_texts", [t["user_text"]])]
         otel: dict[str, Any] = {
             "group_key": group.key_attr or "trace_id",
             "traces": group.traces,
@@ -304,12 +306,19 @@ def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list
     sends the earlier questions in a row before the new one: said before, not again).
     """
     said = trailing_user_texts(inputs)
-    if user_text is None or not said or said[-1] != user_text:
+    if user_text is None or not said or said_text(said[-1]) != user_text:
         return []
     users = user_contents(inputs)  # (an image sent alone is a user message too: `messages.user_content`)
     if sent is not None and users[: len(sent)] == sent:
         said = said[-max(1, len(users) - len(sent)):]
     return said[:-1]
+
+
+def _own_said(inputs: list[dict[str, Any]], user_text: str | None) -> Any:
+    """The turn's own user message as `messages.user_content` reads it (a photo beside its words kept with them), when the
+    turn's first request ends on that message; else the turn's text (`user_text`)."""
+    said = trailing_user_texts(inputs)
+    return said[-1] if user_text is not None and said and said_text(said[-1]) == user_text else user_text
 
 
 def _said(row: Row) -> str | None:
