@@ -317,15 +317,12 @@ def score_counts(status: str, value: float | None) -> bool:
 class JudgeInfo(BaseModel):
     """Provenance of a judge verdict.
 
-    `cached` is true when every request of the metric was a cache hit
-    (`cached_requests` of `requests`); tokens are what this score cost
-    (all attempts and repairs; 0 for hits), `cached_input_tokens` the part of
-    `input_tokens` the provider read from its prompt cache, `cost_usd` the
-    dollars billed (cached tokens at the cached rate; 0 for hits; None when a
-    judge model without a price billed tokens for it: unknown, not free); `latency_s` is wall time for the
-    metric, queueing included; `cache_miss` says why a request missed the
-    cache (only with `cache.explain`). `model`, `prompt_version` (the metric's
-    prompt template) and `structured_output` (how the verdict schema was sent)
+    `cached` is true when every request of the metric was a cache hit (`cached_requests` of `requests`); tokens are
+    what this score cost (all attempts and repairs; 0 for hits), `cached_input_tokens` the part of `input_tokens` the
+    provider read from its prompt cache, `cost_usd` the dollars billed (cached tokens at the cached rate; 0 for hits;
+    None when a judge model without a price billed tokens for it: unknown, not free); `latency_s` is wall time for the
+    metric, queueing included; `cache_miss` says why a request missed the cache (only with `cache.explain`). `model`,
+    `prompt_version` (the metric's prompt template) and `structured_output` (how the verdict schema was sent)
     identify the judge, so `compare` can warn when two runs' judges differ.
     `extra_body` is `sha256:<hex>` of the request fields `judge.extra_body` added, as summary.json shows them
     (credentials masked; a panel whose members send other fields: its `extra_body_by_model`), so a result line
