@@ -51,3 +51,21 @@ def test_a_photo_beside_the_users_text_is_kept_with_it_and_the_judge_reads_the_t
     shown = TaskCompletion().plan(otel).render(0)
     assert shown == TaskCompletion().plan(app).render(0)
     assert f"User 1: {box}\nUser 2: {lid}\n" in shown and "example.com" not in shown and "image_url" not in shown, shown
+
+
+def test_a_photo_sent_without_words_is_named_to_the_judge_not_dumped() -> None:
+    # Its content parts were shown as the structure they are: a data URL's base64 filled the turn's characters.
+    from tracejudge.core.records import Case
+    from tracejudge.stages.judge.metrics import TaskCompletion
+
+    data = "iVBORw0KGgo" * 300
+    case = Case.model_validate({"id": "c", "trace": {"steps": [{"output": "Sorry to hear that."}], "user_messages": [
+        {"step": 0, "content": "My order arrived broken."},
+        {"step": 0, "content": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]},
+        {"step": 0, "content": [{"type": "image_url", "image_url": {"url": "https://cdn.example.com/box.png?X-Amz-Signature=abc"}}]},
+        {"step": 0, "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "QUJD"}}]}]}})
+    shown = TaskCompletion().plan(case).render(0)
+    assert f"User 2: [image: inline image/png, {len(data):,} characters of base64]" in shown, shown
+    assert "User 3: [image: https://cdn.example.com/box.png]" in shown, shown
+    assert "User 4: [image: inline image/jpeg, 4 characters of base64]" in shown, shown
+    assert "iVBORw0KGgo" not in shown and "X-Amz-Signature" not in shown and "image_url" not in shown

@@ -44,13 +44,40 @@ def has_turns(case: Case) -> bool:
 
 
 def _said(content: Any) -> Any:
-    # Content parts (OpenAI, Anthropic) show their text; anything else is shown as the structure it is.
+    # Content parts (OpenAI, Anthropic) show their text; parts of media alone (a photo sent without words) are named,
+    # not dumped: a data URL's base64 would fill the turn's characters with nothing a judge can read. Anything else is
+    # shown as the structure it is.
     if isinstance(content, list):
         texts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         texts += [p for p in content if isinstance(p, str)]
         if texts:
             return "\n".join(texts)
+        named = [_media(p) for p in content]
+        if content and all(named):
+            return "\n".join(named)  # type: ignore[arg-type]
     return content if content is not None else ""
+
+
+def _media(part: Any) -> str | None:
+    """`[image: https://…/a.png]`, `[image: inline image/png, 30,312 characters of base64]`: a media part (OpenAI's
+    `image_url`, `input_image`, `input_audio`, `file`; Anthropic's `image`, `document`) as a judge is told of it, or None
+    for a part that is none of those."""
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+        return None
+    kind = part["type"]
+    if kind not in ("image_url", "input_image", "input_audio", "file", "image", "document"):
+        return None
+    shown = "image" if "image" in kind else "audio" if "audio" in kind else kind
+    ref = part.get("image_url", part.get("source", part.get(kind)))
+    url = ref.get("url") if isinstance(ref, dict) else ref
+    if isinstance(ref, dict) and isinstance(ref.get("data"), str):  # (Anthropic's base64 source)
+        return f"[{shown}: inline {ref.get('media_type') or 'data'}, {len(ref['data']):,} characters of base64]"
+    if isinstance(url, str) and url.startswith("data:"):
+        head, _, data = url[5:].partition(",")
+        return f"[{shown}: inline {head.split(';', 1)[0] or 'data'}, {len(data):,} characters of base64]"
+    if isinstance(url, str) and url:
+        return f"[{shown}: {url.split('?', 1)[0].split('#', 1)[0][:200]}]"  # (a signed URL's query is a credential)
+    return f"[{shown}]"
 
 
 def _turn(k: int, msg: UserMessage, full: bool) -> str:
