@@ -69,3 +69,14 @@ def test_a_photo_sent_without_words_is_named_to_the_judge_not_dumped() -> None:
     assert "User 3: [image: https://cdn.example.com/box.png]" in shown, shown
     assert "User 4: [image: inline image/jpeg, 4 characters of base64]" in shown, shown
     assert "iVBORw0KGgo" not in shown and "X-Amz-Signature" not in shown and "image_url" not in shown
+
+
+@pytest.mark.parametrize("which", ["oi", "tl"])
+@pytest.mark.parametrize("name", ["last", "alone"])
+def test_a_photo_sent_last_or_alone_is_kept_as_openai_messages_keeps_it(name: str, which: str) -> None:
+    # The question then the photo as the request's last message, or the photo and nothing else: the photo was dropped
+    # (kept only between two texts), and a photo sent alone left the case with no user message at all.
+    held = _said(f"{name}-{which}.messages.jsonl", "openai-messages")
+    said = [(0, "My order #W42 arrived broken: can I get a refund? Here is the box.")] if name == "last" else []
+    assert held == [*said, (0, PHOTO)]
+    assert _said(f"{name}-{which}.jsonl", "otel") == held

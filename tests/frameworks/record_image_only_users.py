@@ -10,6 +10,8 @@ subprocess of its own: instrumentors patch the client process-wide) against the 
 the conversation the application held, as format `openai-messages` reads it (`{"id", "messages"}`).
 Scenarios `mixed-oi` and `mixed-tl` record the same loop where two user messages in a row each hold text and a photo
 (a `text` content part beside an `image_url` one): the first tells what happened, the second asks the question.
+Scenarios `last-oi`/`last-tl` send the question, then the photo alone as the request's last message; `alone-oi`/`alone-tl`
+send the photo alone and nothing else.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ MIXED: list[dict[str, Any]] = [
     {"role": "user", "content": [{"type": "text", "text": "And this is the lid. Can I get a refund?"},
                                  {"type": "image_url", "image_url": {"url": "https://example.com/broken-lid.png"}}]},
 ]
+LAST: list[dict[str, Any]] = [  # the question, then the photo it is about, in a message of its own
+    {"role": "system", "content": "You are a support bot."},
+    {"role": "user", "content": "My order #W42 arrived broken: can I get a refund? Here is the box."},
+    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PHOTO}}]},
+]
+ALONE: list[dict[str, Any]] = [  # a photo sent without words
+    {"role": "system", "content": "You are a support bot."},
+    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PHOTO}}]},
+]
 REPLIES = [{"role": "assistant", "content": None, "tool_calls": [call("call_r1", "refund", {"order_id": "#W42"})]},
            {"role": "assistant", "content": "Refund issued for #W42."}]
 TOOLS = [{"type": "function", "function": {"name": "refund", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]
@@ -69,7 +80,9 @@ def loop(which: str, out: Path, asked: list[dict[str, Any]] = ASKED, name: str =
 
 
 SCENARIOS = {"loop-oi": lambda out: loop("oi", out), "loop-tl": lambda out: loop("tl", out),
-             "mixed-oi": lambda out: loop("oi", out, MIXED, "mixed"), "mixed-tl": lambda out: loop("tl", out, MIXED, "mixed")}
+             "mixed-oi": lambda out: loop("oi", out, MIXED, "mixed"), "mixed-tl": lambda out: loop("tl", out, MIXED, "mixed"),
+             **{f"{name}-{which}": (lambda out, w=which, a=asked, n=name: loop(w, out, a, n))
+                for name, asked in (("last", LAST), ("alone", ALONE)) for which in ("oi", "tl")}}
 
 
 def main(argv: list[str]) -> int:

@@ -104,12 +104,13 @@ class Builder:
             turn = last
         else:
             turn = {"_trace": a.trace_id, "_run": run, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
-                    "_error": None, "_asked": [], "_held": False, "_before": [], "_said": user_text}
+                    "_error": None, "_asked": [], "_held": False, "_before": [], "_said": user_text, "_after": []}
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
                 turn["_before"] = _said_before(first_inputs, user_text, self._users_sent(last))
                 turn["_said"] = _own_said(first_inputs, user_text)
+                turn["_after"] = _photos_after(first_inputs, user_text)
         turn["_error"] = error
         turn["_held"] = held(a)  # (pydantic-ai's run paused on deferred calls: no answer, even once a later run resumed them)
         turn["_asked"].extend(paused or [])
@@ -169,8 +170,9 @@ class Builder:
         for turn in self.turns:
             rows = in_call_order(sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1)))
             first_step, first_call = len(steps), calls_total
-            if turn["user_text"] is not None:
-                user_messages.extend({"step": len(steps), "content": text} for text in [*turn["_before"], turn["_said"]])
+            if turn["user_text"] is not None or turn["_after"]:
+                said = [*turn["_before"], turn["_said"]] if turn["user_text"] is not None else []
+                user_messages.extend({"step": len(steps), "content": text} for text in [*said, *turn["_after"]])
             history = turn["_history"]
             for r in rows:
                 if r.model is not None:
@@ -305,7 +307,7 @@ def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list
     when they begin this request's, only the messages after them are new (an app that keeps only the user's turns
     sends the earlier questions in a row before the new one: said before, not again).
     """
-    said = trailing_user_texts(inputs)
+    said, _ = _photos_last(trailing_user_texts(inputs))
     if user_text is None or not said or said_text(said[-1]) != user_text:
         return []
     users = user_contents(inputs)  # (an image sent alone is a user message too: `messages.user_content`)
@@ -317,8 +319,25 @@ def _said_before(inputs: list[dict[str, Any]], user_text: str | None, sent: list
 def _own_said(inputs: list[dict[str, Any]], user_text: str | None) -> Any:
     """The turn's own user message as `messages.user_content` reads it (a photo beside its words kept with them), when the
     turn's first request ends on that message; else the turn's text (`user_text`)."""
-    said = trailing_user_texts(inputs)
+    said, _ = _photos_last(trailing_user_texts(inputs))
     return said[-1] if user_text is not None and said and said_text(said[-1]) == user_text else user_text
+
+
+def _photos_last(said: list[Any]) -> tuple[list[Any], list[Any]]:
+    """`said` (`messages.trailing_user_texts`) split before the messages of images alone that end it."""
+    k = len(said)
+    while k and said_text(said[k - 1]) is None:
+        k -= 1
+    return said[:k], said[k:]
+
+
+def _photos_after(inputs: list[dict[str, Any]], user_text: str | None) -> list[Any]:
+    """The messages of images alone the turn's first request sent after the turn's text (a question, then the photo it
+    is about), or every message it sent when all are images alone (a photo sent without words); else `[]`."""
+    said, photos = _photos_last(trailing_user_texts(inputs))
+    if user_text is None:
+        return photos if not said else []
+    return photos if said and said_text(said[-1]) == user_text else []
 
 
 def _said(row: Row) -> str | None:
