@@ -31,7 +31,8 @@ reply are read (a longer one counts as no answer), no redirect is followed (the 
 the probes, to the judge's own host only), only scalar fields of the expected types are kept, and what is
 kept in clear — the server's kind and the weights' name, a basename of any path, redacted, at most
 `MAX_NAME` characters — is all a cache index or a report ever shows. Paths and digests go into the
-component's `sha256` only.
+component's `sha256` only. A lone surrogate in a reply (a `\\ud800` escape, which `json` decodes and UTF-8 cannot
+carry) reads as U+FFFD, as one in a trace does: it failed every request's cache key otherwise.
 
 The same replies say how many requests llama.cpp computes at once (`slots_of`: `/props` `total_slots`); the judge
 sends no more than that at a time (`stages.judge.calls.served`).
@@ -62,6 +63,7 @@ _SHARED = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT: Tailscale 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".lan", ".internal", ".home.arpa")
 _HEX = re.compile(r"^(?:sha256:)?[0-9a-f]{12,128}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # (in a str a pair is one code point: any surrogate left is alone)
 _LLAMA_META = ("vocab_type", "n_vocab", "n_ctx_train", "n_embd", "n_params", "size", "ftype")
 _OLLAMA_DETAILS = ("format", "family", "parameter_size", "quantization_level", "parent_model")
 _LMSTUDIO = ("publisher", "arch", "compatibility_type", "quantization", "type")
@@ -151,7 +153,7 @@ async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Ite
             return
         settled.add(name)
         try:
-            bodies[name] = json.loads(raw)
+            bodies[name] = _mended(json.loads(raw))
         except (ValueError, RecursionError):
             return
 
@@ -172,7 +174,11 @@ def identity(model: str, bodies: dict[str, Any], secrets: Iterable[str | None] =
     answer) of a server asked about `model`: `{"server", "name", "sha256"}` — the server's kind (`llama.cpp`, `ollama`,
     `tgi`, `lmstudio`, `vllm`, `sglang`, or `openai-compatible` for another server listing a `root`), the weights' name in clear (a basename,
     redacted with `secrets`, at most `MAX_NAME` characters) and the sha256 hex of the canonical JSON of every fact
-    read (paths and digests in full). `None` when no reply identifies the weights. Never raises."""
+    read (paths and digests in full; a lone surrogate as U+FFFD). `None` when no reply identifies the weights. Never raises."""
+    try:
+        bodies = _mended(bodies)
+    except RecursionError:
+        return None
     for read in (_llama_cpp, _ollama, _tgi, _lmstudio, _rooted):
         try:
             found = read(model, bodies)
@@ -197,6 +203,17 @@ def describe(component: Any) -> str:
 
 
 # ------------------------------------------------------------------ each server's answer: (kind, name, facts) or None
+
+
+def _mended(value: Any) -> Any:
+    """`value` (decoded JSON) with every lone surrogate in its strings, keys included, replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_mended(k): _mended(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mended(v) for v in value]
+    return value
 
 
 def _entries(body: Any, key: str) -> list[dict[str, Any]]:
