@@ -163,3 +163,16 @@ def test_a_labelled_case_id_one_slip_from_a_dataset_case_is_offered_as_a_run_off
     assert got["problems"] == [f"{labels}:3: case_id: no result of this run is case 'C01'; did you mean 'c01'?",
                                f"{labels}:4: case_id: no result of this run is case 'zz'"], got["problems"]
     assert f"{labels}:3: case_id: no result of this run is case 'C01'; did you mean 'c01'?" in proc.stdout, proc.stdout
+
+
+def test_a_slip_is_offered_when_no_label_names_a_dataset_case(tmp_path: Path) -> None:
+    # A spreadsheet that stripped every id's leading zero leaves no labelled case in the dataset: nothing is judged,
+    # and each label still offers the case meant (the hint came only once another label matched).
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,metric,label\nC00,TaskCompletion,true\nC01,TaskCompletion,false\nzz,TaskCompletion,true\n")
+    proc, got = _calibrate(tmp_path, labels)
+    assert _judged(tmp_path) == []
+    slips = [f"{labels}:2: case_id: no result of this run is case 'C00'; did you mean 'c00'?",
+             f"{labels}:3: case_id: no result of this run is case 'C01'; did you mean 'c01'?"]
+    assert [p for p in got["problems"] if "did you mean" in p] == slips, got["problems"]
+    assert all(s in proc.stdout for s in slips), proc.stdout + proc.stderr

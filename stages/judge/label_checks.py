@@ -33,10 +33,10 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
     `known`: case ids of the dataset beside the run's, offered for a slip (`unknown_case`).
     """
     named = []
-    known = run_metrics | (config_metrics or set())
+    metrics = run_metrics | (config_metrics or set())  # (not `known`: a label whose case was a slip was offered a metric)
     for metric, n in unknown.items():
         mine = [lab for lab in labels.labels if lab.metric == metric]
-        lacked = config_metrics is not None and metric not in known
+        lacked = config_metrics is not None and metric not in metrics
         if cases is not None and mine and not lacked and not any(lab.case_id in cases for lab in mine):
             either = f"; no result of this run has metric {metric!r} either" if run_metrics else ""
             named += [unknown_case(lab, cases, known) + either for lab in mine]
@@ -45,7 +45,7 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
         file = wheres[0].rpartition(":")[0] if wheres else ""
         lines = [w.rpartition(":")[2] for w in wheres[1:] if file and w.rpartition(":")[0] == file]
         more = f" (also line{'s' if len(lines) > 1 else ''} {', '.join(lines[:5])}{', …' if len(lines) > 5 else ''})" if lines else ""
-        hint = did_you_mean(metric, known, n=1, typo=True)
+        hint = did_you_mean(metric, metrics, n=1, typo=True)
         named.append(f"{wheres[0] + ': ' if wheres else ''}metric: {n} label(s) for metric {metric!r}{more}: no result of this run "
                      f"has that metric{f'; {hint}' if hint else ''}")
     return named
