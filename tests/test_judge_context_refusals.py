@@ -124,3 +124,26 @@ def test_a_multi_item_request_over_the_context_is_split_and_only_the_long_item_f
     (bad,) = [r for r in results(tmp_path) if r["status"] != "ok"]
     assert bad["case_id"] == "case-3" and bad["error"]["kind"] == "context_exceeded", bad["error"]
     assert summary["judge"]["requests_split"] >= 1
+
+
+def test_a_prompt_that_fits_alone_but_not_with_the_replys_room_names_judge_max_tokens(tmp_path: Path) -> None:
+    # vLLM counts judge.max_tokens in: a 420-token prompt fits a 4096-token window, and 4000 tokens of room beside it do
+    # not. It was "longer than the server's context", advising a bigger context or judge.context_tokens.
+    said = {"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 4420 tokens "
+            "(420 in the messages, 4000 in the completion). Please reduce the length of the messages or completion.",
+            "type": "BadRequestError", "param": None, "code": 400}
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return (400, said) if LONG in json.dumps(body) else (200, completion(json.dumps(verdict(body))))
+
+    with Loopback(respond) as judge:
+        summary = run(config(tmp_path, judge.url, cases(tmp_path / "c.jsonl", 4), metrics=ONE, max_tokens=4000))
+        sent = [b for _, b in judge.requests if LONG in json.dumps(b)]
+    assert summary["status"] == {"ok": 3, "judge_error": 1}, [r.get("error") for r in results(tmp_path)]
+    assert [b["max_tokens"] for b in sent] == [4000]  # (not retried with less room: the config's setting is what is sent)
+    (bad,) = [r for r in results(tmp_path) if r["status"] != "ok"]
+    message = bad["error"]["message"]
+    assert bad["error"]["kind"] == "context_exceeded", bad["error"]
+    assert "judge prompt (420 tokens) fits the server's context (4,096 tokens)" in message, message
+    assert "judge.max_tokens: 4,000" in message and "set judge.max_tokens to at most 3,676" in message, message
+    assert "longer than the server's context" not in message, message
