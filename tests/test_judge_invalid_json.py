@@ -53,3 +53,26 @@ def test_what_is_relaxed_stands_outside_strings() -> None:
     assert relaxed('{"a": "\\" // not a comment"}') is None
     assert invalid_json('Here is {my} verdict: {"a": 1}') == ""  # a `{` in prose is no invalid object
     assert invalid_json('{"a": 1,}').startswith("Expecting property name enclosed in double quotes: line 1 column 9")
+
+
+def _contradicted(body: dict[str, Any]) -> str:
+    # The schema's verdict, then a second one that says otherwise and is valid JSON only when read leniently.
+    first = verdict(body)
+    if "score" in first:
+        return json.dumps({"score": 4, "reason": "fine"}) + ' {"score": 2, "reason": "bad",}'
+    second = {q: {"answer": "no", "reason": "bad"} for q in first} if "answers" not in first else \
+        {"answers": [{**a, "answer": "no"} for a in first["answers"]]}
+    return json.dumps(first) + " " + json.dumps(second)[:-1] + ",}"
+
+
+@pytest.mark.parametrize("metric", [{"type": "Rubric", "name": "grade", "criteria": "How helpful?", "scale": [1, 5]},
+                                    {"type": "TaskCompletion"}])
+def test_a_second_verdict_read_only_leniently_still_contradicts_the_first(tmp_path: Path, metric: dict[str, Any]) -> None:
+    # It scored 4 (TC1 yes) with no note: the strict reading skipped the object with the trailing comma, while the same
+    # object without the comma was refused as answering twice.
+    with Loopback(lambda headers, body: (200, completion(_contradicted(body)))) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=[metric]))
+    assert summary["status"] == {"judge_error": 2}, [r["scores"] for r in results(tmp_path)]
+    said = "the grade is given twice, 4 and 2" if metric["type"] == "Rubric" else "is answered both yes and no"
+    reasons = [s["reason"] for r in results(tmp_path) for s in r["scores"].values()]
+    assert reasons and all(said in x and "read leniently" in x for x in reasons), reasons

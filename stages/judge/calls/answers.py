@@ -7,7 +7,7 @@ from typing import Any
 from tracejudge.core.records import Score
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.lenient_json import invalid_json, relaxed
-from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
+from tracejudge.stages.judge.parse import ParseError, check_agreement, grade_agreement, json_objects, parse_parts, parse_scale, parse_yes_no
 
 __all__ = ["ENDED_AFTER_VERDICT", "finish", "parse_answers", "question_groups", "ran_on_in_whitespace", "verdict_before_whitespace"]
 
@@ -20,10 +20,11 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
     A reply that is not valid JSON is read again leniently (`lenient_json.relaxed`: trailing commas and comments
     dropped); a verdict read so is taken and said in `plan.note` (the score's reason) and in each answer's
     `read_leniently`, with json's error. Otherwise
-    the error says the JSON is invalid and where, before what the strict reading found wrong.
+    the error says the JSON is invalid and where, before what the strict reading found wrong. A verdict read strictly
+    is refused when an object only the lenient reading sees grades or answers otherwise (`_agrees_leniently`).
     """
     try:
-        return _strict(plan, questions, text)
+        got = _strict(plan, questions, text)
     except ParseError as exc:
         bad = invalid_json(text)
         if not bad:
@@ -39,6 +40,26 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
         plan.note = "; ".join(filter(None, [plan.note, note])) if note not in plan.note else plan.note
         # (in each answer too: the cache keeps answers, not the note, so a run answered from it still says so in details)
         return {q: {**a, "read_leniently": note} for q, a in got.items()}
+    _agrees_leniently(plan, questions, text)
+    return got
+
+
+def _agrees_leniently(plan: Plan, questions: list[Question], text: str) -> None:
+    """Raises `ParseError` when `text`, read leniently, grades twice differently or answers a question both yes and no.
+
+    The strict reading skips an invalid object: `{"score": 4} {"score": 2,}` read as 4, while the same second verdict
+    without its comma was refused. Every object of the reply counts, leniently read or not."""
+    bad = invalid_json(text)
+    again = relaxed(text) if bad else None
+    if again is None:
+        return
+    try:
+        if plan.kind == "scale":
+            grade_agreement(json_objects(again[0]), *plan.scale)
+        else:
+            check_agreement(again[0], [plan.full_id(q) for q in questions] if not plan.parts else [q.id for q in questions])
+    except ParseError as exc:
+        raise ParseError(f"{exc} (read leniently: the reply is not valid JSON ({bad}); {' and '.join(again[1])} dropped)") from None
 
 
 # Said in each answer (`details.answers.<id>.reply_ended`) of a verdict taken from a reply that ran on to the length limit.
