@@ -61,3 +61,16 @@ def test_a_server_that_does_not_say_records_no_weights(simulator, tmp_path):
     run(tmp_path, sim.url, data, "a")
     assert "served_model" not in summary(tmp_path, "a")["judge"]
     assert all("served_model" not in r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path, "a"))
+
+
+def test_compare_says_the_judges_may_differ_when_only_one_run_recorded_its_weights(simulator, tmp_path):
+    # The other run's server did not say what it serves: it warned only when both said, and differently.
+    said, silent = simulator(served=A), simulator()
+    data = cases(tmp_path / "c.jsonl", 2)
+    run(tmp_path, said.url, data, "a", cache=False)
+    run(tmp_path, silent.url, data, "b", cache=False)
+    assert "served_model" in summary(tmp_path, "a")["judge"] and "served_model" not in summary(tmp_path, "b")["judge"]
+    for first, second, arrow in (("a", "b", "llama.cpp qwen2.5-7b-instruct-q4_k_m.gguf (weights "), ("b", "a", "not known")):
+        warned = [w for w in compare_runs(tmp_path / first, tmp_path / second).warnings if "judges" in w]
+        assert len(warned) == 1 and warned[0].startswith(f"TaskCompletion: the runs' judges may differ (served_model {arrow}"), warned
+        assert "not known (its judge server did not say)" in warned[0], warned

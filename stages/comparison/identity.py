@@ -4,7 +4,8 @@ A judge score records its judge in `score.judge`: `model`, `prompt_version`
 (the metric's prompt template), `structured_output` (how the verdict
 schema was sent) and, for a self-hosted server, `served_model` (the weights it
 said it serves: two GGUFs behind one model name are two judges). Scores written
-before these were recorded have none, which counts as unknown rather than as a difference. A metric's options come from
+before these were recorded have none, which counts as unknown rather than as a difference; but served weights that
+one run recorded and the other did not are said: the runs' judges may differ (one unknown). A metric's options come from
 each run's manifest (`config.metrics`, the spec whose key is the metric's), and
 so do the request fields the judge sent (`judge.extra_body`, a panel member's
 own): a model thinking in one run and not in the other is another judge.
@@ -23,6 +24,8 @@ from tracejudge.engine import store
 __all__ = ["IDENTITY_FIELDS", "identity_differences", "identity_of", "identity_warnings", "warning_line"]
 
 IDENTITY_FIELDS = ("model", "prompt_version", "structured_output", "served_model")
+# One run's served weights when its server did not say them (a hosted API, a server naming none, a run before they were recorded).
+UNKNOWN = "not known (its judge server did not say)"
 
 
 def identity_of(results: Iterable[dict[str, Any]], metrics: list[str]) -> dict[str, dict[str, set[str]]]:
@@ -80,6 +83,8 @@ def warning_line(metric: str, differences: str) -> str:
     """
     if differences.startswith("options "):
         return f"{metric}: the runs scored it with different options ({differences}); a delta may be the options', not the agent's"
+    if differences.startswith("served_model ") and ";" not in differences and UNKNOWN in differences:
+        return f"{metric}: the runs' judges may differ ({differences}); a delta may be the judge's, not the agent's"
     return f"{metric}: the runs' judges differ ({differences}); a delta may be the judge's, not the agent's"
 
 
@@ -96,6 +101,10 @@ def identity_differences(dirs_a: list[Path], dirs_b: list[Path], metrics: list[s
     for m in metrics:
         diffs = [f"{f} {', '.join(sorted(a[m][f]))} → {', '.join(sorted(b[m][f]))}" for f in IDENTITY_FIELDS
                  if a[m][f] and b[m][f] and a[m][f] != b[m][f]]
+        if a[m]["model"] and b[m]["model"] and bool(a[m]["served_model"]) != bool(b[m]["served_model"]):
+            # One server said which weights it serves, the other's did not (or was not asked): they may be others.
+            said = [", ".join(sorted(side[m]["served_model"])) or UNKNOWN for side in (a, b)]
+            diffs.append(f"served_model {said[0]} → {said[1]}")
         if a[m]["model"] and b[m]["model"] and fields_a is not None and fields_b is not None and fields_a != fields_b:
             diffs.append(f"judge.extra_body {_shown(fields_a)} → {_shown(fields_b)}")  # (only for a metric both judged)
         oa, ob = opts_a.get(m), opts_b.get(m)
