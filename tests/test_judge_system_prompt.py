@@ -101,9 +101,12 @@ def test_system_prompt_chars_shows_a_whole_policy_and_needs_the_option(tmp_path:
     for null in ({"include_system_prompt": True, "system_prompt_chars": None}, {"system_prompt_chars": None}):
         metric = registry.build_metric({"type": "TaskCompletion", **null})
         assert metric.system_prompt_chars == 2000 and "system_prompt_chars" not in metric.model_dump()
+    # YAML's `3000.0` is the int it writes, as other int keys read it (it was refused as not an integer); `3000.5` is not
+    assert registry.build_metric({"type": "TaskCompletion", "include_system_prompt": True, "system_prompt_chars": 3000.0}).system_prompt_chars == 3000
     for bad, said in [({"system_prompt_chars": 8000}, "no effect without include_system_prompt: true"),
                       ({"include_system_prompt": True, "system_prompt_chars": 50}, "greater than or equal to 200"),
-                      ({"include_system_prompt": True, "system_prompt_chars": "8000"}, "valid integer")]:
+                      ({"include_system_prompt": True, "system_prompt_chars": "8000"}, "valid integer"),
+                      ({"include_system_prompt": True, "system_prompt_chars": 3000.5}, "valid integer")]:
         with pytest.raises(ConfigError) as err:
             validate_config({"dataset": {"path": str(tmp_path / "cases.jsonl")}, "judge": {"provider": "simulator"},
                              "metrics": [{"type": "TaskCompletion", **bad}]})
@@ -233,4 +236,6 @@ def test_explain_lists_the_option_only_for_metrics_that_render_the_trace() -> No
         return done.stdout
 
     assert "  include_system_prompt: bool = False" in explain("TaskCompletion")
+    # null is taken and means the default: `int = 2000` said neither
+    assert "  system_prompt_chars: int | None = 2000 (null: the default)" in explain("TaskCompletion")
     assert "include_system_prompt" not in explain("Faithfulness")

@@ -241,6 +241,8 @@ def describe_metric(name: str) -> str:
         default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
         ann = info.annotation
         annotation = str(ann).replace("typing.", "") if typing.get_origin(ann) is not None else getattr(ann, "__name__", str(ann))
+        if field in getattr(cls, "null_is_default", ()):  # (null is taken and means the default: as threshold's None does)
+            annotation, default = f"{annotation} | None", f"{default} (null: the default)"
         lines.append(f"  {field}: {annotation} = {default}")
     return "\n".join(lines)
 

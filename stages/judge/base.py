@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -240,7 +241,7 @@ class JudgeMetric(Metric):
     before the compact rendering; what peers send); `include_system_prompt`
     (default false) shows the agent's recorded system prompts before the task
     (`system_section`), in every metric that renders the trace, each cut at
-    `system_prompt_chars` (default 2,000, from 200 to 100,000, null the default; a
+    `system_prompt_chars` (default 2,000, from 200 to 100,000, `2000.0` as 2000, null the default; a
     config error without `include_system_prompt: true`).
 
     Subclasses set `prompt_version` (bump it whenever the wording changes:
@@ -257,7 +258,8 @@ class JudgeMetric(Metric):
     trace_format: Literal["compact", "full"] = "compact"
     include_system_prompt: StrictBool = False
     # (a policy runs to several thousand characters: τ-bench's airline one is 6,155; the default keeps a field's 2,000)
-    system_prompt_chars: StrictInt = Field(default=2000, ge=200, le=100_000)
+    system_prompt_chars: StrictInt = Field(default=2000, ge=200, le=100_000)  # (`2000.0` too: `_null_chars`)
+    null_is_default: ClassVar[tuple[str, ...]] = ("system_prompt_chars",)  # (`tracejudge explain` shows them as `int | None`)
     shows_trace: ClassVar[bool] = True  # (false: the metric's prompt shows no trace, so it has no system prompt to show)
 
     @field_validator("include_system_prompt")
@@ -273,8 +275,12 @@ class JudgeMetric(Metric):
     def _null_chars(cls, data: Any) -> Any:
         # (null is the default, as `threshold: null` and `one_question_per_request: null` are: unset, it asks nothing of
         # `include_system_prompt` either)
-        if isinstance(data, dict) and "system_prompt_chars" in data and data["system_prompt_chars"] is None:
-            data = {k: v for k, v in data.items() if k != "system_prompt_chars"}
+        if isinstance(data, dict) and any(k in data and data[k] is None for k in cls.null_is_default):
+            data = {k: v for k, v in data.items() if not (k in cls.null_is_default and v is None)}
+        # An integral float is the int it writes, as every other int key reads it (YAML's `2000.0`); text stays refused.
+        chars = data.get("system_prompt_chars") if isinstance(data, dict) else None
+        if isinstance(chars, float) and math.isfinite(chars) and chars.is_integer():
+            data = {**data, "system_prompt_chars": int(chars)}
         return data
 
     @model_validator(mode="after")
