@@ -62,4 +62,5 @@ def test_a_config_error_quoting_a_value_masks_a_credential(judge: dict) -> None:
     with pytest.raises(ConfigError) as err:
         validate_config(_config(judge), check_files=False)
     text = str(err.value)
-    assert KEY not in text and PASSWORD not in text and MASK in text and "(got " in text, text
+    # (a URL is shown without its user, password and query: nothing of them to mask)
+    assert KEY not in text and PASSWORD not in text and (MASK in text or "base_url" in judge) and "(got " in text, text

@@ -89,9 +89,10 @@ def test_a_window_spent_by_another_client_costs_one_429_then_waits_for_the_reset
             assert r.status == 200
     limiter = AdaptiveLimiter(rpm=4, tpm=1_000_000, max_in_flight=1, window="strict", window_s=1.5)
     statuses = anyio.run(judge_all, sim.url, limiter, 4, 20, 1)
-    # The first attempt learns from the 429's headers that the window is full, and how long for.
-    assert statuses == [429, 200, 200, 200, 200]
-    assert sim.stats.answered == 8
+    # The first attempt learns from the 429's headers that the window is full, and how long for: one refusal, never a
+    # storm. (On a loaded machine the other client's window may have passed before the first attempt: no refusal then.)
+    assert statuses[-4:] == [200, 200, 200, 200] and statuses.count(429) == len(statuses) - 4 <= 1, statuses
+    assert sim.stats.answered == 8 and sim.stats.rate_limited == statuses.count(429)
 
 
 def test_bucket_server_has_no_429_storm(simulator):

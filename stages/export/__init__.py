@@ -12,6 +12,7 @@ refused a write: the CLI prints it as one line and exits 3.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def check_results(run_dirs: list[Path]) -> None:
 
     for run_dir in run_dirs:
         path = Path(run_dir) / store.RESULTS
-        if not path.is_file():
+        if not path.is_file() and not os.path.lexists(path):  # (a FIFO or a device is refused by the reader, naming it so)
             what = "a run directory holding no manifest either" if not (Path(run_dir) / store.MANIFEST).is_file() else "the run's results"
             raise TracejudgeError(f"{path}: no such file ({what}): nothing to export")
 
