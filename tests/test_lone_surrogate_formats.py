@@ -115,3 +115,20 @@ def test_a_user_adapters_case_reads_a_lone_surrogate_as_ufffd_in_run_and_extract
     assert err.count(warning) == 1 and [r["status"] for r in results] == ["ok", "ok"], err
     assert xcode == 0 and xerr.count(warning) == 1, xerr
     assert [c["trace"]["output"] for c in cases] == ["Bought \ufffd.", "Done."]
+
+
+def test_an_otel_span_holding_a_lone_surrogate_is_warned_of_once_by_run_and_by_extract(tmp_path: Path, data_dir: Path) -> None:
+    # A recorded MCP tool call, its model's last reply cut mid-emoji as an exporter may cut it. `run` also reads the file
+    # for the progress bar's total and for a look at its first records: those reads warned of the span again (3 times).
+    text = (data_dir / "otel_genai" / "hand" / "mcp_tool_call.json").read_text(encoding="utf-8")
+    assert text.count("Expect 60 to 75F") == 1
+    data = tmp_path / "spans.json"
+    data.write_text(text.replace("Expect 60 to 75F", "Expect 60 to 75F " + HALF), encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "otel"}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}], "run": {"dir": "run"}}))
+    warning = "attribute gen_ai.output.messages held a lone UTF-16 surrogate"
+    code, err = _tracejudge("run", str(cfg))  # (with its progress bar: the total is counted by a read of its own)
+    assert code == 0 and err.count(warning) == 1, err
+    code, err = _tracejudge("extract", str(cfg), "-o", str(tmp_path / "cases.jsonl"))
+    assert code == 0 and err.count(warning) == 1, err
+    assert "\ufffd" in (tmp_path / "cases.jsonl").read_text(encoding="utf-8")

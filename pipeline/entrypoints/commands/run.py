@@ -121,6 +121,7 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     from tracejudge.engine import runner, store
     from tracejudge.engine.live import LiveStatus
     from tracejudge.engine.progress import make_progress
+    from tracejudge.stages.load.framing import count_quietly
     from tracejudge.entrypoints.launch import interrupted_at_startup
     from tracejudge.stages.aggregate.gate import baseline_note, print_verdict
     from tracejudge.stages.reports.terminal import print_summary
@@ -185,7 +186,7 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
                 # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
                 def count() -> int:
                     fmt = registry.format_for(config.dataset.format)
-                    records = fmt.count(config.dataset) if fmt.count else sum(1 for _ in fmt.read(config.dataset))
+                    records = fmt.count(config.dataset) if fmt.count else count_quietly(lambda: fmt.read(config.dataset))  # (its warnings are the run's read's)
                     if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
                         records = -(-records // int(config.run.shard.split("/")[1]))
                     return records * config.run.trials

@@ -30,6 +30,7 @@ from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.values import any_value, attributes  # (where they were: callers import them from here)
 from tracejudge.stages.extract.otel.view import whole_text
 from tracejudge.stages.load import RawRecord
+from tracejudge.stages.load.framing import quieted
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "hung_trace", "iter_exports", "once_spans"]
 
@@ -136,9 +137,11 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
         problem = problem or wrong
     elif not span_id:
         problem = problem or "a span has no spanId"
-    if bad:
+    # (A look at the file besides the run's own read, the first records or the progress bar's count, says nothing: the
+    # run's read says it, once.)
+    if bad and not quieted():
         log.warning(f"otel: {file}:{line}: span {span_id}: {'; '.join(bad)}: {'this value does' if len(bad) == 1 else 'these values do'} not decode, so the span is read without {'it' if len(bad) == 1 else 'them'}")
-    if mended:
+    if mended and not quieted():
         log.warning(f"otel: {file}:{line}: span {span_id}: attribute {', '.join(mended)} held a lone UTF-16 surrogate "
                     "(half of a character, as an exporter cutting text mid-emoji writes): read with U+FFFD in its place")
     error, message = _status(raw.get("status"))
