@@ -132,3 +132,29 @@ def test_an_otel_span_holding_a_lone_surrogate_is_warned_of_once_by_run_and_by_e
     code, err = _tracejudge("extract", str(cfg), "-o", str(tmp_path / "cases.jsonl"))
     assert code == 0 and err.count(warning) == 1, err
     assert "\ufffd" in (tmp_path / "cases.jsonl").read_text(encoding="utf-8")
+
+
+# A lone surrogate in a record's labels (its id, its tags), which the engine refuses rather than mend.
+LABELLED = {
+    "openai-messages": ('{"id": "c' + HALF + '", "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}',
+                        '{"id": "c2", "tags": ["vip' + HALF + '"], "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}'),
+    "anthropic-messages": ('{"id": "c' + HALF + '", "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}',
+                           '{"id": "c2", "tags": ["vip' + HALF + '"], "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}'),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(LABELLED))
+def test_extract_refuses_a_lone_surrogate_in_an_id_or_tags_in_the_words_run_gives(tmp_path: Path, fmt: str) -> None:
+    data = tmp_path / "records.jsonl"
+    data.write_text("\n".join(LABELLED[fmt]) + "\n", encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": fmt, "options": {"messages_field": "messages"}},
+                               "metrics": [{"type": "MaxModelRequests", "max_requests": 30}], "run": {"dir": "run", "executor": "inprocess"}}))
+    _tracejudge("run", str(cfg), "--no-progress")
+    ran = [json.loads(line)["error"]["message"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert ran == ["the case id holds text that UTF-8 cannot encode (a lone surrogate)",
+                   "tags.0 holds text that UTF-8 cannot encode (a lone surrogate): the result cannot be written"], ran
+    code, err = _tracejudge("extract", str(cfg), "-o", str(tmp_path / "cases.jsonl"))
+    assert code == 1 and "UnicodeEncodeError" not in err and "Error serializing" not in err, err
+    assert f"invalid input {data}:1: id (c\\ud800): the case id holds text that UTF-8 cannot encode (a lone surrogate)\n" in err, err
+    assert f"invalid input {data}:2: tags.0 (c2): tags.0 holds text that UTF-8 cannot encode (a lone surrogate): the case cannot be written\n" in err, err

@@ -21,6 +21,7 @@ from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.keyset import FirstSeen, KeySet, key_hash, result_key, trial_key
 from tracejudge.engine.rendered import Finished, Rendered
+from tracejudge.engine.unwritable import ID_UNENCODABLE
 from tracejudge.llm.redact import redact_quoted
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
@@ -81,7 +82,7 @@ class Admission:
         if item.rendered is not None:
             return self._rendered(item, item.rendered, started)
         if item.case is not None and not encodable(item.case.id):
-            item.error = (item.case.id, ErrorInfo(kind="invalid_input", message="the case id holds text that UTF-8 cannot encode (a lone surrogate)",
+            item.error = (item.case.id, ErrorInfo(kind="invalid_input", message=ID_UNENCODABLE,
                                                   file=item.file, line=item.line, field="id"))
         if item.error is not None:  # the record could not be read
             cid, err = item.error

@@ -5,6 +5,7 @@ record), it is written escaped (`core.utf8.safe_value`, as JSON input spells it)
 every score: the case was scored, only a text could not be written. When the record's own labels hold it (tags,
 metadata), or a value is nested too deeply, the result is replaced by an `invalid_input` result under the same id
 and trial, so a resume skips it, naming the record's file and line and the field that holds the text.
+`tracejudge extract` names a case it cannot write in the same words (`unwritable_case`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.utf8 import safe_value, unencodable_at
 from tracejudge.stages.load import deep_message
 
-__all__ = ["unencodable"]
+__all__ = ["ID_UNENCODABLE", "unencodable", "unwritable_case"]
+
+ID_UNENCODABLE = "the case id holds text that UTF-8 cannot encode (a lone surrogate)"
 
 
 def unencodable(result: CaseResult, exc: Exception, place: tuple[str, int] | None) -> CaseResult:
@@ -41,9 +44,19 @@ def unencodable(result: CaseResult, exc: Exception, place: tuple[str, int] | Non
     )
 
 
-def _why(exc: Exception, field: str | None, deep: bool) -> str:
+def unwritable_case(exc: Exception, field: str | None) -> str:
+    """Why `tracejudge extract` writes no case line for a case whose JSON `exc` (a `ValueError` of pydantic's serializer)
+    kept from being written, `field` the dotted path of the text UTF-8 cannot carry (`unencodable_at`), or None: in the
+    words `run` gives such a record (`ID_UNENCODABLE`, `tags.0 holds text that UTF-8 cannot encode (a lone surrogate): …`),
+    not the serializer's own (`Error serializing to JSON: UnicodeEncodeError …`)."""
+    if field == "id":
+        return ID_UNENCODABLE
+    return _why(exc, field, "depth exceeded" in str(exc), "the case")
+
+
+def _why(exc: Exception, field: str | None, deep: bool, what: str = "the result") -> str:
     if deep:
-        return f"{deep_message()}: its result cannot be written"
+        return f"{deep_message()}: {'its result' if what == 'the result' else what} cannot be written"
     if field is not None:
-        return f"{field} holds text that UTF-8 cannot encode (a lone surrogate): the result cannot be written"
+        return f"{field} holds text that UTF-8 cannot encode (a lone surrogate): {what} cannot be written"
     return f"the record holds text that UTF-8 cannot encode (a lone surrogate): {str(exc)[:160]}"

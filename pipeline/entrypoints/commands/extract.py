@@ -100,6 +100,7 @@ def _write_cases(fmt, ctx, dataset, out: TextIO, err: Console, spans_seen: dict[
     from tracejudge.core.records import Case, ErrorInfo
     from tracejudge.engine.admit import duplicate_error, safe_text
     from tracejudge.engine.keyset import FirstSeen
+    from tracejudge.engine.unwritable import unwritable_case
     from tracejudge.stages.extract import extract_record
 
     written = bad = 0
@@ -122,7 +123,7 @@ def _write_cases(fmt, ctx, dataset, out: TextIO, err: Console, spans_seen: dict[
                 except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
                     field = unencodable_at(got)
                     got = (safe_text(got.id), ErrorInfo(
-                        kind="invalid_input", message=f"{field or 'the record'} holds text that UTF-8 cannot encode: {str(exc)[:120]}",
+                        kind="invalid_input", message=unwritable_case(exc, field),
                         file=raw.file, line=raw.line, field=field))
             cid, info = got
             bad += 1
