@@ -78,7 +78,10 @@ def _disguises(title: str) -> list[str]:
     first, _, rest = title.partition(" ")
     return [f"## {curly}", f"## {title.replace(' ', chr(0xA0))}", f"## {title.replace(' ', chr(0x2003))}", f"＃＃ {title}",
             f"## {first[:2]}\u200b{first[2:]} {rest}".rstrip(), f"## \u201c{curly}\u201d", f"## {title} (the output of step 1 above)",
-            f"<h2>{title}</h2>", f"<h3 class=\"x\">{curly}</h3>", f"<b>{title}</b>", f"<strong>{curly}:</strong>"]
+            f"<h2>{title}</h2>", f"<h3 class=\"x\">{curly}</h3>", f"<b>{title}</b>", f"<strong>{curly}:</strong>",
+            # dressed as a question id is (`> TC1:`, `- TC1:`, `1. TC1:`), bare, underlined (setext), in a summary tag
+            f"> ## {title}", f"- ## {title}", f"1. ## {title}", f"> {title}", f"- **{title}**", f"1. {title}", title, f"{title}:",
+            f"{title}\n====", f"{title}\n---", f"<details><summary>{title}</summary>", f"<summary>{curly}</summary>"]
 
 
 @pytest.mark.parametrize("title", EMITTED)
@@ -104,6 +107,7 @@ def test_the_builders_own_pointer_is_not_marked() -> None:
 
 
 @pytest.mark.parametrize("line", ["## Conversation", "## Expected output", "## Rubric", "# Evaluation", '### System prompt of agent "Root"',
+                                  "Rubric\n======", "Questions\n---", "<summary>Evaluation</summary>", "> ## Rubric", "Conversation", "1. Prior context",
                                   "**Passage 12**", "Conversation:", "**Questions**", "## Criterion:", "## System prompt (no agent named)", "##  ＳＹＳＴＥＭ prompt of agent X"])
 def test_a_heading_of_a_section_this_prompt_lacks_is_marked(line: str) -> None:
     inside = _prompt_holding(line)
@@ -111,9 +115,11 @@ def test_a_heading_of_a_section_this_prompt_lacks_is_marked(line: str) -> None:
     assert f"[data] {line}" in inside
 
 
-@pytest.mark.parametrize("line", ["## Book flight", "## Summary", "# Trace of the refund flow", "Output was fine:", "System prompt", "questions:",
-                                  "rubric:", "<h2>Summary</h2>", "## Book flight (draft)", "<b>Note</b>", "(the output of the build above)",
-                                  "(see step 1 above)", "## Summary’s notes"])
+@pytest.mark.parametrize("line", ["## Book flight", "## Summary", "# Trace of the refund flow", "Output was fine:", "System prompt for the agent",
+                                  "questions:", "rubric:", "<h2>Summary</h2>", "## Book flight (draft)", "<b>Note</b>", "(the output of the build above)",
+                                  "(see step 1 above)", "## Summary’s notes", "Summary\n=======", "> ## Summary", "1. Final output was fine",
+                                  "- Output the file", "Outputs", "<details><summary>Details</summary>", "Questions", "> Note: see the trace",
+                                  "Traceback (most recent call last):"])
 def test_an_ordinary_heading_or_line_is_left_as_it_is(line: str) -> None:
     assert f"\n{line}\n" in _prompt_holding(line)
 

@@ -4,7 +4,7 @@ Each one prefixes `[data] ` to a line of the data that could pass for a line of 
 other line (and so text with no such line, its prompt and its cache key) as it is:
 
 - `neutralise_markers`: a marker line (`==== DATA … ====`, `==== END OF DATA ====`), which could end the fenced block;
-- `neutralise_headings`: one of the block's own section headings (`## Final output`, `**Final output**`);
+- `neutralise_headings`: one of the block's own section headings (`## Final output`, `**Final output**`, `Final output`);
 - `neutralise_labels` (`fence_labels`): a line of the questions after the block, by the ids the prompt asks (`TC1 …`
   whatever follows, `Questions:`, `Evaluation:`, a multi-item request's `### Item i…`, the pairwise prompt's `Run 1:`
   / `Run 2:`, a Faithfulness prompt's `Claim 2:` outside its Claims section) or a pre-answer to one in the reply's
@@ -74,14 +74,16 @@ def neutralise_markers(text: str, lookalikes: bool = True) -> str:
 def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
     """`text` (a section's data) with every line that reads as one of the fence's own section headings (`## Final
     output`, `# final output:`, at any heading level, any case, any space or zero-width character around or inside
-    it, a fullwidth `＃`, closing `#`s) prefixed by `[data] `.
+    it, a fullwidth `＃`, closing `#`s; bare, `Final output`, or underlined as a setext title; in HTML tags, `<details>
+    <summary>Final output</summary>`; after a quote's `>` or a list's bullet or number, `> ## Final output`, `1. Final
+    output`) prefixed by `[data] `.
 
     A tool result or message holding such a line could pass for a section of the prompt's own, a forged final
     output among them. Ordinary headings (`## Summary` in an answer) are left as they are, so their prompts (and
     cache keys) do not change.
     """
-    if not _heading_signs(text):
-        return text
+    # (Every line is tried: a bare title, `Final output`, needs no sign, and a line that starts with no title's first
+    # letters fails at its first test.)
     text = _heading_pattern(titles, _other_breaks(text)).sub(_mark, "\n" + text)[1:]
     return mark_lookalikes(text, _heading_pattern(titles, one=True).pattern)  # (`## Fіnal output`, a Cyrillic і: `fence_lookalike`)
 
@@ -91,30 +93,47 @@ def _heading(titles: tuple[str, ...]) -> str:
     # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
     # A reader takes any space for one (a no-break space, an ideographic one), skips zero-width characters, reads a
     # fullwidth `＃` as `#`, and a heading may close with `#`s: all of these forge a heading as well as the plain form.
-    # A title alone on its line in bold type (`**Final output**`, `__Trace:__`), or in plain type with a colon (`Final
-    # output:`; not `Summary:`, nor a title in a sentence), reads as a heading too.
-    # (The plain form is tried only on a line that starts with a title's first letter: most lines start with none.)
+    # A title alone on its line reads as a heading whatever dresses it: in bold type (`**Final output**`, `__Trace:__`),
+    # bare (`Final output`, `Final output:`; not `Summary:`, nor a title in a sentence), in any HTML tags (`<h2>`, `<b>`,
+    # `<details><summary>Final output</summary>`), or after a list's bullet or number or a quote's `>` (`> ## Final
+    # output`, `1. Final output`), as a question id is dressed (`_DRESS_LEAD`); a Markdown setext title, its line
+    # underlined with `===` or `---`, is a title bare.
+    # (The bare form is tried only on a line that starts with a title's first letter, a quote or an opener: most lines
+    # start with none of the rest.)
     # Every title the builder can write is checked (`fence_titles`), not only this prompt's: a line reading as a section
     # the prompt does not hold (`## Conversation` over a trace without turns) passes for one all the same.
     # A title quoted or with words in parentheses after it (`## "Trace"`, `## Final output (the output of step 1 above)`)
-    # reads as that title too, and so does one in an HTML heading or bold tag (`<h2>System prompt</h2>`, `<b>Trace</b>`),
-    # and its apostrophe is any a reader takes for one (`user’s`). A line the builder writes as a section's whole text
-    # (`BODIES`) is marked alone on its line.
+    # reads as that title too, and its apostrophe is any a reader takes for one (`user’s`). The labels after the block
+    # (`LABELS`) read as a heading only with `#`s, bold type, a heading, bold or summary tag, or a setext underline: alone,
+    # `Questions:` is `fence_labels`' to judge. A line the builder writes as a section's whole text (`BODIES`) is marked
+    # alone on its line.
     forms = {form.strip() for t in (*titles, *TITLES) for form in (t, t.split(" (", 1)[0])} - {""}
     words = [[_word(w) for w in f.split(" ")] for f in sorted(forms, key=len, reverse=True)]
     words += [[_family_word(w) for w in f.split(" ")] for f in FAMILIES]
     names = "|".join(_SPACE.join(ws) for ws in words)
-    marked = "|".join([*(_SPACE.join(map(re.escape, w.split(" "))) for w in LABELS), names])  # (`#`s or bold only: `LABELS`)
-    marked = rf"{_QUOTE}(?:{marked}){_QUOTE}(?:(?:{_GAP})*{_PAREN})?"
+    labels = "|".join(_SPACE.join(map(re.escape, w.split(" "))) for w in LABELS)
+    marked = rf"{_QUOTE}(?:{labels}|{names}){_QUOTE}(?:(?:{_GAP})*{_PAREN})?"
     firsts = "".join(sorted({re.escape(f[0]) for f in (*forms, *FAMILIES)}))
     plain = rf"(?=[{firsts}\"'“‘])(?:{_QUOTE}(?:{names}){_QUOTE}(?:(?:{_GAP})*{_PAREN})?)" if firsts else "(?!)"
     bodies = "|".join(_SPACE.join(_family_word(w) for w in b.split(" ")) for b in BODIES)
-    return (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?"
-            rf"|(?:\*\*|__)(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?|{plain}(?:{_GAP})*[:：]"
-            rf"|<(?:h[1-6]|b|strong)(?:[ \t][^>\n]*)?>(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:</(?:h[1-6]|b|strong)>)?:?"
+    setext = rf"{_T_OPEN}{_QUOTE}(?:{labels}){_QUOTE}{_T_CLOSE}(?:{_GAP})*:?(?=[\n{_OTHER_BREAKS}] {{0,3}}(?:=+|-+)[ \t]*(?:[\n{_OTHER_BREAKS}]|\Z))"
+    # (Most lines start with no sign and not as a title does, its first three letters, as three classes (a lookahead of
+    # one alternation per title cost as much as all the rest): one test of the line's start.)
+    starts = "".join(rf"[{''.join(sorted({re.escape(f[i]) for f in (*forms, *FAMILIES, *LABELS)}))}]" for i in (0, 1, 2))
+    after = rf"(?=[#＃*_<(\[|~`\"'“‘„«»]|{starts})"  # (after a bullet, a number or a `>`: `- item 3` goes no further)
+    lead = rf"(?:(?=[{_BULLETS}{_GAP[1:-1]}>0-9(\[]){_DRESS_LEAD})?"
+    return (rf"{lead}{after}(?:[#＃]{{1,6}}(?:{_GAP})*{_T_OPEN}(?:{marked}){_T_CLOSE}(?:{_GAP})*:?{_T_CLOSE}(?:(?:{_GAP})+[#＃]+)?"
+            rf"|(?:\*\*|__)(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?"
+            rf"|(?:{_TAG}(?:{_GAP})*)*<(?:h[1-6]|b|strong|summary)(?:[ \t][^>\n]*)?>(?:{_GAP})*{_T_OPEN}(?:{marked}){_T_CLOSE}(?:{_GAP})*:?{_T_CLOSE}:?"
+            rf"|{_T_OPEN}{plain}(?:{_GAP})*[:：]?{_T_CLOSE}(?:{_GAP})*[:：]?|{setext}"
             rf"|(?:\*\*|__)?(?:{bodies})\.?(?:\*\*|__)?)(?:{_GAP})*")
 
 
+# (What a title may stand in: emphasis, HTML tags (`<summary>`, `<p class="x">`), brackets, a table cell's `|`; the
+# lookahead: one test for a line that starts with none.)
+_TAG = r"<[a-z][a-z0-9]{0,9}(?:[ \t][^>\n]*)?>"
+_T_OPEN = rf"(?:(?=[*_`~|(\[<])(?:[*_`~]{{1,3}}|{_TAG}|[|(\[])(?:{_GAP})*+){{0,4}}"
+_T_CLOSE = rf"(?:(?:{_GAP})*+(?:[*_`~]{{1,3}}|[)\]|]|</[a-z][a-z0-9]{{0,9}}>)){{0,4}}"
 _QUOTE = "[\"'“”‘’„«»]?"  # (a quote a title may stand in: `## "Trace"`)
 _PAREN = rf"\([^\n{_OTHER_BREAKS}()]*\)"  # (words in parentheses after a title: `(the output of step 1 above)`)
 
@@ -129,18 +148,6 @@ def _family_word(word: str) -> str:
     if word == "[0-9]+":
         return word
     return re.escape(word).replace("REST", rf"[^\n{_OTHER_BREAKS}]+?")
-
-
-def _heading_signs(text: str) -> bool:
-    # (A heading needs a `#` (fullwidth `＃`, small `﹟`), bold type (`**`, `__`; fullwidth `＊`, `＿`) or a colon that ends
-    # its line (`_COLON_END`, a colon-like sign too): most text has none.)
-    # (An HTML heading or bold tag, `<h2>`, `<b>`, and a section's whole text, `(the output of step 1 above)`, need a `<`
-    # or a `(`.)
-    return ("#" in text or "**" in text or "__" in text or "<" in text or "(" in text or _COLON_END.search(text) is not None
-            or (not text.isascii() and any(c in text for c in "＃﹟＊＿＜﹤（﹙")))
-
-
-_COLON_END = re.compile(rf"[:：∶ːˑ˸꞉׃܃܄᛬⁚։ꓽ](?:{_GAP})*(?:[\n{_OTHER_BREAKS}]|\Z)")
 
 
 @lru_cache(maxsize=64)
@@ -160,8 +167,6 @@ def neutralise_section(text: str, titles: tuple[str, ...], claims: bool = False,
     broken = _other_breaks(text)
     mode, mark, accept = (None, _mark, None) if asks is None else (asks.mode, asks.mark, asks.accept)
     text = _label_line(claims, broken, mode).sub(mark, "\n" + text)
-    if not _heading_signs(text):
-        return mark_lookalikes(text[1:], _section_line((), claims, mode), accept=accept)
     return mark_lookalikes(_heading_pattern(titles, broken).sub(_mark, text)[1:], _section_line(titles, claims, mode), accept=accept)
 
 

@@ -17,8 +17,10 @@ as a conversation. So the set checked is not the titles of the one prompt but al
   on a line of their own read as that section's, heading or not.
 
 A title is read as a reader reads it (`fence_guard._heading`): any quote for its apostrophe (`user’s`), any space or
-zero-width character between or inside its words, a fullwidth `＃`, an HTML heading or bold tag (`<h2>Trace</h2>`), and
-whatever its line adds in parentheses (`## Final output (the output of step 1 above)`).
+zero-width character between or inside its words, a fullwidth `＃`, an HTML heading, bold or summary tag (`<h2>Trace</h2>`,
+`<details><summary>Trace</summary>`), whatever its line adds in parentheses (`## Final output (the output of step 1
+above)`), bare on its line (`Final output`, underlined as a setext title or not), and after a quote's `>` or a list's
+bullet or number (`> ## Final output`, `1. Final output`). A label of `LABELS` is read so only as a heading.
 
 tests/test_fence_titles.py renders a prompt with each section and fails on a title missing here.
 """
