@@ -121,7 +121,8 @@ def _heading(titles: tuple[str, ...]) -> str:
     # one alternation per title cost as much as all the rest): one test of the line's start.)
     starts = "".join(rf"[{''.join(sorted({re.escape(f[i]) for f in (*forms, *FAMILIES, *LABELS)}))}]" for i in (0, 1, 2))
     after = rf"(?=[#＃*_<(\[|~`\"'“‘„«»]|{starts})"  # (after a bullet, a number or a `>`: `- item 3` goes no further)
-    lead = rf"(?:(?=[{_BULLETS}{_GAP[1:-1]}>0-9(\[]){_DRESS_LEAD})?"
+    # (atomic: no title starts with what the dressing takes, so a line whose text after it fails is not tried again without)
+    lead = rf"(?>(?:(?=[{_BULLETS}{_GAP[1:-1]}>0-9(\[]){_DRESS_LEAD})?)"
     return (rf"{lead}{after}(?:[#＃]{{1,6}}(?:{_GAP})*{_T_OPEN}(?:{marked}){_T_CLOSE}(?:{_GAP})*:?{_T_CLOSE}(?:(?:{_GAP})+[#＃]+)?"
             rf"|(?:\*\*|__)(?:{_GAP})*(?:{marked})(?:{_GAP})*:?(?:{_GAP})*(?:\*\*|__):?"
             rf"|(?:{_TAG}(?:{_GAP})*)*<(?:h[1-6]|b|strong|summary)(?:[ \t][^>\n]*)?>(?:{_GAP})*{_T_OPEN}(?:{marked}){_T_CLOSE}(?:{_GAP})*:?{_T_CLOSE}:?"
