@@ -127,3 +127,11 @@ def test_an_ordinary_heading_or_line_is_left_as_it_is(line: str) -> None:
 def test_every_fixed_title_is_in_the_set() -> None:
     fixed = {t for t in EMITTED if not t.startswith(("System prompt of agent", "System prompt (2", "Passage "))}
     assert fixed <= set(TITLES)
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\u2028"], ids=ascii)
+def test_a_label_underlined_as_a_setext_title_is_marked_after_any_line_break(brk: str) -> None:
+    from tracejudge.stages.judge.fence_guard import neutralise_headings
+
+    text = brk.join(["ok", "Rubric", "======", "Summary", "-------", "done"])
+    assert neutralise_headings(text, ("Trace",)) == brk.join(["ok", "[data] Rubric", "======", "Summary", "-------", "done"])

@@ -116,7 +116,7 @@ def _heading(titles: tuple[str, ...]) -> str:
     firsts = "".join(sorted({re.escape(f[0]) for f in (*forms, *FAMILIES)}))
     plain = rf"(?=[{firsts}\"'“‘])(?:{_QUOTE}(?:{names}){_QUOTE}(?:(?:{_GAP})*{_PAREN})?)" if firsts else "(?!)"
     bodies = "|".join(_SPACE.join(_family_word(w) for w in b.split(" ")) for b in BODIES)
-    setext = rf"{_T_OPEN}{_QUOTE}(?:{labels}){_QUOTE}{_T_CLOSE}(?:{_GAP})*:?(?=[\n{_OTHER_BREAKS}] {{0,3}}(?:=+|-+)[ \t]*(?:[\n{_OTHER_BREAKS}]|\Z))"
+    setext = rf"{_T_OPEN}{_QUOTE}(?:{labels}){_QUOTE}{_T_CLOSE}(?:{_GAP})*:?(?=(?:\r\n|[\n{_OTHER_BREAKS}]) {{0,3}}(?:=+|-+)[ \t]*(?:[\n{_OTHER_BREAKS}]|\Z))"
     # (Most lines start with no sign and not as a title does, its first three letters, as three classes (a lookahead of
     # one alternation per title cost as much as all the rest): one test of the line's start.)
     starts = "".join(rf"[{''.join(sorted({re.escape(f[i]) for f in (*forms, *FAMILIES, *LABELS)}))}]" for i in (0, 1, 2))
