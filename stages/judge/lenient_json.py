@@ -19,7 +19,7 @@ import re
 
 from tracejudge.stages.judge.reasoning_blocks import outside
 
-__all__ = ["invalid_json", "relaxed"]
+__all__ = ["invalid_json", "may_relax", "relaxed"]
 
 _LENIENT_CLOSE = re.compile(r",(\s*[}\]])")
 
@@ -43,6 +43,12 @@ def invalid_json(text: str) -> str:
                 pass
         start = text.find("{", start + 1)
     return str(worst) if worst is not None else ""
+
+
+def may_relax(text: str) -> bool:
+    """Whether `text` holds anything `relaxed` could drop (a comma before a closing `}` or `]`, `//`, `/*`); False: its
+    strict reading is the only one."""
+    return "//" in text or "/*" in text or _LENIENT_CLOSE.search(text) is not None
 
 
 def relaxed(text: str) -> tuple[str, list[str]] | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from tracejudge.core.records import Score
 from tracejudge.stages.judge.base import Plan, Question
-from tracejudge.stages.judge.lenient_json import invalid_json, relaxed
+from tracejudge.stages.judge.lenient_json import invalid_json, may_relax, relaxed
 from tracejudge.stages.judge.parse import ParseError, check_agreement, grade_agreement, json_objects, parse_parts, parse_scale, parse_yes_no
 
 __all__ = ["ENDED_AFTER_VERDICT", "finish", "parse_answers", "question_groups", "ran_on_in_whitespace", "verdict_before_whitespace"]
@@ -49,6 +49,8 @@ def _agrees_leniently(plan: Plan, questions: list[Question], text: str) -> None:
 
     The strict reading skips an invalid object: `{"score": 4} {"score": 2,}` read as 4, while the same second verdict
     without its comma was refused. Every object of the reply counts, leniently read or not."""
+    if not may_relax(text):
+        return  # (nothing `relaxed` would drop: no reading but the strict one, and no JSON decoded again for every reply)
     bad = invalid_json(text)
     again = relaxed(text) if bad else None
     if again is None:

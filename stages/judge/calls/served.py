@@ -136,17 +136,13 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
     if self.cache is None:  # (asked for its slots alone: a run without a cache keys nothing)
         return None
     raw: Any = getattr(self.cache, "raw", self.cache)
-    if got.component is not None and got.answered:
-        log.info("judge server weights", url=where, model=cfg.model, served=served_model.describe(got.component))
-        _cache_call(raw, "remember_served", *judge_id, got.component)
-        return got.component
     last = None if got.answered else _cache_call(raw, "last_served", *judge_id)
     if isinstance(last, dict):
         log.warning("the judge server did not answer when asked which weights it serves: its verdicts are looked up as "
                     "those of the weights it served last; a weight swap since then would be answered from the cache",
                     url=where, model=cfg.model, served=served_model.describe(last))
         return last
-    if got.component is not None:  # (an endpoint was silent, the others named weights, and none are remembered: those)
+    if got.component is not None:  # (what it said; or an endpoint was silent, the others named weights, and none are remembered)
         log.info("judge server weights", url=where, model=cfg.model, served=served_model.describe(got.component))
         _cache_call(raw, "remember_served", *judge_id, got.component)
         return got.component
